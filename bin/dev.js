@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx --no-warnings=ExperimentalWarning
+#!/usr/bin/env node
 import {execute} from '@oclif/core'
 
 await execute({development: true, dir: import.meta.url})

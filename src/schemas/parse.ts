@@ -1,6 +1,7 @@
 import type {z} from 'zod'
 
 import {SchemaError} from '../errors.js'
+import {jsonErrorOffset} from './json-position.js'
 
 /** `path.to.field: message` for each zod issue; the root is called `(root)`. */
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
@@ -32,14 +33,21 @@ export function lineAndColumn(text: string, offset: number): {line: number; colu
 
 /** JSON.parse that reports `line L, column C: reason` against the file instead of a bare offset. */
 export function parseJsonText(text: string, file: string): unknown {
+  // A byte-order mark is what some Windows editors put first; it is not an error in the content.
+  const body = text.charCodeAt(0) === 0xfe_ff ? text.slice(1) : text
+  const shift = body === text ? 0 : 1
   try {
-    return JSON.parse(text)
+    return JSON.parse(body)
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
     const position = /position (\d+)/.exec(reason)
-    const offset = position ? Number(position[1]) : text.length
+    // Node 20 gives no position for "Unexpected token"; find it rather than blame the end of the file.
+    const offset = (position ? Number(position[1]) : (jsonErrorOffset(body) ?? body.length)) + shift
     const {line, column} = lineAndColumn(text, offset)
-    const cleaned = reason.replace(/ in JSON at position \d+.*$/s, '').replace(/^JSON\.parse: /, '')
+    const cleaned = reason
+      .replace(/ in JSON at position \d+.*$/s, '')
+      .replace(/, (?:\.\.\.)?".*" is not valid JSON$/s, '')
+      .replace(/^JSON\.parse: /, '')
     throw new SchemaError(file, [`line ${line}, column ${column}: ${cleaned || 'invalid JSON'}`])
   }
 }

@@ -1,0 +1,35 @@
+import {startServer} from '../server/start.js'
+import type {LogLevel} from '../server/app.js'
+
+export interface ServeOptions {
+  host: string
+  port: number
+  dataDir?: string
+  tokensFile?: string
+  logLevel: LogLevel
+}
+
+export interface ServeResult {
+  url: string
+  stoppedBy: NodeJS.Signals
+}
+
+/** Runs `jarvis serve` until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes finish). */
+export async function serveUntilSignal(options: ServeOptions, say: (line: string) => void, warn: (line: string) => void): Promise<ServeResult> {
+  const server = await startServer(options)
+  for (const warning of server.warnings) warn(warning)
+  say(`jarvis serve listening on ${server.url} (data in ${server.dataDir})`)
+  if (server.tokens && server.tokensGenerated) {
+    say(`created one token per agent in ${server.tokensFile} (mode 0600); a client uses its own like this:`)
+    for (const [agent, token] of Object.entries(server.tokens)) say(`  ${agent.padEnd(8)}  JARVIS_TOKEN=${token} jarvis sync --server ${server.url}`)
+  } else if (server.tokens) {
+    say(`tokens of the agents: ${server.tokensFile}`)
+  }
+  const stoppedBy = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'))
+    process.once('SIGINT', () => resolve('SIGINT'))
+  })
+  await server.close()
+  say(`jarvis serve stopped (${stoppedBy})`)
+  return {url: server.url, stoppedBy}
+}

@@ -1,0 +1,194 @@
+/**
+ * Writes the server must accept, or that wait in the outbox while it cannot be reached: a finished task
+ * (`jarvis task complete`) and a project switch (`jarvis switch-project`). Queued entries are sent by the next
+ * `jarvis sync` (sync/outbox.ts); the command that queued exits 3 and says so.
+ */
+import {randomUUID} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+import {resolve} from 'node:path'
+
+import createDebug from 'debug'
+
+import {BadInputError, NotATreeError, UnreachableError} from '../errors.js'
+import {
+  type ActiveProject,
+  type OutboxKind,
+  parseJsonFile,
+  parseWith,
+  projectActiveRequestSchema,
+  type TaskResult,
+  taskResultSchema,
+  type WorkerMemory,
+  workerMemorySchema,
+} from '../schemas/index.js'
+import {appendOutbox, withTreeLock} from '../store/index.js'
+import {connect, openTree, type TreeContext} from './context.js'
+import {readUserConfig, resolveIdentity} from './settings.js'
+
+const debug = createDebug('jarvis:task')
+
+/** The task fields as flags give them; anything left out takes its default (a new UUID, now, success). */
+export interface TaskFields {
+  taskId?: string
+  type?: string
+  input?: string
+  output?: string
+  success?: boolean
+  responseTime?: number
+  model?: string
+  filesModified?: string[]
+  timestamp?: string
+}
+
+export interface TaskCompleteOptions {
+  dir?: string
+  server?: string
+  agent?: string
+  /** A JSON task result, `-` for stdin; exclusive with the field flags. */
+  file?: string
+  fields: TaskFields
+  /** stdin, for `--file -` (tests pass a string). */
+  stdin?: () => Promise<string>
+  now?: () => Date
+}
+
+export interface TaskCompleteResult {
+  queued: false
+  agentId: string
+  taskId: string
+  /** The worker memory as the server holds it now, this task in `recentTasks`. */
+  workerMemory: WorkerMemory
+}
+
+/** What the `data` of the exit-3 error holds when a write was queued. */
+export interface QueuedWrite {
+  queued: true
+  /** The outbox entry id. */
+  id: string
+  kind: OutboxKind
+}
+
+/** The task result a command line describes, checked against the sync-task body schema. */
+export async function readTaskResult(options: Pick<TaskCompleteOptions, 'file' | 'fields' | 'stdin' | 'now'>): Promise<TaskResult> {
+  if (options.file !== undefined) {
+    const name = options.file === '-' ? '<stdin>' : options.file
+    let text: string
+    try {
+      text = options.file === '-' ? await (options.stdin ?? readStdin)() : await readFile(resolve(options.file), 'utf8')
+    } catch (error) {
+      throw new BadInputError(`${name}: cannot read the task result: ${(error as Error).message}`, {file: name}, error)
+    }
+    return parseJsonFile(taskResultSchema, text, name)
+  }
+  const {fields} = options
+  if (fields.type === undefined) throw new BadInputError('--type is required (or give the whole task result with --file)', {field: 'type'})
+  const now = options.now ?? (() => new Date())
+  const task: Record<string, unknown> = {
+    taskId: fields.taskId ?? randomUUID(),
+    timestamp: fields.timestamp ?? now().toISOString(),
+    type: fields.type,
+    success: fields.success ?? true,
+  }
+  if (fields.input !== undefined) task.input = fields.input
+  if (fields.output !== undefined) task.output = fields.output
+  if (fields.responseTime !== undefined) task.responseTime = fields.responseTime
+  if (fields.model !== undefined) task.model = fields.model
+  if (fields.filesModified !== undefined && fields.filesModified.length > 0) task.filesModified = fields.filesModified
+  return parseWith(taskResultSchema, task, 'flags')
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** `jarvis task complete`: POST the task; when the server cannot be reached, queue it and fail with exit 3. */
+export async function completeTask(options: TaskCompleteOptions): Promise<TaskCompleteResult> {
+  const task = await readTaskResult(options)
+  const tree = await findTree(options.dir)
+  const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
+  const agentId = identity.agentId ?? task.agentId
+  if (!agentId) {
+    throw new BadInputError('no agent to record the task for: pass --agent, set JARVIS_AGENT, or run `jarvis init --agent ID`', {field: 'agent'})
+  }
+  if (task.agentId !== undefined && task.agentId !== agentId) {
+    throw new BadInputError(`${options.file ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
+  }
+  const body = parseWith(taskResultSchema, {...task, agentId}, options.file ?? 'flags')
+  const {client} = await connect(tree, {...options, agent: agentId})
+  try {
+    const workerMemory = await client.syncTask(body, workerMemorySchema)
+    return {queued: false, agentId, taskId: body.taskId, workerMemory}
+  } catch (error) {
+    if (!worthQueueing(error)) throw error
+    const id = await queue(tree, 'task-result', body, error)
+    throw new UnreachableError(`${(error as Error).message}\nthe task ${body.taskId} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`, {
+      ...(error as UnreachableError).data,
+      queued: true,
+      id,
+      kind: 'task-result',
+      taskId: body.taskId,
+    })
+  } finally {
+    await client.close()
+  }
+}
+
+export interface SwitchProjectOptions {
+  dir?: string
+  server?: string
+  agent?: string
+  projectId: string
+}
+
+/** `jarvis switch-project`: the server records it and tells every client (STATE_CHANGED); offline it is queued. */
+export async function switchProject(options: SwitchProjectOptions): Promise<ActiveProject> {
+  const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy: 'user-cli'}, 'projectId')
+  const tree = await findTree(options.dir)
+  const {client} = await connect(tree, options)
+  try {
+    return await client.switchProject(body.projectId, 'user-cli')
+  } catch (error) {
+    if (!worthQueueing(error)) throw error
+    const id = await queue(tree, 'active-project', body, error)
+    throw new UnreachableError(
+      `${(error as Error).message}\nthe switch to ${JSON.stringify(body.projectId)} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`,
+      {...(error as UnreachableError).data, queued: true, id, kind: 'active-project', projectId: body.projectId},
+    )
+  } finally {
+    await client.close()
+  }
+}
+
+/** The tree, when there is one: these commands also work without a tree as long as the server answers. */
+async function findTree(dir: string | undefined): Promise<TreeContext | undefined> {
+  try {
+    return await openTree(dir)
+  } catch (error) {
+    if (error instanceof NotATreeError && dir === undefined) return undefined
+    throw error
+  }
+}
+
+/**
+ * Only a server that is away is worth waiting for: a network failure or a gateway/overload answer (502-504).
+ * A refused token (401/403) or a failing server (500) would fail the same way from the outbox.
+ */
+function worthQueueing(error: unknown): error is UnreachableError {
+  if (!(error instanceof UnreachableError)) return false
+  const status = error.data.status
+  return status === undefined || status === 502 || status === 503 || status === 504
+}
+
+async function queue(tree: TreeContext | undefined, kind: OutboxKind, payload: unknown, cause: UnreachableError): Promise<string> {
+  if (!tree) {
+    throw new UnreachableError(`${cause.message}\nnothing was queued: there is no jarvis tree here to hold the outbox (run \`jarvis init\` or pass --dir)`, cause.data, cause)
+  }
+  const id = randomUUID()
+  await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: `jarvis ${kind}`}, () =>
+    appendOutbox(tree.root, {id, kind, createdAt: new Date().toISOString(), payload}),
+  )
+  debug('queued %s as %s', kind, id)
+  return id
+}

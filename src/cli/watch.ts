@@ -1,0 +1,143 @@
+import {ux} from '@oclif/core'
+import createDebug from 'debug'
+
+import {isJarvisError} from '../errors.js'
+import {startWatch, type SyncInfo, type WatchEvent, type WatchStats} from '../sync/watch.js'
+import type {SyncResult} from '../sync/run.js'
+import {exitCodeOf} from './base-command.js'
+import {connect, openTree} from './context.js'
+import {renderSync} from './render.js'
+import type {SyncOnceOptions} from './sync.js'
+
+const debug = createDebug('jarvis:watch')
+
+/** What `jarvis sync --watch` returns when it is stopped (the last JSON line under `--json`). */
+export interface WatchSummary {
+  watch: true
+  root: string
+  server: string
+  /** The signal that stopped the watch. */
+  stoppedBy: string
+  syncs: number
+  failures: number
+  /** Triggers that turned out to be echoes of a sync's own writes and needed no sync. */
+  skipped: number
+  reconnects: number
+  partitions: number
+}
+
+/** Where the watch reports, so that the command decides between human lines and JSON Lines. */
+export interface WatchOutput {
+  onStart?(root: string, server: string): void
+  onSync?(result: SyncResult, info: SyncInfo): void
+  onError?(error: unknown, info: SyncInfo): void
+  onEvent?(event: WatchEvent): void
+  onStop?(summary: WatchSummary): void
+}
+
+export type WatchCommandOptions = Omit<SyncOnceOptions, 'dryRun' | 'progress'> & {
+  /** Resolves with the name of the signal that should stop the watch; default SIGINT or SIGTERM. */
+  until?: Promise<string>
+}
+
+/** Waits for SIGINT or SIGTERM (and stops the default "exit at once" while waiting). */
+export function nextSignal(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): Promise<string> {
+  return new Promise((resolve) => {
+    const handler = (signal: NodeJS.Signals) => {
+      for (const s of signals) process.removeListener(s, handler)
+      resolve(signal)
+    }
+    for (const s of signals) process.once(s, handler)
+  })
+}
+
+/** `jarvis sync --watch`: starts the watch on this tree, runs until a signal, stops cleanly, returns a summary. */
+export async function watchUntilSignal(options: WatchCommandOptions, output: WatchOutput = {}): Promise<WatchSummary> {
+  const until = options.until ?? nextSignal()
+  const tree = await openTree(options.dir)
+  const {client, identity} = await connect(tree, options)
+  const handle = startWatch({
+    root: tree.root,
+    client,
+    settings: tree.config.sync,
+    token: identity.token,
+    onSync: output.onSync,
+    onError: output.onError,
+    onEvent: output.onEvent,
+  })
+  let stoppedBy: string
+  try {
+    await Promise.race([handle.ready, until])
+    output.onStart?.(tree.root, identity.server)
+    stoppedBy = await until
+  } finally {
+    await handle.stop()
+  }
+  const stats: WatchStats = handle.stats()
+  debug('stopped by %s: %o', stoppedBy, stats)
+  const summary: WatchSummary = {
+    watch: true,
+    root: tree.root,
+    server: identity.server,
+    stoppedBy,
+    syncs: stats.syncs,
+    failures: stats.failures,
+    skipped: stats.skipped,
+    reconnects: stats.reconnects,
+    partitions: stats.partitions,
+  }
+  output.onStop?.(summary)
+  return summary
+}
+
+/** Nothing moved: the human output stays quiet about it (the JSON Lines output still has a line). */
+export function syncChangedNothing(result: SyncResult): boolean {
+  return (
+    result.pushed.length + result.pulled.length + result.merged.length + result.deleted.length + result.backups.length + result.conflicts.length === 0 &&
+    result.outbox.sent === 0
+  )
+}
+
+export function renderWatchEvent(event: WatchEvent): string {
+  switch (event.type) {
+    case 'connected':
+      return event.reconnect ? 'reconnected to the server; resyncing everything' : `subscribed to ${event.url}`
+    case 'disconnected':
+      return `lost the connection to the server (${event.code}${event.reason ? ` ${event.reason}` : ''}); reconnecting, local changes wait until then`
+    case 'partition':
+      return `no word from the server for ${Math.round(event.silentMs / 1000)} s: partitioned (recorded in .nexus/audit.jsonl); local changes wait for the reconnect`
+  }
+}
+
+/**
+ * The output of `jarvis sync --watch`. Under `--json`: JSON Lines on stdout, one envelope per sync
+ * (`{status: 0, result, warnings}` or `{status, error, warnings}` like any command), then the summary envelope
+ * when stopped. Otherwise: a summary of each sync that changed something on stdout (nothing with `--quiet`),
+ * connection news and errors on stderr.
+ */
+export function watchOutput(sink: {json: boolean; quiet: boolean; log(line: string): void; logToStderr(line: string): void}): WatchOutput {
+  const jsonLine = (value: unknown) => ux.stdout(JSON.stringify(value))
+  return {
+    onStart(root, server) {
+      if (!sink.json && !sink.quiet) sink.logToStderr(`watching ${root} and ${server}; Ctrl-C to stop`)
+    },
+    onSync(result) {
+      if (sink.json) jsonLine({status: 0, result, warnings: []})
+      else if (!sink.quiet && !syncChangedNothing(result)) sink.log(`${new Date().toLocaleTimeString()} ${renderSync(result)}`)
+    },
+    onError(error) {
+      const message = error instanceof Error ? error.message : String(error)
+      if (sink.json) {
+        const detail = isJarvisError(error) ? {code: error.code, name: error.name, message, data: error.data} : {code: 'FAILED', name: 'Error', message}
+        jsonLine({status: exitCodeOf(error), error: detail, warnings: []})
+      } else sink.logToStderr(`jarvis: sync failed: ${message}${exitCodeOf(error) === 3 ? ' (retried when the server is back)' : ''}`)
+    },
+    onEvent(event) {
+      if (event.type === 'connected' && !event.reconnect) return // the "watching" line says it
+      if (!sink.json && (!sink.quiet || event.type === 'partition')) sink.logToStderr(renderWatchEvent(event))
+    },
+    onStop(summary) {
+      if (!sink.json && !sink.quiet) sink.log(`stopped watching (${summary.stoppedBy}) after ${summary.syncs} sync(s)${summary.failures ? `, ${summary.failures} failed` : ''}`)
+    },
+  }
+}

@@ -1,0 +1,33 @@
+import {Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../cli/base-command.js'
+import {initTree} from '../store/index.js'
+
+export interface InitResult {
+  root: string
+  created: string[]
+  changed: boolean
+}
+
+export default class Init extends JarvisCommand<typeof Init> {
+  static summary = 'Create .memory/ and .nexus/ in the current directory.'
+  static description = 'Safe to run again: a second run with the same options changes nothing and says so.'
+  static examples = ['<%= config.bin %> init', '<%= config.bin %> init --server http://127.0.0.1:8787 --agent claude --project my-app']
+
+  static flags = {
+    server: Flags.string({description: 'URL of the jarvis server to sync with.'}),
+    agent: Flags.string({description: 'Agent id of this machine (chatgpt, claude, gemini, openclaw).'}),
+    project: Flags.string({description: 'Slug of the project this tree belongs to.'}),
+  }
+
+  async run(): Promise<InitResult> {
+    const {root, created, changed} = await initTree(this.flags.dir ?? process.cwd(), {
+      server: this.flags.server,
+      agent: this.flags.agent,
+      project: this.flags.project,
+    })
+    if (!changed) this.log(`jarvis tree already initialised in ${root}; nothing changed`)
+    else this.log(`initialised jarvis tree in ${root}${created.length ? `\n  created ${created.join(', ')}` : ''}`)
+    return {root, created, changed}
+  }
+}

@@ -1,0 +1,27 @@
+import {Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../cli/base-command.js'
+import {serveUntilSignal, type ServeResult} from '../cli/serve.js'
+
+export default class Serve extends JarvisCommand<typeof Serve> {
+  static summary = 'Run the reference jarvis server (HTTP + WebSocket, embedded SQLite).'
+  static description = `With neither --tokens nor JARVIS_SERVER_TOKENS, one token per agent is created in the data directory (mode 0600) and printed the first time. Stops cleanly on SIGTERM or Ctrl-C, finishing the writes in flight.`
+  static examples = ['<%= config.bin %> serve', '<%= config.bin %> serve --port 0 --data /tmp/jarvis-data', '<%= config.bin %> serve --tokens tokens.json']
+
+  static flags = {
+    host: Flags.string({description: 'Address to listen on.', default: '127.0.0.1'}),
+    port: Flags.integer({description: 'Port to listen on (0 picks a free one).', default: 8787, min: 0, max: 65_535}),
+    data: Flags.string({description: 'Data directory (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
+    tokens: Flags.string({description: 'JSON file mapping each token to its agent id.'}),
+    'log-level': Flags.option({options: ['silent', 'error', 'warn', 'info', 'debug'] as const, default: 'warn', description: 'Structured (pino) log level, on stderr.'})(),
+  }
+
+  async run(): Promise<ServeResult> {
+    return serveUntilSignal(
+      {host: this.flags.host, port: this.flags.port, dataDir: this.flags.data, tokensFile: this.flags.tokens, logLevel: this.flags['log-level']},
+      // Under --json stdout carries only the final envelope, so the running commentary goes to stderr.
+      (line) => (this.jsonEnabled() ? process.stderr.write(`${line}\n`) : this.log(line)),
+      (line) => this.warn(line),
+    )
+  }
+}

@@ -1,0 +1,53 @@
+import {Flags, ux} from '@oclif/core'
+
+import {JarvisCommand} from '../cli/base-command.js'
+import {serverFlags} from '../cli/flags.js'
+import {renderSync} from '../cli/render.js'
+import {syncOnce} from '../cli/sync.js'
+import {watchOutput, watchUntilSignal, type WatchSummary} from '../cli/watch.js'
+import type {SyncResult} from '../sync/run.js'
+
+export default class Sync extends JarvisCommand<typeof Sync> {
+  static summary = 'Merge this tree with the server: push, pull, three-way merge, flush the outbox.'
+  static description = `Nothing is lost: a file changed only here is pushed, only on the server is pulled, on both sides is merged by its type's rule; when a merge must pick the server's version, the local one is kept as <name>.local.bak and reported.`
+  static examples = [
+    '<%= config.bin %> sync',
+    '<%= config.bin %> sync --dry-run',
+    '<%= config.bin %> sync --quiet   # from a git hook',
+    '<%= config.bin %> sync --watch --json   # JSON Lines: one envelope per sync, the summary when stopped',
+  ]
+
+  static flags = {
+    ...serverFlags,
+    'dry-run': Flags.boolean({description: 'Print the plan and change nothing.'}),
+    quiet: Flags.boolean({char: 'q', description: 'Print nothing on success (for git hooks).'}),
+    force: Flags.boolean({description: 'Allow a sync that deletes more than half of the files.'}),
+    watch: Flags.boolean({
+      description: 'Keep syncing on local changes and on server broadcasts until Ctrl-C. With --json: one JSON line per sync, then a summary line.',
+      exclusive: ['dry-run'],
+    }),
+  }
+
+  async run(): Promise<SyncResult | WatchSummary> {
+    if (this.flags.watch) {
+      const sink = {json: this.jsonEnabled(), quiet: this.flags.quiet, log: (line: string) => this.log(line), logToStderr: (line: string) => this.logToStderr(line)}
+      return watchUntilSignal({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent, force: this.flags.force}, watchOutput(sink))
+    }
+    const result = await syncOnce({
+      dir: this.flags.dir,
+      server: this.flags.server,
+      agent: this.flags.agent,
+      dryRun: this.flags['dry-run'],
+      force: this.flags.force,
+      progress: !this.flags.quiet && !this.jsonEnabled() && process.stderr.isTTY,
+    })
+    if (!this.flags.quiet) this.log(renderSync(result))
+    return result
+  }
+
+  /** `--watch --json` is JSON Lines: the final summary is one line too. */
+  logJson(json: unknown): void {
+    if (this.flags?.watch) ux.stdout(JSON.stringify(json))
+    else super.logJson(json)
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * `jarvis hooks install [--uninstall]`: git hooks (post-commit, post-merge, post-checkout) that run
+ * `jarvis sync --quiet` and never block or fail git.
+ *
+ * - The hooks directory is git's own answer (`git rev-parse --git-path hooks`), so `core.hooksPath` (relative to
+ *   the top level of the work tree when relative) and linked work trees are honoured.
+ * - Our lines live in one delimited block (`# >>> jarvis >>>` … `# <<< jarvis <<<`) appended to an existing hook
+ *   (its content is kept as it is) or in a new executable `#!/bin/sh` hook. Installing twice changes nothing;
+ *   uninstalling removes only the block, and the file too when nothing but the shebang is left.
+ * - Never blocking: the block starts the sync in the background with every standard stream on /dev/null and
+ *   `|| true`, so the hook returns at once whatever the server does, and nothing holds git's (or a GUI's)
+ *   output pipe open. A down server costs git nothing; the sync's own 5 s connect timeout ends the child.
+ */
+import {constants} from 'node:fs'
+import {access, chmod, mkdir, readFile, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import createDebug from 'debug'
+import {simpleGit} from 'simple-git'
+
+import {BadInputError, NotATreeError} from '../errors.js'
+import {findRoot} from '../store/index.js'
+
+const debug = createDebug('jarvis:hooks')
+
+export const HOOK_NAMES = ['post-commit', 'post-merge', 'post-checkout'] as const
+export const BLOCK_START = '# >>> jarvis >>>'
+export const BLOCK_END = '# <<< jarvis <<<'
+
+export interface HooksResult {
+  hooksDir: string
+  /** Hooks created, or whose jarvis block was added or brought up to date. */
+  installed: string[]
+  /** Hooks that already had this exact block (install) or had none (uninstall). */
+  unchanged: string[]
+  /** Hooks whose jarvis block was removed (uninstall). */
+  removed: string[]
+  /** Hooks left alone because they are not shell scripts: the block cannot be added to them. */
+  skipped: string[]
+  /** Things a person should know (a hook git will not run, a hook that exits before our block). */
+  warnings: string[]
+  /** The command line the hooks run. */
+  command: string
+}
+
+export interface HooksOptions {
+  /** A directory inside the repository (default: the working directory). */
+  cwd?: string
+  uninstall?: boolean
+  /** The jarvis command the hooks run, as shell words; default {@link jarvisCommand}. */
+  command?: string
+  /** `--dir`: where the repository and the jarvis tree are looked for (walking up); default `cwd`. */
+  dir?: string
+}
+
+/** Single-quoted for sh. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+}
+
+/**
+ * How a hook should start jarvis: the running binary with this node, so that hooks work without a global
+ * install; `jarvis` on PATH when this process is not a jarvis binary (e.g. inside a test runner).
+ * `bin/dev.js` (sources via tsx) is run with tsx's loader given by absolute URL, since a hook runs elsewhere.
+ */
+export async function jarvisCommand(argv1: string | undefined = process.argv[1]): Promise<string> {
+  if (!argv1) return 'jarvis'
+  let script: string
+  try {
+    script = await realpath(argv1)
+  } catch {
+    return 'jarvis'
+  }
+  const name = basename(script)
+  if (basename(dirname(script)) !== 'bin' || (name !== 'run.js' && name !== 'dev.js')) return 'jarvis'
+  if (!(await isJarvisPackage(dirname(dirname(script))))) return 'jarvis'
+  if (name === 'run.js') return [process.execPath, script].map(shellQuote).join(' ')
+  try {
+    const tsx = import.meta.resolve('tsx')
+    return [process.execPath, '--import', tsx, '--no-warnings=ExperimentalWarning', script].map(shellQuote).join(' ')
+  } catch {
+    return 'jarvis'
+  }
+}
+
+async function isJarvisPackage(dir: string): Promise<boolean> {
+  try {
+    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {bin?: Record<string, string>}
+    return typeof pkg.bin === 'object' && pkg.bin !== null && 'jarvis' in pkg.bin
+  } catch {
+    return false
+  }
+}
+
+/** The block a hook gets. */
+export function hookBlock(command: string): string {
+  return [
+    BLOCK_START,
+    '# Added by `jarvis hooks install`; `jarvis hooks install --uninstall` removes it.',
+    '# Syncs the shared memory in the background: git never waits for it and never fails because of it.',
+    `(${command} sync --quiet </dev/null >/dev/null 2>&1 || true) &`,
+    BLOCK_END,
+  ].join('\n')
+}
+
+const SHELLS = /^#!\s*(?:\/usr\/bin\/env\s+(?:-S\s+)?)?(?:\S*\/)?(?:sh|bash|dash|zsh|ksh|ash|mksh)(?:\s|$)/
+
+/** The lines of the block in `text`: [start, end] line indexes, or null. */
+function findBlock(lines: string[]): [number, number] | null {
+  const start = lines.findIndex((line) => line.trim() === BLOCK_START)
+  if (start === -1) return null
+  const end = lines.findIndex((line, i) => i > start && line.trim() === BLOCK_END)
+  return end === -1 ? null : [start, end]
+}
+
+/** The hook text without our block (and the blank line we put before it). */
+export function withoutBlock(text: string): string {
+  const lines = text.split('\n')
+  const block = findBlock(lines)
+  if (!block) return text
+  let [start] = block
+  const [, end] = block
+  if (start > 0 && lines[start - 1].trim() === '') start--
+  lines.splice(start, end - start + 1)
+  return lines.join('\n')
+}
+
+/** The hook text with our block, appended at the end or replacing an older one in place. */
+export function withBlock(text: string | null, block: string): string {
+  if (text === null || text.trim() === '') return `#!/bin/sh\n${block}\n`
+  const lines = text.split('\n')
+  const found = findBlock(lines)
+  if (found) {
+    lines.splice(found[0], found[1] - found[0] + 1, ...block.split('\n'))
+    return lines.join('\n')
+  }
+  return `${text.endsWith('\n') ? text : `${text}\n`}\n${block}\n`
+}
+
+/** True when nothing but a shebang, blank lines and comments that git put in a fresh hook is left. */
+function isEmptyHook(text: string): boolean {
+  return text
+    .split('\n')
+    .filter((line, i) => !(i === 0 && line.startsWith('#!')))
+    .every((line) => line.trim() === '')
+}
+
+/** The last command of a shell script exits: a block appended after it would never run. */
+function endsWithExit(text: string): boolean {
+  const commands = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+  return commands.length > 0 && /^exit(\s|$)/.test(commands[commands.length - 1])
+}
+
+async function readOptional(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
+
+/** Replaces `path` (through a symlink, if it is one) via a temp file and rename, keeping or setting its mode. */
+async function writeHook(path: string, text: string, mode: number): Promise<void> {
+  let target = path
+  try {
+    target = await realpath(path)
+  } catch {
+    // a new hook
+  }
+  const temp = join(dirname(target), `.${basename(target)}.jarvis-tmp-${process.pid}`)
+  await writeFile(temp, text, {mode})
+  await chmod(temp, mode)
+  await rename(temp, target)
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Where this repository's hooks live, absolute. BadInputError outside a git repository. */
+export async function hooksDirectory(cwd: string): Promise<{hooksDir: string; topLevel: string | null}> {
+  const git = simpleGit({baseDir: cwd})
+  let raw: string
+  try {
+    raw = (await git.revparse(['--path-format=absolute', '--git-path', 'hooks'])).trim()
+  } catch (error) {
+    throw new BadInputError(`${cwd} is not inside a git repository (${firstLine(error)}); run \`git init\` first`, {cwd}, error)
+  }
+  // git before 2.31 does not know --path-format and answers relative to cwd.
+  const hooksDir = isAbsolute(raw) ? raw : resolve(cwd, raw)
+  let topLevel: string | null = null
+  try {
+    topLevel = (await git.revparse(['--show-toplevel'])).trim() || null
+  } catch {
+    topLevel = null // a bare repository: hooks run in the git directory
+  }
+  return {hooksDir, topLevel}
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).trim().split('\n')[0]
+}
+
+/** `--dir` for a tree that is not found from the top level by walking up (hooks run at the top level). */
+async function dirArgument(treeRoot: string | undefined, topLevel: string | null): Promise<string> {
+  if (!treeRoot || !topLevel) return ''
+  const [tree, top] = await Promise.all([realpath(treeRoot).catch(() => treeRoot), realpath(topLevel).catch(() => topLevel)])
+  const rel = relative(top, tree).split('\\').join('/')
+  // The top level itself or one of its parents: `jarvis` finds it by walking up.
+  if (rel === '' || /^\.\.(\/\.\.)*$/.test(rel)) return ''
+  // Below the top level: relative, so that the hook survives moving the repository.
+  if (!isAbsolute(rel) && rel !== '..' && !rel.startsWith('../')) return ` --dir ${shellQuote(rel)}`
+  return ` --dir ${shellQuote(tree)}`
+}
+
+/** Installs (or with `uninstall`, removes) the jarvis block in the three hooks. */
+export async function installHooks(options: HooksOptions = {}): Promise<HooksResult> {
+  const cwd = resolve(options.cwd ?? process.cwd(), options.dir ?? '.')
+  const {hooksDir, topLevel} = await hooksDirectory(cwd)
+  let treeRoot: string | undefined
+  try {
+    treeRoot = findRoot(cwd)
+  } catch (error) {
+    if (!(error instanceof NotATreeError)) throw error
+  }
+  const command = `${options.command ?? (await jarvisCommand())}${await dirArgument(treeRoot, topLevel)}`
+  const block = hookBlock(command)
+  const result: HooksResult = {hooksDir, installed: [], unchanged: [], removed: [], skipped: [], warnings: [], command}
+  if (!treeRoot && !options.uninstall) result.warnings.push('no jarvis tree here yet: the hooks do nothing until `jarvis init`')
+  if (!options.uninstall) await mkdir(hooksDir, {recursive: true})
+
+  for (const name of HOOK_NAMES) {
+    const path = join(hooksDir, name)
+    const text = await readOptional(path)
+    if (options.uninstall) {
+      if (text === null || findBlock(text.split('\n')) === null) {
+        result.unchanged.push(name)
+        continue
+      }
+      const rest = withoutBlock(text)
+      if (isEmptyHook(rest)) await rm(path, {force: true})
+      else await writeHook(path, rest, (await stat(path)).mode & 0o7777)
+      result.removed.push(name)
+      continue
+    }
+    if (text !== null && text.trim() !== '' && text.startsWith('#!') && !SHELLS.test(text.split('\n')[0])) {
+      result.skipped.push(name)
+      result.warnings.push(`${name} is not a shell script (${text.split('\n')[0]}); add \`${command} sync --quiet &\` to it yourself`)
+      continue
+    }
+    const next = withBlock(text, block)
+    if (next === text) {
+      result.unchanged.push(name)
+    } else {
+      const mode = text === null ? 0o755 : (await stat(path)).mode & 0o7777
+      await writeHook(path, next, mode)
+      result.installed.push(name)
+      debug('%s: %s', text === null ? 'created' : 'updated', path)
+    }
+    if (text !== null && !(await isExecutable(path))) {
+      result.warnings.push(`${name} is not executable, so git does not run it (nor the jarvis block): \`chmod +x ${path}\` to enable it`)
+    } else if (text !== null && endsWithExit(withoutBlock(text))) {
+      result.warnings.push(`${name} ends with \`exit\` before the jarvis block, which therefore never runs: move the block above it`)
+    }
+  }
+  return result
+}

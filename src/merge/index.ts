@@ -1,0 +1,23 @@
+export {canonicalJson, jsonEqual} from './canonical.js'
+export {diff3, type Diff3Conflict, type LineRange, type Segment} from './diff3.js'
+export {mergeFileText, ruleForPath} from './dispatch.js'
+export {mergeJson} from './json.js'
+export {diffSequences, type Hunk} from './line-diff.js'
+export {compareStamps, lwwWinner, mergeLwwDocument, stampValue} from './lww.js'
+export {mergeText, normalizeEol, splitLines} from './markdown.js'
+export {joinRecentTasks, mergeRecentTasks, RECENT_TASK_LIMIT} from './recent-tasks.js'
+export {mergeTranscript, messageKey, planTranscriptMerge} from './transcript.js'
+export {mergeWorkerMemory} from './worker-memory.js'
+export type {
+  ConflictKind,
+  FileMerge,
+  JsonObject,
+  MergeConflict,
+  MergeResult,
+  MergeRule,
+  RecentTask,
+  Side,
+  TranscriptMerge,
+  UniversalMessage,
+  WorkerMemory,
+} from './types.js'

@@ -1,0 +1,146 @@
+import createDebug from 'debug'
+import {Agent, request} from 'undici'
+import {z} from 'zod'
+
+import {BadInputError, JarvisError, UnreachableError} from '../errors.js'
+import {
+  activeProjectSchema,
+  pullResponseSchema,
+  pushResponseSchema,
+  statusResponseSchema,
+  formatIssues,
+} from '../schemas/index.js'
+
+const debug = createDebug('jarvis:protocol')
+
+export type StatusResponse = z.output<typeof statusResponseSchema>
+export type PullResponse = z.output<typeof pullResponseSchema>
+/**
+ * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything
+ * (the seed does not say), so the client reads only what it can use and asks `status` for the rest.
+ */
+const pushAnswerSchema = z.union([
+  pushResponseSchema,
+  z.looseObject({files: z.record(z.string(), z.looseObject({rev: z.number().optional(), hash: z.string().optional(), updatedAt: z.string().optional()})).optional()}),
+])
+export type PushResponse = z.output<typeof pushAnswerSchema>
+
+/** The server refused a push because some `base` revisions are stale (HTTP 409). */
+export class StalePushError extends JarvisError {
+  readonly stale: string[]
+  constructor(stale: string[]) {
+    super(`the server has newer versions of ${stale.join(', ')}`, {code: 'STALE', exit: 1, data: {stale}})
+    this.stale = stale
+  }
+}
+
+export interface ClientOptions {
+  server: string
+  token?: string
+  /** Counts request and answer bytes, for `npm run bench` and the `--json` result. */
+  onBytes?: (sent: number, received: number) => void
+}
+
+/** A small client for the memory protocol (contract §3); every answer is zod-checked here. */
+export class MemoryClient {
+  readonly server: string
+  private readonly token?: string
+  private readonly dispatcher = new Agent({connect: {timeout: 5000}, headersTimeout: 30_000, bodyTimeout: 60_000})
+  private readonly onBytes?: ClientOptions['onBytes']
+
+  constructor(options: ClientOptions) {
+    this.server = options.server.replace(/\/+$/, '')
+    this.token = options.token
+    this.onBytes = options.onBytes
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close()
+  }
+
+  status(since?: number): Promise<StatusResponse> {
+    return this.call('GET', since === undefined ? '/api/memory/status' : `/api/memory/status?since=${since}`, undefined, statusResponseSchema)
+  }
+
+  pull(paths: string[]): Promise<PullResponse> {
+    return this.call('POST', '/api/memory/pull', {files: paths}, pullResponseSchema)
+  }
+
+  push(files: Record<string, string>, base?: Record<string, number | null>, deletes?: string[]): Promise<PushResponse> {
+    const body: Record<string, unknown> = {files}
+    if (base && Object.keys(base).length > 0) body.base = base
+    if (deletes && deletes.length > 0) body.deletes = deletes
+    return this.call('POST', '/api/memory/push', body, pushAnswerSchema)
+  }
+
+  syncTask<S extends z.ZodType>(task: unknown, answer: S): Promise<z.output<S>> {
+    return this.call('POST', '/api/memory/sync-task', task, answer)
+  }
+
+  activeProject(): Promise<z.output<typeof activeProjectSchema>> {
+    return this.call('GET', '/api/projects/active', undefined, activeProjectSchema)
+  }
+
+  switchProject(projectId: string, switchedBy = 'user-cli'): Promise<z.output<typeof activeProjectSchema>> {
+    return this.call('POST', '/api/projects/active', {projectId, switchedBy}, activeProjectSchema)
+  }
+
+  private async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S): Promise<z.output<S>> {
+    const url = `${this.server}${path}`
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const headers: Record<string, string> = {accept: 'application/json'}
+    if (payload !== undefined) headers['content-type'] = 'application/json'
+    if (this.token) headers.authorization = `Bearer ${this.token}`
+    let statusCode: number
+    let text: string
+    try {
+      const response = await request(url, {method, headers, body: payload, dispatcher: this.dispatcher})
+      statusCode = response.statusCode
+      text = await response.body.text()
+    } catch (error) {
+      const reason = describeNetworkError(error)
+      throw new UnreachableError(`cannot reach the jarvis server at ${this.server}: ${reason}`, {server: this.server, reason}, error)
+    }
+    this.onBytes?.(Buffer.byteLength(payload ?? '') + path.length + method.length, Buffer.byteLength(text))
+    debug('%s %s → %d (%d bytes)', method, path, statusCode, text.length)
+    const json = parseAnswer(text)
+    if (statusCode === 409) throw new StalePushError(staleList(json))
+    if (statusCode === 401 || statusCode === 403) {
+      throw new UnreachableError(`the jarvis server at ${this.server} refused the token (HTTP ${statusCode}); set JARVIS_TOKEN`, {server: this.server, status: statusCode})
+    }
+    if (statusCode >= 500) {
+      throw new UnreachableError(`the jarvis server at ${this.server} failed (HTTP ${statusCode}): ${messageOf(json, text)}`, {server: this.server, status: statusCode})
+    }
+    if (statusCode >= 400) throw new BadInputError(`the jarvis server refused ${method} ${path} (HTTP ${statusCode}): ${messageOf(json, text)}`, {status: statusCode, answer: json})
+    const parsed = schema.safeParse(json)
+    if (!parsed.success) {
+      throw new UnreachableError(`the jarvis server at ${this.server} answered ${method} ${path} with an unexpected body: ${formatIssues(parsed.error.issues).join('; ')}`, {server: this.server})
+    }
+    return parsed.data
+  }
+}
+
+function parseAnswer(text: string): unknown {
+  if (text === '') return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function staleList(json: unknown): string[] {
+  const stale = (json as {stale?: unknown} | undefined)?.stale
+  return Array.isArray(stale) ? stale.filter((p): p is string => typeof p === 'string') : []
+}
+
+function messageOf(json: unknown, text: string): string {
+  const message = (json as {message?: unknown} | undefined)?.message
+  return typeof message === 'string' ? message : text.slice(0, 200)
+}
+
+function describeNetworkError(error: unknown): string {
+  const code = (error as {code?: string; cause?: {code?: string}})?.code ?? (error as {cause?: {code?: string}})?.cause?.code
+  const message = error instanceof Error ? error.message : String(error)
+  return code ? `${code} (${message})` : message
+}

@@ -1,0 +1,115 @@
+/**
+ * Schemas of the machine-local `.nexus/` tree (CONTRACT §1): config, sync state, outbox and audit lines.
+ * Every object is loose: fields this version does not know survive a read-modify-write (seed 001 §12).
+ */
+import {z} from 'zod'
+
+import {agentIdSchema, isoDateTimeSchema, pathRecord, projectSlugSchema, revisionSchema, sha256HexSchema} from './common.js'
+import {memoryEventSchema} from './events.js'
+import {taskResultSchema} from './memory.js'
+import {projectActiveRequestSchema} from './protocol.js'
+
+/** Seed 002 "Configuration" defaults. */
+export const SYNC_SETTINGS_DEFAULTS = {
+  enabled: true,
+  autoSync: true,
+  incrementalSync: true,
+  deduplicateMessages: true,
+  maxRetries: 3,
+  retryDelay: 1000,
+  lockTimeout: 5000,
+} as const
+
+export const syncSettingsSchema = z.looseObject({
+  enabled: z.boolean().default(SYNC_SETTINGS_DEFAULTS.enabled),
+  autoSync: z.boolean().default(SYNC_SETTINGS_DEFAULTS.autoSync),
+  incrementalSync: z.boolean().default(SYNC_SETTINGS_DEFAULTS.incrementalSync),
+  deduplicateMessages: z.boolean().default(SYNC_SETTINGS_DEFAULTS.deduplicateMessages),
+  maxRetries: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.maxRetries),
+  /** Milliseconds before the first retry. */
+  retryDelay: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.retryDelay),
+  /** Milliseconds to wait for the tree lock. */
+  lockTimeout: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.lockTimeout),
+})
+export type SyncSettings = z.output<typeof syncSettingsSchema>
+
+export const nexusConfigSchema = z
+  .looseObject({
+    server: z.url({protocol: /^https?$/, error: 'must be an http(s) URL'}).optional(),
+    /** The agent this machine writes as; also names its worker memory `jarvis/<agentId>.json`. */
+    agentId: agentIdSchema.optional(),
+    /** Slug of the project: the `project:<slug>` scope of events written from this tree. */
+    project: projectSlugSchema.optional(),
+    // prefault, not default: zod 4 returns a default as-is, a prefault is parsed (so the field defaults apply).
+    sync: syncSettingsSchema.prefault({}),
+  })
+  .meta({title: 'Nexus config', description: '.nexus/config.json'})
+export type NexusConfig = z.output<typeof nexusConfigSchema>
+export type NexusConfigInput = z.input<typeof nexusConfigSchema>
+
+/** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
+export const syncedFileStateSchema = z.looseObject({
+  /** sha256 hex of the base content (the file as of its last sync). */
+  hash: sha256HexSchema,
+  /** Server revision, when the server speaks revisions. */
+  rev: revisionSchema.optional(),
+  /** Server `updatedAt` of the base, when known (the only clock a seed-style server offers). */
+  updatedAt: isoDateTimeSchema.optional(),
+  /** When this client last synced the path. */
+  syncedAt: isoDateTimeSchema,
+})
+export type SyncedFileState = z.output<typeof syncedFileStateSchema>
+
+export const syncStateSchema = z
+  .looseObject({
+    /** A later format gets a new number, so an old client stops instead of misreading it. */
+    version: z.literal(1).default(1),
+    server: z.string().optional(),
+    /** The server's change sequence as of the last full sync, for `status?since=`. */
+    seq: z.number().int().nonnegative().optional(),
+    /** `timestamp` when the server sends no revisions (CONTRACT §3); the command reports it. */
+    mode: z.enum(['revision', 'timestamp']).optional(),
+    lastSyncAt: isoDateTimeSchema.optional(),
+    files: pathRecord(syncedFileStateSchema).default(() => ({})),
+    /** Session sync state (seed 002 ISyncState), owned by session/. */
+    sessions: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({title: 'Sync state', description: '.nexus/sync-state.json'})
+export type SyncState = z.output<typeof syncStateSchema>
+export type SyncStateInput = z.input<typeof syncStateSchema>
+
+export const outboxKindSchema = z.enum(['task-result', 'memory-event', 'active-project'])
+export type OutboxKind = z.output<typeof outboxKindSchema>
+
+/**
+ * One line of `.nexus/outbox.jsonl`. `payload` is checked against its kind's body schema when it is sent, not
+ * when it is read: an entry written by an older version must still be readable, to be reported if refused.
+ */
+export const outboxEntrySchema = z
+  .looseObject({
+    id: z.string().min(1),
+    kind: outboxKindSchema,
+    createdAt: isoDateTimeSchema,
+    payload: z.unknown(),
+  })
+  .meta({title: 'Outbox entry', description: 'One line of .nexus/outbox.jsonl'})
+export type OutboxEntry = z.output<typeof outboxEntrySchema>
+
+/** The entry types jarvis writes (seed 003 §8); readers accept any other name a newer version writes. */
+export const AUDIT_TYPES = ['sync', 'conflict', 'backup', 'resolution', 'partition', 'reconnect', 'delete', 'lock', 'error'] as const
+export type AuditType = (typeof AUDIT_TYPES)[number]
+
+export const auditEntrySchema = z
+  .looseObject({
+    at: isoDateTimeSchema,
+    type: z.string().min(1).meta({examples: [...AUDIT_TYPES]}),
+  })
+  .meta({title: 'Audit entry', description: 'One line of .nexus/audit.jsonl; every other field depends on `type`'})
+export type AuditEntry = z.output<typeof auditEntrySchema>
+
+/** The body schema each outbox kind is checked against before it is sent. */
+export const outboxPayloadSchemas = {
+  'task-result': taskResultSchema,
+  'memory-event': memoryEventSchema,
+  'active-project': projectActiveRequestSchema,
+} as const satisfies Record<OutboxKind, z.ZodType>

@@ -1,0 +1,216 @@
+/**
+ * `buildServer(options)`: the fastify app of `jarvis serve` (routes, auth, errors, WebSocket), over a
+ * MemoryStorage. Tests use it with `inject`; `startServer` (start.ts) adds the data directory, tokens and listen.
+ */
+import websocket from '@fastify/websocket'
+import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions} from 'fastify'
+
+import {SchemaError} from '../errors.js'
+import {parseJsonText} from '../schemas/index.js'
+import {TokenAuthenticator, bearerToken} from './auth.js'
+import {Broadcaster} from './broadcast.js'
+import type {TokenMap} from './config.js'
+import {HttpError} from './http-error.js'
+import {memoryRoutes} from './routes/memory.js'
+import {projectRoutes} from './routes/projects.js'
+import {WS_PATH, wsRoutes} from './routes/ws.js'
+import {MemoryService} from './service.js'
+import type {MemoryStorage} from './storage/types.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The agent of the request's bearer token (set by the auth hook before anything else runs). */
+    agentId: string
+  }
+}
+
+/** Largest request body (the whole push), in bytes. */
+export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024
+/** Largest content of one file, in UTF-8 bytes. */
+export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+/** Largest message a WebSocket client may send (they only send heartbeats). */
+export const WS_MAX_PAYLOAD = 64 * 1024
+/** How long close() lets in-flight requests and WebSocket close handshakes run before cutting them. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+export interface BuildServerOptions {
+  /** The storage; the app owns it from now on and closes it when the app closes. */
+  storage: MemoryStorage
+  /** token → agent id. */
+  tokens: TokenMap
+  /** pino level of fastify's logger; default `info`. Tests pass `silent`. */
+  logLevel?: LogLevel
+  /** Where log lines go; default stderr (stdout is for results, STYLE.md habit 8). */
+  logStream?: NodeJS.WritableStream
+  /** Largest request body in bytes (413 above it); default 16 MiB. */
+  bodyLimit?: number
+  /** Largest file content in bytes (413 above it); default 4 MiB. */
+  maxFileBytes?: number
+  /** Clock, for tests; default `() => new Date()`. */
+  now?: () => Date
+  /** See DEFAULT_CLOSE_TIMEOUT_MS. */
+  closeTimeoutMs?: number
+}
+
+/** `?token=` is accepted on the WebSocket path (browsers cannot set headers there): never log it. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]')
+}
+
+function loggerOptions(options: BuildServerOptions): FastifyServerOptions['logger'] {
+  return {
+    level: options.logLevel ?? 'info',
+    stream: options.logStream ?? process.stderr,
+    serializers: {
+      req(request: {method: string; url: string; ip?: string; socket?: {remoteAddress?: string}}) {
+        return {method: request.method, url: redactUrl(request.url), remoteAddress: request.ip ?? request.socket?.remoteAddress}
+      },
+    },
+  }
+}
+
+/** JSON-pointer segments (`~1` is `/`) back to plain text, so `files/jarvis~1claude.json` reads `files/jarvis/claude.json`. */
+function unescapePointer(pointer: string): string {
+  return pointer.replace(/~1/g, '/').replace(/~0/g, '~')
+}
+
+/** Any error a request can end with → the HttpError that is answered. */
+export function toHttpError(error: unknown, bodyLimit: number): HttpError {
+  if (error instanceof HttpError) return error
+  const fastifyError = error as Partial<FastifyError> & {message?: string}
+  if (Array.isArray(fastifyError.validation) && fastifyError.validation.length > 0) {
+    const first = fastifyError.validation[0]
+    const context = fastifyError.validationContext ?? 'body'
+    const missing = first.keyword === 'required' ? `/${String((first.params as {missingProperty?: string}).missingProperty ?? '')}` : ''
+    const field = `${context}${unescapePointer(first.instancePath)}${missing}`
+    const message = first.keyword === 'required' ? `${field} is required` : `${field} ${first.message ?? 'is invalid'}`
+    return new HttpError(400, 'bad_request', message, {field})
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError(413, 'too_large', `the request body is larger than ${bodyLimit} bytes`, {limit: bodyLimit})
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError(415, 'unsupported_media_type', 'send the body as application/json')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpError(400, 'bad_json', 'the body is empty but its content-type is application/json', {field: 'body'})
+    default:
+      break
+  }
+  const status = fastifyError.statusCode
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new HttpError(status, status === 404 ? 'not_found' : 'bad_request', fastifyError.message ?? 'bad request')
+  }
+  return new HttpError(500, 'internal', 'internal server error')
+}
+
+/** The fastify app. Not listening yet: `await app.listen(...)`, or use `app.inject` in tests. */
+export function buildServer(options: BuildServerOptions): FastifyInstance {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const now = options.now ?? (() => new Date())
+  const closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
+  const app = Fastify({
+    logger: loggerOptions(options),
+    bodyLimit,
+    // Validation checks shapes and never rewrites the body: no type coercion, no removed or defaulted fields.
+    ajv: {customOptions: {coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false}},
+    return503OnClosing: true,
+  })
+  const auth = new TokenAuthenticator(options.tokens)
+  const broadcaster = new Broadcaster()
+  const service = new MemoryService({
+    storage: options.storage,
+    broadcaster,
+    now,
+    maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+  })
+
+  // fastify's own JSON parser (proto-poisoning safe), with a message that says where the JSON breaks.
+  const defaultJsonParser = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser(['application/json', 'text/plain'])
+  app.addContentTypeParser('application/json', {parseAs: 'string'}, (request, raw, done) => {
+    const body = typeof raw === 'string' ? raw : raw.toString('utf8')
+    defaultJsonParser(request, body, (error, value) => {
+      if (!error) {
+        done(null, value)
+        return
+      }
+      if ((error as FastifyError).code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+        done(error, undefined)
+        return
+      }
+      let detail = 'it holds a "__proto__" or "constructor.prototype" key, which is refused'
+      try {
+        parseJsonText(body, 'body')
+      } catch (parseError) {
+        detail = parseError instanceof SchemaError ? (parseError.problems[0] ?? 'invalid JSON') : String(parseError)
+      }
+      done(new HttpError(400, 'bad_json', `the body is not valid JSON: ${detail}`, {field: 'body'}), undefined)
+    })
+  })
+
+  app.decorateRequest('agentId', '')
+
+  app.setErrorHandler((error, request, reply) => {
+    const http = toHttpError(error, bodyLimit)
+    if (http.status >= 500) request.log.error({err: error}, 'request failed')
+    else request.log.info({error: http.code, detail: http.message}, 'request refused')
+    return reply.code(http.status).type('application/json').send(http.body())
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({error: 'not_found', message: `no route ${request.method} ${redactUrl(request.url)}`}),
+  )
+
+  let forceTimer: NodeJS.Timeout | undefined
+  let closing = false
+  // A keep-alive connection that is busy when close() starts would stay open after its answer: close it then.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) void reply.header('connection', 'close')
+  })
+  void app.register(websocket, {
+    options: {maxPayload: WS_MAX_PAYLOAD},
+    // Close handshakes with every client (1001); the close goes on once they are done, or cut after the timeout.
+    preClose(done) {
+      closing = true
+      forceTimer = setTimeout(() => {
+        app.log.warn('shutdown timeout: cutting remaining connections')
+        broadcaster.terminateAll()
+        app.server.closeAllConnections()
+      }, closeTimeoutMs)
+      forceTimer.unref()
+      broadcaster.closeAll()
+      app.websocketServer.close(() => done())
+    },
+  })
+  void app.register(async (scope) => {
+    // Registered after the websocket plugin, so that its onRequest hook has marked an upgrade before a 401 ends it
+    // (the plugin then destroys the socket). Unknown routes answer 404 without asking for a token.
+    scope.addHook('onRequest', async (request, reply) => {
+      let token = bearerToken(request.headers.authorization)
+      if (token === null && request.routeOptions.url === WS_PATH) {
+        const fromQuery = (request.query as {token?: unknown}).token
+        if (typeof fromQuery === 'string') token = fromQuery
+      }
+      const agentId = auth.authenticate(token)
+      if (agentId === null) {
+        void reply.header('www-authenticate', 'Bearer realm="jarvis"')
+        throw new HttpError(
+          401,
+          'unauthorized',
+          token === null ? 'missing Authorization: Bearer <token> header' : 'the token is not known to this server',
+        )
+      }
+      request.agentId = agentId
+    })
+
+    memoryRoutes(scope, service)
+    projectRoutes(scope, service)
+    wsRoutes(scope, service, broadcaster, now)
+  })
+  app.addHook('onClose', async () => {
+    if (forceTimer) clearTimeout(forceTimer)
+    await options.storage.close()
+  })
+  return app
+}

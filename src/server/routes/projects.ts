@@ -1,0 +1,26 @@
+/** `/api/projects/active`: the active project, kept as `.memory/active_project.json`. */
+import type {FastifyInstance} from 'fastify'
+
+import type {ActiveProject} from '../../schemas/index.js'
+import type {MemoryService} from '../service.js'
+
+/** Who switched when the body does not say: the command line (CONTRACT §2, `jarvis switch-project`). */
+export const DEFAULT_SWITCHED_BY: ActiveProject['switchedBy'] = 'user-cli'
+
+const switchBody = {
+  type: 'object',
+  required: ['projectId'],
+  properties: {
+    projectId: {type: 'string', minLength: 1, maxLength: 200},
+    switchedBy: {type: 'string', enum: ['system', 'user-cli', 'user-web']},
+  },
+} as const
+
+export function projectRoutes(app: FastifyInstance, service: MemoryService): void {
+  app.get('/api/projects/active', async () => service.activeProject())
+
+  app.post('/api/projects/active', {schema: {body: switchBody}}, async (request) => {
+    const body = request.body as {projectId: string; switchedBy?: ActiveProject['switchedBy']}
+    return service.switchProject(body.projectId, body.switchedBy ?? DEFAULT_SWITCHED_BY, request.agentId)
+  })
+}

@@ -1,0 +1,43 @@
+/**
+ * `/ws/memory`: server → client broadcasts (MEM_UPDATE, STATE_CHANGED), a HELLO on connect with the current seq,
+ * and an application heartbeat: `{type: "PING"}` is answered `{type: "PONG"}` (WebSocket ping frames are
+ * answered by `ws` itself). Authentication happens before the upgrade (the app's onRequest hook).
+ */
+import createDebug from 'debug'
+import type {FastifyInstance} from 'fastify'
+
+import {send, type Broadcaster} from '../broadcast.js'
+import type {MemoryService} from '../service.js'
+
+const debug = createDebug('jarvis:server:ws')
+
+export const WS_PATH = '/ws/memory'
+
+export function wsRoutes(app: FastifyInstance, service: MemoryService, broadcaster: Broadcaster, now: () => Date): void {
+  app.get(WS_PATH, {websocket: true}, (socket, request) => {
+    const agentId = request.agentId
+    // Listeners first, then async work (a message must not arrive before its handler).
+    socket.on('message', (data, isBinary) => {
+      if (isBinary) {
+        send(socket, {type: 'ERROR', error: 'bad_request', message: 'messages are JSON text'})
+        return
+      }
+      let message: unknown
+      try {
+        message = JSON.parse(data.toString())
+      } catch {
+        send(socket, {type: 'ERROR', error: 'bad_json', message: 'a message must be a JSON object such as {"type":"PING"}'})
+        return
+      }
+      const type = (message as {type?: unknown} | null)?.type
+      if (type === 'PING') send(socket, {type: 'PONG', serverTime: now().toISOString()})
+      else debug('ignored a client message of type %s from %s', String(type), agentId)
+    })
+    socket.on('error', (error) => debug('socket error from %s: %s', agentId, error.message))
+    broadcaster.add(socket, agentId)
+    service.seq().then(
+      (seq) => send(socket, {type: 'HELLO', agentId, seq, serverTime: now().toISOString()}),
+      (error: Error) => debug('HELLO failed: %s', error.message),
+    )
+  })
+}

@@ -1,0 +1,328 @@
+/**
+ * What the routes do, without HTTP: status, pull, push, sync-task and the active project, over a
+ * MemoryStorage, with every change broadcast on `/ws/memory`. Routes (routes/*.ts) only adapt requests.
+ */
+import createDebug from 'debug'
+
+import {PathRefusedError, SchemaError} from '../errors.js'
+import {activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
+import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
+import {checkRelativePath} from '../store/paths.js'
+import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
+import {HttpError} from './http-error.js'
+import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
+import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
+
+const debug = createDebug('jarvis:server')
+
+export const ACTIVE_PROJECT_PATH = 'active_project.json'
+/** Optimistic retries of sync-task when another write to the same worker memory wins the race. */
+const SYNC_TASK_ATTEMPTS = 8
+
+export interface StatusFileEntry {
+  updatedAt: string
+  rev: number
+  hash?: string
+  deleted?: true
+  author: string
+}
+
+export interface StatusAnswer {
+  serverTime: string
+  seq: number
+  serverId: string
+  full: boolean
+  files: Record<string, StatusFileEntry>
+  activeProjectId: string | null
+}
+
+export interface PullAnswer {
+  files: Record<string, {content: string; updatedAt: string; hash: string; rev: number}>
+  /** Tombstones among the asked paths, so a client can tell "deleted" from "never existed" (absent from both). */
+  deleted: Record<string, {rev: number; updatedAt: string}>
+}
+
+export interface PushBody {
+  files?: Record<string, string>
+  base?: Record<string, number | null>
+  deletes?: string[]
+}
+
+export interface PushAnswer {
+  files: Record<string, {rev: number; hash: string; updatedAt: string}>
+  deleted: Record<string, {rev: number; updatedAt: string}>
+  seq: number
+}
+
+export interface ServiceOptions {
+  storage: MemoryStorage
+  broadcaster: Broadcaster
+  now: () => Date
+  /** Largest content of one file, in UTF-8 bytes. */
+  maxFileBytes: number
+}
+
+/** A content string with a lone surrogate cannot be stored as UTF-8 without changing it. */
+const LONE_SURROGATE = /\p{Cs}/u
+
+function checkPath(path: string): string {
+  try {
+    return checkRelativePath(path)
+  } catch (error) {
+    if (error instanceof PathRefusedError) {
+      throw new HttpError(400, 'path_refused', error.message, {path: error.data.path, reason: error.data.reason})
+    }
+    throw error
+  }
+}
+
+function own<V>(record: Record<string, V> | undefined): [string, V][] {
+  return record === undefined ? [] : Object.entries(record)
+}
+
+export class MemoryService {
+  readonly storage: MemoryStorage
+  private readonly broadcaster: Broadcaster
+  private readonly now: () => Date
+  private readonly maxFileBytes: number
+
+  constructor(options: ServiceOptions) {
+    this.storage = options.storage
+    this.broadcaster = options.broadcaster
+    this.now = options.now
+    this.maxFileBytes = options.maxFileBytes
+  }
+
+  private nowIso(): string {
+    return this.now().toISOString()
+  }
+
+  async status(since?: number): Promise<StatusAnswer> {
+    const snapshot = await this.storage.status(since)
+    const files: Record<string, StatusFileEntry> = {}
+    for (const meta of snapshot.files) {
+      files[meta.path] = meta.deleted
+        ? {updatedAt: meta.updatedAt, rev: meta.rev, deleted: true, author: meta.author}
+        : {updatedAt: meta.updatedAt, rev: meta.rev, hash: meta.hash ?? undefined, author: meta.author}
+    }
+    const active = await this.readActiveProject()
+    return {
+      serverTime: this.nowIso(),
+      seq: snapshot.seq,
+      serverId: snapshot.serverId,
+      full: snapshot.full,
+      files,
+      activeProjectId: active.ok ? active.value.projectId : null,
+    }
+  }
+
+  async pull(paths: readonly string[]): Promise<PullAnswer> {
+    const clean = [...new Set(paths.map(checkPath))]
+    const records = await this.storage.read(clean)
+    const answer: PullAnswer = {files: {}, deleted: {}}
+    for (const path of clean) {
+      const record = records.get(path)
+      if (record === undefined) continue
+      if (record.deleted || record.content === null || record.hash === null) {
+        answer.deleted[path] = {rev: record.rev, updatedAt: record.updatedAt}
+      } else {
+        answer.files[path] = {content: record.content, updatedAt: record.updatedAt, hash: record.hash, rev: record.rev}
+      }
+    }
+    return answer
+  }
+
+  /** Checks a push completely (paths, sizes, JSON) before anything is written; throws HttpError. */
+  private preparePush(body: PushBody): {writes: Map<string, string>; deletes: string[]; base: Map<string, BaseRev>} {
+    const writes = new Map<string, string>()
+    for (const [path, content] of own(body.files)) {
+      const clean = checkPath(path)
+      if (writes.has(clean)) throw new HttpError(400, 'bad_request', `body/files names ${clean} twice`, {field: 'body/files', path: clean})
+      writes.set(clean, content)
+    }
+    const deletes = new Set<string>()
+    for (const path of body.deletes ?? []) {
+      const clean = checkPath(path)
+      if (writes.has(clean)) {
+        throw new HttpError(400, 'bad_request', `${clean} is both written (body/files) and deleted (body/deletes)`, {
+          field: 'body/deletes',
+          path: clean,
+        })
+      }
+      deletes.add(clean)
+    }
+    const base = new Map<string, BaseRev>()
+    for (const [path, rev] of own(body.base)) base.set(checkPath(path), rev)
+
+    for (const [path, content] of writes) {
+      const bytes = Buffer.byteLength(content, 'utf8')
+      if (bytes > this.maxFileBytes) {
+        throw new HttpError(413, 'too_large', `${path} is ${bytes} bytes, more than the ${this.maxFileBytes} bytes a file may hold`, {
+          path,
+          limit: this.maxFileBytes,
+        })
+      }
+      if (LONE_SURROGATE.test(content)) {
+        throw new HttpError(400, 'invalid_content', `${path}: the content is not well-formed Unicode (a lone surrogate)`, {path})
+      }
+      if (/\.json$/i.test(path)) {
+        try {
+          parseJsonText(content, path)
+        } catch (error) {
+          if (!(error instanceof SchemaError)) throw error
+          throw new HttpError(400, 'invalid_content', `${path}: not valid JSON: ${error.problems.join('; ')}`, {
+            path,
+            problems: error.problems,
+          })
+        }
+      }
+    }
+    return {writes, deletes: [...deletes], base}
+  }
+
+  async push(body: PushBody, agentId: string): Promise<PushAnswer> {
+    const request = this.preparePush(body)
+    const now = this.nowIso()
+    const outcome = await this.storage.commit(request, agentId, now)
+    if (!outcome.ok) {
+      throw new HttpError(409, 'stale', `the server has newer revisions of ${outcome.stale.join(', ')}; pull, merge and push again`, {
+        stale: outcome.stale,
+      })
+    }
+    const answer: PushAnswer = {files: {}, deleted: {}, seq: outcome.seq}
+    for (const meta of [...outcome.written, ...outcome.unchanged]) {
+      if (meta.deleted) answer.deleted[meta.path] = {rev: meta.rev, updatedAt: meta.updatedAt}
+      else answer.files[meta.path] = {rev: meta.rev, hash: meta.hash as string, updatedAt: meta.updatedAt}
+    }
+    for (const meta of outcome.deleted) answer.deleted[meta.path] = {rev: meta.rev, updatedAt: meta.updatedAt}
+    this.announce(outcome, request.writes)
+    return answer
+  }
+
+  /** MEM_UPDATE for every changed path; STATE_CHANGED when active_project.json got a valid new value. */
+  private announce(outcome: CommitResult, writes: ReadonlyMap<string, string>): void {
+    for (const meta of [...outcome.written, ...outcome.deleted]) this.broadcaster.broadcast(memUpdate(meta))
+    const active = outcome.written.find((meta) => meta.path === ACTIVE_PROJECT_PATH)
+    if (active) {
+      const parsed = parseActiveProject(writes.get(ACTIVE_PROJECT_PATH) ?? '')
+      if (parsed.ok) {
+        const {projectId, switchedAt, switchedBy} = parsed.value
+        this.broadcaster.broadcast({type: 'STATE_CHANGED', projectId, switchedAt, switchedBy})
+      }
+    }
+    if (outcome.written.length + outcome.deleted.length > 0) {
+      debug('seq %d: %d written, %d deleted', outcome.seq, outcome.written.length, outcome.deleted.length)
+    }
+  }
+
+  /**
+   * Folds a task into `jarvis/<agentId>.json` and answers the worker memory. At most once per (agent, taskId):
+   * a task already recorded (by this endpoint, or already in `recentTasks`) changes nothing.
+   * Read-merge-write with the file's rev as base, retried when another write got in between.
+   */
+  async syncTask(task: TaskResult, agentId: string): Promise<{memory: WorkerMemory; rev: number; seq: number; changed: boolean}> {
+    const path = workerMemoryPath(agentId)
+    const key = `sync-task:${agentId}:${task.taskId}`
+    for (let attempt = 0; attempt < SYNC_TASK_ATTEMPTS; attempt++) {
+      const {memory, rev, seq} = await this.readWorkerMemory(path)
+      if (hasTask(memory, task.taskId) || (await this.storage.hasCommitted(key))) {
+        return {memory: memory ?? emptyWorkerMemory(agentId), rev, seq, changed: false}
+      }
+      const now = this.nowIso()
+      const next = applyTaskResult(memory, task, agentId, now)
+      const content = JSON.stringify(next, null, 2) + '\n'
+      const outcome = await this.storage.commit(
+        {writes: new Map([[path, content]]), deletes: [], base: new Map([[path, rev === 0 ? null : rev]]), idempotencyKey: key},
+        agentId,
+        now,
+      )
+      if (!outcome.ok) {
+        debug('sync-task %s: %s changed meanwhile, attempt %d', task.taskId, path, attempt + 1)
+        continue
+      }
+      if (outcome.duplicate) {
+        const current = await this.readWorkerMemory(path)
+        return {...current, memory: current.memory ?? emptyWorkerMemory(agentId), changed: false}
+      }
+      this.announce(outcome, new Map([[path, content]]))
+      const written = outcome.written[0] ?? outcome.unchanged[0]
+      return {memory: next, rev: written?.rev ?? rev, seq: outcome.seq, changed: outcome.written.length > 0}
+    }
+    throw new HttpError(503, 'unavailable', `${path} kept changing while the task was recorded; try again`, {path})
+  }
+
+  private async readWorkerMemory(path: string): Promise<{memory: WorkerMemory | null; rev: number; seq: number}> {
+    const record = (await this.storage.read([path])).get(path)
+    if (record === undefined || record.deleted || record.content === null) {
+      // A tombstone's rev is a valid base for re-creating the file.
+      return {memory: null, rev: record?.rev ?? 0, seq: record?.seq ?? 0}
+    }
+    let value: unknown
+    try {
+      value = JSON.parse(record.content)
+    } catch (error) {
+      throw new HttpError(422, 'invalid_content', `${path} on the server is not valid JSON: ${(error as Error).message}`, {path})
+    }
+    const parsed = workerMemorySchema.safeParse(value)
+    if (!parsed.success) {
+      const problems = formatIssues(parsed.error.issues)
+      throw new HttpError(422, 'invalid_content', `${path} on the server is not a worker memory: ${problems.join('; ')}`, {
+        path,
+        problems,
+      })
+    }
+    return {memory: parsed.data, rev: record.rev, seq: record.seq}
+  }
+
+  private async readActiveProject(): Promise<{ok: true; value: ActiveProject} | {ok: false; reason: 'missing' | 'invalid'; message: string}> {
+    const record = (await this.storage.read([ACTIVE_PROJECT_PATH])).get(ACTIVE_PROJECT_PATH)
+    if (record === undefined || record.deleted || record.content === null) {
+      return {ok: false, reason: 'missing', message: 'no active project has been set'}
+    }
+    return parseActiveProject(record.content)
+  }
+
+  async activeProject(): Promise<ActiveProject> {
+    const active = await this.readActiveProject()
+    if (active.ok) return active.value
+    if (active.reason === 'missing') throw new HttpError(404, 'not_found', active.message)
+    throw new HttpError(422, 'invalid_content', active.message, {path: ACTIVE_PROJECT_PATH})
+  }
+
+  /** Writes active_project.json (switchedAt = server time), broadcasts MEM_UPDATE and STATE_CHANGED. */
+  async switchProject(projectId: string, switchedBy: ActiveProject['switchedBy'], agentId: string): Promise<ActiveProject> {
+    const now = this.nowIso()
+    const value: ActiveProject = {projectId, switchedAt: now, switchedBy}
+    const content = JSON.stringify(value, null, 2) + '\n'
+    const writes = new Map([[ACTIVE_PROJECT_PATH, content]])
+    const outcome = await this.storage.commit({writes, deletes: [], base: new Map()}, agentId, now)
+    if (!outcome.ok) throw new Error('unconditional write reported stale')
+    this.announce(outcome, writes)
+    return value
+  }
+
+  async seq(): Promise<number> {
+    return this.storage.seq()
+  }
+}
+
+function memUpdate(meta: FileMeta): MemUpdateMessage {
+  return meta.deleted
+    ? {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, deleted: true}
+    : {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, hash: meta.hash ?? undefined}
+}
+
+function parseActiveProject(text: string): {ok: true; value: ActiveProject} | {ok: false; reason: 'invalid'; message: string} {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    return {ok: false, reason: 'invalid', message: `${ACTIVE_PROJECT_PATH} on the server is not valid JSON: ${(error as Error).message}`}
+  }
+  const parsed = activeProjectSchema.safeParse(value)
+  if (!parsed.success) {
+    const problems = formatIssues(parsed.error.issues)
+    return {ok: false, reason: 'invalid', message: `${ACTIVE_PROJECT_PATH} on the server is not an active project: ${problems.join('; ')}`}
+  }
+  return {ok: true, value: parsed.data}
+}

@@ -1,0 +1,136 @@
+/**
+ * `startServer(options)`: everything `jarvis serve` does, minus flag parsing and printing: resolve the data
+ * directory and tokens, open the storage, build the app, listen. The returned `close()` is the graceful
+ * shutdown the command wires to SIGTERM/SIGINT: no new requests (503), in-flight requests and writes finish,
+ * WebSocket clients get a close frame (1001), then the database is closed.
+ */
+import {isIP} from 'node:net'
+
+import type {FastifyInstance} from 'fastify'
+
+import {BadInputError} from '../errors.js'
+import {buildServer, type LogLevel} from './app.js'
+import {defaultDataDir, resolveTokens, type ResolvedTokens, type TokenMap} from './config.js'
+import {openSqliteStorage} from './storage/sqlite.js'
+
+export const DEFAULT_HOST = '127.0.0.1'
+export const DEFAULT_PORT = 8787
+
+export interface StartServerOptions {
+  /** Default 127.0.0.1. */
+  host?: string
+  /** Default 8787; 0 lets the OS pick a free port (see `port` in the result). */
+  port?: number
+  /** Where the database and the generated tokens.json live; default `defaultDataDir()`. */
+  dataDir?: string
+  /** token → agent id; takes precedence over `tokensFile` and JARVIS_SERVER_TOKENS. */
+  tokens?: TokenMap
+  /** A JSON file token → agent id (`--tokens FILE`). */
+  tokensFile?: string
+  /** Environment for JARVIS_SERVER_TOKENS and XDG_DATA_HOME; default process.env. */
+  env?: NodeJS.ProcessEnv
+  logLevel?: LogLevel
+  logStream?: NodeJS.WritableStream
+  /** Largest request body in bytes; default 16 MiB. */
+  bodyLimit?: number
+  /** Largest file content in bytes; default 4 MiB. */
+  maxFileBytes?: number
+  /** How long close() waits for in-flight work before cutting connections; default 10 s. */
+  closeTimeoutMs?: number
+  now?: () => Date
+}
+
+export interface RunningServer {
+  /** e.g. `http://127.0.0.1:8787` — what clients put in JARVIS_SERVER. */
+  url: string
+  /** The WebSocket URL, e.g. `ws://127.0.0.1:8787/ws/memory`. */
+  wsUrl: string
+  host: string
+  port: number
+  dataDir: string
+  /**
+   * agent id → token when the tokens are the data directory's own tokens.json (generated now or on an
+   * earlier start), so the command can print `JARVIS_TOKEN=...` for each agent; null when the tokens came
+   * from --tokens, the tokens option or JARVIS_SERVER_TOKENS (the operator already has them).
+   */
+  tokens: Record<string, string> | null
+  /** Where the tokens came from, the file, whether tokens.json was just created, and warnings to show. */
+  tokenSource: ResolvedTokens['source']
+  tokensFile?: string
+  tokensGenerated: boolean
+  warnings: string[]
+  /** The agents that hold a token. */
+  agents: string[]
+  app: FastifyInstance
+  /** Graceful shutdown; idempotent (a second call returns the same promise). */
+  close(): Promise<void>
+}
+
+function urlHost(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+export async function startServer(options: StartServerOptions = {}): Promise<RunningServer> {
+  const env = options.env ?? process.env
+  const host = options.host ?? DEFAULT_HOST
+  const port = options.port ?? DEFAULT_PORT
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new BadInputError(`port must be an integer from 0 to 65535, not ${port}`, {field: 'port'})
+  }
+  const dataDir = options.dataDir ?? defaultDataDir(env)
+  const resolved = await resolveTokens({tokens: options.tokens, tokensFile: options.tokensFile, env, dataDir})
+  const storage = openSqliteStorage(dataDir)
+  const app = buildServer({
+    storage,
+    tokens: resolved.tokens,
+    logLevel: options.logLevel,
+    logStream: options.logStream,
+    bodyLimit: options.bodyLimit,
+    maxFileBytes: options.maxFileBytes,
+    closeTimeoutMs: options.closeTimeoutMs,
+    now: options.now,
+  })
+  let boundPort: number
+  try {
+    await app.listen({host, port})
+    const address = app.server.address()
+    boundPort = typeof address === 'object' && address !== null ? address.port : port
+  } catch (error) {
+    await app.close().catch(() => {})
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE') throw new BadInputError(`port ${port} on ${host} is already in use; pass another --port (0 picks a free one)`, {field: 'port'}, error)
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new BadInputError(`cannot listen on host ${host}: ${code}`, {field: 'host'}, error)
+    if (code === 'EACCES') throw new BadInputError(`not allowed to listen on ${host}:${port} (EACCES); pick a port above 1023`, {field: 'port'}, error)
+    throw error
+  }
+  const warnings = [...resolved.warnings]
+  if (!isLoopback(host)) {
+    warnings.push(`listening on ${host} over plain HTTP: tokens and memory travel unencrypted; put a TLS proxy in front`)
+  }
+  for (const warning of warnings) app.log.warn(warning)
+  const url = `http://${urlHost(host)}:${boundPort}`
+  app.log.info({url, dataDir, tokenSource: resolved.source}, 'jarvis server listening')
+  let closing: Promise<void> | undefined
+  return {
+    url,
+    wsUrl: `ws://${urlHost(host)}:${boundPort}/ws/memory`,
+    host,
+    port: boundPort,
+    dataDir,
+    tokens: resolved.byAgent,
+    tokenSource: resolved.source,
+    tokensFile: resolved.file,
+    tokensGenerated: resolved.generated,
+    warnings,
+    agents: [...new Set(Object.values(resolved.tokens))].sort(),
+    app,
+    close() {
+      closing ??= app.close().then(() => undefined)
+      return closing
+    },
+  }
+}

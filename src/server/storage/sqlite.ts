@@ -1,0 +1,331 @@
+/**
+ * The embedded storage of `jarvis serve`: one SQLite file (better-sqlite3) in the data directory.
+ *
+ * - WAL journal: readers (status, pull) never wait for a writer and a crash never leaves a torn page.
+ * - `synchronous = FULL`: a commit is fsynced before the push is answered, so an acknowledged write
+ *   survives a power cut, not only a process crash (NORMAL could lose the last commits on power loss,
+ *   and a client that was answered 200 would never push that change again).
+ * - Every commit runs in one IMMEDIATE transaction: the base checks and the writes are atomic.
+ * - `schema_migrations` records the applied schema versions; a database written by a newer server is refused.
+ */
+import {chmodSync, mkdirSync} from 'node:fs'
+import {join} from 'node:path'
+
+import Database from 'better-sqlite3'
+
+import {JarvisError, ExitCode} from '../../errors.js'
+import {hashText} from '../../store/hash.js'
+import type {
+  BaseRev,
+  CommitOutcome,
+  CommitRequest,
+  CommitResult,
+  FileMeta,
+  FileRecord,
+  MemoryStorage,
+  StatusSnapshot,
+} from './types.js'
+
+export const SQLITE_FILE_NAME = 'jarvis.sqlite'
+
+interface Migration {
+  version: number
+  description: string
+  sql: string
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'files with revisions and tombstones, server change sequence, idempotency keys',
+    sql: `
+      CREATE TABLE server_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        seq INTEGER NOT NULL,
+        server_id TEXT NOT NULL
+      );
+      INSERT INTO server_state (id, seq, server_id) VALUES (1, 0, lower(hex(randomblob(16))));
+      CREATE TABLE files (
+        path TEXT PRIMARY KEY,
+        content TEXT,
+        hash TEXT,
+        rev INTEGER NOT NULL,
+        updated_at TEXT NOT NULL,
+        author TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1)),
+        CHECK ((deleted = 1 AND content IS NULL AND hash IS NULL) OR (deleted = 0 AND content IS NOT NULL AND hash IS NOT NULL))
+      ) WITHOUT ROWID;
+      CREATE INDEX files_by_seq ON files (seq);
+      CREATE TABLE idempotency_keys (
+        key TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
+]
+
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
+
+interface FileRow {
+  path: string
+  content: string | null
+  hash: string | null
+  rev: number
+  updated_at: string
+  author: string
+  seq: number
+  deleted: number
+}
+
+type MetaRow = Omit<FileRow, 'content'>
+
+function toMeta(row: MetaRow): FileMeta {
+  return {
+    path: row.path,
+    rev: row.rev,
+    hash: row.hash,
+    updatedAt: row.updated_at,
+    author: row.author,
+    seq: row.seq,
+    deleted: row.deleted === 1,
+  }
+}
+
+function toRecord(row: FileRow): FileRecord {
+  return {...toMeta(row), content: row.content}
+}
+
+/** Whether `base` is the revision the client must have seen for `current`. */
+export function baseMatches(base: BaseRev, current: {rev: number; deleted: boolean} | undefined): boolean {
+  const believesAbsent = base === null || base === 0
+  if (current === undefined) return believesAbsent
+  if (current.deleted) return believesAbsent || base === current.rev
+  return base === current.rev
+}
+
+export interface SqliteStorageOptions {
+  /** Directory holding the database file; created (mode 0700) when missing. */
+  dataDir: string
+  /** File name inside `dataDir`; default `jarvis.sqlite`. */
+  fileName?: string
+}
+
+export class SqliteStorage implements MemoryStorage {
+  readonly file: string
+  private readonly db: Database.Database
+  private closed = false
+  private readonly statements
+
+  constructor(options: SqliteStorageOptions) {
+    mkdirSync(options.dataDir, {recursive: true, mode: 0o700})
+    this.file = join(options.dataDir, options.fileName ?? SQLITE_FILE_NAME)
+    try {
+      this.db = new Database(this.file)
+    } catch (error) {
+      throw new JarvisError(`cannot open the server database ${this.file}: ${(error as Error).message}`, {
+        code: 'STORAGE',
+        exit: ExitCode.failed,
+        data: {file: this.file},
+        cause: error,
+      })
+    }
+    try {
+      chmodSync(this.file, 0o600)
+      const mode = this.db.pragma('journal_mode = WAL', {simple: true})
+      if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`)
+      this.db.pragma('synchronous = FULL')
+      this.db.pragma('busy_timeout = 5000')
+      this.migrate()
+    } catch (error) {
+      this.db.close()
+      if (error instanceof JarvisError) throw error
+      throw new JarvisError(`cannot prepare the server database ${this.file}: ${(error as Error).message}`, {
+        code: 'STORAGE',
+        exit: ExitCode.failed,
+        data: {file: this.file},
+        cause: error,
+      })
+    }
+    this.statements = {
+      seq: this.db.prepare<[], {seq: number}>('SELECT seq FROM server_state WHERE id = 1'),
+      serverId: this.db.prepare<[], {server_id: string}>('SELECT server_id FROM server_state WHERE id = 1'),
+      setSeq: this.db.prepare<[number]>('UPDATE server_state SET seq = ? WHERE id = 1'),
+      metaSince: this.db.prepare<[number], MetaRow>(
+        'SELECT path, hash, rev, updated_at, author, seq, deleted FROM files WHERE seq > ? ORDER BY path',
+      ),
+      one: this.db.prepare<[string], FileRow>(
+        'SELECT path, content, hash, rev, updated_at, author, seq, deleted FROM files WHERE path = ?',
+      ),
+      upsert: this.db.prepare<[string, string | null, string | null, number, string, string, number, number]>(
+        `INSERT INTO files (path, content, hash, rev, updated_at, author, seq, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (path) DO UPDATE SET content = excluded.content, hash = excluded.hash, rev = excluded.rev,
+           updated_at = excluded.updated_at, author = excluded.author, seq = excluded.seq, deleted = excluded.deleted`,
+      ),
+      hasKey: this.db.prepare<[string], {seq: number}>('SELECT seq FROM idempotency_keys WHERE key = ?'),
+      addKey: this.db.prepare<[string, number, string]>(
+        'INSERT INTO idempotency_keys (key, seq, created_at) VALUES (?, ?, ?)',
+      ),
+    }
+  }
+
+  private migrate(): void {
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    )
+    const applied = new Set(
+      this.db
+        .prepare<[], {version: number}>('SELECT version FROM schema_migrations')
+        .all()
+        .map((row) => row.version),
+    )
+    const newest = Math.max(0, ...applied)
+    if (newest > SQLITE_SCHEMA_VERSION) {
+      throw new JarvisError(
+        `the server database ${this.file} has schema version ${newest}, newer than this jarvis (${SQLITE_SCHEMA_VERSION}); upgrade jarvis`,
+        {code: 'STORAGE_VERSION', exit: ExitCode.failed, data: {file: this.file, version: newest}},
+      )
+    }
+    const record = this.db.prepare<[number, string, string]>(
+      'INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)',
+    )
+    for (const migration of MIGRATIONS) {
+      if (applied.has(migration.version)) continue
+      this.db.transaction(() => {
+        this.db.exec(migration.sql)
+        record.run(migration.version, migration.description, new Date().toISOString())
+      }).immediate()
+    }
+  }
+
+  private currentSeq(): number {
+    return this.statements.seq.get()?.seq ?? 0
+  }
+
+  async status(since?: number): Promise<StatusSnapshot> {
+    const read = this.db.transaction((after: number | undefined): StatusSnapshot => {
+      const seq = this.currentSeq()
+      const serverId = this.statements.serverId.get()?.server_id ?? ''
+      // A since beyond the seq comes from another database (wiped, restored): answer everything.
+      const full = after === undefined || after > seq
+      return {seq, serverId, full, files: this.statements.metaSince.all(full ? -1 : after).map(toMeta)}
+    })
+    return read.deferred(since)
+  }
+
+  async read(paths: readonly string[]): Promise<Map<string, FileRecord>> {
+    const read = this.db.transaction(() => {
+      const found = new Map<string, FileRecord>()
+      for (const path of paths) {
+        const row = this.statements.one.get(path)
+        if (row) found.set(path, toRecord(row))
+      }
+      return found
+    })
+    return read.deferred()
+  }
+
+  async seq(): Promise<number> {
+    return this.currentSeq()
+  }
+
+  async hasCommitted(idempotencyKey: string): Promise<boolean> {
+    return this.statements.hasKey.get(idempotencyKey) !== undefined
+  }
+
+  async commit(request: CommitRequest, author: string, now: string): Promise<CommitOutcome> {
+    const run = this.db.transaction((): CommitOutcome => {
+      const seqBefore = this.currentSeq()
+      if (request.idempotencyKey !== undefined && this.statements.hasKey.get(request.idempotencyKey)) {
+        return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
+      }
+
+      const current = new Map<string, FileRow>()
+      for (const path of [...request.writes.keys(), ...request.deletes]) {
+        const row = this.statements.one.get(path)
+        if (row) current.set(path, row)
+      }
+      const view = (path: string) => {
+        const row = current.get(path)
+        return row === undefined ? undefined : {rev: row.rev, deleted: row.deleted === 1}
+      }
+
+      const hashes = new Map<string, string>()
+      const stale: string[] = []
+      for (const [path, content] of request.writes) {
+        const hash = hashText(content)
+        hashes.set(path, hash)
+        const row = current.get(path)
+        const identical = row !== undefined && row.deleted === 0 && row.hash === hash
+        if (!identical && request.base.has(path) && !baseMatches(request.base.get(path) ?? null, view(path))) {
+          stale.push(path)
+        }
+      }
+      for (const path of request.deletes) {
+        const row = current.get(path)
+        const live = row !== undefined && row.deleted === 0
+        if (live && request.base.has(path) && !baseMatches(request.base.get(path) ?? null, view(path))) {
+          stale.push(path)
+        }
+      }
+      if (stale.length > 0) return {ok: false, stale: [...new Set(stale)].sort()}
+
+      const result: CommitResult = {
+        ok: true,
+        seq: seqBefore,
+        duplicate: false,
+        written: [],
+        deleted: [],
+        unchanged: [],
+        unknown: [],
+      }
+      const seq = seqBefore + 1
+      for (const [path, content] of request.writes) {
+        const row = current.get(path)
+        const hash = hashes.get(path) as string
+        if (row !== undefined && row.deleted === 0 && row.hash === hash) {
+          result.unchanged.push(toMeta(row))
+          continue
+        }
+        const rev = (row?.rev ?? 0) + 1
+        this.statements.upsert.run(path, content, hash, rev, now, author, seq, 0)
+        result.written.push({path, rev, hash, updatedAt: now, author, seq, deleted: false})
+      }
+      for (const path of request.deletes) {
+        const row = current.get(path)
+        if (row === undefined) {
+          result.unknown.push(path)
+          continue
+        }
+        if (row.deleted === 1) {
+          result.unchanged.push(toMeta(row))
+          continue
+        }
+        const rev = row.rev + 1
+        this.statements.upsert.run(path, null, null, rev, now, author, seq, 1)
+        result.deleted.push({path, rev, hash: null, updatedAt: now, author, seq, deleted: true})
+      }
+      if (result.written.length > 0 || result.deleted.length > 0) {
+        this.statements.setSeq.run(seq)
+        result.seq = seq
+      }
+      if (request.idempotencyKey !== undefined) {
+        this.statements.addKey.run(request.idempotencyKey, result.seq, now)
+      }
+      return result
+    })
+    return run.immediate()
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.db.close()
+  }
+}
+
+/** Opens (creating when needed) the SQLite storage in `dataDir`. */
+export function openSqliteStorage(dataDir: string, fileName?: string): SqliteStorage {
+  return new SqliteStorage({dataDir, fileName})
+}

@@ -1,0 +1,32 @@
+/**
+ * `.nexus/audit.jsonl`: one JSON line per sync, conflict, backup, resolution, partition, reconnect (seed 003 §8).
+ * Append-only, fsync per entry. Never put file contents or credentials in an entry: paths, hashes and counts.
+ */
+import {join} from 'node:path'
+
+import {parseWith} from '../schemas/parse.js'
+import {type AuditEntry, auditEntrySchema} from '../schemas/nexus.js'
+import {appendLineDurable} from './atomic.js'
+import {readJsonLines} from './jsonl.js'
+import {nexusDir} from './root.js'
+
+export const AUDIT_FILE = '.nexus/audit.jsonl'
+
+export function auditPath(root: string): string {
+  return join(nexusDir(root), 'audit.jsonl')
+}
+
+export type AuditInput = Omit<AuditEntry, 'at'> & {at?: string; type: string}
+
+/** Appends one entry; `at` defaults to now (ISO). Returns the entry as written. */
+export async function appendAudit(root: string, entry: AuditInput): Promise<AuditEntry> {
+  const {at, ...rest} = entry
+  const checked = parseWith(auditEntrySchema, {at: at ?? new Date().toISOString(), ...rest}, AUDIT_FILE)
+  await appendLineDurable(auditPath(root), JSON.stringify(checked))
+  return checked
+}
+
+/** Every entry in order (a torn last line is ignored). */
+export async function readAudit(root: string): Promise<AuditEntry[]> {
+  return readJsonLines(auditPath(root), AUDIT_FILE, auditEntrySchema)
+}

@@ -1,0 +1,50 @@
+/** store/: the only code that touches `.memory/` and `.nexus/` (docs/architecture.md, docs/store-format.md). */
+export {appendLineDurable, fsyncDir, linkNoClobber, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
+export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
+export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
+export {backupPathFor, type BackupResult, listBackups, saveBackup} from './backup.js'
+export {hashBytes, hashText} from './hash.js'
+export {GITIGNORE_LINE, gitignoreWithNexus, type InitOptions, type InitResult, initTree} from './init.js'
+export {realTreeRoot, resolveInside} from './inside.js'
+export {
+  isTreeLockHeld,
+  LOCK_DIR,
+  LOCK_OWNER_FILE,
+  LOCK_RECLAIM_DIR,
+  LOCK_STALE_MS,
+  type LockOwner,
+  readLockOwner,
+  type TreeLockContext,
+  type TreeLockOptions,
+  withTreeLock,
+} from './lock.js'
+export {deleteNexusFile, readNexusFile, writeNexusFile} from './nexus-files.js'
+export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} from './outbox.js'
+export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
+export {pidAlive} from './pid.js'
+export {findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
+export {readStatCache, statCachePath, writeStatCache} from './stat-cache.js'
+export {
+  assertNoSecretInConfig,
+  CONFIG_FILE,
+  configPath,
+  formatJson,
+  readConfig,
+  readSyncState,
+  SYNC_STATE_FILE,
+  syncStatePath,
+  writeConfig,
+  writeSyncState,
+} from './sync-state.js'
+export {
+  deleteMemoryFile,
+  type MemoryFileStat,
+  pruneEmptyDirs,
+  RACY_WINDOW_MS,
+  readMemoryFile,
+  type ScanOptions,
+  scanMemory,
+  type StatCache,
+  sweepTempFiles,
+  writeMemoryFile,
+} from './tree.js'

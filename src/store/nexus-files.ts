@@ -1,0 +1,32 @@
+/**
+ * Generic access to files under `.nexus/` (sessions.json, gemini-backup/…): path-guarded, atomic.
+ * The named formats (config, sync state, base copies, outbox, audit) have their own modules.
+ */
+import {readFile} from 'node:fs/promises'
+
+import {writeFileAtomic} from './atomic.js'
+import {resolveInside} from './inside.js'
+import {nexusDir} from './root.js'
+import {deleteInside} from './tree.js'
+
+/** Text of `.nexus/<rel>`, or null when missing. */
+export async function readNexusFile(root: string, rel: string): Promise<string | null> {
+  const path = await resolveInside(nexusDir(root), rel)
+  try {
+    return await readFile(path, 'utf8')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null
+    throw error
+  }
+}
+
+/** Writes `.nexus/<rel>` atomically. */
+export async function writeNexusFile(root: string, rel: string, content: string | Uint8Array, options: {mode?: number} = {}): Promise<void> {
+  await writeFileAtomic(await resolveInside(nexusDir(root), rel), content, options)
+}
+
+/** Deletes `.nexus/<rel>` (and parent directories it leaves empty); false when missing. */
+export async function deleteNexusFile(root: string, rel: string): Promise<boolean> {
+  return deleteInside(nexusDir(root), rel, '.nexus')
+}

@@ -1,0 +1,46 @@
+/** Finding the project root: the nearest ancestor holding `.memory/`, the way git finds `.git` (CONTRACT §1). */
+import {statSync} from 'node:fs'
+import {dirname, join, resolve} from 'node:path'
+
+import {NotATreeError} from '../errors.js'
+
+export const MEMORY_DIR = '.memory'
+export const NEXUS_DIR = '.nexus'
+
+export function memoryDir(root: string): string {
+  return join(root, MEMORY_DIR)
+}
+
+export function nexusDir(root: string): string {
+  return join(root, NEXUS_DIR)
+}
+
+/** True when `dir/.memory` exists and is a directory (a symlink to a directory counts). */
+export function holdsTree(dir: string): boolean {
+  try {
+    return statSync(memoryDir(dir)).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The nearest directory at or above `start` that holds `.memory/`. With `override` (`--dir`), that directory
+ * itself must hold `.memory/` — no walking up, so `--dir` never silently lands in a parent project.
+ * Throws NotATreeError ("run `jarvis init`") otherwise.
+ */
+export function findRoot(start: string, override?: string): string {
+  if (override !== undefined && override !== '') {
+    const dir = resolve(start, override)
+    if (!holdsTree(dir)) throw new NotATreeError(dir)
+    return dir
+  }
+  const from = resolve(start)
+  let dir = from
+  for (;;) {
+    if (holdsTree(dir)) return dir
+    const parent = dirname(dir)
+    if (parent === dir) throw new NotATreeError(from)
+    dir = parent
+  }
+}

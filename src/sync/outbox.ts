@@ -1,0 +1,38 @@
+import createDebug from 'debug'
+import {z} from 'zod'
+
+import {BadInputError} from '../errors.js'
+import type {MemoryClient} from '../protocol/client.js'
+import {appendAudit, readOutbox, removeFromOutbox} from '../store/index.js'
+
+const debug = createDebug('jarvis:outbox')
+
+/**
+ * Sends what was queued while the server was away. Entries leave the outbox only once the server
+ * accepted them; the server treats a replay as a no-op (a task is keyed by its taskId), so a crash
+ * between sending and removing sends it twice and counts it once.
+ */
+export async function flushOutbox(root: string, client: MemoryClient): Promise<{sent: number; left: number}> {
+  const entries = await readOutbox(root)
+  const sent: string[] = []
+  let left = 0
+  for (const entry of entries) {
+    try {
+      if (entry.kind === 'task-result') await client.syncTask(entry.payload, z.unknown())
+      else if (entry.kind === 'active-project') await client.switchProject(String((entry.payload as {projectId?: unknown}).projectId))
+      else {
+        left++
+        continue
+      }
+      sent.push(entry.id)
+    } catch (error) {
+      // The server refused this entry for good: keep it for a person, do not block the others.
+      if (!(error instanceof BadInputError)) throw error
+      left++
+      debug('outbox entry %s refused: %s', entry.id, error.message)
+      await appendAudit(root, {at: new Date().toISOString(), type: 'error', reason: 'outbox entry refused', id: entry.id, message: error.message})
+    }
+  }
+  if (sent.length > 0) await removeFromOutbox(root, sent)
+  return {sent: sent.length, left}
+}

@@ -1,0 +1,335 @@
+import createDebug from 'debug'
+
+import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
+import {mergeFileText} from '../merge/index.js'
+import {MemoryClient, StalePushError, type StatusResponse} from '../protocol/client.js'
+import type {SyncSettings, SyncState} from '../schemas/index.js'
+import {
+  appendAudit,
+  deleteBase,
+  deleteMemoryFile,
+  hashText,
+  readBase,
+  readMemoryFile,
+  readSyncState,
+  saveBackup,
+  readStatCache,
+  scanMemory,
+  sweepTempFiles,
+  writeBase,
+  writeMemoryFile,
+  writeStatCache,
+  writeSyncState,
+} from '../store/index.js'
+import {flushOutbox} from './outbox.js'
+import {exceedsDeletionGuard, planSync, summarisePlan, type Action, type BaseEntry, type Plan, type RemoteEntry, type SyncMode} from './plan.js'
+import {problemsOf} from './validate.js'
+
+const debug = createDebug('jarvis:sync')
+
+export interface SyncOptions {
+  root: string
+  client: MemoryClient
+  settings: SyncSettings
+  dryRun?: boolean
+  force?: boolean
+  now?: () => Date
+  sleep?: (ms: number) => Promise<void>
+  onProgress?: (done: number, total: number) => void
+}
+
+export interface BackupReport {
+  /** The memory file whose local version lost. */
+  path: string
+  /** Where the local version was kept, relative to `.memory/`. */
+  backup: string
+}
+
+export interface SyncResult {
+  server: string
+  mode: SyncMode
+  pushed: string[]
+  pulled: string[]
+  merged: string[]
+  deleted: string[]
+  conflicts: {path: string; rule: string; reason: string}[]
+  backups: BackupReport[]
+  /** Malformed local files, left exactly as they were. */
+  invalid: {path: string; problems: string[]}[]
+  outbox: {sent: number; left: number}
+  dryRun: boolean
+  plan?: Record<Action['kind'], string[]>
+  attempts: number
+}
+
+/** One whole `jarvis sync`: flush the outbox, then status → plan → pull/merge → push, retried on 409. */
+export async function runSync(options: SyncOptions): Promise<SyncResult> {
+  const {root, client, settings} = options
+  const now = options.now ?? (() => new Date())
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  const result: SyncResult = {
+    server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [],
+    invalid: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
+  }
+
+  if (!options.dryRun) {
+    await sweepTempFiles(root)
+    result.outbox = await flushOutbox(root, client)
+  }
+
+  let state = await readSyncState(root)
+  // Revisions are per server: against another server only the content hashes of our bases still mean something.
+  if (state.server !== undefined && state.server !== client.server) state = forgetRevisions(state)
+
+  let fullListing = !settings.incrementalSync || state.seq === undefined || state.server !== client.server
+  for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
+    result.attempts = attempt + 1
+    let status = await client.status(fullListing ? undefined : state.seq)
+    // A server whose sequence went backwards was reset: its "since" means nothing to us.
+    if (!fullListing && (status.seq === undefined || status.seq < (state.seq ?? 0))) {
+      fullListing = true
+      status = await client.status()
+    }
+    const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
+    result.mode = mode
+
+    const round = await syncRound({root, client, state, status, mode, incremental: !fullListing, options, now, result})
+    if (round.kind === 'done') {
+      state = round.state
+      state.server = client.server
+      state.mode = mode
+      state.lastSyncAt = now().toISOString()
+      if (mode === 'revision' && status.seq !== undefined) state.seq = status.seq
+      if (!options.dryRun) {
+        await writeSyncState(root, state)
+        await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
+      }
+      if (result.invalid.length > 0) throw invalidFilesError(result)
+      return result
+    }
+    state = round.state
+    await appendAudit(root, {at: now().toISOString(), type: 'conflict', reason: 'stale push', server: client.server, stale: round.stale, attempt: attempt + 1})
+    // What we merged is on disk now; the next round merges it again against the newer server version.
+    fullListing = true
+    if (attempt < settings.maxRetries) await sleep(settings.retryDelay * 2 ** attempt)
+  }
+  throw new JarvisError(`the server kept changing under this sync (${settings.maxRetries + 1} attempts); every local edit is still on disk, run \`jarvis sync\` again`, {code: 'RETRIES_EXHAUSTED', exit: 1, data: {server: client.server}})
+}
+
+interface RoundInput {
+  root: string
+  client: MemoryClient
+  state: SyncState
+  status: StatusResponse
+  mode: SyncMode
+  incremental: boolean
+  options: SyncOptions
+  now: () => Date
+  result: SyncResult
+}
+
+type RoundOutcome = {kind: 'done'; state: SyncState} | {kind: 'stale'; state: SyncState; stale: string[]}
+
+async function syncRound(input: RoundInput): Promise<RoundOutcome> {
+  const {root, client, status, mode, options, now, result} = input
+  const state = structuredClone(input.state)
+  // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
+  const local = await scanMemory(root, await readStatCache(root))
+  if (!options.dryRun) await writeStatCache(root, local)
+  const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
+
+  // Malformed local files are left alone; only files that changed since their base can be newly malformed.
+  const skip = new Set<string>()
+  const localText = new Map<string, string>()
+  result.invalid = []
+  for (const [path, hash] of localHashes) {
+    if (state.files[path]?.hash === hash) continue
+    const text = await readMemoryFile(root, path)
+    if (text === null) continue
+    localText.set(path, text)
+    const problem = problemsOf(path, text)
+    if (problem) {
+      skip.add(path)
+      result.invalid.push({path, problems: problem.problems})
+    }
+  }
+
+  const plan = planSync({mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, skip})
+  debug('plan %o', summarisePlan(plan))
+  if (exceedsDeletionGuard(plan) && !options.force) {
+    throw new ConflictLeftError(`this sync would delete ${plan.deletions} of ${plan.knownFiles} files; run \`jarvis sync --force\` if that is what you want`, {plan: summarisePlan(plan)})
+  }
+  if (options.dryRun) {
+    result.plan = summarisePlan(plan)
+    return {kind: 'done', state: input.state}
+  }
+
+  const toPull = plan.actions.filter((a) => a.kind === 'pull' || a.kind === 'merge').map((a) => a.path)
+  const pulled = toPull.length > 0 ? (await client.pull(toPull)).files : {}
+  const remoteText = new Map<string, {content: string; entry: RemoteEntry}>()
+  for (const path of toPull) {
+    const file = pulled[path]
+    if (!file || file.deleted) continue
+    const content = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
+    remoteText.set(path, {content, entry: {rev: file.rev, hash: file.hash ?? hashText(content), updatedAt: file.updatedAt}})
+  }
+
+  const pushFiles: Record<string, string> = {}
+  const pushBase: Record<string, number | null> = {}
+  const deletes: string[] = []
+  const pushedLocal = new Map<string, string>()
+  const total = plan.actions.length
+  let done = 0
+
+  for (const action of plan.actions) {
+    options.onProgress?.(++done, total)
+    const {path} = action
+    switch (action.kind) {
+      case 'record': {
+        if (action.remote === null || action.remote.deleted) {
+          delete state.files[path]
+          await deleteBase(root, path)
+        } else {
+          const text = localText.get(path) ?? (await readMemoryFile(root, path))
+          if (text !== null) await recordBase(root, state, path, text, action.remote, now)
+        }
+        break
+      }
+      case 'pull': {
+        const remote = remoteText.get(path)
+        if (!remote) break // vanished between status and pull: the next sync sees it
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        await writeMemoryFile(root, path, remote.content)
+        await recordBase(root, state, path, remote.content, remote.entry, now)
+        result.pulled.push(path)
+        break
+      }
+      case 'delete-local': {
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        await deleteMemoryFile(root, path)
+        delete state.files[path]
+        await deleteBase(root, path)
+        result.deleted.push(path)
+        break
+      }
+      case 'push': {
+        const text = localText.get(path) ?? (await readMemoryFile(root, path))
+        if (text === null) break
+        pushFiles[path] = text
+        pushedLocal.set(path, text)
+        if (mode === 'revision') pushBase[path] = action.baseRev
+        break
+      }
+      case 'delete-remote': {
+        deletes.push(path)
+        if (mode === 'revision') pushBase[path] = action.baseRev
+        break
+      }
+      case 'merge': {
+        const remote = remoteText.get(path)
+        const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
+        if (!remote || localContent === null) break
+        const baseText = await verifiedBase(root, state, path)
+        const merge = mergeFileText(path, baseText, localContent, remote.content)
+        if (merge.backup !== null) {
+          const saved = await saveBackup(root, path, merge.backup)
+          result.backups.push({path, backup: saved.path})
+          await appendAudit(root, {at: now().toISOString(), type: 'backup', path, backup: saved.path, rule: merge.rule})
+        }
+        for (const conflict of merge.conflicts) {
+          const reason = `${conflict.kind} conflict at ${conflict.at}: ${conflict.winner} kept`
+          result.conflicts.push({path, rule: merge.rule, reason})
+          await appendAudit(root, {at: now().toISOString(), type: 'conflict', path, rule: merge.rule, reason})
+        }
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        if (merge.merged !== localContent) await writeMemoryFile(root, path, merge.merged)
+        result.merged.push(path)
+        if (merge.merged === remote.content) {
+          await recordBase(root, state, path, remote.content, remote.entry, now)
+        } else {
+          pushFiles[path] = merge.merged
+          pushedLocal.set(path, merge.merged)
+          if (mode === 'revision') pushBase[path] = remote.entry.rev ?? action.baseRev
+        }
+        break
+      }
+    }
+  }
+  // What we pulled is safe on disk; record it before the push can fail.
+  await writeSyncState(root, state)
+
+  if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state}
+  let answer
+  try {
+    answer = await client.push(pushFiles, mode === 'revision' ? pushBase : undefined, deletes)
+  } catch (error) {
+    if (error instanceof StalePushError) return {kind: 'stale', state, stale: error.stale}
+    throw error
+  }
+  // Bases move only now that the server acknowledged.
+  const acknowledged = answer.files ?? {}
+  let timestamps: StatusResponse | undefined
+  for (const [path, text] of pushedLocal) {
+    let ack = acknowledged[path]
+    if (!ack?.updatedAt && mode === 'timestamp') {
+      timestamps ??= await client.status()
+      ack = {...ack, updatedAt: timestamps.files[path]?.updatedAt}
+    }
+    await recordBase(root, state, path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt: ack?.updatedAt}, now)
+    if (!result.merged.includes(path)) result.pushed.push(path)
+  }
+  for (const path of deletes) {
+    delete state.files[path]
+    await deleteBase(root, path)
+    result.deleted.push(path)
+  }
+  return {kind: 'done', state}
+}
+
+function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {
+  const entries: Record<string, RemoteEntry> = {}
+  for (const [path, file] of Object.entries(status.files)) entries[path] = {updatedAt: file.updatedAt, hash: file.hash, rev: file.rev, deleted: file.deleted}
+  return entries
+}
+
+async function recordBase(root: string, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): Promise<void> {
+  await writeBase(root, path, text)
+  const entry: SyncState['files'][string] = {hash: hashText(text), syncedAt: now().toISOString()}
+  if (remote.rev !== undefined) entry.rev = remote.rev
+  if (remote.updatedAt !== undefined) entry.updatedAt = remote.updatedAt
+  state.files[path] = entry
+}
+
+/** The base copy, trusted only when it still matches the hash the sync state recorded for it. */
+async function verifiedBase(root: string, state: SyncState, path: string): Promise<string | null> {
+  const recorded = state.files[path]
+  if (!recorded) return null
+  const text = await readBase(root, path)
+  if (text === null || hashText(text) !== recorded.hash) {
+    debug('base of %s missing or torn: merging two-way', path)
+    return null
+  }
+  return text
+}
+
+/** The user may edit while we sync: never overwrite a file that changed since we hashed it. */
+async function unchangedSinceScan(root: string, path: string, scannedHash: string | undefined): Promise<boolean> {
+  const text = await readMemoryFile(root, path)
+  const current = text === null ? undefined : hashText(text)
+  if (current === scannedHash) return true
+  debug('%s changed during the sync: left for the next one', path)
+  return false
+}
+
+function forgetRevisions(state: SyncState): SyncState {
+  const files: SyncState['files'] = {}
+  for (const [path, entry] of Object.entries(state.files)) files[path] = {hash: entry.hash, syncedAt: entry.syncedAt}
+  return {...state, files, seq: undefined}
+}
+
+function invalidFilesError(result: SyncResult): BadInputError {
+  const lines = result.invalid.flatMap((file) => file.problems.map((problem) => `.memory/${file.path}: ${problem}`))
+  return new BadInputError(`left as they are and not synced until fixed:\n${lines.join('\n')}`, {invalid: result.invalid, result})
+}
+
+export type {Plan}

@@ -1,0 +1,493 @@
+/**
+ * `jarvis sync --watch`: keeps one tree in sync until stopped.
+ *
+ * - A file watcher (chokidar) on `.memory/` batches local changes: a batch is flushed after a 10 ms quiet
+ *   window or at 50 changes (seed 003 §7.2). Backups (`*.local.bak`) and atomic-write temp files are ignored.
+ * - A WebSocket subscription on `/ws/memory` turns `MEM_UPDATE` / `STATE_CHANGED` into a sync. An application
+ *   heartbeat (`{type: "PING"}`) goes out every 5 s; any message counts as a sign of life, and 15 s without one
+ *   declares the server partitioned (seed 003 §6, audit `partition`). The socket reconnects with backoff
+ *   (250 ms doubling to 10 s); every reconnect is audited (`reconnect`) and followed by a full resync.
+ * - Every sync is the one-shot `runSync` under the tree lock. One sync at a time per process: triggers that
+ *   arrive while a sync runs are coalesced into one more sync after it. A trigger that is only the echo of
+ *   what a sync just wrote (a pulled file whose content is its recorded base, a broadcast of a revision the
+ *   tree already has) starts no sync, so a sync never feeds itself; a sync with nothing to do writes nothing
+ *   into `.memory/` either.
+ */
+import {relative, sep} from 'node:path'
+
+import {watch, type FSWatcher} from 'chokidar'
+import createDebug from 'debug'
+import {WebSocket} from 'undici'
+
+import {LockedError, UnreachableError} from '../errors.js'
+import type {MemoryClient} from '../protocol/client.js'
+import type {SyncSettings} from '../schemas/index.js'
+import {appendAudit, hashText, isIgnoredMemoryPath, memoryDir, readMemoryFile, readSyncState, withTreeLock, type AuditInput} from '../store/index.js'
+import {runSync, type SyncResult} from './run.js'
+
+const debug = createDebug('jarvis:watch')
+
+/** Seed 003 §7.2. */
+export const BATCH_WINDOW_MS = 10
+export const MAX_BATCH_SIZE = 50
+/** Seed 003 §6.1. */
+export const HEARTBEAT_MS = 5000
+export const PARTITION_MS = 15_000
+export const RECONNECT_INITIAL_MS = 250
+export const RECONNECT_MAX_MS = 10_000
+/** How soon a sync that found the tree locked by another process is tried again. */
+export const LOCKED_RETRY_MS = 1000
+
+/** Why a sync ran. */
+export type Trigger =
+  | {kind: 'start'}
+  | {kind: 'subscribed'}
+  | {kind: 'reconnect'}
+  | {kind: 'retry'}
+  | {kind: 'local'; path: string; event: 'add' | 'change' | 'unlink'}
+  | {kind: 'remote'; type: 'MEM_UPDATE' | 'STATE_CHANGED'; path?: string; rev?: number}
+
+export interface SyncInfo {
+  /** 1 for the first sync of this watch. */
+  n: number
+  /** A full resync (after a reconnect): the whole server listing, not only the changes since the last seq. */
+  full: boolean
+  /** Short descriptions of the triggers this sync answers, e.g. `local:change:notes.md`, `remote:MEM_UPDATE:x.md`. */
+  reasons: string[]
+}
+
+export type WatchEvent =
+  | {type: 'connected'; url: string; reconnect: boolean}
+  | {type: 'disconnected'; code: number; reason: string}
+  | {type: 'partition'; silentMs: number}
+
+export interface WatchOptions {
+  root: string
+  /** Closed by `stop()`. */
+  client: MemoryClient
+  settings: SyncSettings
+  /** Bearer token for the WebSocket upgrade (the HTTP client has its own). */
+  token?: string
+  /** Default: the client's server with http→ws and `/ws/memory`. */
+  wsUrl?: string
+  /** Called after each successful sync. */
+  onSync?: (result: SyncResult, info: SyncInfo) => void
+  /** Called when a sync fails; the watch goes on (an offline server is retried when the socket reconnects). */
+  onError?: (error: unknown, info: SyncInfo) => void
+  /** Connection changes, for the human output. */
+  onEvent?: (event: WatchEvent) => void
+  /** Timings, overridable for tests; defaults are the seed's. */
+  batchWindowMs?: number
+  maxBatchSize?: number
+  heartbeatMs?: number
+  partitionMs?: number
+  reconnectInitialMs?: number
+  reconnectMaxMs?: number
+  lockedRetryMs?: number
+}
+
+export interface WatchStats {
+  syncs: number
+  failures: number
+  skipped: number
+  reconnects: number
+  partitions: number
+  connected: boolean
+}
+
+export interface WatchHandle {
+  /** Resolves once the file watcher is ready, the first sync has run (or failed) and the first connection attempt settled. */
+  ready: Promise<void>
+  /** Closes the watcher, the WebSocket and the client; waits for a sync in flight. Idempotent. */
+  stop(): Promise<void>
+  stats(): WatchStats
+}
+
+/** `http://host:port/x` → `ws://host:port/ws/memory`. */
+export function wsUrlFor(server: string): string {
+  const url = new URL(server)
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:'
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/ws/memory`
+  url.search = ''
+  url.hash = ''
+  return url.toString()
+}
+
+/** True for a path under `.memory/` the watch never reacts to: conflict backups and atomic-write temp files. */
+export function isWatchIgnored(rel: string): boolean {
+  const name = rel.slice(rel.lastIndexOf('/') + 1)
+  return name.includes('.jarvis-tmp-') || isIgnoredMemoryPath(rel)
+}
+
+function describe(trigger: Trigger): string {
+  switch (trigger.kind) {
+    case 'local':
+      return `local:${trigger.event}:${trigger.path}`
+    case 'remote':
+      return `remote:${trigger.type}${trigger.path ? `:${trigger.path}` : ''}`
+    default:
+      return trigger.kind
+  }
+}
+
+export function startWatch(options: WatchOptions): WatchHandle {
+  const {root, client, settings} = options
+  const batchWindowMs = options.batchWindowMs ?? BATCH_WINDOW_MS
+  const maxBatchSize = options.maxBatchSize ?? MAX_BATCH_SIZE
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS
+  const partitionMs = options.partitionMs ?? PARTITION_MS
+  const reconnectInitialMs = options.reconnectInitialMs ?? RECONNECT_INITIAL_MS
+  const reconnectMaxMs = options.reconnectMaxMs ?? RECONNECT_MAX_MS
+  const lockedRetryMs = options.lockedRetryMs ?? LOCKED_RETRY_MS
+  const wsUrl = options.wsUrl ?? wsUrlFor(client.server)
+  const memory = memoryDir(root)
+
+  const stats: WatchStats = {syncs: 0, failures: 0, skipped: 0, reconnects: 0, partitions: 0, connected: false}
+  let stopped = false
+
+  // ---- one job at a time: syncs and audit appends share the tree lock, taken once per job ----------------
+  let chain: Promise<unknown> = Promise.resolve()
+  function exclusive<T>(job: () => Promise<T>): Promise<T> {
+    const next = chain.then(job)
+    chain = next.catch(() => undefined)
+    return next
+  }
+  const lockOptions = {timeoutMs: settings.lockTimeout, command: 'jarvis sync --watch'}
+
+  /** Audit entries waiting for the lock; written by the next job that holds it. */
+  const pendingAudits: AuditInput[] = []
+  async function writePendingAudits(): Promise<void> {
+    while (pendingAudits.length > 0) {
+      await appendAudit(root, pendingAudits[0])
+      pendingAudits.shift()
+    }
+  }
+  function audit(entry: AuditInput): void {
+    pendingAudits.push({at: new Date().toISOString(), ...entry})
+    exclusive(() => withTreeLock(root, lockOptions, writePendingAudits)).catch((error: unknown) => {
+      debug('audit %s deferred to the next sync: %s', entry.type, (error as Error).message)
+    })
+  }
+
+  // ---- the sync loop: one sync at a time, triggers coalesced ----------------------------------------------
+  let triggers: Trigger[] = []
+  let fullRequested = false
+  let running: Promise<void> | undefined
+  let firstSyncDone: () => void = () => {}
+  const firstSync = new Promise<void>((resolve) => (firstSyncDone = resolve))
+  let retryTimer: NodeJS.Timeout | undefined
+
+  function request(trigger: Trigger | Trigger[], full = false): void {
+    if (stopped) return
+    triggers.push(...(Array.isArray(trigger) ? trigger : [trigger]))
+    if (full) fullRequested = true
+    if (!running) running = loop()
+  }
+
+  async function loop(): Promise<void> {
+    for (;;) {
+      // Checked and cleared in the same tick as `request` tests `running`: no trigger is ever stranded.
+      if (stopped || triggers.length === 0) {
+        running = undefined
+        return
+      }
+      const batch = triggers
+      triggers = []
+      const full = fullRequested
+      fullRequested = false
+      const info: SyncInfo = {n: stats.syncs + stats.failures + 1, full, reasons: [...new Set(batch.map(describe))]}
+      if (!full && (await onlyEchoes(batch))) {
+        stats.skipped++
+        debug('skipped a sync: %o are echoes of what the tree already has', info.reasons)
+        firstSyncDone()
+        continue
+      }
+      debug('sync #%d (%s): %o', info.n, full ? 'full' : 'incremental', info.reasons)
+      try {
+        const result = await exclusive(() =>
+          withTreeLock(root, lockOptions, async () => {
+            await writePendingAudits()
+            return runSync({root, client, settings: full ? {...settings, incrementalSync: false} : settings})
+          }),
+        )
+        stats.syncs++
+        options.onSync?.(result, info)
+      } catch (error) {
+        stats.failures++
+        if (error instanceof LockedError) {
+          // Another process (a git hook, a one-shot sync) is syncing: try again shortly.
+          clearTimeout(retryTimer)
+          retryTimer = setTimeout(() => request({kind: 'retry'}, full), lockedRetryMs)
+        } else if (error instanceof UnreachableError && full) {
+          fullRequested = true // the reconnect resync is still owed; the next trigger makes up for it
+        }
+        options.onError?.(error, info)
+      }
+      firstSyncDone()
+    }
+  }
+
+  /** True when no trigger of the batch needs a sync: each is what the last sync itself wrote or recorded. */
+  async function onlyEchoes(batch: Trigger[]): Promise<boolean> {
+    if (!batch.every((t) => t.kind === 'local' || (t.kind === 'remote' && t.type === 'MEM_UPDATE' && t.path !== undefined && t.rev !== undefined))) return false
+    let state
+    try {
+      state = await readSyncState(root)
+    } catch (error) {
+      debug('sync state unreadable (%s): syncing', (error as Error).message)
+      return false
+    }
+    for (const trigger of batch) {
+      if (trigger.kind === 'local') {
+        const text = await readMemoryFile(root, trigger.path).catch(() => undefined)
+        if (text === undefined) return false
+        const recorded = state.files[trigger.path]?.hash
+        if (text === null ? recorded !== undefined : recorded !== hashText(text)) return false
+      } else if (trigger.kind === 'remote') {
+        const recorded = state.files[trigger.path!]?.rev
+        if (state.server !== client.server || recorded === undefined || recorded < trigger.rev!) return false
+      }
+    }
+    return true
+  }
+
+  // ---- the file watcher, batched -------------------------------------------------------------------------
+  const changed = new Map<string, 'add' | 'change' | 'unlink'>()
+  let batchTimer: NodeJS.Timeout | undefined
+  function flushLocal(): void {
+    clearTimeout(batchTimer)
+    batchTimer = undefined
+    if (changed.size === 0) return
+    const batch = [...changed]
+    changed.clear()
+    debug('local batch of %d change(s)', batch.length)
+    request(batch.map(([path, event]) => ({kind: 'local', path, event})))
+  }
+  function onFileEvent(event: string, absolute: string): void {
+    if (stopped || (event !== 'add' && event !== 'change' && event !== 'unlink')) return
+    const rel = relative(memory, absolute).split(sep).join('/')
+    if (rel === '' || rel.startsWith('..') || isWatchIgnored(rel)) return
+    changed.set(rel, event)
+    if (changed.size >= maxBatchSize) flushLocal()
+    else {
+      clearTimeout(batchTimer)
+      batchTimer = setTimeout(flushLocal, batchWindowMs)
+    }
+  }
+
+  let watcher: FSWatcher | undefined
+
+  // ---- the WebSocket subscription -------------------------------------------------------------------------
+  let socket: WebSocket | undefined
+  let generation = 0
+  let everConnected = false
+  let attempts = 0
+  let lastMessageAt = Date.now()
+  let partitioned = false
+  let reconnectTimer: NodeJS.Timeout | undefined
+  let handshakeTimer: NodeJS.Timeout | undefined
+  let firstAttemptDone: () => void = () => {}
+  const firstAttempt = new Promise<void>((resolve) => (firstAttemptDone = resolve))
+  const closedSockets = new Set<Promise<void>>()
+
+  function abandon(ws: WebSocket | undefined): void {
+    if (!ws) return
+    generation++
+    const closed = new Promise<void>((resolve) => {
+      if (ws.readyState === WebSocket.CLOSED) return resolve()
+      ws.addEventListener('close', () => resolve())
+      setTimeout(resolve, 1000).unref()
+    })
+    closedSockets.add(closed)
+    void closed.then(() => closedSockets.delete(closed))
+    try {
+      ws.close(1000, 'bye')
+    } catch (error) {
+      debug('close: %s', (error as Error).message)
+    }
+  }
+
+  function connect(): void {
+    if (stopped) return
+    const mine = ++generation
+    debug('connecting to %s (attempt %d)', wsUrl, attempts + 1)
+    let ws: WebSocket
+    try {
+      ws = new WebSocket(wsUrl, options.token ? {headers: {authorization: `Bearer ${options.token}`}} : undefined)
+    } catch (error) {
+      debug('cannot open %s: %s', wsUrl, (error as Error).message)
+      firstAttemptDone()
+      scheduleReconnect()
+      return
+    }
+    socket = ws
+    ws.binaryType = 'arraybuffer'
+    // A peer that takes the connection but never completes the handshake is as good as gone.
+    clearTimeout(handshakeTimer)
+    handshakeTimer = setTimeout(() => {
+      if (mine !== generation || stopped) return
+      debug('no handshake from %s within %d ms', wsUrl, partitionMs)
+      socket = undefined
+      abandon(ws)
+      firstAttemptDone()
+      scheduleReconnect()
+    }, partitionMs)
+    ws.addEventListener('open', () => {
+      clearTimeout(handshakeTimer)
+      if (mine !== generation || stopped) return
+      const reconnect = everConnected
+      everConnected = true
+      attempts = 0
+      stats.connected = true
+      lastMessageAt = Date.now()
+      debug('connected to %s', wsUrl)
+      options.onEvent?.({type: 'connected', url: wsUrl, reconnect})
+      if (reconnect || partitioned) {
+        stats.reconnects++
+        pendingAudits.push({at: new Date().toISOString(), type: 'reconnect', server: client.server, partitioned})
+        request({kind: 'reconnect'}, true)
+      } else {
+        // Anything broadcast before we subscribed is caught by this sync.
+        request({kind: 'subscribed'})
+      }
+      partitioned = false
+      firstAttemptDone()
+    })
+    ws.addEventListener('message', (event) => {
+      if (mine !== generation || stopped) return
+      lastMessageAt = Date.now()
+      onMessage(event.data)
+    })
+    ws.addEventListener('error', (event) => {
+      if (mine !== generation) return
+      debug('socket error: %s', (event as {message?: string}).message ?? 'unknown')
+    })
+    ws.addEventListener('close', (event) => {
+      clearTimeout(handshakeTimer)
+      if (mine !== generation || stopped) return
+      socket = undefined
+      const wasConnected = stats.connected
+      stats.connected = false
+      debug('socket closed (%d %s)', event.code, event.reason)
+      if (wasConnected) options.onEvent?.({type: 'disconnected', code: event.code, reason: event.reason})
+      firstAttemptDone()
+      scheduleReconnect()
+    })
+  }
+
+  function scheduleReconnect(): void {
+    if (stopped) return
+    clearTimeout(reconnectTimer)
+    const delay = Math.min(reconnectMaxMs, reconnectInitialMs * 2 ** attempts)
+    attempts++
+    debug('reconnecting in %d ms', delay)
+    reconnectTimer = setTimeout(connect, delay)
+  }
+
+  function onMessage(data: unknown): void {
+    let message: {type?: unknown; path?: unknown; rev?: unknown}
+    try {
+      const text = typeof data === 'string' ? data : Buffer.from(data as ArrayBuffer).toString('utf8')
+      message = JSON.parse(text)
+    } catch {
+      debug('ignored a message that is not JSON')
+      return
+    }
+    if (message?.type === 'MEM_UPDATE') {
+      request({
+        kind: 'remote',
+        type: 'MEM_UPDATE',
+        path: typeof message.path === 'string' ? message.path : undefined,
+        rev: typeof message.rev === 'number' ? message.rev : undefined,
+      })
+    } else if (message?.type === 'STATE_CHANGED') {
+      request({kind: 'remote', type: 'STATE_CHANGED'})
+    } else {
+      debug('message %s', String(message?.type))
+    }
+  }
+
+  let lastPingAt = 0
+  function heartbeat(): void {
+    if (stopped) return
+    if (socket && stats.connected && Date.now() - lastPingAt >= heartbeatMs) {
+      lastPingAt = Date.now()
+      try {
+        socket.send(JSON.stringify({type: 'PING'}))
+      } catch (error) {
+        debug('PING failed: %s', (error as Error).message)
+      }
+    }
+    const silentMs = Date.now() - lastMessageAt
+    if (silentMs > partitionMs && !partitioned) {
+      partitioned = true
+      stats.partitions++
+      debug('no message for %d ms: partitioned', silentMs)
+      audit({type: 'partition', server: client.server, silentMs, connected: stats.connected})
+      options.onEvent?.({type: 'partition', silentMs})
+      if (stats.connected) {
+        // The socket looks open but nothing comes through it: drop it and dial again.
+        stats.connected = false
+        const dead = socket
+        socket = undefined
+        abandon(dead)
+        attempts = 0
+        scheduleReconnect()
+      }
+    }
+  }
+  // PING every heartbeatMs; silence is checked more often so that a partition is declared close to partitionMs.
+  const heartbeatTimer = setInterval(heartbeat, Math.min(heartbeatMs, 1000))
+
+  // ---- start and stop -------------------------------------------------------------------------------------
+  const ready = (async () => {
+    watcher = watch(memory, {
+      ignoreInitial: true,
+      ignored: (path: string) => {
+        const rel = relative(memory, path).split(sep).join('/')
+        return rel !== '' && isWatchIgnored(rel)
+      },
+    })
+    watcher.on('all', onFileEvent)
+    watcher.on('error', (error) => debug('watcher error: %s', (error as Error).message))
+    await new Promise<void>((resolve) => watcher!.once('ready', () => resolve()))
+    if (stopped) return
+    request({kind: 'start'})
+    connect()
+    await Promise.all([firstSync, firstAttempt])
+  })()
+
+  let stopping: Promise<void> | undefined
+  async function stop(): Promise<void> {
+    stopped = true
+    firstSyncDone()
+    firstAttemptDone()
+    clearInterval(heartbeatTimer)
+    clearTimeout(batchTimer)
+    clearTimeout(reconnectTimer)
+    clearTimeout(handshakeTimer)
+    clearTimeout(retryTimer)
+    await ready.catch(() => undefined)
+    await watcher?.close()
+    const ws = socket
+    socket = undefined
+    stats.connected = false
+    abandon(ws)
+    await running
+    // A partition or reconnect noticed but not yet written: try once more to record it.
+    if (pendingAudits.length > 0) await exclusive(() => withTreeLock(root, lockOptions, writePendingAudits)).catch(() => undefined)
+    await chain
+    await Promise.all(closedSockets)
+    await client.close()
+    debug('stopped after %d sync(s)', stats.syncs)
+  }
+
+  return {
+    ready,
+    stop() {
+      stopping ??= stop()
+      return stopping
+    },
+    stats: () => ({...stats}),
+  }
+}

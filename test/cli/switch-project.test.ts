@@ -1,0 +1,122 @@
+import {createServer} from 'node:net'
+import {join} from 'node:path'
+
+import {WebSocket} from 'undici'
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {MemoryClient} from '../../src/protocol/client.js'
+import {initTree, readOutbox} from '../../src/store/index.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
+
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/** No user config from the developer's machine. */
+function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {XDG_CONFIG_HOME: join(home, 'xdg'), ...extra}
+}
+
+async function activeProject(server: TestServer) {
+  const client = new MemoryClient({server: server.url, token: TOKENS.gemini})
+  try {
+    return await client.activeProject()
+  } finally {
+    await client.close()
+  }
+}
+
+/** A WebSocket subscriber that records what the server broadcasts. */
+async function subscribe(server: TestServer, agent: string): Promise<{messages: {type: string; [k: string]: unknown}[]; close(): void}> {
+  const messages: {type: string}[] = []
+  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/ws/memory`, {headers: {authorization: `Bearer ${TOKENS[agent]}`}})
+  ws.addEventListener('message', (event) => messages.push(JSON.parse(String(event.data))))
+  await new Promise<void>((resolve, reject) => {
+    ws.addEventListener('open', () => resolve())
+    ws.addEventListener('error', () => reject(new Error('websocket failed')))
+  })
+  return {messages, close: () => ws.close()}
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, deadlineMs = 20_000): Promise<T> {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe('jarvis switch-project', () => {
+  const dirs: string[] = []
+  const cleanups: (() => void | Promise<void>)[] = []
+  let root: string
+
+  beforeEach(async () => {
+    root = await tempDir('jarvis-switch-')
+    dirs.push(root)
+  })
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+    await removeAll(dirs.splice(0))
+  })
+
+  async function server(): Promise<TestServer> {
+    const started = await startTestServer()
+    dirs.push(started.dataDir)
+    cleanups.push(() => started.close())
+    return started
+  }
+
+  it('online: the server answers the new project and every subscriber hears STATE_CHANGED', async () => {
+    const srv = await server()
+    await initTree(root, {server: srv.url, agent: 'claude'})
+    const listener = await subscribe(srv, 'gemini')
+    cleanups.push(() => listener.close())
+
+    const run = await runJarvis(['switch-project', 'proj-x', '--dir', root, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(run.code, run.stderr).toBe(0)
+    const result = envelope<{projectId: string; switchedBy: string; switchedAt: string}>(run).result!
+    expect(result).toMatchObject({projectId: 'proj-x', switchedBy: 'user-cli'})
+    expect(await activeProject(srv)).toMatchObject({projectId: 'proj-x', switchedBy: 'user-cli'})
+    const changed = await until('STATE_CHANGED', () => listener.messages.find((m) => m.type === 'STATE_CHANGED'))
+    expect(changed).toMatchObject({projectId: 'proj-x'})
+
+    const human = await runJarvis(['switch-project', 'proj-y', '--dir', root], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/active project: proj-y/)
+    expect((await activeProject(srv)).projectId).toBe('proj-y')
+  })
+
+  it('offline: queues the switch, exits 3 saying so, and the next sync sends it', async () => {
+    await initTree(root, {server: `http://127.0.0.1:${await closedPort()}`, agent: 'claude'})
+    const run = await runJarvis(['switch-project', 'proj-offline', '--dir', root, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(run.code).toBe(3)
+    const error = envelope(run).error!
+    expect(error.message).toMatch(/queued.*next `jarvis sync`/s)
+    expect(error.data).toMatchObject({queued: true, kind: 'active-project', projectId: 'proj-offline'})
+    const outbox = await readOutbox(root)
+    expect(outbox).toEqual([expect.objectContaining({id: error.data!.id, kind: 'active-project', payload: {projectId: 'proj-offline', switchedBy: 'user-cli'}})])
+
+    const srv = await server()
+    const sync = await runJarvis(['sync', '--dir', root, '--server', srv.url, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+    expect(await readOutbox(root)).toEqual([])
+    expect(await activeProject(srv)).toMatchObject({projectId: 'proj-offline', switchedBy: 'user-cli'})
+  })
+
+  it('a refused token is not queued: it would be refused again', async () => {
+    const srv = await server()
+    await initTree(root, {server: srv.url, agent: 'claude'})
+    const run = await runJarvis(['switch-project', 'proj-z', '--dir', root, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: 'not-a-known-token'})})
+    expect(run.code).toBe(3)
+    expect(envelope(run).error!.data).not.toHaveProperty('queued')
+    expect(await readOutbox(root)).toEqual([])
+  })
+})

@@ -1,0 +1,206 @@
+import {spawnSync} from 'node:child_process'
+import {chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {BLOCK_END, BLOCK_START, hookBlock, HOOK_NAMES, withBlock, withoutBlock} from '../../src/git/hooks.js'
+import {initTree} from '../../src/store/index.js'
+import {MemoryClient} from '../../src/protocol/client.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {startTestServer, TOKENS} from '../helpers/world.js'
+
+const tempDir = (prefix: string) => mkdtemp(join(tmpdir(), prefix))
+const removeAll = (paths: string[]) => Promise.all(paths.map((p) => rm(p, {recursive: true, force: true})))
+
+interface HooksJson {
+  hooksDir: string
+  installed: string[]
+  unchanged: string[]
+  removed: string[]
+  skipped: string[]
+  command: string
+}
+
+function git(cwd: string, ...args: string[]): {status: number | null; stdout: string; stderr: string} {
+  return gitWith({}, cwd, ...args)
+}
+
+function gitWith(env: Record<string, string>, cwd: string, ...args: string[]): {status: number | null; stdout: string; stderr: string} {
+  const run = spawnSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {...process.env, ...env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid'},
+  })
+  return {status: run.status, stdout: run.stdout, stderr: run.stderr}
+}
+
+/** `jarvis hooks install` on `repo`; the working directory stays the project's (see the report on test/helpers/cli.ts). */
+async function hooks(repo: string, ...extra: string[]) {
+  const run = await runJarvis(['hooks', 'install', '--dir', repo, '--json', ...extra])
+  const env = envelope<HooksJson>(run)
+  return {run, env, result: env.result!}
+}
+
+const isExecutable = async (path: string) => ((await stat(path)).mode & 0o111) !== 0
+
+describe('jarvis hooks install', () => {
+  const dirs: string[] = []
+  let repo: string
+
+  beforeEach(async () => {
+    repo = await tempDir('jarvis-hooks-')
+    dirs.push(repo)
+    expect(git(repo, 'init', '-q').status).toBe(0)
+  })
+  afterEach(async () => {
+    await removeAll(dirs.splice(0))
+  })
+
+  it('creates the three hooks, executable, and a second install changes nothing', async () => {
+    const first = await hooks(repo)
+    expect(first.run.code).toBe(0)
+    expect(first.result.hooksDir).toBe(join(repo, '.git', 'hooks'))
+    expect(first.result.installed.sort()).toEqual([...HOOK_NAMES].sort())
+    for (const name of HOOK_NAMES) {
+      const path = join(repo, '.git', 'hooks', name)
+      const text = await readFile(path, 'utf8')
+      expect(text.startsWith('#!/bin/sh\n')).toBe(true)
+      expect(text).toContain(BLOCK_START)
+      expect(text).toContain('sync --quiet')
+      expect(await isExecutable(path)).toBe(true)
+    }
+    const before = await readFile(join(repo, '.git', 'hooks', 'post-commit'), 'utf8')
+
+    const second = await hooks(repo)
+    expect(second.run.code).toBe(0)
+    expect(second.result.installed).toEqual([])
+    expect(second.result.unchanged.sort()).toEqual([...HOOK_NAMES].sort())
+    expect(await readFile(join(repo, '.git', 'hooks', 'post-commit'), 'utf8')).toBe(before)
+
+    const human = await runJarvis(['hooks', 'install', '--dir', repo])
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/nothing changed/)
+  })
+
+  it('keeps an existing hook and its content; uninstall gives it back byte for byte', async () => {
+    const path = join(repo, '.git', 'hooks', 'post-commit')
+    const mine = '#!/bin/sh\n# my own hook\necho "committed" >> "$(git rev-parse --git-dir)/my-log"\n'
+    await writeFile(path, mine)
+    await chmod(path, 0o750)
+
+    const install = await hooks(repo)
+    expect(install.result.installed).toContain('post-commit')
+    const text = await readFile(path, 'utf8')
+    expect(text.startsWith(mine)).toBe(true)
+    expect(text.split(BLOCK_START)).toHaveLength(2)
+    expect((await stat(path)).mode & 0o777).toBe(0o750)
+
+    const uninstall = await hooks(repo, '--uninstall')
+    expect(uninstall.run.code).toBe(0)
+    expect(uninstall.result.removed.sort()).toEqual([...HOOK_NAMES].sort())
+    expect(await readFile(path, 'utf8')).toBe(mine)
+    // Hooks that held only our block are gone.
+    await expect(stat(join(repo, '.git', 'hooks', 'post-merge'))).rejects.toThrow()
+    await expect(stat(join(repo, '.git', 'hooks', 'post-checkout'))).rejects.toThrow()
+
+    const again = await hooks(repo, '--uninstall')
+    expect(again.result.removed).toEqual([])
+    expect(again.result.unchanged.sort()).toEqual([...HOOK_NAMES].sort())
+  })
+
+  it('honours a relative core.hooksPath, from a subdirectory too', async () => {
+    expect(git(repo, 'config', 'core.hooksPath', '.githooks').status).toBe(0)
+    await mkdir(join(repo, 'sub', 'deeper'), {recursive: true})
+    const {result} = await hooks(join(repo, 'sub', 'deeper'))
+    expect(result.hooksDir).toBe(join(repo, '.githooks'))
+    for (const name of HOOK_NAMES) expect(await isExecutable(join(repo, '.githooks', name))).toBe(true)
+    await expect(stat(join(repo, '.git', 'hooks', 'post-commit'))).rejects.toThrow()
+  })
+
+  it('leaves a hook that is not a shell script alone and says so', async () => {
+    const path = join(repo, '.git', 'hooks', 'post-merge')
+    const script = '#!/usr/bin/env node\nconsole.log("merged")\n'
+    await writeFile(path, script, {mode: 0o755})
+    const {env, result} = await hooks(repo)
+    expect(result.skipped).toEqual(['post-merge'])
+    expect(env.warnings.join('\n')).toMatch(/post-merge is not a shell script/)
+    expect(await readFile(path, 'utf8')).toBe(script)
+  })
+
+  it('says it is not a git repository (exit 2)', async () => {
+    const plain = await tempDir('jarvis-nogit-')
+    dirs.push(plain)
+    const run = await runJarvis(['hooks', 'install', '--dir', plain, '--json'])
+    expect(run.code).toBe(2)
+    expect(envelope(run).error?.message).toMatch(/not inside a git repository/)
+  })
+
+  it('never blocks git: a commit with the server down succeeds at once', async () => {
+    await initTree(repo, {server: 'http://127.0.0.1:9', agent: 'claude'})
+    const {result} = await hooks(repo)
+    expect(result.installed).toHaveLength(3)
+    await writeFile(join(repo, '.memory', 'notes.md'), '# notes\n')
+    expect(git(repo, 'add', '-A').status).toBe(0)
+    const started = Date.now()
+    const commit = git(repo, 'commit', '-q', '-m', 'memory')
+    const took = Date.now() - started
+    expect(commit.status, commit.stderr).toBe(0)
+    // A deadline, not a timing assertion: the hook must not wait for the sync (which alone needs ~1 s to start).
+    expect(took).toBeLessThan(5000)
+    const checkout = git(repo, 'checkout', '-q', '-b', 'other')
+    expect(checkout.status, checkout.stderr).toBe(0)
+  })
+
+  it('with the server up, a commit syncs the memory in the background', async () => {
+    const server = await startTestServer()
+    dirs.push(server.dataDir)
+    const client = new MemoryClient({server: server.url, token: TOKENS.claude})
+    try {
+      await initTree(repo, {server: server.url, agent: 'claude'})
+      expect((await hooks(repo)).result.installed).toHaveLength(3)
+      await writeFile(join(repo, '.memory', 'from-hook.md'), 'synced by the post-commit hook\n')
+      expect(git(repo, 'add', '-A').status).toBe(0)
+      const commit = gitWith({JARVIS_TOKEN: TOKENS.claude, XDG_CONFIG_HOME: join(repo, 'xdg')}, repo, 'commit', '-q', '-m', 'memory')
+      expect(commit.status, commit.stderr).toBe(0)
+      // A deadline for the background sync, not a timed assertion.
+      const end = Date.now() + 20_000
+      let files: Record<string, unknown> = {}
+      while (!('from-hook.md' in files) && Date.now() < end) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        files = (await client.status()).files
+      }
+      expect(Object.keys(files)).toContain('from-hook.md')
+    } finally {
+      await client.close()
+      await server.close()
+    }
+  })
+})
+
+describe('the hook block', () => {
+  const block = hookBlock('jarvis')
+
+  it('is added once and removed exactly', () => {
+    const original = '#!/bin/bash\nset -e\nmake lint\n'
+    const added = withBlock(original, block)
+    expect(added).toBe(`${original}\n${block}\n`)
+    expect(withBlock(added, block)).toBe(added)
+    expect(withoutBlock(added)).toBe(original)
+  })
+
+  it('replaces an older block in place', () => {
+    const old = withBlock('#!/bin/sh\necho a\n', hookBlock('/old/node /old/run.js'))
+    const updated = withBlock(old, block)
+    expect(updated).toContain('(jarvis sync --quiet')
+    expect(updated).not.toContain('/old/run.js')
+    expect(updated.split(BLOCK_END)).toHaveLength(2)
+  })
+
+  it('a hook without a final newline keeps its last line', () => {
+    const added = withBlock('#!/bin/sh\necho a', block)
+    expect(added.startsWith('#!/bin/sh\necho a\n\n')).toBe(true)
+    expect(withoutBlock(added)).toBe('#!/bin/sh\necho a\n')
+  })
+})

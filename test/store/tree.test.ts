@@ -1,0 +1,194 @@
+import {readdir, readFile, stat, symlink, utimes, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {describe, expect, it} from 'vitest'
+
+import {PathRefusedError, SchemaError} from '../../src/errors.js'
+import {
+  deleteBase,
+  deleteMemoryFile,
+  hashText,
+  RACY_WINDOW_MS,
+  readBase,
+  readConfig,
+  readMemoryFile,
+  readNexusFile,
+  readStatCache,
+  readSyncState,
+  scanMemory,
+  writeBase,
+  writeMemoryFile,
+  writeNexusFile,
+  writeStatCache,
+  writeSyncState,
+} from '../../src/store/index.js'
+import {tempDir, tempTree} from './helpers/temp.js'
+
+const past = (ms: number) => new Date(Date.now() - ms)
+
+describe('scanMemory', () => {
+  it('hashes every memory file and skips backups, temp files and symlinks', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await writeMemoryFile(root, 'PROJECT_MEMORY.md', '# memory\n')
+    await writeMemoryFile(root, 'jarvis/claude.json', '{}\n')
+    await writeMemoryFile(root, 'episodes/2026-01-01/x.md', 'x')
+    await writeFile(join(memory, 'PROJECT_MEMORY.local.bak'), 'old')
+    await writeFile(join(memory, 'PROJECT_MEMORY.local.3.bak'), 'older')
+    await writeFile(join(memory, '.PROJECT_MEMORY.md.jarvis-tmp-99999-1'), 'half')
+    const outside = await tempDir()
+    await writeFile(join(outside, 'o.md'), 'outside')
+    await symlink(join(outside, 'o.md'), join(memory, 'link.md'))
+    await symlink(outside, join(memory, 'linkdir'))
+    const scanned = await scanMemory(root)
+    expect([...scanned.keys()]).toEqual(['PROJECT_MEMORY.md', 'episodes/2026-01-01/x.md', 'jarvis/claude.json'])
+    expect(scanned.get('PROJECT_MEMORY.md')).toMatchObject({hash: hashText('# memory\n'), size: 9})
+  })
+
+  it('gives the same hash after a touch that changes nothing', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'a.md', 'same\n')
+    const first = await scanMemory(root)
+    await utimes(join(root, '.memory', 'a.md'), new Date(), new Date(Date.now() + 60_000))
+    const second = await scanMemory(root, Object.fromEntries(first))
+    expect(second.get('a.md')!.hash).toBe(first.get('a.md')!.hash)
+    expect(second.get('a.md')!.mtimeMs).not.toBe(first.get('a.md')!.mtimeMs)
+  })
+
+  it('reuses a cached hash only for an old enough, unchanged stat (a hint), and re-hashes racy entries', async () => {
+    const root = await tempTree()
+    const file = join(root, '.memory', 'a.md')
+    await writeFile(file, 'aaaa')
+    const old = past(60_000)
+    await utimes(file, old, old)
+    const info = await stat(file)
+    const entry = {hash: 'cached-hash', size: 4, mtimeMs: info.mtimeMs, ino: info.ino}
+    // checked well after the mtime: trusted
+    expect((await scanMemory(root, {'a.md': {...entry, checkedAtMs: info.mtimeMs + RACY_WINDOW_MS + 1}})).get('a.md')!.hash).toBe('cached-hash')
+    // checked in the same granule as the mtime (racy git): re-hashed
+    expect((await scanMemory(root, {'a.md': {...entry, checkedAtMs: info.mtimeMs + 500}})).get('a.md')!.hash).toBe(hashText('aaaa'))
+    // no check time recorded: never trusted
+    expect((await scanMemory(root, {'a.md': entry})).get('a.md')!.hash).toBe(hashText('aaaa'))
+    // another size or mtime or inode: re-hashed
+    expect((await scanMemory(root, {'a.md': {...entry, size: 5, checkedAtMs: Date.now()}})).get('a.md')!.hash).toBe(hashText('aaaa'))
+    expect((await scanMemory(root, {'a.md': {...entry, ino: info.ino + 1, checkedAtMs: Date.now()}})).get('a.md')!.hash).toBe(hashText('aaaa'))
+    // full check ignores the cache
+    expect((await scanMemory(root, {'a.md': {...entry, checkedAtMs: Date.now()}}, {fullCheck: true})).get('a.md')!.hash).toBe(hashText('aaaa'))
+  })
+
+  it('catches a same-size edit made in the same second as the scan, even with mtime restored', async () => {
+    const root = await tempTree()
+    const file = join(root, '.memory', 'a.md')
+    await writeFile(file, 'v1')
+    const first = await scanMemory(root)
+    const {mtime} = await stat(file)
+    await writeFile(file, 'v2')
+    await utimes(file, mtime, mtime)
+    const second = await scanMemory(root, Object.fromEntries(first))
+    expect(second.get('a.md')!.hash).toBe(hashText('v2'))
+  })
+
+  it('round-trips the stat cache through .nexus/stat-cache.json; a broken cache reads as empty', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'a.md', 'x')
+    const scanned = await scanMemory(root)
+    await writeStatCache(root, scanned)
+    expect(await readStatCache(root)).toEqual(Object.fromEntries(scanned))
+    await writeFile(join(root, '.nexus', 'stat-cache.json'), '{broken')
+    expect(await readStatCache(root)).toEqual({})
+  })
+})
+
+describe('memory files', () => {
+  it('reads, writes and deletes through the path guard, pruning empty directories', async () => {
+    const root = await tempTree()
+    expect(await readMemoryFile(root, 'projects/app/summary.md')).toBeNull()
+    await writeMemoryFile(root, 'projects/app/summary.md', 'hello')
+    expect(await readMemoryFile(root, 'projects/app/summary.md')).toBe('hello')
+    expect(await deleteMemoryFile(root, 'projects/app/summary.md')).toBe(true)
+    expect(await deleteMemoryFile(root, 'projects/app/summary.md')).toBe(false)
+    expect(await readdir(join(root, '.memory'))).toEqual([])
+    await expect(writeMemoryFile(root, '../escape.md', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+    await expect(readMemoryFile(root, '/etc/passwd')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+
+  it('keeps a directory that still holds other files (a backup, say)', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'notes/a.md', 'a')
+    await writeFile(join(root, '.memory', 'notes', 'a.local.bak'), 'old')
+    await deleteMemoryFile(root, 'notes/a.md')
+    expect(await readdir(join(root, '.memory', 'notes'))).toEqual(['a.local.bak'])
+  })
+
+  it('refuses to write through a symlink that leaves the tree', async () => {
+    const root = await tempTree()
+    const outside = await tempDir()
+    await symlink(outside, join(root, '.memory', 'out'))
+    await expect(writeMemoryFile(root, 'out/x.md', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+    expect(await readdir(outside)).toEqual([])
+  })
+})
+
+describe('base copies', () => {
+  it('live in .nexus/base/<path>', async () => {
+    const root = await tempTree()
+    expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
+    await writeBase(root, 'jarvis/claude.json', '{"a":1}\n')
+    expect(await readFile(join(root, '.nexus', 'base', 'jarvis', 'claude.json'), 'utf8')).toBe('{"a":1}\n')
+    expect(await readBase(root, 'jarvis/claude.json')).toBe('{"a":1}\n')
+    expect(await deleteBase(root, 'jarvis/claude.json')).toBe(true)
+    expect(await readdir(join(root, '.nexus', 'base'))).toEqual([])
+    await expect(writeBase(root, '../config.json', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+})
+
+describe('sync state and config', () => {
+  it('reads a missing sync state as empty and round-trips it, keeping unknown fields', async () => {
+    const root = await tempTree()
+    expect(await readSyncState(root)).toEqual({version: 1, files: {}})
+    const state = {
+      version: 1 as const,
+      server: 'http://127.0.0.1:8787',
+      seq: 7,
+      mode: 'revision' as const,
+      files: {'a.md': {hash: hashText('a'), rev: 3, syncedAt: '2026-01-01T00:00:00.000Z', extra: true}},
+      future: [1, 2],
+    }
+    await writeSyncState(root, state)
+    expect(await readSyncState(root)).toEqual(state)
+    expect(await readFile(join(root, '.nexus', 'sync-state.json'), 'utf8')).toBe(JSON.stringify(state, null, 2) + '\n')
+  })
+
+  it('names the file and the line of malformed JSON', async () => {
+    const root = await tempTree()
+    await writeFile(join(root, '.nexus', 'sync-state.json'), '{\n  "version": 1,\n  "files": {,\n}\n')
+    const error = await readSyncState(root).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SchemaError)
+    expect((error as SchemaError).message).toMatch(/^\.nexus\/sync-state\.json: line 3/)
+  })
+
+  it('names the file and the field of a schema violation', async () => {
+    const root = await tempTree()
+    await writeFile(join(root, '.nexus', 'sync-state.json'), JSON.stringify({version: 1, files: {'a.md': {hash: 'x'}}}))
+    const error = await readSyncState(root).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SchemaError)
+    expect((error as SchemaError).message).toContain('.nexus/sync-state.json: files.a.md.syncedAt')
+  })
+
+  it('reads a missing config as all defaults, and a bad one as a SchemaError', async () => {
+    const root = await tempTree()
+    expect((await readConfig(root)).sync.lockTimeout).toBe(5000)
+    await writeFile(join(root, '.nexus', 'config.json'), JSON.stringify({sync: {maxRetries: -1}}))
+    await expect(readConfig(root)).rejects.toThrow(/\.nexus\/config\.json: sync\.maxRetries/)
+  })
+})
+
+describe('other .nexus files', () => {
+  it('are path-guarded and atomic', async () => {
+    const root = await tempTree()
+    await writeNexusFile(root, 'gemini-backup/tag.json', '{}')
+    expect(await readNexusFile(root, 'gemini-backup/tag.json')).toBe('{}')
+    expect(await readNexusFile(root, 'sessions.json')).toBeNull()
+    await expect(writeNexusFile(root, '../.memory/x', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+})

@@ -1,0 +1,280 @@
+import {readdir, readFile, utimes} from 'node:fs/promises'
+import {join} from 'node:path'
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {ConflictLeftError, ExitCode, JarvisError} from '../../src/errors.js'
+import {MemoryClient} from '../../src/protocol/client.js'
+import {readConfig, withTreeLock} from '../../src/store/index.js'
+import {runSync} from '../../src/sync/run.js'
+import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+
+let server: TestServer
+const cleanup: string[] = []
+
+async function client(agent = 'claude'): Promise<TestClient> {
+  const made = await makeClient(server.url, agent)
+  cleanup.push(made.root)
+  return made
+}
+
+beforeEach(async () => {
+  server = await startTestServer()
+  cleanup.push(server.dataDir)
+})
+
+afterEach(async () => {
+  await server.close()
+  await removeAll(cleanup.splice(0))
+})
+
+const memo = (lines: string[]) => `${lines.join('\n')}\n`
+const base = memo(['# Project', '', '## Decisions', '- one', '- two', '', '## Notes', '- alpha', '- beta'])
+
+function task(id: number, agent = 'claude') {
+  return {taskId: `${agent}-${id}`, timestamp: new Date(Date.UTC(2026, 0, 1, 0, id)).toISOString(), type: 'code', input: `do ${id}`, output: 'done', success: true, responseTime: 10, model: 'm', filesModified: []}
+}
+
+function worker(agent: string, tasks: ReturnType<typeof task>[], lastActive: string, extra: Record<string, unknown> = {}) {
+  return `${JSON.stringify({workerId: agent, modelId: 'model-1', status: 'online', lastActive, totalTasks: tasks.length, successRate: 1, recentTasks: tasks, expertise: {}, context: {lastFiles: [], lastTopics: [], knownIssues: []}, performance: {averageResponseTime: 1, totalTokensUsed: 1, errorRate: 0}, ...extra}, null, 2)}\n`
+}
+
+describe('jarvis sync against a real jarvis serve', () => {
+  it('pushes a first tree and pulls it into a second one, byte for byte', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.write('projects.json', '{\n  "alpha": {"status": "active"}\n}\n')
+    await a.write('episodes/2026-01-02/standup.md', '---\ntitle: standup\n---\nshipped\n')
+    const first = await a.sync()
+    expect(first.pushed.sort()).toEqual(['PROJECT_MEMORY.md', 'episodes/2026-01-02/standup.md', 'projects.json'])
+    const second = await b.sync()
+    expect(second.pulled.sort()).toEqual(first.pushed.sort())
+    for (const path of first.pushed) expect(await b.read(path)).toBe(await a.read(path))
+    const again = await b.sync()
+    expect([...again.pushed, ...again.pulled, ...again.merged]).toEqual([])
+  })
+
+  it('merges edits to different parts of one Markdown file on two machines, keeping both', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.sync()
+    await b.sync()
+    await a.write('PROJECT_MEMORY.md', base.replace('- two\n', '- two\n- three (from A)\n'))
+    await b.write('PROJECT_MEMORY.md', base.replace('- beta\n', '- beta\n- gamma (from B)\n'))
+    await a.sync()
+    const merged = await b.sync()
+    expect(merged.merged).toEqual(['PROJECT_MEMORY.md'])
+    expect(merged.backups).toEqual([])
+    await a.sync()
+    const text = await a.read('PROJECT_MEMORY.md')
+    expect(text).toContain('- three (from A)')
+    expect(text).toContain('- gamma (from B)')
+    expect(await b.read('PROJECT_MEMORY.md')).toBe(text)
+  })
+
+  it('on overlapping Markdown edits keeps the server version and saves the local one as PROJECT_MEMORY.local.bak', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.sync()
+    await b.sync()
+    const fromA = base.replace('- one\n', '- one, says A\n')
+    const fromB = base.replace('- one\n', '- one, says B\n')
+    await a.write('PROJECT_MEMORY.md', fromA)
+    await b.write('PROJECT_MEMORY.md', fromB)
+    await a.sync()
+    const result = await b.sync()
+    expect(result.backups).toEqual([{path: 'PROJECT_MEMORY.md', backup: 'PROJECT_MEMORY.local.bak'}])
+    expect(await b.read('PROJECT_MEMORY.md')).toBe(fromA)
+    expect(await b.read('PROJECT_MEMORY.local.bak')).toBe(fromB)
+    const audit = await readFile(join(b.root, '.nexus', 'audit.jsonl'), 'utf8')
+    expect(audit).toContain('PROJECT_MEMORY.local.bak')
+    // A second, different losing edit never overwrites the first backup.
+    const fromB2 = fromA.replace('- alpha\n', '- alpha, says B again\n')
+    const fromA2 = fromA.replace('- alpha\n', '- alpha, says A again\n')
+    await b.write('PROJECT_MEMORY.md', fromB2)
+    await a.write('PROJECT_MEMORY.md', fromA2)
+    await a.sync()
+    await b.sync()
+    const backups = (await readdir(b.memory)).filter((name) => name.includes('.local.')).sort()
+    expect(backups).toEqual(['PROJECT_MEMORY.local.1.bak', 'PROJECT_MEMORY.local.bak'])
+    expect(await b.read('PROJECT_MEMORY.local.1.bak')).toBe(fromB)
+    expect(await b.read('PROJECT_MEMORY.local.bak')).toBe(fromB2)
+  })
+
+  it('keeps the newest 50 of 60 + 60 recent tasks, identical on every client', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    const c = await client('chatgpt')
+    const odd = Array.from({length: 60}, (_, i) => task(2 * i + 1))
+    const even = Array.from({length: 60}, (_, i) => task(2 * i))
+    await a.write('jarvis/claude.json', worker('claude', odd, '2026-01-02T00:00:00.000Z'))
+    await b.write('jarvis/claude.json', worker('claude', even, '2026-01-03T00:00:00.000Z'))
+    await a.sync()
+    await b.sync()
+    await a.sync()
+    await c.sync()
+    const expected = [...odd, ...even].sort((x, y) => y.timestamp.localeCompare(x.timestamp)).slice(0, 50).map((t) => t.taskId)
+    for (const each of [a, b, c]) {
+      const memory = JSON.parse((await each.read('jarvis/claude.json'))!)
+      expect(memory.recentTasks.map((t: {taskId: string}) => t.taskId)).toEqual(expected)
+    }
+    expect(await a.read('jarvis/claude.json')).toBe(await b.read('jarvis/claude.json'))
+    expect(await c.read('jarvis/claude.json')).toBe(await b.read('jarvis/claude.json'))
+  })
+
+  it('merges worker-memory fields: the newer lastActive wins single values, lists are united', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('jarvis/gemini.json', worker('gemini', [task(1)], '2026-01-01T00:00:00.000Z'))
+    await a.sync()
+    await b.sync()
+    await a.write('jarvis/gemini.json', worker('gemini', [task(1), task(2)], '2026-01-05T00:00:00.000Z', {status: 'busy', context: {lastFiles: ['a.ts'], lastTopics: [], knownIssues: []}}))
+    await b.write('jarvis/gemini.json', worker('gemini', [task(1), task(3)], '2026-01-04T00:00:00.000Z', {status: 'offline', context: {lastFiles: ['b.ts'], lastTopics: [], knownIssues: []}}))
+    await a.sync()
+    await b.sync()
+    await a.sync()
+    const merged = JSON.parse((await b.read('jarvis/gemini.json'))!)
+    expect(merged.status).toBe('busy')
+    expect(merged.lastActive).toBe('2026-01-05T00:00:00.000Z')
+    expect(merged.recentTasks.map((t: {taskId: string}) => t.taskId).sort()).toEqual(['claude-1', 'claude-2', 'claude-3'])
+    expect([...merged.context.lastFiles].sort()).toEqual(['a.ts', 'b.ts'])
+    expect(await a.read('jarvis/gemini.json')).toBe(await b.read('jarvis/gemini.json'))
+  })
+
+  it('merges JSON key by key; a key changed on both sides goes to the server and the local document to the backup', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('projects.json', JSON.stringify({alpha: 1, beta: 1, gamma: 1}, null, 2))
+    await a.sync()
+    await b.sync()
+    await a.write('projects.json', JSON.stringify({alpha: 2, beta: 1, gamma: 1}, null, 2))
+    await b.write('projects.json', JSON.stringify({alpha: 1, beta: 3, gamma: 1}, null, 2))
+    await a.sync()
+    const clean = await b.sync()
+    expect(clean.backups).toEqual([])
+    expect(JSON.parse((await b.read('projects.json'))!)).toEqual({alpha: 2, beta: 3, gamma: 1})
+    await a.sync()
+    await a.write('projects.json', JSON.stringify({alpha: 2, beta: 3, gamma: 'a'}, null, 2))
+    await b.write('projects.json', JSON.stringify({alpha: 2, beta: 3, gamma: 'b'}, null, 2))
+    await a.sync()
+    const conflicted = await b.sync()
+    expect(conflicted.backups.map((x) => x.backup)).toEqual(['projects.local.bak'])
+    expect(JSON.parse((await b.read('projects.json'))!).gamma).toBe('a')
+    expect(JSON.parse((await b.read('projects.local.bak'))!).gamma).toBe('b')
+  })
+
+  it('syncs deletions the base proves, lets an edit beat a deletion, and guards mass deletions', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    for (const name of ['one', 'two', 'three', 'four']) await a.write(`${name}.md`, `# ${name}\n`)
+    await a.sync()
+    await b.sync()
+    await a.remove('one.md')
+    expect((await a.sync()).deleted).toEqual(['one.md'])
+    expect((await b.sync()).deleted).toEqual(['one.md'])
+    expect(await b.read('one.md')).toBeNull()
+
+    // An edit beats a concurrent deletion.
+    await a.remove('two.md')
+    await b.write('two.md', '# two, edited\n')
+    await a.sync()
+    await b.sync()
+    await a.sync()
+    expect(await a.read('two.md')).toBe('# two, edited\n')
+
+    // Three of four gone at once: stop and ask.
+    for (const name of ['two', 'three', 'four']) await a.remove(`${name}.md`)
+    const refused = await a.sync().catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(ConflictLeftError)
+    expect((refused as JarvisError).exit).toBe(ExitCode.conflictLeft)
+    expect(await b.sync()).toMatchObject({deleted: [], pulled: []})
+    expect(await b.read('three.md')).toBe('# three\n')
+    const forced = await a.sync({force: true})
+    expect(forced.deleted.sort()).toEqual(['four.md', 'three.md', 'two.md'])
+  })
+
+  it('never deletes anything when the base is lost: the files come back instead', async () => {
+    const a = await client('claude')
+    await a.write('keep.md', 'keep\n')
+    await a.sync()
+    await removeAll([join(a.root, '.nexus', 'sync-state.json'), join(a.root, '.nexus', 'base')])
+    await a.remove('keep.md')
+    const result = await a.sync()
+    expect(result.deleted).toEqual([])
+    expect(await a.read('keep.md')).toBe('keep\n')
+  })
+
+  it('uploads nothing when every file was only touched', async () => {
+    const a = await client('claude')
+    for (let i = 0; i < 20; i++) await a.write(`notes/n${i}.md`, `note ${i}\n`)
+    await a.sync()
+    const later = new Date(Date.now() + 60_000)
+    for (let i = 0; i < 20; i++) await utimes(join(a.memory, `notes/n${i}.md`), later, later)
+    const result = await a.sync()
+    expect(result.pushed).toEqual([])
+    expect(result.merged).toEqual([])
+  })
+
+  it('when two clients push the same file at once, one gets 409, re-merges and loses nothing', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.sync()
+    await b.sync()
+    await a.write('PROJECT_MEMORY.md', base.replace('- one\n', '- one\n- from A\n'))
+    await b.write('PROJECT_MEMORY.md', base.replace('- beta\n', '- beta\n- from B\n'))
+    // B reads the status, then A's push lands before B's: B's push is stale.
+    class Interleaved extends MemoryClient {
+      private raced = false
+      async push(...args: Parameters<MemoryClient['push']>) {
+        if (!this.raced) {
+          this.raced = true
+          await a.sync()
+        }
+        return super.push(...args)
+      }
+    }
+    const config = await readConfig(b.root)
+    const racing = new Interleaved({server: server.url, token: TOKENS.gemini})
+    const result = await withTreeLock(b.root, {timeoutMs: 5000}, () => runSync({root: b.root, client: racing, settings: {...config.sync, retryDelay: 1}}))
+    await racing.close()
+    expect(result.attempts).toBe(2)
+    await a.sync()
+    for (const each of [a, b]) {
+      const text = await each.read('PROJECT_MEMORY.md')
+      expect(text).toContain('- from A')
+      expect(text).toContain('- from B')
+    }
+  })
+
+  it('leaves a malformed file exactly as it is, syncs the rest and names the file and position', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('good.md', 'fine\n')
+    await a.write('broken.json', '{\n  "a": 1,\n  oops\n}\n')
+    const error = await a.sync().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(JarvisError)
+    expect((error as JarvisError).exit).toBe(ExitCode.badInput)
+    expect((error as JarvisError).message).toMatch(/\.memory\/broken\.json: line 3, column 3/)
+    expect(await a.read('broken.json')).toBe('{\n  "a": 1,\n  oops\n}\n')
+    await b.sync()
+    expect(await b.read('good.md')).toBe('fine\n')
+    expect(await b.read('broken.json')).toBeNull()
+  })
+
+  it('stops with exit 3 and changes nothing when the server is down', async () => {
+    const a = await client('claude')
+    await a.write('x.md', 'x\n')
+    await a.sync()
+    await a.write('x.md', 'x, edited\n')
+    await server.close()
+    const error = await a.sync().catch((e: unknown) => e)
+    expect((error as JarvisError).exit).toBe(ExitCode.unreachable)
+    expect((error as JarvisError).message).toContain(server.url)
+    expect(await a.read('x.md')).toBe('x, edited\n')
+    server = await startTestServer(server.dataDir, server.port)
+    expect((await a.sync()).pushed).toEqual(['x.md'])
+  })
+})
