@@ -53,9 +53,10 @@ export function resolveIdentity(sources: {
   user?: UserConfig
 }): Identity {
   const {flags, env, tree, user} = sources
-  const server = trimSlash(flags.server ?? env.JARVIS_SERVER ?? tree?.server ?? user?.server)
-  const agentId = flags.agent ?? env.JARVIS_AGENT ?? tree?.agentId ?? user?.agentId
-  const token = env.JARVIS_TOKEN ?? (server ? user?.tokens?.[server] : undefined) ?? user?.token
+  // An empty variable (`JARVIS_SERVER= jarvis sync`) means unset, as in git and the shells.
+  const server = trimSlash(flags.server || env.JARVIS_SERVER || tree?.server || user?.server)
+  const agentId = flags.agent || env.JARVIS_AGENT || tree?.agentId || user?.agentId
+  const token = env.JARVIS_TOKEN || (server ? user?.tokens?.[server] : undefined) || user?.token
   return {server, agentId, token, project: tree?.project}
 }
 

@@ -35,27 +35,34 @@ export interface WatchOutput {
   onStop?(summary: WatchSummary): void
 }
 
-export type WatchCommandOptions = Omit<SyncOnceOptions, 'dryRun' | 'progress'> & {
+/** No `--force` here: a standing permission to delete more than half of the files is not something to watch with. */
+export type WatchCommandOptions = Pick<SyncOnceOptions, 'dir' | 'server' | 'agent'> & {
   /** Resolves with the name of the signal that should stop the watch; default SIGINT or SIGTERM. */
   until?: Promise<string>
 }
 
-/** Waits for SIGINT or SIGTERM (and stops the default "exit at once" while waiting). */
-export function nextSignal(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): Promise<string> {
-  return new Promise((resolve) => {
-    const handler = (signal: NodeJS.Signals) => {
-      for (const s of signals) process.removeListener(s, handler)
-      resolve(signal)
+/** The first of these signals to arrive (while waiting, they no longer end the process at once); `dispose` stops listening. */
+export function nextSignal(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): {signal: Promise<string>; dispose(): void} {
+  let handler: (signal: NodeJS.Signals) => void = () => {}
+  const dispose = () => {
+    for (const s of signals) process.removeListener(s, handler)
+  }
+  const signal = new Promise<string>((resolve) => {
+    handler = (received) => {
+      dispose()
+      resolve(received)
     }
     for (const s of signals) process.once(s, handler)
   })
+  return {signal, dispose}
 }
 
 /** `jarvis sync --watch`: starts the watch on this tree, runs until a signal, stops cleanly, returns a summary. */
 export async function watchUntilSignal(options: WatchCommandOptions, output: WatchOutput = {}): Promise<WatchSummary> {
-  const until = options.until ?? nextSignal()
   const tree = await openTree(options.dir)
   const {client, identity} = await connect(tree, options)
+  const signals = options.until ? {signal: options.until, dispose() {}} : nextSignal()
+  const until = signals.signal
   const handle = startWatch({
     root: tree.root,
     client,
@@ -71,6 +78,7 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
     output.onStart?.(tree.root, identity.server)
     stoppedBy = await until
   } finally {
+    signals.dispose()
     await handle.stop()
   }
   const stats: WatchStats = handle.stats()

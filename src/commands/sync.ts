@@ -24,14 +24,19 @@ export default class Sync extends JarvisCommand<typeof Sync> {
     force: Flags.boolean({description: 'Allow a sync that deletes more than half of the files.'}),
     watch: Flags.boolean({
       description: 'Keep syncing on local changes and on server broadcasts until Ctrl-C. With --json: one JSON line per sync, then a summary line.',
-      exclusive: ['dry-run'],
+      exclusive: ['dry-run', 'force'],
     }),
   }
 
   async run(): Promise<SyncResult | WatchSummary> {
     if (this.flags.watch) {
-      const sink = {json: this.jsonEnabled(), quiet: this.flags.quiet, log: (line: string) => this.log(line), logToStderr: (line: string) => this.logToStderr(line)}
-      return watchUntilSignal({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent, force: this.flags.force}, watchOutput(sink))
+      const output = watchOutput({
+        json: this.jsonEnabled(),
+        quiet: this.flags.quiet,
+        log: (line) => this.log(line),
+        logToStderr: (line) => this.logToStderr(line),
+      })
+      return watchUntilSignal({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent}, output)
     }
     const result = await syncOnce({
       dir: this.flags.dir,

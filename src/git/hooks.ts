@@ -7,9 +7,11 @@
  * - Our lines live in one delimited block (`# >>> jarvis >>>` … `# <<< jarvis <<<`) appended to an existing hook
  *   (its content is kept as it is) or in a new executable `#!/bin/sh` hook. Installing twice changes nothing;
  *   uninstalling removes only the block, and the file too when nothing but the shebang is left.
- * - Never blocking: the block starts the sync in the background with every standard stream on /dev/null and
- *   `|| true`, so the hook returns at once whatever the server does, and nothing holds git's (or a GUI's)
- *   output pipe open. A down server costs git nothing; the sync's own 5 s connect timeout ends the child.
+ * - Never blocking: the block starts the sync in a background subshell whose standard streams are all on
+ *   /dev/null, with `|| true`, so the hook returns at once whatever the server does, and nothing holds git's
+ *   (or an IDE's) output pipe open — redirecting only the inner command would leave the subshell holding it,
+ *   and a caller that reads git's output would wait for the sync after all. A down server costs git nothing;
+ *   the sync's own timeouts end the background process.
  */
 import {constants} from 'node:fs'
 import {access, chmod, mkdir, readFile, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
@@ -99,7 +101,7 @@ export function hookBlock(command: string): string {
     BLOCK_START,
     '# Added by `jarvis hooks install`; `jarvis hooks install --uninstall` removes it.',
     '# Syncs the shared memory in the background: git never waits for it and never fails because of it.',
-    `(${command} sync --quiet </dev/null >/dev/null 2>&1 || true) &`,
+    `(${command} sync --quiet || true) </dev/null >/dev/null 2>&1 &`,
     BLOCK_END,
   ].join('\n')
 }

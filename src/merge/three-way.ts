@@ -3,6 +3,7 @@ import type {ConflictKind, JsonObject, MergeConflict, Side} from './types.js'
 
 /** A key missing from an object — distinct from a key whose value is null. */
 export const ABSENT: unique symbol = Symbol('absent')
+/** A value, or ABSENT for a key that is not there. */
 export type Slot = unknown
 
 export type FieldRule = (base: Slot, local: Slot, remote: Slot, path: readonly string[], ctx: ThreeWay) => Slot

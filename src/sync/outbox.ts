@@ -1,7 +1,7 @@
 import createDebug from 'debug'
 import {z} from 'zod'
 
-import {BadInputError} from '../errors.js'
+import {BadInputError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
 import {appendAudit, readOutbox, removeFromOutbox} from '../store/index.js'
 
@@ -26,8 +26,13 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<{
       }
       sent.push(entry.id)
     } catch (error) {
-      // The server refused this entry for good: keep it for a person, do not block the others.
-      if (!(error instanceof BadInputError)) throw error
+      // The server answered but refused this entry: keep it for a person, do not block the others.
+      // Only a server we cannot reach at all stops the sync.
+      const answered = error instanceof BadInputError || (error instanceof UnreachableError && error.data.status !== undefined)
+      if (!answered) {
+        if (sent.length > 0) await removeFromOutbox(root, sent)
+        throw error
+      }
       left++
       debug('outbox entry %s refused: %s', entry.id, error.message)
       await appendAudit(root, {at: new Date().toISOString(), type: 'error', reason: 'outbox entry refused', id: entry.id, message: error.message})

@@ -218,8 +218,14 @@ export function startWatch(options: WatchOptions): WatchHandle {
           // Another process (a git hook, a one-shot sync) is syncing: try again shortly.
           clearTimeout(retryTimer)
           retryTimer = setTimeout(() => request({kind: 'retry'}, full), lockedRetryMs)
-        } else if (error instanceof UnreachableError && full) {
-          fullRequested = true // the reconnect resync is still owed; the next trigger makes up for it
+        } else if (error instanceof UnreachableError) {
+          if (full) fullRequested = true // the reconnect resync is still owed
+          // With the socket down, the reconnect brings the next sync. With it up (the HTTP side failed, e.g. 503),
+          // nothing else would: try again later, so that a local edit does not wait for the next trigger.
+          if (stats.connected) {
+            clearTimeout(retryTimer)
+            retryTimer = setTimeout(() => request({kind: 'retry'}), reconnectMaxMs)
+          }
         }
         options.onError?.(error, info)
       }

@@ -1,5 +1,6 @@
 import {spawnSync} from 'node:child_process'
 import {chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {createServer, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -138,7 +139,12 @@ describe('jarvis hooks install', () => {
   })
 
   it('never blocks git: a commit with the server down succeeds at once', async () => {
-    await initTree(repo, {server: 'http://127.0.0.1:9', agent: 'claude'})
+    // Down in the worst way: it takes the connection and never answers (the sync would wait for its timeouts).
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => sockets.add(socket))
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const {port} = silent.address() as {port: number}
+    await initTree(repo, {server: `http://127.0.0.1:${port}`, agent: 'claude'})
     const {result} = await hooks(repo)
     expect(result.installed).toHaveLength(3)
     await writeFile(join(repo, '.memory', 'notes.md'), '# notes\n')
@@ -147,10 +153,12 @@ describe('jarvis hooks install', () => {
     const commit = git(repo, 'commit', '-q', '-m', 'memory')
     const took = Date.now() - started
     expect(commit.status, commit.stderr).toBe(0)
-    // A deadline, not a timing assertion: the hook must not wait for the sync (which alone needs ~1 s to start).
-    expect(took).toBeLessThan(5000)
+    // A deadline, not a timing assertion: the sync against this server would take 30 s (undici's headers timeout).
+    expect(took).toBeLessThan(10_000)
     const checkout = git(repo, 'checkout', '-q', '-b', 'other')
     expect(checkout.status, checkout.stderr).toBe(0)
+    for (const socket of sockets) socket.destroy()
+    await new Promise<void>((resolve) => silent.close(() => resolve()))
   })
 
   it('with the server up, a commit syncs the memory in the background', async () => {

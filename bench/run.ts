@@ -1,0 +1,41 @@
+/**
+ * `npm run bench`: every benchmark side by side with its peers, in one run, written to
+ * docs/BENCHMARKS.md with the machine and the command. Speed is measured here, never asserted in tests.
+ */
+import {execFileSync} from 'node:child_process'
+import {existsSync} from 'node:fs'
+import {writeFile} from 'node:fs/promises'
+import {cpus, totalmem, type as osType, release} from 'node:os'
+import {fileURLToPath} from 'node:url'
+
+import {benchMerge} from './merge.js'
+import {benchSync} from './sync.js'
+import {benchWatch} from './watch.js'
+import type {BenchSection} from './stats.js'
+
+if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.url)))) {
+  process.stderr.write('npm run bench measures the built CLI: run `npm run build` first\n')
+  process.exit(2)
+}
+
+const sections: BenchSection[] = []
+for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch]] as const) {
+  process.stderr.write(`bench: ${name}…\n`)
+  sections.push(await bench())
+}
+
+const git = execFileSync('git', ['--version'], {encoding: 'utf8'}).trim()
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}, Node ${process.version}, ${git}`
+const text = [
+  '# Benchmarks',
+  '',
+  'Written by `npm run bench` (after `npm run build`); numbers are medians unless a row says otherwise.',
+  '',
+  `- Machine: ${machine}`,
+  `- Date: ${new Date().toISOString().slice(0, 10)}`,
+  '- Command: `npm run build && npm run bench`',
+  '',
+  ...sections.flatMap((section) => [`## ${section.title}`, '', section.markdown, '']),
+].join('\n')
+await writeFile(fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url)), text)
+process.stdout.write(text)

@@ -1,0 +1,81 @@
+import {spawn} from 'node:child_process'
+import {writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+const cleanup: string[] = []
+afterAll(async () => removeAll(cleanup))
+
+async function dir(): Promise<string> {
+  const made = await tempDir('jarvis-cli-')
+  cleanup.push(made)
+  return made
+}
+
+describe('the jarvis command line', () => {
+  it('lists its commands and topics in --help', async () => {
+    const run = await runJarvis(['--help'])
+    expect(run.code).toBe(0)
+    for (const word of ['init', 'sync', 'serve', 'switch-project', 'task', 'hooks']) expect(run.stdout).toContain(word)
+  })
+
+  it('runs from the TypeScript sources too (bin/dev.js through tsx), so a broken tsx is caught', async () => {
+    const dev = fileURLToPath(new URL('../../bin/dev.js', import.meta.url))
+    const stdout = await new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, [dev, 'init', '--help'], {stdio: ['ignore', 'pipe', 'pipe']})
+      let out = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+      child.on('error', reject)
+      child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`bin/dev.js exited ${code}`))))
+    })
+    expect(stdout).toContain('--server')
+  })
+
+  it('init creates both trees once and says so when run again', async () => {
+    const cwd = await dir()
+    const first = await runJarvis(['init', '--agent', 'claude', '--json'], {cwd})
+    expect(first.code).toBe(0)
+    const created = envelope<{changed: boolean; created: string[]}>(first)
+    expect(created).toMatchObject({status: 0, warnings: []})
+    expect(created.result!.changed).toBe(true)
+    expect(created.result!.created).toEqual(expect.arrayContaining(['.memory/', '.nexus/config.json']))
+    const again = await runJarvis(['init', '--agent', 'claude'], {cwd})
+    expect(again.code).toBe(0)
+    expect(again.stdout).toMatch(/nothing changed/)
+  })
+
+  it('outside a jarvis tree: exit 2 and a one-line message, no stack trace', async () => {
+    const cwd = await dir()
+    const human = await runJarvis(['sync', '--server', 'http://127.0.0.1:9'], {cwd})
+    expect(human.code).toBe(2)
+    expect(human.stderr).toMatch(/not a jarvis tree.*jarvis init/)
+    expect(human.stderr).not.toMatch(/\n\s+at /)
+    const json = await runJarvis(['sync', '--server', 'http://127.0.0.1:9', '--json'], {cwd})
+    expect(json.code).toBe(2)
+    expect(envelope(json)).toMatchObject({status: 2, error: {code: 'NOT_A_TREE'}})
+  })
+
+  it('a malformed .nexus/config.json: exit 2 naming the file and the line', async () => {
+    const cwd = await dir()
+    await runJarvis(['init'], {cwd})
+    await writeFile(join(cwd, '.nexus', 'config.json'), '{\n  "server": "http://x",\n  "sync": {,}\n}\n')
+    const run = await runJarvis(['sync', '--json'], {cwd})
+    expect(run.code).toBe(2)
+    expect(envelope(run).error?.message).toMatch(/config\.json.*line 3/)
+  })
+
+  it('an unknown flag is a usage error (exit 2)', async () => {
+    const run = await runJarvis(['sync', '--no-such-flag'], {cwd: await dir()})
+    expect(run.code).toBe(2)
+  })
+
+  it('JARVIS_CONTENT_TYPE=json turns on the JSON envelope without --json', async () => {
+    const cwd = await dir()
+    const run = await runJarvis(['init'], {cwd, env: {JARVIS_CONTENT_TYPE: 'json'}})
+    expect(envelope(run).status).toBe(0)
+  })
+})
