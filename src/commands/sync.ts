@@ -4,7 +4,7 @@ import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
 import {renderSync} from '../cli/render.js'
 import {syncOnce} from '../cli/sync.js'
-import {watchOutput, watchUntilSignal, type WatchSummary} from '../cli/watch.js'
+import type {WatchSummary} from '../cli/watch.js'
 import type {SyncResult} from '../sync/run.js'
 
 export default class Sync extends JarvisCommand<typeof Sync> {
@@ -30,6 +30,8 @@ export default class Sync extends JarvisCommand<typeof Sync> {
 
   async run(): Promise<SyncResult | WatchSummary> {
     if (this.flags.watch) {
+      // Loaded only here: the watcher and the WebSocket client would slow every one-shot sync.
+      const {watchOutput, watchUntilSignal} = await import('../cli/watch.js')
       const output = watchOutput({
         json: this.jsonEnabled(),
         quiet: this.flags.quiet,

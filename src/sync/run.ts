@@ -85,8 +85,11 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
     result.attempts = attempt + 1
     let status = await client.status(fullListing ? undefined : state.seq)
-    // A server whose sequence went backwards was reset: its "since" means nothing to us.
-    if (!fullListing && (status.seq === undefined || status.seq < (state.seq ?? 0))) {
+    // A server whose identity changed or whose sequence went backwards was replaced or reset:
+    // its revisions and its "since" mean nothing to us any more, only content hashes still do.
+    const replaced = serverIdOf(status) !== undefined && state.serverId !== undefined && serverIdOf(status) !== state.serverId
+    if (replaced) state = forgetRevisions(state)
+    if (!fullListing && (replaced || status.seq === undefined || status.seq < (state.seq ?? 0))) {
       fullListing = true
       status = await client.status()
     }
@@ -97,6 +100,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
+      state.serverId = serverIdOf(status)
       state.mode = mode
       state.lastSyncAt = now().toISOString()
       if (mode === 'revision' && status.seq !== undefined) state.seq = status.seq
@@ -319,6 +323,10 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   if (current === scannedHash) return true
   debug('%s changed during the sync: left for the next one', path)
   return false
+}
+
+function serverIdOf(status: StatusResponse): string | undefined {
+  return typeof status.serverId === 'string' ? status.serverId : undefined
 }
 
 function forgetRevisions(state: SyncState): SyncState {

@@ -206,6 +206,21 @@ describe('jarvis sync against a real jarvis serve', () => {
     expect(await a.read('keep.md')).toBe('keep\n')
   })
 
+  it('gives a replaced, empty server the whole tree back instead of deleting anything', async () => {
+    const a = await client('claude')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.write('projects.json', '{"alpha": 1}\n')
+    await a.sync()
+    await server.close()
+    server = await startTestServer(undefined, server.port)
+    cleanup.push(server.dataDir)
+    const result = await a.sync()
+    expect(result.pushed.sort()).toEqual(['PROJECT_MEMORY.md', 'projects.json'])
+    expect(result.deleted).toEqual([])
+    const b = await client('gemini')
+    expect((await b.sync()).pulled.sort()).toEqual(['PROJECT_MEMORY.md', 'projects.json'])
+  })
+
   it('uploads nothing when every file was only touched', async () => {
     const a = await client('claude')
     for (let i = 0; i < 20; i++) await a.write(`notes/n${i}.md`, `note ${i}\n`)
