@@ -5,6 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     disableConsoleIntercept: true,
+    reporters: ['default', './test/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

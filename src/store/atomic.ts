@@ -47,6 +47,12 @@ export interface WriteAtomicOptions {
    * filesystem has no hard links.
    */
   exclusive?: boolean
+  /**
+   * Default true. False skips both fsyncs: the rename is still atomic (old or new file, never a torn one),
+   * but after a power cut the file may be the old version, or empty. Only for data that can be rebuilt and
+   * is checked before use: base copies (verified against the hash in sync-state) and the stat cache.
+   */
+  durable?: boolean
 }
 
 /**
@@ -70,7 +76,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     handle = await open(temp, 'wx', mode ?? 0o666)
     if (mode !== undefined) await handle.chmod(mode) // open's mode is filtered by the umask; keep an existing file's exactly
     await handle.writeFile(data)
-    await handle.sync()
+    if (options.durable !== false) await handle.sync()
     await handle.close()
     handle = undefined
     if (options.exclusive) await linkNoClobber(temp, path)
@@ -80,7 +86,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     await rm(temp, {force: true}).catch(() => {})
     throw error
   }
-  await fsyncDir(dir)
+  if (options.durable !== false) await fsyncDir(dir)
 }
 
 /** Gives `from` the name `to` unless `to` exists (then an EEXIST error); `from` is gone afterwards. */

@@ -46,5 +46,6 @@ export async function readStatCache(root: string): Promise<StatCache> {
 
 export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache): Promise<void> {
   const files = entries instanceof Map ? Object.fromEntries(entries) : entries
-  await writeFileAtomic(statCachePath(root), JSON.stringify({version: 1, files}) + '\n')
+  // A cache: after a power cut it may be old or empty, and then every file is simply hashed again.
+  await writeFileAtomic(statCachePath(root), JSON.stringify({version: 1, files}) + '\n', {durable: false})
 }

@@ -24,6 +24,7 @@ const debug = createDebug('jarvis:store')
  * size or mtime changing, so such entries are always re-hashed. Generous on purpose (FAT has 2 s mtimes).
  */
 export const RACY_WINDOW_MS = 2000
+const SCAN_CONCURRENCY = 32
 
 export interface MemoryFileStat {
   /** sha256 hex of the file's bytes. */
@@ -59,8 +60,7 @@ function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: num
  */
 export async function scanMemory(root: string, statCache?: StatCache, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
   const base = memoryDir(root)
-  const found: Array<[string, MemoryFileStat]> = []
-  let reused = 0
+  const candidates: Array<[string, string]> = []
   const walk = async (dir: string): Promise<void> => {
     let entries
     try {
@@ -69,46 +69,54 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && dir !== base) return // removed while scanning
       throw error
     }
+    const subdirs: string[] = []
     for (const entry of entries) {
       const full = join(dir, entry.name)
       if (entry.isSymbolicLink()) {
         debug('scan: skipping symlink %s', full)
         continue
       }
-      if (entry.isDirectory()) {
-        await walk(full)
-        continue
-      }
-      if (!entry.isFile()) continue
-      if (isBackupName(entry.name) || isTempName(entry.name)) continue
-      const rel = relative(base, full).split('\\').join('/')
-      const checkedAtMs = Date.now()
-      let info
-      try {
-        info = await lstat(full)
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        throw error
-      }
-      if (!info.isFile()) continue
-      const cached = options.fullCheck ? undefined : statCache?.[rel]
-      if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
-        reused++
-        found.push([rel, {hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs}])
-        continue
-      }
-      let bytes
-      try {
-        bytes = await readFile(full)
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        throw error
-      }
-      // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
-      found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs}])
+      if (entry.isDirectory()) subdirs.push(full)
+      else if (entry.isFile() && !isBackupName(entry.name) && !isTempName(entry.name)) candidates.push([relative(base, full).split('\\').join('/'), full])
     }
+    await Promise.all(subdirs.map(walk))
   }
   await walk(base)
+
+  let reused = 0
+  const found: Array<[string, MemoryFileStat]> = []
+  const examine = async ([rel, full]: [string, string]): Promise<void> => {
+    const checkedAtMs = Date.now()
+    let info
+    try {
+      info = await lstat(full)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+      throw error
+    }
+    if (!info.isFile()) return
+    const cached = options.fullCheck ? undefined : statCache?.[rel]
+    if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
+      reused++
+      found.push([rel, {hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs}])
+      return
+    }
+    let bytes
+    try {
+      bytes = await readFile(full)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+      throw error
+    }
+    // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
+    found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs}])
+  }
+  // Stat (and, on a cache miss, read) many files at once: a sequential await per file dominated a no-op sync.
+  let next = 0
+  const worker = async () => {
+    while (next < candidates.length) await examine(candidates[next++])
+  }
+  await Promise.all(Array.from({length: Math.min(SCAN_CONCURRENCY, candidates.length)}, worker))
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   debug('scan: %d files, %d hashes reused from the stat cache', found.length, reused)
   return new Map(found)

@@ -26,6 +26,8 @@ import {exceedsDeletionGuard, planSync, summarisePlan, type Action, type BaseEnt
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')
+/** Enough to keep the disk and libuv's thread pool busy, few enough to stay far from file-handle limits. */
+const PULL_CONCURRENCY = 16
 
 export interface SyncOptions {
   root: string
@@ -78,6 +80,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   }
 
   let state = await readSyncState(root)
+  const stateAsRead = JSON.stringify({...state, lastSyncAt: undefined})
   // Revisions are per server: against another server only the content hashes of our bases still mean something.
   if (state.server !== undefined && state.server !== client.server) state = forgetRevisions(state)
 
@@ -102,10 +105,13 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       state.server = client.server
       state.serverId = serverIdOf(status)
       state.mode = mode
-      state.lastSyncAt = now().toISOString()
       if (mode === 'revision' && status.seq !== undefined) state.seq = status.seq
       if (!options.dryRun) {
-        await writeSyncState(root, state)
+        // A no-op sync writes nothing but its audit line: no fsync of a state that did not change.
+        if (JSON.stringify({...state, lastSyncAt: undefined}) !== stateAsRead) {
+          state.lastSyncAt = now().toISOString()
+          await writeSyncState(root, state)
+        }
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
       }
       if (result.invalid.length > 0) throw invalidFilesError(result)
@@ -138,8 +144,9 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, status, mode, options, now, result} = input
   const state = structuredClone(input.state)
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
-  const local = await scanMemory(root, await readStatCache(root))
-  if (!options.dryRun) await writeStatCache(root, local)
+  const cache = await readStatCache(root)
+  const local = await scanMemory(root, cache)
+  if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
@@ -185,7 +192,20 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
 
+  // Pulls are independent of each other and mostly waiting on fsync: run them side by side.
+  await forEachConcurrently(plan.actions.filter((a) => a.kind === 'pull'), PULL_CONCURRENCY, async ({path}) => {
+    options.onProgress?.(++done, total)
+    const remote = remoteText.get(path)
+    if (!remote) return // vanished between status and pull: the next sync sees it
+    if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
+    await writeMemoryFile(root, path, remote.content)
+    await recordBase(root, state, path, remote.content, remote.entry, now)
+    result.pulled.push(path)
+  })
+  result.pulled.sort()
+
   for (const action of plan.actions) {
+    if (action.kind === 'pull') continue
     options.onProgress?.(++done, total)
     const {path} = action
     switch (action.kind) {
@@ -197,15 +217,6 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
           const text = localText.get(path) ?? (await readMemoryFile(root, path))
           if (text !== null) await recordBase(root, state, path, text, action.remote, now)
         }
-        break
-      }
-      case 'pull': {
-        const remote = remoteText.get(path)
-        if (!remote) break // vanished between status and pull: the next sync sees it
-        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
-        await writeMemoryFile(root, path, remote.content)
-        await recordBase(root, state, path, remote.content, remote.entry, now)
-        result.pulled.push(path)
         break
       }
       case 'delete-local': {
@@ -260,7 +271,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     }
   }
   // What we pulled is safe on disk; record it before the push can fail.
-  await writeSyncState(root, state)
+  if (plan.actions.length > 0) await writeSyncState(root, state)
 
   if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state}
   let answer
@@ -273,21 +284,27 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // Bases move only now that the server acknowledged.
   const acknowledged = answer.files ?? {}
   let timestamps: StatusResponse | undefined
-  for (const [path, text] of pushedLocal) {
-    let ack = acknowledged[path]
-    if (!ack?.updatedAt && mode === 'timestamp') {
-      timestamps ??= await client.status()
-      ack = {...ack, updatedAt: timestamps.files[path]?.updatedAt}
-    }
-    await recordBase(root, state, path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt: ack?.updatedAt}, now)
-    if (!result.merged.includes(path)) result.pushed.push(path)
-  }
+  if (mode === 'timestamp' && [...pushedLocal.keys()].some((path) => !acknowledged[path]?.updatedAt)) timestamps = await client.status()
+  await forEachConcurrently([...pushedLocal], PULL_CONCURRENCY, async ([path, text]) => {
+    const ack = acknowledged[path]
+    const updatedAt = ack?.updatedAt ?? timestamps?.files[path]?.updatedAt
+    await recordBase(root, state, path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
+  })
+  for (const path of pushedLocal.keys()) if (!result.merged.includes(path)) result.pushed.push(path)
   for (const path of deletes) {
     delete state.files[path]
     await deleteBase(root, path)
     result.deleted.push(path)
   }
   return {kind: 'done', state}
+}
+
+async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++])
+  }
+  await Promise.all(Array.from({length: Math.min(limit, items.length)}, worker))
 }
 
 function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {
@@ -323,6 +340,15 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   if (current === scannedHash) return true
   debug('%s changed during the sync: left for the next one', path)
   return false
+}
+
+function sameStats(cache: Awaited<ReturnType<typeof readStatCache>>, scan: Awaited<ReturnType<typeof scanMemory>>): boolean {
+  if (Object.keys(cache).length !== scan.size) return false
+  for (const [path, entry] of scan) {
+    const cached = cache[path]
+    if (!cached || cached.hash !== entry.hash || cached.size !== entry.size || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
+  }
+  return true
 }
 
 function serverIdOf(status: StatusResponse): string | undefined {

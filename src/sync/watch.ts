@@ -3,10 +3,9 @@
  *
  * - A file watcher (chokidar) on `.memory/` batches local changes: a batch is flushed after a 10 ms quiet
  *   window or at 50 changes (seed 003 §7.2). Backups (`*.local.bak`) and atomic-write temp files are ignored.
- * - A WebSocket subscription on `/ws/memory` turns `MEM_UPDATE` / `STATE_CHANGED` into a sync. An application
- *   heartbeat (`{type: "PING"}`) goes out every 5 s; any message counts as a sign of life, and 15 s without one
- *   declares the server partitioned (seed 003 §6, audit `partition`). The socket reconnects with backoff
- *   (250 ms doubling to 10 s); every reconnect is audited (`reconnect`) and followed by a full resync.
+ * - The `/ws/memory` subscription (`protocol/subscribe.ts`: heartbeat, partition after 15 s of silence, reconnect
+ *   with backoff) turns `MEM_UPDATE` / `STATE_CHANGED` into a sync. A declared partition is audited
+ *   (`partition`, seed 003 §6); every reconnect is audited (`reconnect`) and followed by a full resync.
  * - Every sync is the one-shot `runSync` under the tree lock. One sync at a time per process: triggers that
  *   arrive while a sync runs are coalesced into one more sync after it. A trigger that is only the echo of
  *   what a sync just wrote (a pulled file whose content is its recorded base, a broadcast of a revision the
@@ -17,11 +16,11 @@ import {relative, sep} from 'node:path'
 
 import {watch, type FSWatcher} from 'chokidar'
 import createDebug from 'debug'
-import {WebSocket} from 'undici'
 
 import {LockedError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
-import type {SyncSettings} from '../schemas/index.js'
+import {HEARTBEAT_MS, PARTITION_MS, RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, subscribe, wsUrlFor, type Subscription, type SubscriptionEvent} from '../protocol/subscribe.js'
+import type {SyncSettings, WsMessage} from '../schemas/index.js'
 import {appendAudit, hashText, isIgnoredMemoryPath, memoryDir, readMemoryFile, readSyncState, withTreeLock, type AuditInput} from '../store/index.js'
 import {runSync, type SyncResult} from './run.js'
 
@@ -30,11 +29,7 @@ const debug = createDebug('jarvis:watch')
 /** Seed 003 §7.2. */
 export const BATCH_WINDOW_MS = 10
 export const MAX_BATCH_SIZE = 50
-/** Seed 003 §6.1. */
-export const HEARTBEAT_MS = 5000
-export const PARTITION_MS = 15_000
-export const RECONNECT_INITIAL_MS = 250
-export const RECONNECT_MAX_MS = 10_000
+export {HEARTBEAT_MS, PARTITION_MS, RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, wsUrlFor}
 /** How soon a sync that found the tree locked by another process is tried again. */
 export const LOCKED_RETRY_MS = 1000
 
@@ -103,16 +98,6 @@ export interface WatchHandle {
   stats(): WatchStats
 }
 
-/** `http://host:port/x` → `ws://host:port/ws/memory`. */
-export function wsUrlFor(server: string): string {
-  const url = new URL(server)
-  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:'
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/ws/memory`
-  url.search = ''
-  url.hash = ''
-  return url.toString()
-}
-
 /** True for a path under `.memory/` the watch never reacts to: conflict backups and atomic-write temp files. */
 export function isWatchIgnored(rel: string): boolean {
   const name = rel.slice(rel.lastIndexOf('/') + 1)
@@ -142,8 +127,10 @@ export function startWatch(options: WatchOptions): WatchHandle {
   const wsUrl = options.wsUrl ?? wsUrlFor(client.server)
   const memory = memoryDir(root)
 
-  const stats: WatchStats = {syncs: 0, failures: 0, skipped: 0, reconnects: 0, partitions: 0, connected: false}
+  const stats: Omit<WatchStats, 'connected'> = {syncs: 0, failures: 0, skipped: 0, reconnects: 0, partitions: 0}
   let stopped = false
+  let subscription: Subscription | undefined
+  const connected = () => subscription?.connected() ?? false
 
   // ---- one job at a time: syncs and audit appends share the tree lock, taken once per job ----------------
   let chain: Promise<unknown> = Promise.resolve()
@@ -222,7 +209,7 @@ export function startWatch(options: WatchOptions): WatchHandle {
           if (full) fullRequested = true // the reconnect resync is still owed
           // With the socket down, the reconnect brings the next sync. With it up (the HTTP side failed, e.g. 503),
           // nothing else would: try again later, so that a local edit does not wait for the next trigger.
-          if (stats.connected) {
+          if (connected()) {
             clearTimeout(retryTimer)
             retryTimer = setTimeout(() => request({kind: 'retry'}), reconnectMaxMs)
           }
@@ -283,167 +270,37 @@ export function startWatch(options: WatchOptions): WatchHandle {
 
   let watcher: FSWatcher | undefined
 
-  // ---- the WebSocket subscription -------------------------------------------------------------------------
-  let socket: WebSocket | undefined
-  let generation = 0
-  let everConnected = false
-  let attempts = 0
-  let lastMessageAt = Date.now()
-  let partitioned = false
-  let reconnectTimer: NodeJS.Timeout | undefined
-  let handshakeTimer: NodeJS.Timeout | undefined
-  let firstAttemptDone: () => void = () => {}
-  const firstAttempt = new Promise<void>((resolve) => (firstAttemptDone = resolve))
-  const closedSockets = new Set<Promise<void>>()
-
-  function abandon(ws: WebSocket | undefined): void {
-    if (!ws) return
-    generation++
-    const closed = new Promise<void>((resolve) => {
-      if (ws.readyState === WebSocket.CLOSED) return resolve()
-      ws.addEventListener('close', () => resolve())
-      setTimeout(resolve, 1000).unref()
-    })
-    closedSockets.add(closed)
-    void closed.then(() => closedSockets.delete(closed))
-    try {
-      ws.close(1000, 'bye')
-    } catch (error) {
-      debug('close: %s', (error as Error).message)
-    }
-  }
-
-  function connect(): void {
-    if (stopped) return
-    const mine = ++generation
-    debug('connecting to %s (attempt %d)', wsUrl, attempts + 1)
-    let ws: WebSocket
-    try {
-      ws = new WebSocket(wsUrl, options.token ? {headers: {authorization: `Bearer ${options.token}`}} : undefined)
-    } catch (error) {
-      debug('cannot open %s: %s', wsUrl, (error as Error).message)
-      firstAttemptDone()
-      scheduleReconnect()
-      return
-    }
-    socket = ws
-    ws.binaryType = 'arraybuffer'
-    // A peer that takes the connection but never completes the handshake is as good as gone.
-    clearTimeout(handshakeTimer)
-    handshakeTimer = setTimeout(() => {
-      if (mine !== generation || stopped) return
-      debug('no handshake from %s within %d ms', wsUrl, partitionMs)
-      socket = undefined
-      abandon(ws)
-      firstAttemptDone()
-      scheduleReconnect()
-    }, partitionMs)
-    ws.addEventListener('open', () => {
-      clearTimeout(handshakeTimer)
-      if (mine !== generation || stopped) return
-      const reconnect = everConnected
-      everConnected = true
-      attempts = 0
-      stats.connected = true
-      lastMessageAt = Date.now()
-      debug('connected to %s', wsUrl)
-      options.onEvent?.({type: 'connected', url: wsUrl, reconnect})
-      if (reconnect || partitioned) {
-        stats.reconnects++
-        pendingAudits.push({at: new Date().toISOString(), type: 'reconnect', server: client.server, partitioned})
-        request({kind: 'reconnect'}, true)
-      } else {
-        // Anything broadcast before we subscribed is caught by this sync.
-        request({kind: 'subscribed'})
+  // ---- the WebSocket subscription: remote changes, partitions and reconnects ----------------------------------
+  function onSubscriptionEvent(event: SubscriptionEvent): void {
+    switch (event.type) {
+      case 'connected': {
+        options.onEvent?.({type: 'connected', url: wsUrl, reconnect: event.reconnect})
+        if (event.reconnect || event.partitioned) {
+          stats.reconnects++
+          pendingAudits.push({at: new Date().toISOString(), type: 'reconnect', server: client.server, partitioned: event.partitioned})
+          request({kind: 'reconnect'}, true)
+        } else {
+          // Anything broadcast before we subscribed is caught by this sync.
+          request({kind: 'subscribed'})
+        }
+        break
       }
-      partitioned = false
-      firstAttemptDone()
-    })
-    ws.addEventListener('message', (event) => {
-      if (mine !== generation || stopped) return
-      lastMessageAt = Date.now()
-      onMessage(event.data)
-    })
-    ws.addEventListener('error', (event) => {
-      if (mine !== generation) return
-      debug('socket error: %s', (event as {message?: string}).message ?? 'unknown')
-    })
-    ws.addEventListener('close', (event) => {
-      clearTimeout(handshakeTimer)
-      if (mine !== generation || stopped) return
-      socket = undefined
-      const wasConnected = stats.connected
-      stats.connected = false
-      debug('socket closed (%d %s)', event.code, event.reason)
-      if (wasConnected) options.onEvent?.({type: 'disconnected', code: event.code, reason: event.reason})
-      firstAttemptDone()
-      scheduleReconnect()
-    })
-  }
-
-  function scheduleReconnect(): void {
-    if (stopped) return
-    clearTimeout(reconnectTimer)
-    const delay = Math.min(reconnectMaxMs, reconnectInitialMs * 2 ** attempts)
-    attempts++
-    debug('reconnecting in %d ms', delay)
-    reconnectTimer = setTimeout(connect, delay)
-  }
-
-  function onMessage(data: unknown): void {
-    let message: {type?: unknown; path?: unknown; rev?: unknown}
-    try {
-      const text = typeof data === 'string' ? data : Buffer.from(data as ArrayBuffer).toString('utf8')
-      message = JSON.parse(text)
-    } catch {
-      debug('ignored a message that is not JSON')
-      return
-    }
-    if (message?.type === 'MEM_UPDATE') {
-      request({
-        kind: 'remote',
-        type: 'MEM_UPDATE',
-        path: typeof message.path === 'string' ? message.path : undefined,
-        rev: typeof message.rev === 'number' ? message.rev : undefined,
-      })
-    } else if (message?.type === 'STATE_CHANGED') {
-      request({kind: 'remote', type: 'STATE_CHANGED'})
-    } else {
-      debug('message %s', String(message?.type))
-    }
-  }
-
-  let lastPingAt = 0
-  function heartbeat(): void {
-    if (stopped) return
-    if (socket && stats.connected && Date.now() - lastPingAt >= heartbeatMs) {
-      lastPingAt = Date.now()
-      try {
-        socket.send(JSON.stringify({type: 'PING'}))
-      } catch (error) {
-        debug('PING failed: %s', (error as Error).message)
+      case 'disconnected': {
+        options.onEvent?.({type: 'disconnected', code: event.code, reason: event.reason})
+        break
       }
-    }
-    const silentMs = Date.now() - lastMessageAt
-    if (silentMs > partitionMs && !partitioned) {
-      partitioned = true
-      stats.partitions++
-      debug('no message for %d ms: partitioned', silentMs)
-      audit({type: 'partition', server: client.server, silentMs, connected: stats.connected})
-      options.onEvent?.({type: 'partition', silentMs})
-      if (stats.connected) {
-        // The socket looks open but nothing comes through it: drop it and dial again.
-        stats.connected = false
-        const dead = socket
-        socket = undefined
-        abandon(dead)
-        attempts = 0
-        scheduleReconnect()
+      case 'partition': {
+        stats.partitions++
+        audit({type: 'partition', server: client.server, silentMs: event.silentMs, connected: event.connected})
+        options.onEvent?.({type: 'partition', silentMs: event.silentMs})
+        break
       }
     }
   }
-  // PING every heartbeatMs; silence is checked more often so that a partition is declared close to partitionMs.
-  const heartbeatTimer = setInterval(heartbeat, Math.min(heartbeatMs, 1000))
+
+  function onRemoteMessage(message: WsMessage): void {
+    request(message.type === 'MEM_UPDATE' ? {kind: 'remote', type: 'MEM_UPDATE', path: message.path, rev: message.rev} : {kind: 'remote', type: 'STATE_CHANGED'})
+  }
 
   // ---- start and stop -------------------------------------------------------------------------------------
   const ready = (async () => {
@@ -459,31 +316,25 @@ export function startWatch(options: WatchOptions): WatchHandle {
     await new Promise<void>((resolve) => watcher!.once('ready', () => resolve()))
     if (stopped) return
     request({kind: 'start'})
-    connect()
-    await Promise.all([firstSync, firstAttempt])
+    subscription = subscribe({url: wsUrl, token: options.token, heartbeatMs, partitionMs, reconnectInitialMs, reconnectMaxMs, onMessage: onRemoteMessage, onEvent: onSubscriptionEvent})
+    await Promise.all([firstSync, subscription.settled])
   })()
 
   let stopping: Promise<void> | undefined
   async function stop(): Promise<void> {
     stopped = true
     firstSyncDone()
-    firstAttemptDone()
-    clearInterval(heartbeatTimer)
+    // Closed at once, not after the awaits below: no connection event may reach the caller once stop() began.
+    const unsubscribed = subscription?.close()
     clearTimeout(batchTimer)
-    clearTimeout(reconnectTimer)
-    clearTimeout(handshakeTimer)
     clearTimeout(retryTimer)
     await ready.catch(() => undefined)
     await watcher?.close()
-    const ws = socket
-    socket = undefined
-    stats.connected = false
-    abandon(ws)
     await running
     // A partition or reconnect noticed but not yet written: try once more to record it.
     if (pendingAudits.length > 0) await exclusive(() => withTreeLock(root, lockOptions, writePendingAudits)).catch(() => undefined)
     await chain
-    await Promise.all(closedSockets)
+    await unsubscribed
     await client.close()
     debug('stopped after %d sync(s)', stats.syncs)
   }
@@ -494,6 +345,6 @@ export function startWatch(options: WatchOptions): WatchHandle {
       stopping ??= stop()
       return stopping
     },
-    stats: () => ({...stats}),
+    stats: () => ({...stats, connected: connected()}),
   }
 }
