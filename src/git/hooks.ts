@@ -22,7 +22,7 @@ import createDebug from 'debug'
 import {simpleGit} from 'simple-git'
 
 import {BadInputError, NotATreeError} from '../errors.js'
-import {findRoot} from '../store/index.js'
+import {findRoot, readTextIfExists} from '../store/index.js'
 
 const debug = createDebug('jarvis:hooks')
 
@@ -157,15 +157,6 @@ function endsWithExit(text: string): boolean {
   return commands.length > 0 && /^exit(\s|$)/.test(commands[commands.length - 1])
 }
 
-async function readOptional(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw error
-  }
-}
-
 /** Replaces `path` (through a symlink, if it is one) via a temp file and rename, keeping or setting its mode. */
 async function writeHook(path: string, text: string, mode: number): Promise<void> {
   let target = path
@@ -243,7 +234,7 @@ export async function installHooks(options: HooksOptions = {}): Promise<HooksRes
 
   for (const name of HOOK_NAMES) {
     const path = join(hooksDir, name)
-    const text = await readOptional(path)
+    const text = await readTextIfExists(path)
     if (options.uninstall) {
       if (text === null || findBlock(text.split('\n')) === null) {
         result.unchanged.push(name)

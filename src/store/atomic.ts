@@ -3,7 +3,7 @@
  * never a torn mix: temp file in the same directory, write, fsync, close, rename over the target, fsync the
  * directory (POSIX needs the directory fsync for the rename itself to be durable).
  */
-import {link, lstat, mkdir, open, rename, rm, stat} from 'node:fs/promises'
+import {link, lstat, mkdir, open, readFile, rename, rm, stat} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 import createDebug from 'debug'
@@ -87,6 +87,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     throw error
   }
   if (options.durable !== false) await fsyncDir(dir)
+}
+
+/** The text of `path`, or null when it (or a parent directory) does not exist. */
+export async function readTextIfExists(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8')
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null
+    throw error
+  }
 }
 
 /** Gives `from` the name `to` unless `to` exists (then an EEXIST error); `from` is gone afterwards. */

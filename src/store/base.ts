@@ -2,10 +2,9 @@
  * Base copies: the content of every synced file as of its last sync, in `.nexus/base/<path>` — the base of every
  * three-way merge. Written atomically; a missing base reads as null and never turns into a deletion (sync's rule).
  */
-import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {writeFileAtomic} from './atomic.js'
+import {readTextIfExists, writeFileAtomic} from './atomic.js'
 import {resolveInside} from './inside.js'
 import {nexusDir} from './root.js'
 import {deleteInside} from './tree.js'
@@ -17,14 +16,7 @@ export function baseDir(root: string): string {
 }
 
 export async function readBase(root: string, rel: string): Promise<string | null> {
-  const path = await resolveInside(baseDir(root), rel)
-  try {
-    return await readFile(path, 'utf8')
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null
-    throw error
-  }
+  return readTextIfExists(await resolveInside(baseDir(root), rel))
 }
 
 /**

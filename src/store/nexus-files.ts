@@ -2,23 +2,15 @@
  * Generic access to files under `.nexus/` (sessions.json, gemini-backup/…): path-guarded, atomic.
  * The named formats (config, sync state, base copies, outbox, audit) have their own modules.
  */
-import {readFile} from 'node:fs/promises'
 
-import {writeFileAtomic} from './atomic.js'
+import {readTextIfExists, writeFileAtomic} from './atomic.js'
 import {resolveInside} from './inside.js'
 import {nexusDir} from './root.js'
 import {deleteInside} from './tree.js'
 
 /** Text of `.nexus/<rel>`, or null when missing. */
 export async function readNexusFile(root: string, rel: string): Promise<string | null> {
-  const path = await resolveInside(nexusDir(root), rel)
-  try {
-    return await readFile(path, 'utf8')
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null
-    throw error
-  }
+  return readTextIfExists(await resolveInside(nexusDir(root), rel))
 }
 
 /** Writes `.nexus/<rel>` atomically. */

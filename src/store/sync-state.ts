@@ -1,24 +1,14 @@
 /** `.nexus/config.json` and `.nexus/sync-state.json`: zod-checked reads, atomic pretty-printed writes. */
-import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {SecretRefusedError} from '../errors.js'
 import {parseJsonFile, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
-import {writeFileAtomic} from './atomic.js'
+import {readTextIfExists, writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
 export const SYNC_STATE_FILE = '.nexus/sync-state.json'
-
-async function readOptional(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw error
-  }
-}
 
 /** JSON as jarvis writes it: two-space indent and a final newline. */
 export function formatJson(value: unknown): string {
@@ -35,7 +25,7 @@ export function configPath(root: string): string {
 
 /** Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field. */
 export async function readSyncState(root: string): Promise<SyncState> {
-  const text = await readOptional(syncStatePath(root))
+  const text = await readTextIfExists(syncStatePath(root))
   if (text === null) return syncStateSchema.parse({})
   return parseJsonFile(syncStateSchema, text, SYNC_STATE_FILE)
 }
@@ -47,7 +37,7 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
 
 /** Missing → all defaults (a tree cloned without its `.nexus/` still works); malformed → SchemaError. */
 export async function readConfig(root: string): Promise<NexusConfig> {
-  const text = await readOptional(configPath(root))
+  const text = await readTextIfExists(configPath(root))
   if (text === null) return nexusConfigSchema.parse({})
   return parseJsonFile(nexusConfigSchema, text, CONFIG_FILE)
 }

@@ -8,7 +8,7 @@ import {dirname, isAbsolute, join, relative, sep} from 'node:path'
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
-import {fsyncDir, writeFileAtomic} from './atomic.js'
+import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {hashBytes} from './hash.js'
 import {realTreeRoot, resolveInside} from './inside.js'
 import {isBackupName, isTempName, TEMP_NAME} from './paths.js'
@@ -126,11 +126,9 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
 export async function readMemoryFile(root: string, rel: string): Promise<string | null> {
   const path = await resolveInside(memoryDir(root), rel)
   try {
-    return await readFile(path, 'utf8')
+    return await readTextIfExists(path)
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null
-    if (code === 'EISDIR') throw new BadInputError(`.memory/${rel} is a directory, not a file`, {path: rel})
+    if ((error as NodeJS.ErrnoException).code === 'EISDIR') throw new BadInputError(`.memory/${rel} is a directory, not a file`, {path: rel})
     throw error
   }
 }
