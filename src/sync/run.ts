@@ -246,6 +246,11 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         break
       }
       case 'delete-remote': {
+        // A seed-style server has no deletions: saying "deleted" would be a lie, and the file would come back.
+        if (mode === 'timestamp') {
+          debug('%s deleted here is not propagated: the server has no deletions (timestamp mode)', path)
+          break
+        }
         deletes.push(path)
         if (mode === 'revision') pushBase[path] = action.baseRev
         break

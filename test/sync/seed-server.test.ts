@@ -101,4 +101,15 @@ describe('a server with only the seed fields (timestamp mode)', () => {
     expect(again.pushed).toEqual([])
     expect(fake.pushes).toBe(pushesBefore)
   })
+
+  it('does not claim to delete on a server that has no deletions, and keeps the file there', async () => {
+    const a = await client('claude')
+    await a.write('gone.md', 'bye\n')
+    await a.sync()
+    await a.remove('gone.md')
+    const result = await a.sync()
+    expect(result.deleted).toEqual([])
+    expect(fake.files.has('gone.md')).toBe(true)
+    expect((await a.sync()).pulled).toEqual([])
+  })
 })
