@@ -9,6 +9,7 @@ import {cpus, totalmem, type as osType, release} from 'node:os'
 import {fileURLToPath} from 'node:url'
 
 import {benchMerge} from './merge.js'
+import {benchSession} from './session.js'
 import {benchSync} from './sync.js'
 import {benchWatch} from './watch.js'
 import type {BenchSection} from './stats.js'
@@ -19,7 +20,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 }
 
 const sections: BenchSection[] = []
-for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch]] as const) {
+for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession]] as const) {
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }

@@ -70,7 +70,10 @@ export abstract class JarvisCommand<T extends typeof Command> extends Command {
       return
     }
     // oclif's own usage errors already print well, with help; ours print one clear line, never a stack.
-    if (!isJarvisError(error) && hasOclifExit(error)) throw error
+    if (!isJarvisError(error) && (hasOclifExit(error) || isUsageError(error))) {
+      if (isUsageError(error)) (error as {oclif?: {exit: number}}).oclif = {exit}
+      throw error
+    }
     this.logToStderr(`jarvis: ${error.message}`)
     if (!isJarvisError(error) && process.env.DEBUG && error.stack) this.logToStderr(error.stack)
   }
@@ -80,9 +83,15 @@ function hasOclifExit(error: unknown): error is {oclif: {exit: number}} {
   return typeof error === 'object' && error !== null && 'oclif' in error && typeof (error as {oclif?: {exit?: unknown}}).oclif?.exit === 'number'
 }
 
+/** oclif's flag and argument errors; some of them (an option outside its list) carry no exit code at all. */
+function isUsageError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'parse' in error && 'showHelp' in error
+}
+
 /** The contract's exit code for anything a command may throw. */
 export function exitCodeOf(error: unknown): number {
   if (isJarvisError(error)) return error.exit
+  if (isUsageError(error)) return ExitCode.badInput
   if (hasOclifExit(error)) return error.oclif.exit
   return ExitCode.failed
 }

@@ -73,6 +73,12 @@ describe('the jarvis command line', () => {
     expect(run.code).toBe(2)
   })
 
+  it('a flag value outside its allowed list is a usage error too (exit 2)', async () => {
+    const run = await runJarvis(['serve', '--log-level', 'bogus'], {cwd: await dir()})
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain('--log-level')
+  })
+
   it('JARVIS_CONTENT_TYPE=json turns on the JSON envelope without --json', async () => {
     const cwd = await dir()
     const run = await runJarvis(['init'], {cwd, env: {JARVIS_CONTENT_TYPE: 'json'}})

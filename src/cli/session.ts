@@ -1,0 +1,76 @@
+import type {Provider} from '../schemas/index.js'
+import {listSessions, PROVIDER_LABEL, type SessionListResult, type SessionSyncResult, syncSession} from '../session/sync.js'
+import {openTree} from './context.js'
+
+export type {SessionListEntry, SessionListResult, SessionSyncResult} from '../session/sync.js'
+
+/** `jarvis session list`: both tools' sessions of the tree's project. */
+export async function sessionList(options: {dir?: string}): Promise<SessionListResult> {
+  const tree = await openTree(options.dir)
+  return listSessions({root: tree.root, settings: tree.config.sync, env: process.env})
+}
+
+/** `jarvis session sync`: settings from `.nexus/config.json`, provider homes from CLAUDE_CONFIG_DIR / GEMINI_CLI_HOME. */
+export async function sessionSync(options: {dir?: string; ref: string; to: Provider; force?: boolean; tag?: string}): Promise<SessionSyncResult> {
+  const tree = await openTree(options.dir)
+  return syncSession({root: tree.root, settings: tree.config.sync, ref: options.ref, to: options.to, force: options.force, tag: options.tag, env: process.env})
+}
+
+/** The reader's warnings worth showing: the first ten, then how many more (all of them are in the result). */
+export function sessionWarnings(result: SessionSyncResult): string[] {
+  const shown = result.warnings.slice(0, 10)
+  if (result.warnings.length > 10) shown.push(`… and ${result.warnings.length - 10} more skipped lines (see --json)`)
+  return shown
+}
+
+function ago(iso: string | undefined, now: number): string {
+  if (!iso) return '—'
+  const seconds = Math.round((now - Date.parse(iso)) / 1000)
+  if (!Number.isFinite(seconds)) return iso
+  if (seconds < 60) return `${Math.max(0, seconds)} s ago`
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`
+  if (seconds < 86_400) return `${Math.round(seconds / 3600)} h ago`
+  return `${Math.round(seconds / 86_400)} d ago`
+}
+
+function pad(cells: string[][]): string[] {
+  const widths = cells[0].map((_, column) => Math.max(...cells.map((row) => row[column].length)))
+  return cells.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]))).join('  ').trimEnd())
+}
+
+export function renderSessionList(result: SessionListResult, now = Date.now()): string {
+  if (result.sessions.length === 0) {
+    return `no Claude Code or Gemini CLI session for ${result.projectRoot}\n  (looked in ${result.claudeHome} and ${result.geminiHome})`
+  }
+  const rows = result.sessions.map((s) => [
+    s.provider,
+    s.provider === 'gemini' && s.tag ? `${s.tag} (checkpoint)` : s.sessionId,
+    String(s.messageCount),
+    ago(s.lastActivity, now),
+    s.tag ?? '',
+    s.sync.status === 'not-synced' ? 'not synced' : s.sync.status === 'in-sync' ? `in sync (${ago(s.sync.lastSync, now)})` : `${s.sync.newMessages} new since last sync`,
+  ])
+  return pad([['TOOL', 'SESSION', 'MESSAGES', 'LAST ACTIVITY', 'TAG', 'SYNC'], ...rows]).join('\n')
+}
+
+export function renderSessionSync(result: SessionSyncResult): string {
+  const from = result.from.tag ? `${PROVIDER_LABEL[result.from.provider]} checkpoint ${result.from.tag}` : `${PROVIDER_LABEL[result.from.provider]} session ${result.from.sessionId}`
+  const to = result.to.provider === 'gemini' ? `Gemini CLI checkpoint ${result.tag}` : `Claude Code session ${result.to.sessionId}`
+  const lines: string[] = []
+  if (result.added === 0 && !result.to.created) lines.push(`${to} already holds every message of ${from}; nothing added`)
+  else {
+    const verb = result.to.created ? 'created' : 'updated'
+    lines.push(`${verb} ${to}: ${result.added} message${result.added === 1 ? '' : 's'} carried from ${from} (${result.to.messageCount} in total)`)
+  }
+  if (result.duplicates > 0) lines.push(`  ${result.duplicates} already there, not added again`)
+  if (result.mode === 'full' && result.reason) lines.push(`  full merge: ${result.reason}`)
+  lines.push(`  file: ${result.to.path}`)
+  if (result.backup) lines.push(`  backup: ${result.backup}`)
+  if (result.notCarried.length > 0) {
+    lines.push(`  not carried as is (${PROVIDER_LABEL[result.to.provider]} cannot hold it):`)
+    for (const note of result.notCarried.slice(0, 20)) lines.push(`    ${note}`)
+    if (result.notCarried.length > 20) lines.push(`    … and ${result.notCarried.length - 20} more`)
+  }
+  lines.push(result.to.provider === 'gemini' ? `  resume: run \`${result.resume[0]}\`, then type \`${result.resume[1]}\`` : `  resume: ${result.resume[0]}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,44 @@
+import {Args, Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../../cli/base-command.js'
+import {renderSessionSync, sessionSync, type SessionSyncResult, sessionWarnings} from '../../cli/session.js'
+import {BadInputError} from '../../errors.js'
+import type {Provider} from '../../schemas/index.js'
+
+export default class SessionSync extends JarvisCommand<typeof SessionSync> {
+  static summary = 'Carry a conversation from Claude Code to Gemini CLI or back; only new messages are added.'
+  static description = `The source is a tag of .nexus/sessions.json, a Claude Code session id (or a unique prefix), or a Gemini CLI checkpoint tag or session id. Messages are merged with the append-only rule: content-keyed, order kept, a message already in the target is not added again, and a second run with nothing new adds nothing.
+--to gemini writes the checkpoint that \`/chat resume <tag>\` opens, and a copy in .nexus/gemini-backup/<tag>.json. --to claude creates a Claude Code session the first time and appends to it afterwards; it refuses to append to a session whose file changed in the last 10 seconds (probably open in Claude Code) unless --force (exit 4).
+Settings from .nexus/config.json: sync.incrementalSync, sync.deduplicateMessages, sync.maxRetries, sync.retryDelay, sync.lockTimeout.`
+  static examples = [
+    '<%= config.bin %> session sync 3f2a9c1e --to gemini',
+    '<%= config.bin %> session sync 3f2a9c1e --to gemini --tag auth-refactor',
+    '<%= config.bin %> session sync auth-refactor --to claude',
+  ]
+
+  static args = {
+    session: Args.string({description: 'Registry tag, Claude Code session id (or prefix), or Gemini CLI checkpoint tag / session id.', required: true}),
+  }
+
+  static flags = {
+    // Checked in parse, not with `options`: oclif's own options check fails with exit 1 and a stack trace.
+    to: Flags.custom<Provider>({
+      description: 'The tool to carry the conversation to: gemini or claude.',
+      helpValue: 'gemini|claude',
+      required: true,
+      async parse(input) {
+        if (input === 'gemini' || input === 'claude') return input
+        throw new BadInputError(`--to must be gemini or claude, not ${JSON.stringify(input)}`, {flag: 'to', value: input})
+      },
+    })(),
+    force: Flags.boolean({description: 'Append to a Claude Code session even if its file changed in the last seconds.'}),
+    tag: Flags.string({description: 'Tag for a conversation that has none yet (default claude-<id8> / gemini-<id8>); also the Gemini checkpoint name.'}),
+  }
+
+  async run(): Promise<SessionSyncResult> {
+    const result = await sessionSync({dir: this.flags.dir, ref: this.args.session, to: this.flags.to, force: this.flags.force, tag: this.flags.tag})
+    for (const warning of sessionWarnings(result)) this.warn(warning)
+    this.log(renderSessionSync(result))
+    return result
+  }
+}

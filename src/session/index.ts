@@ -1,0 +1,6 @@
+/** session/: Claude Code and Gemini CLI readers and writers around the universal message (docs/session.md). */
+export * from './check.js'
+export * from './claude.js'
+export * from './gemini.js'
+export * from './tools.js'
+export * from './universal.js'

@@ -1,0 +1,718 @@
+/**
+ * `jarvis session sync` and `jarvis session list` (seed 002, docs/session.md): carry a conversation between Claude
+ * Code and Gemini CLI with the append-only transcript rule of src/merge/transcript.ts — content-keyed with
+ * occurrence numbers, order kept, duplicates dropped, linear.
+ *
+ * Incremental: for every carried pair (source session → target session) the sync state records how many source
+ * messages were carried and what the target held then (counts plus a hash of a few keys of each prefix). The next
+ * sync checks both prefixes and merges only the two tails — the source's new messages against what the target got
+ * since — so the merge is proportional to what is new. A prefix that no longer matches (a rewind, a compaction, a
+ * checkpoint saved over) falls back to a full merge, which is still linear and still drops duplicates.
+ *
+ * When a sync leaves the target holding nothing the source lacks, the opposite pair is recorded too: carrying the
+ * target back later starts after what came from the source, so a message never travels back to where it came from,
+ * even when the two tools render it slightly differently.
+ */
+import {randomUUID} from 'node:crypto'
+import {readdir, readFile, stat} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {BadInputError, ExitCode, JarvisError} from '../errors.js'
+import {messageKey, planTranscriptMerge} from '../merge/index.js'
+import type {Provider, SessionRegistry, SessionRegistryEntry, SyncSettings, SyncState} from '../schemas/index.js'
+import {hashText, readNexusFile, readSyncState, withTreeLock, writeNexusFile, writeSyncState} from '../store/index.js'
+import {appendClaudeSession, claudeHome, claudeProjectDir, listClaudeSessions, readClaudeSession, writeClaudeSession} from './claude.js'
+import {geminiHome, geminiProjectDirs, listGeminiSessions, parseGeminiText, readGeminiSession, writeGeminiCheckpoint} from './gemini.js'
+import {
+  type CarriedMark,
+  type CarriedPair,
+  carriedPairs,
+  entryOfSession,
+  entryOfTag,
+  geminiBackupRel,
+  pairKey,
+  readRegistry,
+  recordSync,
+  type SessionRef,
+  sameSession,
+  withCarriedPair,
+  withoutPairsOf,
+  writeRegistry,
+} from './registry.js'
+import type {SessionSummary, SessionTranscript, UniversalMessage} from './universal.js'
+
+/** A Claude session file changed less than this long ago, by anything but jarvis, is taken to be open in Claude Code. */
+export const CLAUDE_IN_USE_MS = 10_000
+
+export const PROVIDER_LABEL: Record<Provider, string> = {claude: 'Claude Code', gemini: 'Gemini CLI'}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Keys and prefix marks
+
+/** The key two copies of one message share across both tools (readers speak Claude's tool vocabulary). */
+export function syncKey(message: UniversalMessage): string {
+  return messageKey(message)
+}
+
+const PROBES = 8
+
+/** The indices a mark looks at: the first, the last and seven evenly spaced between. */
+function probeIndices(count: number): number[] {
+  if (count === 0) return []
+  const indices = new Set([0, count - 1])
+  for (let k = 1; k < PROBES; k++) indices.add(Math.floor((count * k) / PROBES))
+  return [...indices].sort((a, b) => a - b)
+}
+
+/** The mark of the first `count` messages of a side. Costs a few keys, not `count`. */
+export function markOf(count: number, key: (index: number) => string): CarriedMark {
+  return count === 0 ? {count} : {count, probe: hashText(probeIndices(count).map(key).join('\n')).slice(0, 32)}
+}
+
+function markHolds(mark: CarriedMark, side: KeyedSide): boolean {
+  return mark.count <= side.length && markOf(mark.count, side.key).probe === mark.probe
+}
+
+/** Keys computed on first use only: an incremental sync touches the tails and a few probes. */
+export function keyedSide(messages: readonly UniversalMessage[]): KeyedSide {
+  const keys: string[] = []
+  return {
+    length: messages.length,
+    key: (index) => (keys[index] ??= syncKey(messages[index])),
+  }
+}
+
+export interface KeyedSide {
+  length: number
+  key(index: number): string
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The plan (pure)
+
+export interface CarryPlan {
+  mode: 'full' | 'incremental'
+  /** Why the sync could not start from the recorded point. */
+  reason?: string
+  /** Target messages kept as they are at the front. */
+  keep: number
+  /** The rest of the merged target, in order, by absolute index. */
+  order: Array<{side: 'target' | 'source'; index: number}>
+  /** Source indices carried this time, in source order. */
+  added: number[]
+  /** Source messages looked at: the new tail, or all of them. */
+  considered: number
+  /** Target messages the source does not hold, as of this sync. */
+  targetOwn: number
+}
+
+export interface CarryInput {
+  source: KeyedSide
+  target: KeyedSide
+  previous?: Pick<CarriedPair, 'source' | 'target' | 'targetOwn'>
+  /** `sync.incrementalSync`: start from the recorded point when it still holds. */
+  incremental: boolean
+  /** `sync.deduplicateMessages`: drop new source messages the target already got since (full merges always do). */
+  deduplicate: boolean
+}
+
+/** What to carry from source to target: the append-only merge of the two tails (or of everything). */
+export function planCarry(input: CarryInput): CarryPlan {
+  const {source, target, previous} = input
+  let reason: string | undefined
+  if (!input.incremental) reason = 'incremental sync is off (sync.incrementalSync in .nexus/config.json)'
+  else if (!previous) reason = 'first sync of this pair'
+  else if (!markHolds(previous.source, source)) reason = 'the source changed before the point of the last sync'
+  else if (!markHolds(previous.target, target)) reason = 'the target changed before the point of the last sync'
+  // A target message of its own may since have travelled to the source and come back in its tail: only a full
+  // merge sees that it is already there.
+  else if (previous.targetOwn !== 0) reason = 'the target held messages the source lacked at the last sync'
+  const incremental = reason === undefined
+  const sFrom = incremental ? previous!.source.count : 0
+  const tFrom = incremental ? previous!.target.count : 0
+  const targetTail = range(tFrom, target.length)
+  const sourceTail = range(sFrom, source.length)
+  let order: CarryPlan['order']
+  let added: number[]
+  if (incremental && !input.deduplicate) {
+    order = [...targetTail.map((index) => ({side: 'target' as const, index})), ...sourceTail.map((index) => ({side: 'source' as const, index}))]
+    added = sourceTail
+  } else {
+    const plan = planTranscriptMerge(targetTail.map(target.key), sourceTail.map(source.key))
+    order = plan.map(({side, index}) => (side === 'local' ? {side: 'target', index: tFrom + index} : {side: 'source', index: sFrom + index}))
+    added = order.filter((ref) => ref.side === 'source').map((ref) => ref.index)
+  }
+  // Each source message that matched took exactly one target message (keys carry occurrence numbers).
+  const matched = sourceTail.length - added.length
+  return {
+    mode: incremental ? 'incremental' : 'full',
+    ...(reason === undefined ? {} : {reason}),
+    keep: tFrom,
+    order,
+    added,
+    considered: sourceTail.length,
+    targetOwn: targetTail.length - matched,
+  }
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({length: Math.max(0, to - from)}, (_, i) => from + i)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// File access with retries (sync.maxRetries, sync.retryDelay)
+
+const TRANSIENT = new Set(['EBUSY', 'EAGAIN', 'EMFILE', 'ENFILE', 'ETIMEDOUT', 'EINTR', 'ESTALE', 'ETXTBSY', ...(process.platform === 'win32' ? ['EPERM', 'EACCES'] : [])])
+
+function errnoOf(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as {cause?: unknown}).cause, depth++) {
+    const code = (e as {code?: unknown}).code
+    if (typeof code === 'string' && TRANSIENT.has(code)) return code
+  }
+  return undefined
+}
+
+export interface RetryOptions {
+  maxRetries: number
+  /** Milliseconds before the first retry; doubled for each next one. */
+  retryDelay: number
+  sleep?: (ms: number) => Promise<void>
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Runs a file access, retrying a transient failure (busy, too many open files, …) up to `maxRetries` times with
+ * exponential backoff. Anything else — a missing file, a malformed transcript — fails at once.
+ */
+export async function retryFileAccess<T>(what: string, fn: () => Promise<T>, options: RetryOptions): Promise<T> {
+  const sleep = options.sleep ?? delay
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn()
+    } catch (error) {
+      const errno = errnoOf(error)
+      if (errno === undefined) throw error
+      if (attempt >= options.maxRetries) {
+        const message = error instanceof Error ? error.message : String(error)
+        throw new JarvisError(`${what}: ${message} (gave up after ${attempt + 1} attempts)`, {
+          code: 'FILE_ACCESS',
+          exit: ExitCode.failed,
+          data: {what, errno, attempts: attempt + 1},
+          cause: error,
+        })
+      }
+      await sleep(options.retryDelay * 2 ** attempt)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Which sessions a sync works on
+
+/** A session as the registry names it: a Gemini checkpoint by its tag. */
+export function refOf(summary: Pick<SessionSummary, 'provider' | 'sessionId' | 'tag'>): SessionRef {
+  return {provider: summary.provider, sessionId: summary.provider === 'gemini' && summary.tag ? summary.tag : summary.sessionId}
+}
+
+export class SessionNotFoundError extends JarvisError {
+  constructor(ref: string) {
+    super(`no session ${JSON.stringify(ref)} in this project: not a tag of .nexus/sessions.json, a Claude Code session id, or a Gemini CLI checkpoint tag or session id (see \`jarvis session list\`)`, {
+      code: 'SESSION_NOT_FOUND',
+      exit: ExitCode.badInput,
+      data: {ref},
+    })
+  }
+}
+
+const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/
+
+export interface ResolvedSync {
+  source: SessionSummary
+  /** The existing target session, if there is one. */
+  target?: SessionSummary
+  tag: string
+  entry?: SessionRegistryEntry
+  /** A registered target session whose file is gone: replaced by the one this sync creates. */
+  replaces?: SessionRef
+}
+
+function newest(sessions: SessionSummary[]): SessionSummary | undefined {
+  return sessions.reduce<SessionSummary | undefined>((best, s) => (!best || Date.parse(s.lastActivity) > Date.parse(best.lastActivity) ? s : best), undefined)
+}
+
+function findLive(ref: string, claude: SessionSummary[], gemini: SessionSummary[]): SessionSummary | undefined {
+  const exact = [...gemini.filter((s) => s.tag === ref), ...claude.filter((s) => s.sessionId === ref), ...gemini.filter((s) => !s.tag && s.sessionId === ref)]
+  if (exact.length > 0) return exact[0]
+  const prefixed = [...claude, ...gemini.filter((s) => !s.tag)].filter((s) => s.sessionId.startsWith(ref))
+  if (prefixed.length > 1) {
+    throw new BadInputError(`${JSON.stringify(ref)} is ambiguous: it starts ${prefixed.length} session ids (${prefixed.map((s) => s.sessionId).join(', ')}); give more of the id`, {
+      ref,
+      candidates: prefixed.map((s) => s.sessionId),
+    })
+  }
+  return prefixed[0]
+}
+
+/**
+ * The source named by `ref` (a registry tag, a Claude session id or unique prefix, a Gemini checkpoint tag or
+ * session id), the target of the other tool, and the tag of the conversation. Pure.
+ */
+export function resolveSync(input: {ref: string; to: Provider; tag?: string; registry: SessionRegistry; claude: SessionSummary[]; gemini: SessionSummary[]}): ResolvedSync {
+  const {ref, to, registry, claude, gemini} = input
+  const from: Provider = to === 'claude' ? 'gemini' : 'claude'
+  const live = (provider: Provider, entry: SessionRegistryEntry | undefined) =>
+    (provider === 'claude' ? claude : gemini).filter((s) => entry?.providers.some((info) => sameSession(info, refOf(s))))
+  let entry = entryOfTag(registry, ref)
+  let named: SessionSummary | undefined
+  if (!entry) {
+    named = findLive(ref, claude, gemini)
+    entry = named ? entryOfSession(registry, refOf(named)) : registry.sessions.find((e) => e.providers.some((info) => info.sessionId === ref))
+    if (!named && !entry) throw new SessionNotFoundError(ref)
+  }
+  if (input.tag !== undefined) {
+    if (!TAG.test(input.tag)) throw new BadInputError(`--tag ${JSON.stringify(input.tag)}: use letters, digits, ".", "_" and "-" (at most 80, starting with a letter or digit)`, {tag: input.tag})
+    if (entry?.sessionTag && entry.sessionTag !== input.tag) {
+      throw new BadInputError(`this conversation is already tagged ${JSON.stringify(entry.sessionTag)} in .nexus/sessions.json; leave out --tag or use that one`, {tag: input.tag, registered: entry.sessionTag})
+    }
+    entry ??= entryOfTag(registry, input.tag)
+  }
+  const source = named?.provider === from ? named : newest(live(from, entry))
+  if (!source) {
+    if (named) {
+      throw new BadInputError(
+        `${JSON.stringify(ref)} is a ${PROVIDER_LABEL[to]} session already and is not linked to a ${PROVIDER_LABEL[from]} one; to carry it, use --to ${from}`,
+        {ref, provider: to},
+      )
+    }
+    throw new BadInputError(`the conversation ${JSON.stringify(entry!.sessionTag ?? ref)} has no ${PROVIDER_LABEL[from]} session in this project any more`, {ref})
+  }
+  const tag = entry?.sessionTag ?? input.tag ?? (source.provider === 'gemini' && source.tag ? source.tag : `${source.provider}-${source.sessionId.slice(0, 8)}`)
+  if (to === 'gemini') return {source, tag, entry, target: gemini.find((s) => s.tag === tag)}
+  const target = newest(live('claude', entry))
+  const gone = entry?.providers.find((info) => info.provider === 'claude' && !claude.some((s) => s.sessionId === info.sessionId))
+  return {source, tag, entry, target, ...(target === undefined && gone ? {replaces: {provider: 'claude', sessionId: gone.sessionId}} : {})}
+}
+
+export interface SessionLists {
+  claude: SessionSummary[]
+  gemini: SessionSummary[]
+}
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).sort()
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return []
+    throw error
+  }
+}
+
+async function lightSummary(provider: Provider, path: string, sessionId: string, tag?: string): Promise<SessionSummary | undefined> {
+  try {
+    const info = await stat(path)
+    return {provider, sessionId, ...(tag === undefined ? {} : {tag}), path, messageCount: 0, lastActivity: info.mtime.toISOString()}
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The sessions a name can point at, found by file name alone (no transcript is parsed, so a sync does not read
+ * every session of the project): Claude Code `<sessionId>.jsonl` files and Gemini `checkpoint-<tag>.json` files.
+ * `messageCount` is not known here (0); `lastActivity` is the file time.
+ */
+export async function locateByName(root: string, env: NodeJS.ProcessEnv): Promise<SessionLists> {
+  const claudeDir = claudeProjectDir(root, env)
+  const claude = (await names(claudeDir))
+    .filter((name) => name.endsWith('.jsonl') && !name.startsWith('agent-'))
+    .map((name) => lightSummary('claude', join(claudeDir, name), name.slice(0, -'.jsonl'.length)))
+  const gemini: Array<Promise<SessionSummary | undefined>> = []
+  for (const dir of await geminiProjectDirs(root, env)) {
+    for (const name of await names(dir)) {
+      if (!name.startsWith('checkpoint-') || !name.endsWith('.json')) continue
+      const raw = name.slice('checkpoint-'.length, -'.json'.length)
+      let tag = raw
+      try {
+        tag = decodeURIComponent(raw)
+      } catch {
+        // an older raw name: the tag is the name itself
+      }
+      gemini.push(lightSummary('gemini', join(dir, name), tag, tag))
+    }
+  }
+  const present = (list: Array<SessionSummary | undefined>) => list.filter((s): s is SessionSummary => s !== undefined)
+  return {claude: present(await Promise.all(claude)), gemini: present(await Promise.all(gemini))}
+}
+
+/**
+ * Resolves the names of a sync from file names first; the full listings (every transcript parsed) only when that
+ * does not settle it: a Gemini session id, or a registered Gemini session that is not a checkpoint.
+ */
+async function resolveWithLists(
+  input: {ref: string; to: Provider; tag?: string; registry: SessionRegistry},
+  quick: () => Promise<SessionLists>,
+  full: () => Promise<SessionLists>,
+): Promise<ResolvedSync> {
+  const lists = await quick()
+  let resolved: ResolvedSync | undefined
+  try {
+    resolved = resolveSync({...input, ...lists})
+  } catch (error) {
+    if (!(error instanceof JarvisError) || error.exit !== ExitCode.badInput) throw error
+  }
+  const unseen = resolved?.entry?.providers.some((info) => info.provider === 'gemini' && !lists.gemini.some((s) => sameSession(refOf(s), info)))
+  if (resolved && !unseen) return resolved
+  return resolveSync({...input, ...(await full())})
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// `jarvis session sync`
+
+export interface SessionSyncOptions {
+  root: string
+  settings: SyncSettings
+  /** A registry tag, a Claude session id (or a unique prefix), a Gemini checkpoint tag or session id. */
+  ref: string
+  to: Provider
+  /** Append to a Claude session even though its file changed in the last seconds. */
+  force?: boolean
+  /** The tag of a conversation that has none yet (default `claude-<id8>` / `gemini-<id8>`). */
+  tag?: string
+  env?: NodeJS.ProcessEnv
+  now?: () => Date
+  inUseMs?: number
+  sleep?: (ms: number) => Promise<void>
+}
+
+export interface SessionSide {
+  provider: Provider
+  sessionId: string
+  tag?: string
+  path: string
+  messageCount: number
+}
+
+export interface SessionSyncResult {
+  tag: string
+  from: SessionSide
+  to: SessionSide & {created: boolean}
+  /** `incremental`: only the new tails were merged; `full`: everything (first sync, or the recorded point no longer held). */
+  mode: 'full' | 'incremental'
+  /** Why the sync was a full merge. */
+  reason?: string
+  /** Messages carried this time. */
+  added: number
+  /** New source messages the target already held (dropped). */
+  duplicates: number
+  /** Whether the target file was written. */
+  written: boolean
+  /** `.nexus/gemini-backup/<tag>.json` when the target is Gemini. */
+  backup?: string
+  /** What the target format could not hold (signatures, encrypted reasoning), as the writers report it. */
+  notCarried: string[]
+  /** Lines of the transcripts that were skipped while reading. */
+  warnings: string[]
+  /** How to open the conversation in the target tool, one step a line. */
+  resume: string[]
+}
+
+/** A file holding its own session's messages, read with the reader of its tool. */
+function readSession(summary: Pick<SessionSummary, 'provider' | 'path'>): Promise<SessionTranscript> {
+  return summary.provider === 'claude' ? readClaudeSession(summary.path) : readGeminiSession(summary.path)
+}
+
+function shellQuote(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`
+}
+
+export function resumeSteps(root: string, target: {provider: Provider; sessionId: string; tag?: string}): string[] {
+  return target.provider === 'gemini'
+    ? [`cd ${shellQuote(root)} && gemini`, `/chat resume ${target.tag ?? target.sessionId}`]
+    : [`cd ${shellQuote(root)} && claude --resume ${target.sessionId}`]
+}
+
+/** Refuses to append to a Claude session that something other than jarvis changed in the last seconds. */
+async function assertNotInUse(target: SessionSummary, pairs: Map<string, CarriedPair>, now: number, inUseMs: number, retry: Retry): Promise<void> {
+  const info = await retry(`stat ${target.path}`, () => stat(target.path))
+  const age = now - info.mtimeMs
+  if (Math.abs(age) >= inUseMs) return
+  const ours = [...pairs.values()].some(
+    (pair) => pair.to.provider === 'claude' && pair.to.sessionId === target.sessionId && pair.targetFile?.mtimeMs === info.mtimeMs && pair.targetFile.size === info.size,
+  )
+  if (ours) return
+  const seconds = Math.max(0, Math.round(age / 1000))
+  throw new JarvisError(
+    `the Claude Code session ${target.sessionId} changed ${seconds} s ago and may be open in Claude Code; appending now would fork it (${target.path}). ` +
+      'Close that Claude Code session and run again, or pass --force',
+    {code: 'SESSION_IN_USE', exit: ExitCode.conflictLeft, data: {sessionId: target.sessionId, path: target.path, changedMsAgo: Math.round(age)}},
+  )
+}
+
+function sameMark(a: CarriedMark, b: CarriedMark): boolean {
+  return a.count === b.count && a.probe === b.probe
+}
+
+/** Whether a sync recorded nothing new for this pair (the time aside). */
+function samePair(a: CarriedPair, b: CarriedPair): boolean {
+  return (
+    a.tag === b.tag &&
+    sameMark(a.source, b.source) &&
+    sameMark(a.target, b.target) &&
+    a.targetOwn === b.targetOwn &&
+    a.targetFile?.mtimeMs === b.targetFile?.mtimeMs &&
+    a.targetFile?.size === b.targetFile?.size
+  )
+}
+
+type Retry = <T>(what: string, fn: () => Promise<T>) => Promise<T>
+
+function countedNotes(notes: string[]): string[] {
+  const counts = new Map<string, number>()
+  for (const note of notes) counts.set(note, (counts.get(note) ?? 0) + 1)
+  return [...counts].map(([note, n]) => (n > 1 ? `${note} (×${n})` : note))
+}
+
+/**
+ * One `jarvis session sync`: under the tree lock, reads the source and the target, merges the new messages into
+ * the target (creating it the first time), writes the Gemini backup, the registry and the sync state.
+ */
+export async function syncSession(options: SessionSyncOptions): Promise<SessionSyncResult> {
+  const {root, settings, to} = options
+  const env = options.env ?? process.env
+  const now = options.now ?? (() => new Date())
+  const retry: Retry = (what, fn) => retryFileAccess(what, fn, {maxRetries: settings.maxRetries, retryDelay: settings.retryDelay, sleep: options.sleep})
+  return withTreeLock(root, {timeoutMs: settings.lockTimeout, command: 'jarvis session sync'}, async (lock) => {
+    const [registry, state] = await Promise.all([readRegistry(root), readSyncState(root)])
+    const resolved = await resolveWithLists(
+      {ref: options.ref, to, tag: options.tag, registry},
+      () => retry('look for the sessions of this project', () => locateByName(root, env)),
+      async () => {
+        const [claude, gemini] = await Promise.all([
+          retry('list the Claude Code sessions', () => listClaudeSessions(root, env)),
+          retry('list the Gemini CLI sessions', () => listGeminiSessions(root, env)),
+        ])
+        return {claude, gemini}
+      },
+    )
+    const {tag} = resolved
+    const pairs = carriedPairs(state)
+    const source = await retry(`read ${resolved.source.path}`, () => readSession(resolved.source))
+    const target = resolved.target ? await retry(`read ${resolved.target.path}`, () => readSession(resolved.target!)) : undefined
+    if (!target && source.messages.length === 0) {
+      throw new BadInputError(`${resolved.source.path} holds no message to carry (only metadata, or nothing readable)`, {path: resolved.source.path})
+    }
+    const sourceRef = refOf(resolved.source)
+    const targetMessages = target?.messages ?? []
+    const previous = resolved.target ? pairs.get(pairKey(sourceRef, refOf(resolved.target))) : undefined
+    const sourceSide = keyedSide(source.messages)
+    const plan = planCarry({
+      source: sourceSide,
+      target: keyedSide(targetMessages),
+      previous,
+      incremental: settings.incrementalSync,
+      deduplicate: settings.deduplicateMessages,
+    })
+
+    // Only an append can fork a session that is open in Claude Code; reading it is harmless.
+    if (resolved.target && to === 'claude' && plan.added.length > 0 && !options.force) {
+      await assertNotInUse(resolved.target, pairs, now().getTime(), options.inUseMs ?? CLAUDE_IN_USE_MS, retry)
+    }
+    const notCarried: string[] = []
+    let written = false
+    let targetPath = resolved.target?.path
+    let targetId = resolved.target ? refOf(resolved.target).sessionId : undefined
+    const addedMessages = plan.added.map((index) => source.messages[index])
+    lock.assertHeld()
+    if (to === 'gemini') {
+      if (!target || plan.added.length > 0) {
+        const merged = [...targetMessages.slice(0, plan.keep), ...plan.order.map((ref) => (ref.side === 'target' ? targetMessages[ref.index] : source.messages[ref.index]))]
+        const out = await retry(`write the Gemini CLI checkpoint ${tag}`, () => writeGeminiCheckpoint(root, tag, merged, {env}))
+        notCarried.push(...out.notCarried)
+        targetPath = out.path
+        targetId = tag
+        written = true
+      }
+    } else if (!target) {
+      const out = await retry('write a new Claude Code session', () => writeClaudeSession(root, addedMessages, {title: source.title ?? `${tag} (from ${PROVIDER_LABEL[source.provider]})`, env}))
+      notCarried.push(...out.notCarried)
+      targetPath = out.path
+      targetId = out.sessionId
+      written = true
+    } else if (plan.added.length > 0) {
+      const out = await retry(`append to ${target.path}`, () => appendClaudeSession(target.path, addedMessages))
+      notCarried.push(...out.notCarried)
+      written = true
+    }
+    if (!targetPath || !targetId) throw new JarvisError('session sync: the writer named no target file', {code: 'FAILED', exit: ExitCode.failed})
+
+    // What the target holds now, as its reader sees it: the next sync checks its prefix against this.
+    const writtenBytes = written && to === 'gemini' ? await retry(`read ${targetPath}`, () => readFile(targetPath!)) : undefined
+    const after = !written
+      ? target!
+      : writtenBytes
+        ? parseGeminiText(writtenBytes.toString('utf8'), targetPath).transcript
+        : await retry(`read ${targetPath}`, () => readSession({provider: to, path: targetPath!}))
+    const targetRef: SessionRef = {provider: to, sessionId: targetId}
+    const targetSide = keyedSide(after.messages)
+    const syncedAt = now().toISOString()
+    const targetFile = written && to === 'claude' ? await retry(`stat ${targetPath}`, () => stat(targetPath!)) : undefined
+    const pair: CarriedPair = {
+      tag,
+      from: sourceRef,
+      to: targetRef,
+      source: markOf(source.messages.length, sourceSide.key),
+      target: markOf(after.messages.length, targetSide.key),
+      targetOwn: plan.targetOwn,
+      syncedAt,
+      ...(targetFile ? {targetFile: {mtimeMs: targetFile.mtimeMs, size: targetFile.size}} : previous?.targetFile && !written ? {targetFile: previous.targetFile} : {}),
+    }
+    let nextState: SyncState = withCarriedPair(resolved.replaces ? withoutPairsOf(state, resolved.replaces) : state, pair)
+    if (plan.targetOwn === 0) {
+      // The target now holds only what came from the source: carrying it back starts after all of it.
+      const reverse = pairs.get(pairKey(targetRef, sourceRef))
+      nextState = withCarriedPair(nextState, {
+        tag,
+        from: targetRef,
+        to: sourceRef,
+        source: pair.target,
+        target: pair.source,
+        targetOwn: 0,
+        syncedAt,
+        ...(reverse?.targetFile ? {targetFile: reverse.targetFile} : {}),
+      })
+    }
+
+    let backup: string | undefined
+    if (to === 'gemini') {
+      backup = `.nexus/${geminiBackupRel(tag)}`
+      if (written || (await readNexusFile(root, geminiBackupRel(tag))) === null) {
+        const bytes = writtenBytes ?? (await retry(`read ${targetPath}`, () => readFile(targetPath!)))
+        await retry(`write ${backup}`, () => writeNexusFile(root, geminiBackupRel(tag), bytes))
+      }
+    }
+
+    const registered = resolved.entry?.providers ?? []
+    const unchanged =
+      !written &&
+      previous !== undefined &&
+      samePair(previous, pair) &&
+      resolved.entry?.sessionTag === tag &&
+      registered.some((info) => sameSession(info, sourceRef) && info.messageCount === source.messages.length) &&
+      registered.some((info) => sameSession(info, targetRef) && info.messageCount === after.messages.length)
+    if (!unchanged) {
+      lock.assertHeld()
+      // The registry first: it is what links a Claude session to its tag. Without the sync state the next sync
+      // merges everything again (no duplicates); without the registry it would create a second Claude session.
+      await writeRegistry(
+        root,
+        recordSync(registry, {
+          entryId: randomUUID(),
+          tag,
+          projectPath: root,
+          now: syncedAt,
+          source: {...sourceRef, messageCount: source.messages.length, lastActivity: source.lastUpdated ?? resolved.source.lastActivity, path: resolved.source.path},
+          target: {...targetRef, messageCount: after.messages.length, lastActivity: written ? syncedAt : resolved.target?.lastActivity, path: targetPath},
+          replaces: resolved.replaces,
+        }),
+      )
+      await writeSyncState(root, nextState)
+    }
+
+    const toSide = {provider: to, sessionId: targetId, ...(to === 'gemini' ? {tag} : {}), path: targetPath, messageCount: after.messages.length}
+    return {
+      tag,
+      from: {provider: source.provider, sessionId: sourceRef.sessionId, ...(resolved.source.tag ? {tag: resolved.source.tag} : {}), path: resolved.source.path, messageCount: source.messages.length},
+      to: {...toSide, created: !target},
+      mode: plan.mode,
+      ...(plan.reason && previous ? {reason: plan.reason} : {}),
+      added: plan.added.length,
+      duplicates: plan.considered - plan.added.length,
+      written,
+      ...(backup ? {backup} : {}),
+      notCarried: countedNotes([...source.notCarried, ...notCarried]),
+      warnings: [...source.warnings, ...(target?.warnings ?? [])],
+      resume: resumeSteps(root, toSide),
+    }
+  })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// `jarvis session list`
+
+export interface SessionListEntry {
+  provider: Provider
+  sessionId: string
+  /** The Gemini checkpoint tag, else the tag of the registry entry holding this session. */
+  tag?: string
+  title?: string
+  path: string
+  messageCount: number
+  lastActivity: string
+  sync: {
+    /** `not-synced`: in no registry entry; `in-sync`: nothing new since the last sync; `new-messages`: some. */
+    status: 'not-synced' | 'in-sync' | 'new-messages'
+    /** Messages added since the last sync that involved this session. */
+    newMessages?: number
+    lastSync?: string
+    /** The other sessions of the same conversation. */
+    linked?: SessionRef[]
+  }
+}
+
+export interface SessionListResult {
+  projectRoot: string
+  claudeHome: string
+  geminiHome: string
+  sessions: SessionListEntry[]
+}
+
+/** Both tools' sessions of this project, newest first, with their sync status from `.nexus/`. Reads only. */
+export async function listSessions(options: {root: string; settings: SyncSettings; env?: NodeJS.ProcessEnv; sleep?: (ms: number) => Promise<void>}): Promise<SessionListResult> {
+  const {root, settings} = options
+  const env = options.env ?? process.env
+  const retry: Retry = (what, fn) => retryFileAccess(what, fn, {maxRetries: settings.maxRetries, retryDelay: settings.retryDelay, sleep: options.sleep})
+  const [registry, state, claude, gemini] = await Promise.all([
+    readRegistry(root),
+    readSyncState(root),
+    retry('list the Claude Code sessions', () => listClaudeSessions(root, env)),
+    retry('list the Gemini CLI sessions', () => listGeminiSessions(root, env)),
+  ])
+  const pairs = [...carriedPairs(state).values()]
+  const sessions = [...claude, ...gemini].map((summary): SessionListEntry => {
+    const ref = refOf(summary)
+    const entry = entryOfSession(registry, ref)
+    // The count this session had at its latest sync, as source or as target.
+    let latest: {at: string; count: number} | undefined
+    for (const pair of pairs) {
+      const count = sameSession(pair.from, ref) ? pair.source.count : sameSession(pair.to, ref) ? pair.target.count : undefined
+      if (count !== undefined && (!latest || Date.parse(pair.syncedAt) > Date.parse(latest.at))) latest = {at: pair.syncedAt, count}
+    }
+    const tag = summary.tag ?? entry?.sessionTag
+    const base = {
+      provider: summary.provider,
+      sessionId: summary.sessionId,
+      ...(tag ? {tag} : {}),
+      ...(summary.title ? {title: summary.title} : {}),
+      path: summary.path,
+      messageCount: summary.messageCount,
+      lastActivity: summary.lastActivity,
+    }
+    if (!entry && !latest) return {...base, sync: {status: 'not-synced'}}
+    const newMessages = latest ? Math.max(0, summary.messageCount - latest.count) : summary.messageCount
+    const info = entry?.providers.find((p) => sameSession(p, ref))
+    const lastSync = latest?.at ?? info?.lastSync
+    return {
+      ...base,
+      sync: {
+        status: newMessages > 0 ? 'new-messages' : 'in-sync',
+        ...(newMessages > 0 ? {newMessages} : {}),
+        ...(lastSync ? {lastSync} : {}),
+        linked: (entry?.providers ?? []).filter((p) => !sameSession(p, ref)).map((p) => ({provider: p.provider, sessionId: p.sessionId})),
+      },
+    }
+  })
+  sessions.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.provider.localeCompare(b.provider))
+  return {projectRoot: root, claudeHome: claudeHome(env), geminiHome: geminiHome(env), sessions}
+}
