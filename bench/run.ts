@@ -9,6 +9,7 @@ import {cpus, totalmem, type as osType, release} from 'node:os'
 import {fileURLToPath} from 'node:url'
 
 import {benchMerge} from './merge.js'
+import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
 import {benchSync} from './sync.js'
 import {benchWatch} from './watch.js'
@@ -20,7 +21,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 }
 
 const sections: BenchSection[] = []
-for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession]] as const) {
+for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch]] as const) {
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }

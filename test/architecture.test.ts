@@ -20,13 +20,14 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   server: ['server', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
-  search: ['search', 'store', 'schemas', 'errors.ts'],
+  files: ['files', 'store', 'schemas', 'errors.ts', 'events'],
+  search: ['search', 'files', 'store', 'schemas', 'errors.ts'],
   git: ['git', 'store', 'errors.ts'],
   merge: ['merge', 'schemas', 'errors.ts'],
   store: ['store', 'schemas', 'errors.ts'],

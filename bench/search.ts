@@ -1,0 +1,123 @@
+/**
+ * Memory-file search (issue 6) on 10,000 files: index build, incremental update after one edit, and query
+ * latency on a warm index, side by side with `grep -ril` (and `rg -il` when installed) over the same files for
+ * the same queries. grep and rg only list the files holding any of the words — no ranking, no snippets, no
+ * fuzzy terms — so they are the floor a real index must be worth its keep against.
+ * Standalone: `node --import tsx bench/search.ts`.
+ */
+import {execFileSync, spawnSync} from 'node:child_process'
+import {appendFile, mkdtemp, rm, stat, utimes} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {performance} from 'node:perf_hooks'
+import {pathToFileURL} from 'node:url'
+
+import {INDEX_FILE, refreshSearchIndex, resetSearchCache, searchMemory} from '../src/search/index.js'
+import {initTree} from '../src/store/index.js'
+import {largeCorpus, QUERIES, writeCorpusFast} from '../test/search/corpus.js'
+import {median, ms, table, type BenchSection} from './stats.js'
+
+const FILES = 10_000
+const QUERY_COUNT = 30
+const ROUNDS = 5
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+async function time<T>(fn: () => Promise<T>): Promise<{ms: number; value: T}> {
+  const start = performance.now()
+  const value = await fn()
+  return {ms: performance.now() - start, value}
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  return Array.from({length: Math.ceil(items.length / size)}, (_, i) => items.slice(i * size, (i + 1) * size))
+}
+
+function hasTool(tool: string): boolean {
+  return spawnSync(tool, ['--version'], {stdio: 'ignore'}).status === 0
+}
+
+/** One external search per query: every word an `-e` pattern (any word matches, like our OR query). */
+function timeTool(tool: 'grep' | 'rg', memory: string, queries: string[]): number[] {
+  const durations: number[] = []
+  for (const query of queries) {
+    const patterns = query.split(/\s+/).flatMap((w) => ['-e', w])
+    const args = tool === 'grep' ? ['-ril', '-F', ...patterns, memory] : ['-il', '-F', ...patterns, memory]
+    const start = performance.now()
+    spawnSync(tool, args, {stdio: ['ignore', 'ignore', 'ignore']})
+    durations.push(performance.now() - start)
+  }
+  return durations
+}
+
+export async function benchSearch(): Promise<BenchSection> {
+  const dir = await mkdtemp(join(tmpdir(), 'jarvis-bench-search-'))
+  try {
+    const {root} = await initTree(dir, {})
+    const memory = join(root, '.memory')
+    const files = largeCorpus(FILES)
+    await writeCorpusFast(memory, files)
+    // A real tree grew over months: files dated a day back, so the scan's stat hints hold (the racy-git window
+    // makes every file written in the last 2 s be hashed again, which is not the case being measured).
+    const dayAgo = new Date(Date.now() - 86_400_000)
+    for (const chunk of chunks([...files.keys()], 64)) await Promise.all(chunk.map((path) => utimes(join(memory, path), dayAgo, dayAgo)))
+    const queries = QUERIES.slice(0, QUERY_COUNT).map((q) => q.query)
+    resetSearchCache()
+
+    const build = await time(() => refreshSearchIndex(root))
+    const indexBytes = (await stat(join(root, '.nexus', INDEX_FILE))).size
+    resetSearchCache()
+    const load = await time(() => refreshSearchIndex(root)) // a new process: load the index, scan, nothing to re-index
+    const edited = [...files.keys()][1234]
+    await appendFile(join(memory, edited), '\nEdited for the benchmark.\n')
+    const incremental = await time(() => refreshSearchIndex(root))
+    const noop = await time(() => refreshSearchIndex(root))
+
+    const warm: number[] = []
+    const withScan: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const query of queries) warm.push((await time(() => searchMemory(root, query, {limit: 10, embeddings: false, refresh: false}))).ms)
+    }
+    for (const query of queries) withScan.push((await time(() => searchMemory(root, query, {limit: 10, embeddings: false}))).ms)
+
+    const rows: string[][] = [
+      [`jarvis: warm index, ranked top 10 with snippets`, ms(median(warm)), ms(percentile(warm, 95))],
+      [`jarvis: same, re-checking ${FILES.toLocaleString('en')} files for changes first`, ms(median(withScan)), ms(percentile(withScan, 95))],
+    ]
+    const grep = timeTool('grep', memory, queries)
+    rows.push([`\`grep -ril\` (unranked file list)`, ms(median(grep)), ms(percentile(grep, 95))])
+    if (hasTool('rg')) {
+      const rg = timeTool('rg', memory, queries)
+      rows.push([`\`rg -il\` (unranked file list)`, ms(median(rg)), ms(percentile(rg, 95))])
+    } else rows.push(['`rg -il`', 'not installed', '—'])
+    const grepVersion = execFileSync('grep', ['--version'], {encoding: 'utf8'}).split('\n')[0]
+
+    const markdown = [
+      `${FILES.toLocaleString('en')} memory files (${(indexBytes / 2 ** 20).toFixed(1)} MiB index in \`.nexus/search/index.json\`), ${queries.length} queries × ${ROUNDS} rounds, keyword mode (no embeddings provider). ${grepVersion}.`,
+      '',
+      table(
+        ['step', 'time', 'files re-indexed'],
+        [
+          ['index build (scan, hash, parse, index, save)', ms(build.ms), String(build.value.indexed)],
+          ['first search of a new process (load index, scan)', ms(load.ms), String(load.value.indexed)],
+          ['incremental update after editing one file', ms(incremental.ms), String(incremental.value.indexed)],
+          ['no-op refresh (scan only)', ms(noop.ms), String(noop.value.indexed)],
+        ],
+      ),
+      '',
+      table(['query', 'median', 'p95'], rows),
+    ].join('\n')
+    return {title: 'Memory-file search (10,000 files)', markdown}
+  } finally {
+    resetSearchCache()
+    await rm(dir, {recursive: true, force: true})
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const section = await benchSearch()
+  process.stdout.write(`## ${section.title}\n\n${section.markdown}\n`)
+}

@@ -1,0 +1,26 @@
+import {Args, Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../cli/base-command.js'
+import {recallMemory, type RecallResult} from '../cli/recall.js'
+
+export default class Recall extends JarvisCommand<typeof Recall> {
+  static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query (seed 004 §7).'
+  static description = `For an agent's system prompt: one line per hit with the file's path and a one-line summary, bounded in length. Keyword ranking (BM25, prefix and fuzzy terms) always; fused with embeddings when JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL name an OpenAI-compatible /v1/embeddings server (key in JARVIS_EMBEDDINGS_KEY). Without one, or when it fails, the results are keyword-only and a note on stderr says so. --json gives the hits with their snippets.`
+  static examples = ['<%= config.bin %> recall "ssh auth failures on the runner"', '<%= config.bin %> recall "postgres upgrade" --limit 5 --tag database --json']
+
+  static args = {query: Args.string({description: 'What the agent is about to work on.', required: true})}
+
+  static flags = {
+    limit: Flags.integer({description: 'At most this many files (1–10).', default: 3, min: 1, max: 10}),
+    tag: Flags.string({description: 'Only files with this tag (repeatable: every tag given).', multiple: true}),
+    prefix: Flags.string({description: 'Only files under this path of .memory/ (episodes/, projects/x/).'}),
+    since: Flags.string({description: 'Only files dated from then on: 2026-02-01, or a duration back from now (7d, 2w).'}),
+  }
+
+  async run(): Promise<RecallResult> {
+    const result = await recallMemory({dir: this.flags.dir, query: this.args.query, limit: this.flags.limit, tags: this.flags.tag, prefix: this.flags.prefix, since: this.flags.since})
+    this.log(result.block)
+    if (result.note && !this.jsonEnabled()) this.logToStderr(`jarvis: ${result.note}`)
+    return result
+  }
+}

@@ -1,0 +1,50 @@
+/** Path rules of the memory-file tools: the store's path guard, plus "a Markdown file" and prefixes. PURE. */
+import {BadInputError, JarvisError, ExitCode} from '../errors.js'
+import {checkRelativePath} from '../store/paths.js'
+
+/** A memory-file path: relative to `.memory/`, through the store's guard (PathRefusedError), ending in `.md`. */
+export function checkMemoryPath(path: string): string {
+  const checked = checkRelativePath(path)
+  if (!checked.endsWith('.md')) throw new BadInputError(`path refused: ${JSON.stringify(path)}: memory files are Markdown and end in .md`, {path})
+  return checked
+}
+
+/** A listing prefix (`episodes/`, `projects/my-app`, or empty for all); the same guard, a trailing `/` allowed. */
+export function checkPrefix(prefix: string | undefined): string {
+  if (prefix === undefined || prefix === '' || prefix === '.' || prefix === './') return ''
+  const stripped = prefix.replace(/\/+$/, '')
+  checkRelativePath(stripped)
+  return prefix
+}
+
+export function matchesPrefix(path: string, prefix: string): boolean {
+  return prefix === '' || path.startsWith(prefix)
+}
+
+/** A memory file that does not exist (exit 2, code NOT_FOUND). */
+export class MemoryFileNotFoundError extends JarvisError {
+  constructor(path: string) {
+    super(`no memory file .memory/${path}`, {code: 'NOT_FOUND', exit: ExitCode.badInput, data: {path}})
+  }
+}
+
+/** `my-app` style slugs: lowercase letters, digits, `-`, `_`, `.`; no `/`. */
+export function checkSlug(slug: string, what = 'project slug'): string {
+  if (!/^[a-z0-9][a-z0-9._-]{0,99}$/.test(slug) || slug.includes('..')) {
+    throw new BadInputError(`bad ${what} ${JSON.stringify(slug)}: use lowercase letters, digits, -, _ and . (e.g. my-app)`, {slug})
+  }
+  return slug
+}
+
+/** A file-name slug from a title: lowercase ASCII words joined by `-`, at most 60 characters; `episode` when empty. */
+export function slugify(title: string): string {
+  const slug = title
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60)
+    .replace(/-+$/, '')
+  return slug || 'episode'
+}

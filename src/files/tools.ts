@@ -1,0 +1,226 @@
+/**
+ * The memory-file tools of seed 004 §6: ls, read, write, edit, grep, delete. Every call goes through the store
+ * (path guard, atomic writes) and holds the tree lock; every write is scanned for secrets and personal data first.
+ */
+import {assertNoSensitive} from '../events/index.js'
+import {BadInputError, SecretRefusedError} from '../errors.js'
+import {readBase, readMemoryFile, readNexusFile, readSyncState, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile, deleteMemoryFile, formatJson} from '../store/index.js'
+import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
+import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
+
+/** `.nexus/memory-access.json`: `{path: ISO time of the last read}`; local to this machine, never synced. */
+export const ACCESS_FILE = 'memory-access.json'
+export const DEFAULT_LIST_LIMIT = 100
+export const DEFAULT_GREP_LIMIT = 100
+
+export interface ListedFile {
+  path: string
+  title?: string
+  tags: string[]
+  size: number
+  updatedAt: string
+  /** Set when the front matter does not parse: the file is listed, with the problem. */
+  problem?: string
+}
+
+export interface WriteOptions {
+  title?: string
+  tags?: string[]
+  /** Extra front-matter fields (e.g. `project`). */
+  metadata?: Record<string, unknown>
+}
+
+export interface WriteResult {
+  path: string
+  created: boolean
+  /** False when the file already had exactly this content (nothing was written). */
+  changed: boolean
+}
+
+export interface GrepHit {
+  path: string
+  line: number
+  text: string
+}
+
+export interface DeleteResult {
+  path: string
+  /** True when the last sync recorded this file: the next `jarvis sync` deletes it on the server too. */
+  syncsDeletion: boolean
+}
+
+const lockOptions = (command: string) => ({command: `memory ${command}`})
+
+/** Refuses (exit 5) a text holding a secret or personal data; findings are named by `.memory/<path>`, line and column. */
+export async function assertClean(path: string, text: string): Promise<void> {
+  try {
+    await assertNoSensitive({[memoryLabel(path)]: text})
+  } catch (error) {
+    if (!(error instanceof SecretRefusedError)) throw error
+    throw new SecretRefusedError(error.message.replace(/^refused: the event holds/, `refused: the content of ${memoryLabel(path)} holds`).replace(/(\.)?$/, '; nothing was written.'), {
+      ...error.data,
+      path,
+    })
+  }
+}
+
+async function markdownFiles(root: string, prefix: string) {
+  const scanned = await scanMemory(root)
+  return [...scanned].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
+}
+
+function checkLimit(limit: number | undefined, fallback: number): number {
+  if (limit === undefined) return fallback
+  if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer (got ${limit})`, {limit})
+  return limit
+}
+
+/** Memory files under `prefix`, sorted by path, at most `limit`. A file with bad front matter is listed with its problem. */
+export async function listFiles(root: string, prefix?: string, limit?: number): Promise<ListedFile[]> {
+  const checkedPrefix = checkPrefix(prefix)
+  const max = checkLimit(limit, DEFAULT_LIST_LIMIT)
+  return withTreeLock(root, lockOptions('ls'), async () => {
+    const listed: ListedFile[] = []
+    for (const [path, stat] of (await markdownFiles(root, checkedPrefix)).slice(0, max)) {
+      const entry: ListedFile = {path, tags: [], size: stat.size, updatedAt: new Date(stat.mtimeMs).toISOString()}
+      const text = await readMemoryFile(root, path)
+      if (text === null) continue // removed meanwhile
+      try {
+        const {frontMatter} = parseMemoryFile(path, text)
+        if (typeof frontMatter.title === 'string') entry.title = frontMatter.title
+        entry.tags = tagsOf(frontMatter)
+      } catch (error) {
+        entry.problem = (error as Error).message
+      }
+      listed.push(entry)
+    }
+    return listed
+  })
+}
+
+async function readParsed(root: string, path: string): Promise<MemoryFile> {
+  const text = await readMemoryFile(root, path)
+  if (text === null) throw new MemoryFileNotFoundError(path)
+  return parseMemoryFile(path, text)
+}
+
+/** Reads and parses a memory file; records the read in `.nexus/memory-access.json` (not in the synced file). */
+export async function readMemory(root: string, path: string, options: {now?: Date} = {}): Promise<MemoryFile & {lastAccessed: string}> {
+  const checked = checkMemoryPath(path)
+  return withTreeLock(root, lockOptions('read'), async () => {
+    const file = await readParsed(root, checked)
+    const lastAccessed = (options.now ?? new Date()).toISOString()
+    const access = await readAccess(root)
+    access[checked] = lastAccessed
+    await writeNexusFile(root, ACCESS_FILE, formatJson(Object.fromEntries(Object.entries(access).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))))
+    return {...file, lastAccessed}
+  })
+}
+
+/** `{path: ISO time}` of the last reads; a damaged file is local state only and starts over. */
+export async function readAccess(root: string): Promise<Record<string, string>> {
+  const text = await readNexusFile(root, ACCESS_FILE)
+  if (text === null) return {}
+  try {
+    const value = JSON.parse(text) as unknown
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return {}
+    return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'))
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * The text a write stores: `content` may carry its own front matter (checked); `title`, `tags` and `metadata`
+ * override its fields.
+ */
+export function composeMemoryText(path: string, content: string, options: WriteOptions = {}): string {
+  const given = parseMemoryFile(path, content)
+  const hasOverrides = options.title !== undefined || options.tags !== undefined || (options.metadata && Object.keys(options.metadata).length > 0)
+  if (!hasOverrides) return content
+  const frontMatter: FrontMatter = {...given.frontMatter, ...options.metadata}
+  if (options.title !== undefined) frontMatter.title = options.title
+  if (options.tags !== undefined) frontMatter.tags = options.tags
+  return renderMemoryFile(frontMatter, given.body)
+}
+
+/** Creates or overwrites a memory file, atomically, under the lock; refused (exit 5) if it holds a secret. */
+export async function writeMemory(root: string, path: string, body: string, options: WriteOptions = {}): Promise<WriteResult> {
+  const checked = checkMemoryPath(path)
+  const text = composeMemoryText(checked, body, options)
+  await assertClean(checked, text)
+  return withTreeLock(root, lockOptions('write'), async () => {
+    const before = await readMemoryFile(root, checked)
+    if (before === text) return {path: checked, created: false, changed: false}
+    await writeMemoryFile(root, checked, text)
+    return {path: checked, created: before === null, changed: true}
+  })
+}
+
+function countOccurrences(text: string, needle: string): number {
+  let count = 0
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++
+  return count
+}
+
+/** Replaces the one occurrence of `replace` with `withText`; none or several → BadInputError (exit 2) saying how many. */
+export async function editMemory(root: string, path: string, replace: string, withText: string): Promise<{path: string}> {
+  const checked = checkMemoryPath(path)
+  if (replace.length === 0) throw new BadInputError('--replace must not be empty', {path: checked})
+  return withTreeLock(root, lockOptions('edit'), async () => {
+    const text = await readMemoryFile(root, checked)
+    if (text === null) throw new MemoryFileNotFoundError(checked)
+    const count = countOccurrences(text, replace)
+    if (count !== 1) {
+      throw new BadInputError(
+        `${memoryLabel(checked)}: the text to replace occurs ${count} times; edit needs exactly one match${count > 1 ? ' (give more surrounding text)' : ''}`,
+        {path: checked, matches: count},
+      )
+    }
+    const at = text.indexOf(replace)
+    const next = text.slice(0, at) + withText + text.slice(at + replace.length)
+    parseMemoryFile(checked, next) // the edit must leave valid front matter
+    await assertClean(checked, next)
+    await writeMemoryFile(root, checked, next)
+    return {path: checked}
+  })
+}
+
+/** Lines matching `regex` (JavaScript syntax) in the memory files under `prefix`, by path then line number. */
+export async function grepMemory(root: string, regex: string, prefix?: string, limit?: number, options: {ignoreCase?: boolean} = {}): Promise<GrepHit[]> {
+  let pattern: RegExp
+  try {
+    pattern = new RegExp(regex, options.ignoreCase ? 'i' : '')
+  } catch (error) {
+    throw new BadInputError(`bad regular expression ${JSON.stringify(regex)}: ${(error as Error).message}`, {regex})
+  }
+  const checkedPrefix = checkPrefix(prefix)
+  const max = checkLimit(limit, DEFAULT_GREP_LIMIT)
+  return withTreeLock(root, lockOptions('grep'), async () => {
+    const hits: GrepHit[] = []
+    for (const [path] of await markdownFiles(root, checkedPrefix)) {
+      const text = await readMemoryFile(root, path)
+      if (text === null) continue
+      const lines = text.split('\n')
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i].replace(/\r$/, '')
+        if (!pattern.test(line)) continue
+        hits.push({path, line: i + 1, text: line})
+        if (hits.length >= max) return hits
+      }
+    }
+    return hits
+  })
+}
+
+/** Deletes a memory file; the next `jarvis sync` deletes it on the server when the base proves it was synced. */
+export async function deleteMemory(root: string, path: string): Promise<DeleteResult> {
+  const checked = checkMemoryPath(path)
+  return withTreeLock(root, lockOptions('delete'), async () => {
+    const removed = await deleteMemoryFile(root, checked)
+    if (!removed) throw new MemoryFileNotFoundError(checked)
+    const state = await readSyncState(root).catch(() => undefined)
+    const syncsDeletion = state?.files[checked] !== undefined || (await readBase(root, checked)) !== null
+    return {path: checked, syncsDeletion}
+  })
+}

@@ -1,0 +1,57 @@
+/**
+ * What the search knows about one memory file: title, tags, date and the text to index, from the front matter
+ * as src/files parses it. Unlike the memory tools the search never throws on a malformed front matter: such a
+ * file is still searchable, by its whole text (`jarvis memory read` is where the error is reported).
+ */
+import {parseMemoryFile, tagsOf} from '../files/front-matter.js'
+
+export interface SearchDocument {
+  path: string
+  title?: string
+  tags: string[]
+  /** YYYY-MM-DD: front matter `date`/`updated`/`created`, else a date in the path, else undefined. */
+  date?: string
+  body: string
+  /** The front matter's `summary` or `description`, when there is one. */
+  summary?: string
+}
+
+const PATH_DATE = /(\d{4}-\d{2}-\d{2})/
+
+function dateOf(value: unknown): string | undefined {
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString().slice(0, 10)
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value)) return value.slice(0, 10)
+  return undefined
+}
+
+function splitFrontMatter(path: string, text: string): {data: Record<string, unknown>; body: string} {
+  try {
+    const file = parseMemoryFile(path, text)
+    return {data: {...file.frontMatter, tags: tagsOf(file.frontMatter)}, body: file.body}
+  } catch {
+    return {data: {}, body: text}
+  }
+}
+
+export function toSearchDocument(path: string, text: string): SearchDocument {
+  const {data, body} = splitFrontMatter(path, text)
+  const rawTags = data.tags
+  const tags = Array.isArray(rawTags) ? rawTags.filter((t): t is string => typeof t === 'string') : typeof rawTags === 'string' ? rawTags.split(/[,\s]+/).filter(Boolean) : []
+  const heading = /^#\s+(.+)$/m.exec(body)?.[1]?.trim()
+  const title = typeof data.title === 'string' ? data.title : heading
+  const summary = typeof data.summary === 'string' ? data.summary : typeof data.description === 'string' ? data.description : undefined
+  const date = dateOf(data.date) ?? dateOf(data.updated) ?? dateOf(data.created) ?? PATH_DATE.exec(path)?.[1]
+  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary}
+}
+
+/** One line that says what the file is about: front matter summary, else the title and the first prose line. */
+export function summaryOf(doc: SearchDocument, max = 160): string {
+  const firstLine = doc.body
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .find((line) => line && !line.startsWith('#') && !/^[-*]\s*$/.test(line) && !/^(date|tags|refs|topic):/i.test(line))
+  const prose = firstLine?.replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '')
+  const lead = doc.title && prose && !prose.toLowerCase().includes(doc.title.toLowerCase()) ? `${doc.title} — ${prose}` : (prose ?? doc.title)
+  const text = (doc.summary ?? lead ?? '').replace(/\s+/g, ' ').replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '').trim()
+  return text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text
+}

@@ -1,0 +1,286 @@
+/**
+ * search/: the memory-file index and ranking (docs/memory-files.md, seed 004 §5, §7, §9).
+ *
+ * Keyword ranking always (minisearch BM25, prefix and fuzzy terms); when an embeddings provider is configured
+ * the vector ranking too, fused with reciprocal rank fusion. The index is loaded once per process and brought up
+ * to date from content hashes on each search; see docs/decisions/search.md.
+ */
+import {performance} from 'node:perf_hooks'
+
+import createDebug from 'debug'
+
+import {BadInputError} from '../errors.js'
+import {readMemoryFile} from '../store/index.js'
+import {summaryOf, toSearchDocument} from './document.js'
+import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
+import {reciprocalRankFusion} from './fuse.js'
+import {type KeywordFilters, KeywordIndex, processTerm, type RefreshStats} from './keyword.js'
+
+export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
+export {reciprocalRankFusion, RRF_K} from './fuse.js'
+export {INDEX_FILE, type RefreshStats} from './keyword.js'
+
+const debug = createDebug('jarvis:search')
+
+export interface SearchHit {
+  path: string
+  title?: string
+  score: number
+  /** The lines that matched (1-based line numbers in the file), at most 3, each at most 200 characters. */
+  snippet: {line: number; text: string}[]
+}
+
+export interface SearchOptions {
+  /** Default 10. */
+  limit?: number
+  /** Only files carrying every one of these tags (front matter `tags`). */
+  tags?: string[]
+  /** Only files under this path (relative to `.memory/`). */
+  prefix?: string
+  /** Only files dated on or after: `2026-02-01`, an ISO date-time, or a duration back from `now` (`7d`, `2w`, `12h`). */
+  since?: string
+  /** Only files dated on or before (same forms). */
+  until?: string
+  /** The provider; undefined reads JARVIS_EMBEDDINGS_URL / _MODEL / _KEY; false turns embeddings off. */
+  embeddings?: EmbeddingsConfig | false
+  /** Default true: bring the index up to date with `.memory/` first. */
+  refresh?: boolean
+  now?: Date
+}
+
+export interface SearchStats extends RefreshStats {
+  /** Files whose vectors were computed by this search (0 in keyword mode). */
+  embedded: number
+  /** Time spent ranking, after the refresh (ms). */
+  queryMs: number
+}
+
+export interface SearchResult {
+  hits: SearchHit[]
+  mode: 'hybrid' | 'keyword'
+  /** One line when the results are keyword-only: why (no provider, or the provider failed). */
+  note?: string
+  stats: SearchStats
+}
+
+/** Ranked depth of each list before fusion. */
+const FUSION_DEPTH = 50
+const SNIPPET_LINES = 3
+const SNIPPET_CHARS = 200
+
+const indexes = new Map<string, Promise<KeywordIndex>>()
+const vectorStores = new Map<string, Promise<VectorStore>>()
+
+/** The tree's index, loaded once per process. */
+function indexFor(root: string): Promise<KeywordIndex> {
+  let index = indexes.get(root)
+  if (!index) {
+    index = KeywordIndex.load(root)
+    indexes.set(root, index)
+    index.catch(() => indexes.delete(root))
+  }
+  return index
+}
+
+function vectorsFor(root: string, model: string): Promise<VectorStore> {
+  const key = `${root}\0${model}`
+  let store = vectorStores.get(key)
+  if (!store) {
+    store = VectorStore.load(root, model)
+    vectorStores.set(key, store)
+    store.catch(() => vectorStores.delete(key))
+  }
+  return store
+}
+
+/** Forgets the in-process indexes (tests: simulate a new process). */
+export function resetSearchCache(): void {
+  indexes.clear()
+  vectorStores.clear()
+}
+
+/** Brings the index of `root` up to date and says how many files were (re-)indexed. */
+export async function refreshSearchIndex(root: string): Promise<RefreshStats> {
+  return (await indexFor(root)).refresh()
+}
+
+const DURATION = /^(\d+)\s*([hdw])$/
+
+function dateFilter(value: string | undefined, now: Date, flag: string): string | undefined {
+  if (value === undefined || value === '') return undefined
+  const duration = DURATION.exec(value.trim())
+  if (duration) {
+    const hours = Number(duration[1]) * ({h: 1, d: 24, w: 168} as const)[duration[2] as 'h' | 'd' | 'w']
+    return new Date(now.getTime() - hours * 3_600_000).toISOString().slice(0, 10)
+  }
+  const date = new Date(value)
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) throw new BadInputError(`${flag} "${value}": use a date (2026-02-01), an ISO date-time, or a duration such as 7d`, {[flag.replace(/^-+/, '')]: value})
+  return value.slice(0, 10)
+}
+
+function filtersOf(options: SearchOptions): KeywordFilters {
+  const now = options.now ?? new Date()
+  const prefix = options.prefix?.trim().replace(/^\.\//, '').replace(/^\.memory\//, '').replace(/^\/+/, '')
+  return {
+    tags: options.tags?.map((t) => t.trim()).filter(Boolean),
+    prefix: prefix || undefined,
+    since: dateFilter(options.since, now, '--since'),
+    until: dateFilter(options.until, now, '--until'),
+  }
+}
+
+/** Up to 3 lines holding the most query terms; a hit found only by its vector gets its first prose line. */
+function snippetOf(text: string, terms: string[]): {line: number; text: string}[] {
+  const lines = text.split(/\r?\n/)
+  const needles = [...new Set(terms.map((t) => t.toLowerCase()))].filter(Boolean)
+  const scored: Array<{line: number; count: number; at: number}> = []
+  lines.forEach((raw, i) => {
+    if (!raw.trim() || /^---\s*$/.test(raw)) return
+    const lower = raw.toLowerCase()
+    let count = 0
+    let at = -1
+    for (const needle of needles) {
+      const pos = lower.indexOf(needle)
+      if (pos >= 0) {
+        count++
+        if (at < 0 || pos < at) at = pos
+      }
+    }
+    if (count > 0) scored.push({line: i, count, at})
+  })
+  let chosen = scored.sort((a, b) => b.count - a.count || a.line - b.line).slice(0, SNIPPET_LINES)
+  if (chosen.length === 0) {
+    const bodyStart = lines[0]?.trim() === '---' ? lines.findIndex((l, i) => i > 0 && l.trim() === '---') + 1 : 0
+    const first = lines.findIndex((l, i) => i >= bodyStart && l.trim() !== '' && !l.startsWith('#'))
+    chosen = first >= 0 ? [{line: first, count: 0, at: 0}] : []
+  }
+  return chosen
+    .sort((a, b) => a.line - b.line)
+    .map(({line, at}) => {
+      const raw = lines[line].trim()
+      if (raw.length <= SNIPPET_CHARS) return {line: line + 1, text: raw}
+      const start = Math.max(0, Math.min(at - 40, raw.length - SNIPPET_CHARS))
+      return {line: line + 1, text: `${start > 0 ? '…' : ''}${raw.slice(start, start + SNIPPET_CHARS - 2).trim()}…`}
+    })
+}
+
+function queryTerms(query: string): string[] {
+  return query.split(/[\s\p{P}]+/u).map((t) => processTerm(t)).filter((t): t is string => Boolean(t))
+}
+
+/**
+ * Searches the memory files of the tree at `root`: keyword ranking, fused with the vector ranking when an
+ * embeddings provider is configured and answers. Never fails because of the provider: keyword results + `note`.
+ */
+export async function searchMemory(root: string, query: string, options: SearchOptions = {}): Promise<SearchResult> {
+  if (!query.trim()) throw new BadInputError('the search query is empty')
+  const limit = options.limit ?? 10
+  if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
+  const filters = filtersOf(options)
+  const index = await indexFor(root)
+  const refresh = options.refresh === false ? {indexed: 0, removed: 0, files: index.files.size, rebuilt: false} : await index.refresh()
+  const started = performance.now()
+
+  const keyword = index.search(query, filters, Math.max(limit, FUSION_DEPTH))
+  const termsOf = new Map(keyword.map((hit) => [hit.path, hit.terms]))
+  const provider = options.embeddings === undefined ? embeddingsFromEnv() : options.embeddings || undefined
+  let mode: SearchResult['mode'] = 'keyword'
+  let note: string | undefined
+  let embedded = 0
+  let ranked: Array<{path: string; score: number}> = keyword.map(({path, score}) => ({path, score}))
+
+  if (!provider) {
+    note = options.embeddings === false ? undefined : 'keyword search only: no embeddings provider configured (set JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL)'
+  } else {
+    try {
+      const store = await vectorsFor(root, provider.model)
+      embedded = await embedStale(root, index, store, provider)
+      const [queryVector] = await embed(provider, [query])
+      const semantic = store.rank(queryVector, index.paths(filters), FUSION_DEPTH)
+      ranked = reciprocalRankFusion([keyword.map((h) => h.path), semantic.map((h) => h.path)]).map(({id, score}) => ({path: id, score}))
+      mode = 'hybrid'
+    } catch (error) {
+      if (!(error instanceof EmbeddingsUnavailableError)) throw error
+      note = `keyword search only: the embeddings provider failed (${error.message})`
+      debug(note)
+    }
+  }
+
+  const terms = queryTerms(query)
+  const hits: SearchHit[] = []
+  for (const {path, score} of ranked.slice(0, limit)) {
+    const text = await readMemoryFile(root, path)
+    if (text === null) continue
+    hits.push({path, title: index.files.get(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
+  }
+  const stats: SearchStats = {...refresh, embedded, queryMs: Number((performance.now() - started).toFixed(2))}
+  return {hits, mode, ...(note ? {note} : {}), stats}
+}
+
+/** Embeds the files whose vector is missing or was made from other content; saves what was computed, even on failure. */
+async function embedStale(root: string, index: KeywordIndex, store: VectorStore, provider: EmbeddingsConfig): Promise<number> {
+  const current = new Map([...index.files].map(([path, entry]) => [path, entry.hash]))
+  const stale = store.stale(current)
+  if (stale.length === 0) return 0
+  let done = 0
+  try {
+    const inputs: string[] = []
+    const paths: string[] = []
+    for (const path of stale) {
+      const text = await readMemoryFile(root, path)
+      if (text === null) continue
+      const doc = toSearchDocument(path, text)
+      inputs.push([doc.title, doc.tags.join(' '), doc.body].filter(Boolean).join('\n').slice(0, EMBED_MAX_CHARS))
+      paths.push(path)
+    }
+    await embed(provider, inputs, (vectors, from) => {
+      vectors.forEach((vector, i) => store.set(paths[from + i], current.get(paths[from + i])!, vector))
+      done += vectors.length
+    })
+  } finally {
+    if (done > 0) await store.save().catch((error) => debug('vectors not saved: %s', (error as Error).message))
+  }
+  return done
+}
+
+/**
+ * For `jarvis memory search`: the memory-file hits to merge with the event-log hits. Same ranking and result
+ * as `searchMemory`; kept as its own name so the memory command does not depend on recall's defaults.
+ */
+export async function searchMemoryFiles(root: string, query: string, options: SearchOptions = {}): Promise<SearchResult> {
+  return searchMemory(root, query, options)
+}
+
+export const RECALL_MAX_HITS = 10
+export const RECALL_SUMMARY_CHARS = 160
+/** The whole block never exceeds this many characters: it goes into every system prompt. */
+export const RECALL_MAX_CHARS = 1600
+
+export interface RecallResult {
+  block: string
+  hits: SearchHit[]
+  mode: SearchResult['mode']
+  note?: string
+}
+
+/** The `[MEMORY CONTEXT]` block of seed 004 §7: path and a one-line summary per hit, bounded. */
+export async function recall(root: string, query: string, options: Omit<SearchOptions, 'limit'> & {limit?: number} = {}): Promise<RecallResult> {
+  const limit = options.limit ?? 3
+  if (!Number.isInteger(limit) || limit < 1 || limit > RECALL_MAX_HITS) throw new BadInputError(`--limit must be between 1 and ${RECALL_MAX_HITS}, got ${limit}`)
+  const result = await searchMemory(root, query, {...options, limit})
+  const lines = ['[MEMORY CONTEXT]']
+  let length = lines[0].length
+  const shown: SearchHit[] = []
+  for (const hit of result.hits) {
+    const text = (await readMemoryFile(root, hit.path)) ?? ''
+    const summary = summaryOf(toSearchDocument(hit.path, text), RECALL_SUMMARY_CHARS) || hit.title || ''
+    const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
+    const add = entry.join('\n').length + 1
+    if (length + add > RECALL_MAX_CHARS) break
+    lines.push(...entry)
+    length += add
+    shown.push(hit)
+  }
+  if (shown.length === 0) lines.push('(no memory file matches)')
+  return {block: lines.join('\n'), hits: shown, mode: result.mode, ...(result.note ? {note: result.note} : {})}
+}

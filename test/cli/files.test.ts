@@ -1,0 +1,113 @@
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {initTree, scanMemory} from '../../src/store/index.js'
+import {EXPECTED_STRUCTURE, fakeGithubToken, makeRepo} from '../files/helpers.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context map', () => {
+  const dirs: string[] = []
+  let root: string
+  const jarvis = (args: string[], input?: string) => runJarvis(args, {cwd: root, input, env: {JARVIS_DIR: undefined}})
+
+  beforeEach(async () => {
+    const dir = await tempDir('jarvis-files-cli-')
+    dirs.push(dir)
+    root = (await initTree(dir, {})).root
+  })
+  afterEach(async () => removeAll(dirs.splice(0)))
+
+  it('write from stdin, ls, read, grep with line numbers, edit, delete: one --json envelope each', async () => {
+    const written = await jarvis(['memory', 'write', 'projects/app/status.md', '--title', 'App status', '--tag', 'app', '--tag', 'ads', '--json'], 'Ads paused.\nOutcome: low ROAS\n')
+    expect(written.code).toBe(0)
+    expect(envelope(written).result).toEqual({path: 'projects/app/status.md', created: true, changed: true})
+    expect(await readFile(join(root, '.memory/projects/app/status.md'), 'utf8')).toBe('---\ntitle: App status\ntags: [app, ads]\n---\nAds paused.\nOutcome: low ROAS\n')
+
+    const ls = envelope<{files: {path: string; title: string; tags: string[]}[]}>(await jarvis(['memory', 'ls', 'projects/', '--json']))
+    expect(ls.result!.files).toMatchObject([{path: 'projects/app/status.md', title: 'App status', tags: ['app', 'ads']}])
+
+    const read = await jarvis(['memory', 'read', 'projects/app/status.md', '--json'])
+    expect(envelope(read).result).toMatchObject({path: 'projects/app/status.md', title: 'App status', body: 'Ads paused.\nOutcome: low ROAS\n'})
+    expect(Object.keys(JSON.parse(await readFile(join(root, '.nexus/memory-access.json'), 'utf8')))).toEqual(['projects/app/status.md'])
+
+    const grep = await jarvis(['memory', 'grep', 'ROAS'])
+    expect(grep.stdout).toBe('projects/app/status.md:6:Outcome: low ROAS\n')
+
+    const edit = await jarvis(['memory', 'edit', 'projects/app/status.md', '--replace', 'low ROAS', '--with', 'ROAS 2.1', '--json'])
+    expect(envelope(edit)).toMatchObject({status: 0, result: {path: 'projects/app/status.md'}})
+
+    const deleted = await jarvis(['memory', 'delete', 'projects/app/status.md'])
+    expect(deleted.code).toBe(0)
+    expect(deleted.stdout).toContain('jarvis sync')
+    expect((await scanMemory(root)).size).toBe(0)
+  })
+
+  it('exit 2: not found, ambiguous edit (saying how many), a path leaving the tree, malformed front matter (file and line)', async () => {
+    await mkdir(join(root, '.memory/notes'), {recursive: true})
+    await writeFile(join(root, '.memory/notes/todo.md'), 'todo\ntodo\n')
+    await writeFile(join(root, '.memory/notes/bad.md'), '---\ntitle: ok\ntags: [a\n---\nbody\n')
+
+    const missing = await jarvis(['memory', 'read', 'notes/none.md', '--json'])
+    expect(missing.code).toBe(2)
+    expect(envelope(missing).error).toMatchObject({code: 'NOT_FOUND'})
+
+    const ambiguous = await jarvis(['memory', 'edit', 'notes/todo.md', '--replace', 'todo', '--with', 'done'])
+    expect(ambiguous.code).toBe(2)
+    expect(ambiguous.stderr).toContain('occurs 2 times')
+    expect(await readFile(join(root, '.memory/notes/todo.md'), 'utf8')).toBe('todo\ntodo\n')
+
+    const escape = await jarvis(['memory', 'write', '../outside.md', '--json'], 'x\n')
+    expect(escape.code).toBe(2)
+    expect(envelope(escape).error).toMatchObject({code: 'PATH_REFUSED'})
+
+    const bad = await jarvis(['memory', 'read', 'notes/bad.md'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('.memory/notes/bad.md: line 3')
+    expect(bad.stderr).not.toMatch(/\n\s+at /) // no stack trace
+  })
+
+  it('exit 5 for a secret in the content, and nothing is written', async () => {
+    const token = fakeGithubToken()
+    const refused = await jarvis(['memory', 'write', 'notes/leak.md', '--json'], `deploy with ${token}\n`)
+    expect(refused.code).toBe(5)
+    expect(envelope(refused).error).toMatchObject({code: 'SECRET_REFUSED'})
+    expect(refused.stdout).not.toContain(token)
+    const episode = await jarvis(['memory', 'episode', '--title', 'Deploy'], `token ${token}\n`)
+    expect(episode.code).toBe(5)
+    expect((await scanMemory(root)).size).toBe(0)
+  })
+
+  it('episode twice writes one file; compact twice changes nothing the second time', async () => {
+    const args = ['memory', 'episode', '--title', 'SSH auth failures', '--project', 'app', '--outcome', 'runner_exec works', '--json']
+    const first = envelope<{path: string; created: boolean}>(await jarvis(args, '- rotated the key\n'))
+    const second = envelope<{path: string; created: boolean; changed: boolean}>(await jarvis(args, '- rotated the key\n'))
+    expect(first.result!.created).toBe(true)
+    expect(second.result).toMatchObject({path: first.result!.path, created: false, changed: false})
+    expect(first.result!.path).toMatch(/^episodes\/\d{4}-\d{2}-\d{2}\/ssh-auth-failures\.md$/)
+    expect([...(await scanMemory(root)).keys()]).toEqual([first.result!.path])
+
+    const compact = envelope(await jarvis(['memory', 'compact', '--project', 'app', '--json']))
+    expect(compact.result).toMatchObject({path: 'projects/app/summary.md', episodes: 1, changed: true})
+    const summary = await readFile(join(root, '.memory/projects/app/summary.md'), 'utf8')
+    expect(summary).toContain('- Outcome: runner_exec works')
+    const again = envelope(await jarvis(['memory', 'compact', '--project', 'app', '--json']))
+    expect(again.result).toMatchObject({episodes: 1, changed: false})
+    expect(await readFile(join(root, '.memory/projects/app/summary.md'), 'utf8')).toBe(summary)
+  })
+
+  it('context map writes context_map.json from the git repository holding the tree', async () => {
+    const repo = await tempDir('jarvis-files-repo-')
+    dirs.push(repo)
+    await makeRepo(repo)
+    root = (await initTree(repo, {})).root
+    const run = await jarvis(['context', 'map', '--json'])
+    expect(run.code).toBe(0)
+    const result = envelope<{path: string; map: {structure: unknown; database: unknown}}>(run).result!
+    expect(result.map.structure).toEqual(EXPECTED_STRUCTURE)
+    expect(result.map.database).toEqual({models: ['Post', 'User'], enums: ['Role']})
+    expect(JSON.parse(await readFile(join(root, '.memory/context_map.json'), 'utf8')).structure).toEqual(EXPECTED_STRUCTURE)
+  })
+})

@@ -1,0 +1,70 @@
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it} from 'vitest'
+
+import type {RecallResult} from '../../src/cli/recall.js'
+import {initTree} from '../../src/store/index.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {writeCorpus, corpusFiles} from '../search/corpus.js'
+import {cleanEnv} from './memory-helpers.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+
+async function tree(): Promise<string> {
+  const dir = await tempDir('jarvis-recall-')
+  dirs.push(dir)
+  const {root} = await initTree(dir, {})
+  await writeCorpus(join(root, '.memory'), corpusFiles())
+  return root
+}
+
+describe('jarvis recall', () => {
+  it('prints the [MEMORY CONTEXT] block on stdout and the keyword-only note on stderr', async () => {
+    const cwd = await tree()
+    const run = await runJarvis(['recall', 'runner_exec auth failures'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    const lines = run.stdout.trimEnd().split('\n')
+    expect(lines[0]).toBe('[MEMORY CONTEXT]')
+    expect(lines).toHaveLength(7)
+    expect(lines[1]).toBe('- bugs/ssh/runner-exec-auth-failures-after-the-key-rotation.md')
+    expect(lines[2]).toMatch(/^ {2}Summary: “Bug: runner_exec auth failures/)
+    expect(run.stderr.trim()).toBe('jarvis: keyword search only: no embeddings provider configured (set JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL)')
+  })
+
+  it('--json gives the block, the hits with snippets, the mode and the note; filters apply', async () => {
+    const cwd = await tree()
+    const run = await runJarvis(['recall', 'postgres', '--limit', '5', '--prefix', 'bugs/', '--tag', 'database', '--json'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    const {result} = envelope<RecallResult>(run)
+    expect(result!.mode).toBe('keyword')
+    expect(result!.note).toMatch(/no embeddings provider/)
+    expect(result!.hits.length).toBeGreaterThan(0)
+    expect(result!.hits.length).toBeLessThanOrEqual(5)
+    for (const hit of result!.hits) {
+      expect(hit.path.startsWith('bugs/')).toBe(true)
+      expect(hit.snippet[0].line).toBeGreaterThan(0)
+    }
+    expect(result!.block.split('\n')[0]).toBe('[MEMORY CONTEXT]')
+  })
+
+  it('falls back to keywords when the configured provider is down, and refuses a bad limit with exit 2', async () => {
+    const cwd = await tree()
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const run = await runJarvis(['recall', 'pgbouncer', '--json'], {cwd, env: cleanEnv(cwd, {JARVIS_EMBEDDINGS_URL: url, JARVIS_EMBEDDINGS_MODEL: 'nomic-embed-text'})})
+    expect(run.code, run.stderr).toBe(0)
+    const {result} = envelope<RecallResult>(run)
+    expect(result!.mode).toBe('keyword')
+    expect(result!.note).toMatch(/embeddings provider failed .*ECONNREFUSED/)
+    expect(result!.hits[0].path).toBe('decisions/postgres/run-pgbouncer-in-transaction-pooling-mode.md')
+
+    const bad = await runJarvis(['recall', 'x', '--limit', '50', '--json'], {cwd, env: cleanEnv(cwd)})
+    expect(bad.code).toBe(2)
+  })
+})

@@ -1,0 +1,149 @@
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {compactProject, parseMemoryFile, renderEpisode, renderSummary, writeEpisode, writeMemory} from '../../src/files/index.js'
+import {initTree, scanMemory} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {fakeGithubToken} from './helpers.js'
+
+const now = new Date('2026-01-17T15:04:05Z')
+
+describe('episodes', () => {
+  const dirs: string[] = []
+  let root: string
+
+  beforeEach(async () => {
+    const dir = await tempDir('jarvis-episodes-')
+    dirs.push(dir)
+    root = (await initTree(dir, {})).root
+  })
+  afterEach(async () => removeAll(dirs.splice(0)))
+
+  it('renders the seed template with front matter', () => {
+    const text = renderEpisode({title: 'Memory design', tags: ['zerg', 'memory'], body: '- Key decision\n', now, project: 'jarvis', outcome: 'memory_files table', topic: 'Zerg memory'})
+    expect(text).toBe(
+      [
+        '---',
+        'title: Memory design',
+        'tags: [zerg, memory]',
+        'date: 2026-01-17',
+        'project: jarvis',
+        'kind: episode',
+        '---',
+        '# Episode: Memory design',
+        'Date: 2026-01-17',
+        'Topic: Zerg memory',
+        'Outcome: memory_files table',
+        'Tags: ["zerg","memory"]',
+        '',
+        'Summary:',
+        '- Key decision',
+        '',
+      ].join('\n'),
+    )
+    expect(parseMemoryFile('x.md', text).frontMatter).toMatchObject({title: 'Memory design', tags: ['zerg', 'memory'], date: '2026-01-17'})
+  })
+
+  it('the same episode twice is one file; the same slug with other content is <slug>-2', async () => {
+    const input = {title: 'Memory design', tags: ['memory'], body: 'We chose files.\n', now}
+    expect(await writeEpisode(root, input)).toEqual({path: 'episodes/2026-01-17/memory-design.md', created: true, changed: true})
+    expect(await writeEpisode(root, {...input, now: new Date('2026-01-17T23:59:00Z')})).toEqual({path: 'episodes/2026-01-17/memory-design.md', created: false, changed: false})
+    expect(await writeEpisode(root, {...input, body: 'Something else.\n'})).toEqual({path: 'episodes/2026-01-17/memory-design-2.md', created: true, changed: true})
+    expect(await writeEpisode(root, {...input, body: 'Something else.\n'})).toMatchObject({path: 'episodes/2026-01-17/memory-design-2.md', changed: false})
+    expect(await writeEpisode(root, {...input, now: new Date('2026-01-18T00:00:00Z')})).toMatchObject({path: 'episodes/2026-01-18/memory-design.md', created: true})
+    expect((await scanMemory(root)).size).toBe(3)
+  })
+
+  it('refuses a secret (exit 5) and writes nothing', async () => {
+    await expect(writeEpisode(root, {title: 'Leak', body: `token ${fakeGithubToken()}`, now})).rejects.toMatchObject({exit: 5})
+    expect((await scanMemory(root)).size).toBe(0)
+  })
+})
+
+describe('compact', () => {
+  const dirs: string[] = []
+  let root: string
+
+  beforeEach(async () => {
+    const dir = await tempDir('jarvis-compact-')
+    dirs.push(dir)
+    root = (await initTree(dir, {})).root
+    // Episodes of project "app": by front matter project, by tag; one of another project; one malformed.
+    await writeEpisode(root, {title: 'SSH auth failures', body: '## Cause\nkey rotated\n## Fix\nnew key\n', outcome: 'runner_exec works again', project: 'app', now: new Date('2026-01-05T10:00:00Z')})
+    await writeEpisode(root, {title: 'Ads paused', tags: ['app', 'ads'], body: 'ROAS too low.\n- Outcome: paused until March\n', now: new Date('2026-01-15T10:00:00Z')})
+    await writeEpisode(root, {title: 'Ads budget', tags: ['app'], body: 'Budget cut.\n', outcome: 'budget 50/day', now: new Date('2026-01-15T11:00:00Z')})
+    await writeEpisode(root, {title: 'Other project', body: 'x\n', outcome: 'unrelated', project: 'other', now: new Date('2026-01-20T10:00:00Z')})
+    await writeMemory(root, 'notes/app.md', '---\nproject: app\n---\nnot an episode\n')
+    await mkdir(join(root, '.memory/episodes/2026-01-10'), {recursive: true})
+    await writeFile(join(root, '.memory/episodes/2026-01-10/bad.md'), '---\nproject: app\ntags: [app\n---\nOutcome: lost\n')
+  })
+  afterEach(async () => removeAll(dirs.splice(0)))
+
+  it('rolls the project episodes into projects/<slug>/summary.md, newest first, deterministically and idempotently', async () => {
+    const first = await compactProject(root, 'app', {now})
+    expect(first).toMatchObject({path: 'projects/app/summary.md', episodes: 3, changed: true})
+    expect(first.skipped).toHaveLength(1)
+    expect(first.skipped[0]).toContain('.memory/episodes/2026-01-10/bad.md: line 3')
+    const text = await readFile(join(root, '.memory/projects/app/summary.md'), 'utf8')
+    expect(text).toBe(
+      [
+        '---',
+        'title: "app: project summary"',
+        'tags: [app, summary]',
+        'project: app',
+        'kind: summary',
+        'episodes: 3',
+        'updated: 2026-01-15',
+        '---',
+        '# Project app: summary',
+        '',
+        'Rolled up from 3 episodes by `jarvis memory compact`, newest first. The episodes are kept; edit them, not this file.',
+        '',
+        '## 2026-01-15 — Ads budget',
+        '',
+        'Source: episodes/2026-01-15/ads-budget.md',
+        '',
+        '- Outcome: budget 50/day',
+        '',
+        '## 2026-01-15 — Ads paused',
+        '',
+        'Source: episodes/2026-01-15/ads-paused.md',
+        '',
+        '- Outcome: paused until March',
+        '',
+        '## 2026-01-05 — SSH auth failures',
+        '',
+        'Source: episodes/2026-01-05/ssh-auth-failures.md',
+        '',
+        '- Outcome: runner_exec works again',
+        '- Cause',
+        '- Fix',
+        '',
+      ].join('\n'),
+    )
+    expect(text).not.toContain('unrelated')
+
+    const second = await compactProject(root, 'app', {now: new Date('2027-01-01T00:00:00Z')})
+    expect(second).toMatchObject({path: 'projects/app/summary.md', episodes: 3, changed: false})
+    expect(await readFile(join(root, '.memory/projects/app/summary.md'), 'utf8')).toBe(text)
+    // The episodes stay.
+    expect([...(await scanMemory(root)).keys()].filter((p) => p.startsWith('episodes/'))).toHaveLength(5)
+  })
+
+  it('is bounded in length however many episodes there are', () => {
+    const episodes = Array.from({length: 200}, (_, i) =>
+      parseMemoryFile(`episodes/2026-02-${String((i % 28) + 1).padStart(2, '0')}/e${i}.md`, renderEpisode({title: `E${i} ${'x'.repeat(300)}`, body: '## h\n'.repeat(40), outcome: 'o'.repeat(500), now})),
+    )
+    const summary = renderSummary('big', episodes)
+    expect(summary.length).toBeLessThan(20_000)
+    expect(summary).toContain('older episodes, not shown')
+    expect(renderSummary('big', [...episodes].reverse())).toBe(summary)
+  })
+
+  it('writes nothing for a project without episodes and refuses bad slugs (exit 2)', async () => {
+    expect(await compactProject(root, 'none', {now})).toMatchObject({path: 'projects/none/summary.md', episodes: 0, changed: false})
+    await expect(compactProject(root, '../up', {now})).rejects.toMatchObject({exit: 2})
+  })
+})
