@@ -1,7 +1,7 @@
 import createDebug from 'debug'
 import {z} from 'zod'
 
-import {BadInputError, JarvisError, UnreachableError} from '../errors.js'
+import {BadInputError, JarvisError, SecretRefusedError, UnreachableError} from '../errors.js'
 import {
   activeProjectSchema,
   pullResponseSchema,
@@ -83,10 +83,19 @@ export class MemoryClient {
     return this.call('POST', '/api/projects/active', {projectId, switchedBy}, activeProjectSchema)
   }
 
-  private async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S): Promise<z.output<S>> {
+  /**
+   * The connection settings of a client, for the other clients of protocol/ (events.ts) that talk to the same
+   * server as an existing one (the outbox gets a MemoryClient from `jarvis sync`). Not part of the public API.
+   */
+  protected static optionsOf(client: MemoryClient): ClientOptions {
+    return {server: client.server, token: client.token, onBytes: client.onBytes}
+  }
+
+  /** One request: the error mapping of the contract, and the answer zod-parsed against `schema`. */
+  protected async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, extraHeaders: Record<string, string> = {}): Promise<z.output<S>> {
     const url = `${this.server}${path}`
     const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers: Record<string, string> = {accept: 'application/json'}
+    const headers: Record<string, string> = {...extraHeaders, accept: 'application/json'}
     if (payload !== undefined) headers['content-type'] = 'application/json'
     if (this.token) headers.authorization = `Bearer ${this.token}`
     let statusCode: number
@@ -112,6 +121,10 @@ export class MemoryClient {
     if (statusCode === 403) throw new BadInputError(`the jarvis server refused ${method} ${path} (HTTP 403): ${messageOf(json, text)}`, {status: statusCode, answer: json})
     if (statusCode >= 500) {
       throw new UnreachableError(`the jarvis server at ${this.server} failed (HTTP ${statusCode}): ${messageOf(json, text)}`, {server: this.server, status: statusCode})
+    }
+    // The server found a secret or personal data: the same refusal (exit 5) as the client-side check.
+    if (statusCode === 422 && (json as {error?: unknown} | undefined)?.error === 'sensitive') {
+      throw new SecretRefusedError(`the jarvis server refused ${method} ${path}: ${messageOf(json, text)}`, {findings: (json as {findings?: unknown}).findings})
     }
     if (statusCode >= 400) throw new BadInputError(`the jarvis server refused ${method} ${path} (HTTP ${statusCode}): ${messageOf(json, text)}`, {status: statusCode, answer: json})
     const parsed = schema.safeParse(json)

@@ -5,7 +5,7 @@
  */
 import {z} from 'zod'
 
-import {agentIdSchema, isoDateTimeSchema, PROJECT_SLUG_PATTERN} from './common.js'
+import {agentIdSchema, isoDateTimeSchema, PROJECT_SLUG_PATTERN, sha256HexSchema} from './common.js'
 
 /** The seed recommends 1200 characters (a warning in events/); past this hard limit an event is refused. */
 export const CONTENT_MD_MAX = 4000
@@ -30,7 +30,11 @@ export const scopeSchema = z
   })
 export type Scope = z.output<typeof scopeSchema>
 
-export const eventKindSchema = z.enum(['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation'])
+/**
+ * The seed's nine kinds, plus `conflict_resolution` (seed 001 §7 C-3): the janitor appends one when agents disagree
+ * on a key, asking a person or an agent to confirm.
+ */
+export const eventKindSchema = z.enum(['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'])
 export type EventKind = z.output<typeof eventKindSchema>
 
 export const confidenceSchema = z.enum(['high', 'med', 'low'])
@@ -65,6 +69,14 @@ export const storedMemoryEventSchema = memoryEventSchema.extend({
   event_id: z.string().min(1),
   /** Optional because a seed-style gateway may leave it out of a snapshot. */
   created_at: isoDateTimeSchema.optional(),
+  /** Superseded by a later event (seed 001 §7 C-2): hidden from pinned memory, still listed in the log. */
+  deprecated: z.boolean().default(false),
+  /** sha256 of `content_md` as stored (lowercase hex); absent from a seed-style gateway. */
+  content_hash: sha256HexSchema.optional(),
+  /** The janitor replaced a secret or personal data in this event with `[REDACTED:<rule>]` (seed 001 §8 MUST-S5). */
+  masked: z.boolean().optional(),
+  /** The janitor found this event past its `ttl_days`: a cleanup candidate, deleted only after a person approves. */
+  ttl_candidate: z.boolean().optional(),
 })
 export type StoredMemoryEvent = z.output<typeof storedMemoryEventSchema>
 

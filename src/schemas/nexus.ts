@@ -96,7 +96,7 @@ export const outboxEntrySchema = z
 export type OutboxEntry = z.output<typeof outboxEntrySchema>
 
 /** The entry types jarvis writes (seed 003 §8); readers accept any other name a newer version writes. */
-export const AUDIT_TYPES = ['sync', 'conflict', 'backup', 'resolution', 'partition', 'reconnect', 'delete', 'lock', 'error'] as const
+export const AUDIT_TYPES = ['sync', 'conflict', 'backup', 'resolution', 'partition', 'reconnect', 'delete', 'lock', 'error', 'mask'] as const
 export type AuditType = (typeof AUDIT_TYPES)[number]
 
 export const auditEntrySchema = z

@@ -10,12 +10,14 @@ import {parseJsonText} from '../schemas/index.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
 import {Broadcaster} from './broadcast.js'
 import type {TokenMap} from './config.js'
+import {EventService} from './events-service.js'
 import {HttpError} from './http-error.js'
+import {eventRoutes} from './routes/events.js'
 import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
 import {MemoryService} from './service.js'
-import type {MemoryStorage} from './storage/types.js'
+import type {ServerStorage} from './storage/types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,8 +38,8 @@ export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
 export interface BuildServerOptions {
-  /** The storage; the app owns it from now on and closes it when the app closes. */
-  storage: MemoryStorage
+  /** The storage (memory files and event log); the app owns it from now on and closes it when the app closes. */
+  storage: ServerStorage
   /** token → agent id. */
   tokens: TokenMap
   /** pino level of fastify's logger; default `info`. Tests pass `silent`. */
@@ -125,6 +127,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     now,
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
   })
+  const events = new EventService({storage: options.storage, now})
 
   // fastify's own JSON parser (proto-poisoning safe), with a message that says where the JSON breaks.
   const defaultJsonParser = app.getDefaultJsonParser('error', 'error')
@@ -205,6 +208,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     })
 
     memoryRoutes(scope, service)
+    eventRoutes(scope, events)
     projectRoutes(scope, service)
     wsRoutes(scope, service, broadcaster, now)
   })

@@ -9,6 +9,8 @@ export type HttpErrorCode =
   | 'invalid_content'
   | 'unauthorized'
   | 'forbidden'
+  | 'sensitive'
+  | 'idempotency_key_reused'
   | 'not_found'
   | 'stale'
   | 'too_large'

@@ -38,6 +38,8 @@ export interface StartServerOptions {
   /** How long close() waits for in-flight work before cutting connections; default 10 s. */
   closeTimeoutMs?: number
   now?: () => Date
+  /** Event-log appends arriving together share one transaction and fsync (default true; see storage/sqlite-events.ts). */
+  groupCommit?: boolean
 }
 
 export interface RunningServer {
@@ -83,7 +85,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   }
   const dataDir = options.dataDir ?? defaultDataDir(env)
   const resolved = await resolveTokens({tokens: options.tokens, tokensFile: options.tokensFile, env, dataDir})
-  const storage = openSqliteStorage(dataDir)
+  const storage = openSqliteStorage(dataDir, undefined, {groupCommit: options.groupCommit})
   const app = buildServer({
     storage,
     tokens: resolved.tokens,

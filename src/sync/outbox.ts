@@ -1,34 +1,42 @@
 import createDebug from 'debug'
 import {z} from 'zod'
 
-import {BadInputError, UnreachableError} from '../errors.js'
+import {BadInputError, SchemaError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
+import {EventsClient} from '../protocol/events.js'
+import {memoryEventSchema, parseWith} from '../schemas/index.js'
 import {appendAudit, readOutbox, removeFromOutbox} from '../store/index.js'
 
 const debug = createDebug('jarvis:outbox')
 
 /**
  * Sends what was queued while the server was away. Entries leave the outbox only once the server
- * accepted them; the server treats a replay as a no-op (a task is keyed by its taskId), so a crash
- * between sending and removing sends it twice and counts it once.
+ * accepted them; the server treats a replay as a no-op (a task is keyed by its taskId, a memory event by
+ * its Idempotency-Key, which is the outbox entry id), so a crash between sending and removing sends it
+ * twice and counts it once.
  */
 export async function flushOutbox(root: string, client: MemoryClient): Promise<{sent: number; left: number}> {
   const entries = await readOutbox(root)
+  const events = EventsClient.over(client)
   const sent: string[] = []
   let left = 0
   for (const entry of entries) {
     try {
       if (entry.kind === 'task-result') await client.syncTask(entry.payload, z.unknown())
       else if (entry.kind === 'active-project') await client.switchProject(String((entry.payload as {projectId?: unknown}).projectId))
-      else {
+      else if (entry.kind === 'memory-event') {
+        const event = parseWith(memoryEventSchema, entry.payload, `.nexus/outbox.jsonl entry ${entry.id}`)
+        const answer = await events.append(event, entry.id)
+        debug('outbox entry %s delivered as event %s (%s)', entry.id, answer.event_id, answer.status)
+      } else {
         left++
         continue
       }
       sent.push(entry.id)
     } catch (error) {
-      // The server answered but refused this entry: keep it for a person, do not block the others.
-      // Only a server we cannot reach at all stops the sync.
-      const answered = error instanceof BadInputError || (error instanceof UnreachableError && error.data.status !== undefined)
+      // The server answered but refused this entry (or it no longer fits its schema): keep it for a person, do not
+      // block the others. Only a server we cannot reach at all stops the sync.
+      const answered = error instanceof BadInputError || error instanceof SchemaError || (error instanceof UnreachableError && error.data.status !== undefined)
       if (!answered) {
         if (sent.length > 0) await removeFromOutbox(root, sent)
         throw error

@@ -43,6 +43,11 @@ export interface PlanInput {
   remoteIsIncremental: boolean
   /** Paths to leave alone this round (malformed local files): neither pushed nor overwritten. */
   skip?: ReadonlySet<string>
+  /**
+   * Hashes of what an earlier sync pushed without hearing back (killed, connection lost). A server
+   * holding exactly that is holding our own write: the local file supersedes it, there is nothing to merge.
+   */
+  pending?: Readonly<Record<string, string>>
 }
 
 export interface Plan {
@@ -84,6 +89,7 @@ export function planSync(input: PlanInput): Plan {
       else if (localHash === undefined && remoteLive) actions.push({kind: 'pull', path})
       else if (localHash !== undefined && remoteLive) {
         if (remoteEntry!.hash === localHash) actions.push({kind: 'record', path, remote: remoteEntry!})
+        else if (isOwnUnacknowledgedWrite(input, path, remoteEntry!)) actions.push({kind: 'push', path, baseRev: remoteEntry!.rev ?? null})
         else actions.push({kind: 'merge', path, baseRev: remoteEntry!.rev ?? null})
       }
       continue
@@ -121,11 +127,17 @@ export function planSync(input: PlanInput): Plan {
     else if (localHash === undefined) actions.push({kind: 'pull', path}) // an edit beats a deletion
     else if (!remoteLive) actions.push({kind: 'push', path, baseRev: remoteEntry!.rev ?? null}) // an edit beats a deletion
     else if (remoteEntry!.hash !== undefined && remoteEntry!.hash === localHash) actions.push({kind: 'record', path, remote: remoteEntry!})
+    else if (isOwnUnacknowledgedWrite(input, path, remoteEntry!)) actions.push({kind: 'push', path, baseRev: remoteEntry!.rev ?? null})
     else actions.push({kind: 'merge', path, baseRev: baseRevOf(baseEntry, remoteEntry)})
   }
 
   const deletions = actions.filter((a) => a.kind === 'delete-local' || a.kind === 'delete-remote').length
   return {actions, deletions, knownFiles: Object.keys(base).length}
+}
+
+function isOwnUnacknowledgedWrite(input: PlanInput, path: string, remote: RemoteEntry): boolean {
+  const pending = input.pending?.[path]
+  return pending !== undefined && remote.hash !== undefined && remote.hash === pending
 }
 
 /**

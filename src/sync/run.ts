@@ -175,7 +175,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     }
   }
 
-  const plan = planSync({mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, skip})
+  const plan = planSync({mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, skip, pending: pendingOf(state)})
   debug('plan %o', summarisePlan(plan))
   if (exceedsDeletionGuard(plan) && !options.force) {
     throw new ConflictLeftError(`this sync would delete ${plan.deletions} of ${plan.knownFiles} files; run \`jarvis sync --force\` if that is what you want`, {plan: summarisePlan(plan)})
@@ -289,6 +289,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   if (plan.actions.length > 0) await writeSyncState(root, state)
 
   if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0}
+  // Durably note what we are about to push: if the answer never arrives, the next sync recognises
+  // the server's copy as our own write instead of merging against it (and conflicting with ourselves).
+  if (pushedLocal.size > 0) {
+    state.pending = {...pendingOf(state), ...Object.fromEntries([...pushedLocal].map(([path, text]) => [path, hashText(text)]))}
+    await writeSyncState(root, state)
+  }
   let answer
   try {
     answer = await client.push(pushFiles, mode === 'revision' ? pushBase : undefined, deletes)
@@ -328,8 +334,16 @@ function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {
   return entries
 }
 
+function pendingOf(state: SyncState): Record<string, string> {
+  return (state.pending as Record<string, string> | undefined) ?? {}
+}
+
 async function recordBase(root: string, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): Promise<void> {
   await writeBase(root, path, text)
+  if (pendingOf(state)[path] !== undefined) {
+    const {[path]: _settled, ...rest} = pendingOf(state)
+    state.pending = Object.keys(rest).length > 0 ? rest : undefined
+  }
   const entry: SyncState['files'][string] = {hash: hashText(text), syncedAt: now().toISOString()}
   if (remote.rev !== undefined) entry.rev = remote.rev
   if (remote.updatedAt !== undefined) entry.updatedAt = remote.updatedAt

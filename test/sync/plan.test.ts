@@ -111,6 +111,15 @@ describe('planSync', () => {
     )
   })
 
+  it('recognises its own unacknowledged push on the server and pushes over it instead of merging', () => {
+    // We pushed h2 and were killed before the answer; since then the user edited again (h3).
+    const plan = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h2', rev: 2}}, remoteIsIncremental: false, pending: {'a.md': 'h2'}})
+    expect(plan.actions).toEqual([{kind: 'push', path: 'a.md', baseRev: 2}])
+    // Someone else's write is still merged.
+    const other = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h9', rev: 3}}, remoteIsIncremental: false, pending: {'a.md': 'h2'}})
+    expect(other.actions).toEqual([{kind: 'merge', path: 'a.md', baseRev: 3}])
+  })
+
   it('a server that forgot a file gets it back instead of deleting it here', () => {
     const plan = planSync({mode: 'revision', local: new Map([['a.md', 'h1']]), base: {'a.md': {hash: 'h1', rev: 4}}, remote: {}, remoteIsIncremental: false})
     expect(plan.actions).toEqual([{kind: 'push', path: 'a.md', baseRev: null}])

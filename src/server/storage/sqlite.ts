@@ -7,6 +7,7 @@
  *   and a client that was answered 200 would never push that change again).
  * - Every commit runs in one IMMEDIATE transaction: the base checks and the writes are atomic.
  * - `schema_migrations` records the applied schema versions; a database written by a newer server is refused.
+ * - Migration 2 adds the shared event log (sqlite-events.ts): `memory_events`, `memory_pins`, `memory_events_fts`.
  */
 import {chmodSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
@@ -15,14 +16,29 @@ import Database from 'better-sqlite3'
 
 import {JarvisError, ExitCode} from '../../errors.js'
 import {hashText} from '../../store/hash.js'
+import {EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
+import {WalSync, type SyncFn} from './wal-sync.js'
 import type {
+  AppendEventOutcome,
+  AppendEventRequest,
   BaseRev,
+  CleanupCandidate,
+  CleanupQuery,
   CommitOutcome,
   CommitRequest,
   CommitResult,
+  ConsolidationApplied,
+  ConsolidationChanges,
+  EventQuery,
+  EventQueryResult,
+  EventRecord,
   FileMeta,
   FileRecord,
-  MemoryStorage,
+  ImportedEvent,
+  JanitorInput,
+  ScopeFilter,
+  ServerStorage,
+  SnapshotRows,
   StatusSnapshot,
 } from './types.js'
 
@@ -63,6 +79,11 @@ const MIGRATIONS: readonly Migration[] = [
         created_at TEXT NOT NULL
       ) WITHOUT ROWID;
     `,
+  },
+  {
+    version: 2,
+    description: 'shared event log: memory_events, memory_pins, memory_events_fts (FTS5)',
+    sql: EVENTS_MIGRATION_SQL,
   },
 ]
 
@@ -110,13 +131,23 @@ export interface SqliteStorageOptions {
   dataDir: string
   /** File name inside `dataDir`; default `jarvis.sqlite`. */
   fileName?: string
+  /**
+   * Event-log appends that arrive together share one transaction (each in its own savepoint), and are answered once
+   * an asynchronous flush of the WAL has them on disk (sqlite-events.ts, wal-sync.ts); default true. False gives
+   * every append its own synchronous=FULL transaction (the benchmark compares both).
+   */
+  groupCommit?: boolean
+  /** How the WAL is flushed after a group commit; default fdatasync on the thread pool (tests replace it). */
+  walFlush?: SyncFn
 }
 
-export class SqliteStorage implements MemoryStorage {
+export class SqliteStorage implements ServerStorage {
   readonly file: string
   private readonly db: Database.Database
   private closed = false
   private readonly statements
+  private readonly events: SqliteEventLog
+  private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
     mkdirSync(options.dataDir, {recursive: true, mode: 0o700})
@@ -168,6 +199,17 @@ export class SqliteStorage implements MemoryStorage {
         'INSERT INTO idempotency_keys (key, seq, created_at) VALUES (?, ?, ?)',
       ),
     }
+    const groupCommit = options.groupCommit ?? true
+    let walSync: WalSync | null = null
+    if (groupCommit) {
+      try {
+        walSync = new WalSync(`${this.file}-wal`, options.walFlush)
+      } catch {
+        walSync = null // no WAL file to flush by hand: event-log batches commit with synchronous=FULL instead
+      }
+    }
+    this.walSync = walSync
+    this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
   }
 
   private migrate(): void {
@@ -318,14 +360,58 @@ export class SqliteStorage implements MemoryStorage {
     return run.immediate()
   }
 
+  // The event log (docs/event-log.md); the SQL lives in sqlite-events.ts.
+
+  async findDuplicate(identity: string, idempotencyKey?: string): Promise<{status: 'duplicate' | 'key_reused'; event: EventRecord} | null> {
+    return this.events.findDuplicateSync(identity, idempotencyKey)
+  }
+
+  async appendEvent(request: AppendEventRequest): Promise<AppendEventOutcome> {
+    return this.events.append(request)
+  }
+
+  async snapshotEvents(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): Promise<SnapshotRows> {
+    return this.events.snapshot(scopes, limitRecent, maxPinsPerScope)
+  }
+
+  async queryEvents(query: EventQuery): Promise<EventQueryResult> {
+    return this.events.query(query)
+  }
+
+  async janitorInput(visible: ScopeFilter, maxUnscanned: number): Promise<JanitorInput> {
+    return this.events.janitorInput(visible, maxUnscanned)
+  }
+
+  async applyConsolidation(changes: ConsolidationChanges): Promise<ConsolidationApplied> {
+    return this.events.applyConsolidation(changes)
+  }
+
+  async cleanupCandidates(query: CleanupQuery, limit: number): Promise<{candidates: CleanupCandidate[]; total: number}> {
+    return this.events.cleanupCandidates(query, limit)
+  }
+
+  async deleteEvents(eventIds: readonly string[], query: CleanupQuery): Promise<string[]> {
+    return this.events.deleteEvents(eventIds, query)
+  }
+
+  async importEvents(events: readonly ImportedEvent[]): Promise<string[]> {
+    return this.events.import(events)
+  }
+
+  async countEvents(): Promise<number> {
+    return this.events.count()
+  }
+
   async close(): Promise<void> {
     if (this.closed) return
+    this.events.flush()
     this.closed = true
+    await this.walSync?.close()
     this.db.close()
   }
 }
 
 /** Opens (creating when needed) the SQLite storage in `dataDir`. */
-export function openSqliteStorage(dataDir: string, fileName?: string): SqliteStorage {
-  return new SqliteStorage({dataDir, fileName})
+export function openSqliteStorage(dataDir: string, fileName?: string, options: Pick<SqliteStorageOptions, 'groupCommit' | 'walFlush'> = {}): SqliteStorage {
+  return new SqliteStorage({dataDir, fileName, ...options})
 }

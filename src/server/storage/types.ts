@@ -111,3 +111,220 @@ export interface MemoryStorage {
   /** Closes the backend; the instance is unusable afterwards. Idempotent. */
   close(): Promise<void>
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The shared event log (docs/event-log.md, seed 001): append-only memory events, their pins and a text index.
+// ---------------------------------------------------------------------------------------------------------
+
+/**
+ * A set of scopes: a scope belongs to it when it equals one of `exact` or starts with one of `prefixes`.
+ * The storage knows nothing of who may read what; the service turns the rules (events/rules.ts) into
+ * filters like `{exact: ['global', 'agent:claude'], prefixes: ['project:']}`.
+ */
+export interface ScopeFilter {
+  exact: readonly string[]
+  prefixes: readonly string[]
+}
+
+export function scopeMatches(filter: ScopeFilter, scope: string): boolean {
+  return filter.exact.includes(scope) || filter.prefixes.some((prefix) => scope.startsWith(prefix))
+}
+
+/** An event as the storage holds it. `seq` is the storage's insertion order: the newest event has the highest. */
+export interface EventRecord {
+  seq: number
+  event_id: string
+  agent_id: string
+  run_id: string
+  scope: string
+  kind: string
+  dedupe_key: string
+  confidence: 'high' | 'med' | 'low'
+  content_md: string
+  source: Record<string, unknown>
+  supersedes: string | null
+  ttl_days: number
+  /** Server time of the append, ISO 8601 UTC with milliseconds; never earlier than the previous append's. */
+  created_at: string
+  /** sha256 hex of `content_md` as stored (changes when the janitor masks it). */
+  content_hash: string
+  /** Superseded by a later event: never pinned again. */
+  deprecated: boolean
+  /** The janitor replaced sensitive text in it. */
+  masked: boolean
+  /** The janitor found it past its ttl_days. */
+  ttl_candidate: boolean
+  /** The secret/PII scan has seen it (every append is scanned; bulk imports are not). */
+  scanned: boolean
+}
+
+/** What an append stores; the storage adds `seq`, `event_id` and the flags. */
+export interface NewEvent {
+  agent_id: string
+  run_id: string
+  scope: string
+  kind: string
+  dedupe_key: string
+  confidence: 'high' | 'med' | 'low'
+  content_md: string
+  source: Record<string, unknown>
+  supersedes: string | null
+  ttl_days: number
+}
+
+export interface AppendEventRequest {
+  event: NewEvent
+  /** sha256 hex of the event's identity (events/rules.ts eventIdentity): the same event is stored once. */
+  identity: string
+  /** `<agent>:<Idempotency-Key header>` when the client sent one: a second append with it stores nothing. */
+  idempotencyKey?: string
+  /** sha256 hex of `content_md`. */
+  contentHash: string
+  /** The scopes the writer may see: a `supersedes` target outside them is treated as missing. */
+  visible: ScopeFilter
+  /** Server time, ISO 8601 UTC. */
+  now: string
+  /** Whether the secret/PII scan has seen it (true for every append through the server). */
+  scanned: boolean
+}
+
+export type AppendEventOutcome =
+  | {
+      status: 'created'
+      event: EventRecord
+      /** The live event that was pinned for this scope and dedupe_key before (the one this event replaces), if any. */
+      replaced: EventRecord | null
+      /** The `supersedes` target as it was before this append (it is deprecated now). */
+      superseded: EventRecord | null
+      /** How many events this agent has appended in this run_id, this one included. */
+      runCount: number
+    }
+  /** Stored before (same identity, or same idempotency key with the same identity): nothing was written. */
+  | {status: 'duplicate'; event: EventRecord}
+  /** The idempotency key was used for a different event: nothing was written. */
+  | {status: 'key_reused'; event: EventRecord}
+  /** `supersedes` names no event the writer can see: nothing was written. */
+  | {status: 'supersedes_missing'}
+
+export interface EventQuery {
+  /** Scopes the caller may read (always applied). */
+  visible: ScopeFilter
+  /** Further narrowing by scope (the `scope` parameter), if any. */
+  scope?: ScopeFilter
+  kind?: string
+  dedupeKey?: string
+  agentId?: string
+  /** created_at >= since (ISO 8601 UTC). */
+  since?: string
+  /** created_at < until (ISO 8601 UTC). */
+  until?: string
+  /** Full-text query as the user typed it; results are then ranked by relevance. */
+  text?: string
+  includeDeprecated: boolean
+  limit: number
+}
+
+export interface EventQueryResult {
+  /** Newest first, or best match first with `text` (then `score` is set: higher is better). */
+  events: (EventRecord & {score?: number})[]
+  /** How many events match, ignoring `limit`. */
+  total: number
+}
+
+export interface SnapshotRows {
+  /** For each scope, the newest live event of each dedupe_key: the first `maxPinsPerScope` keys in key order. */
+  pinned: EventRecord[]
+  /** The `limitRecent` newest events of all the scopes, newest first, live or deprecated. */
+  recent: EventRecord[]
+  /**
+   * For each pinned conflict_resolution event whose `source.conflict_key` names the key it flags: the newest live
+   * event of each agent on that key, so that the snapshot can tell an open conflict from a settled one.
+   */
+  contenders: EventRecord[]
+}
+
+export interface JanitorInput {
+  /**
+   * The events the janitor can act on: live events sharing a scope and dedupe_key with another live event
+   * (possible conflicts), live events with a ttl_days, and every conflict_resolution event (live or not).
+   */
+  events: EventRecord[]
+  /** Events (live or deprecated) the secret/PII scan has not seen yet, oldest first, at most `maxUnscanned`. */
+  unscanned: EventRecord[]
+  /** Unscanned events left beyond `maxUnscanned` (a later run scans them). */
+  unscannedLeft: number
+  /** How many events are pinned in the visible scopes. */
+  pinnedCount: number
+}
+
+export interface ConsolidationChanges {
+  /** Event ids to mark as ttl candidates. */
+  ttlCandidates: readonly string[]
+  /** conflict_resolution events to append (skipped when a live one with the same scope and dedupe_key exists). */
+  resolutions: readonly {key: string; request: AppendEventRequest}[]
+  /** Masked fields; applied only when the event's content_hash is still `expectHash`. */
+  masks: readonly {event_id: string; expectHash: string; content_md: string; content_hash: string; run_id: string; source: Record<string, unknown>}[]
+  /** Event ids the scan has now seen. */
+  scanned: readonly string[]
+}
+
+export interface ConsolidationApplied {
+  ttlMarked: string[]
+  /** key → the appended (or already present) resolution event id. */
+  resolutions: Map<string, {event_id: string; created: boolean}>
+  masked: string[]
+}
+
+export interface CleanupQuery {
+  visible: ScopeFilter
+  scope?: ScopeFilter
+  /** Only events created before this time (ISO 8601 UTC). */
+  createdBefore: string
+  /** Now (ISO 8601 UTC), for TTL expiry. */
+  now: string
+}
+
+export interface CleanupCandidate extends EventRecord {
+  /** Why it may go: past its ttl_days, or superseded. */
+  reason: 'expired' | 'deprecated'
+}
+
+/** Event-log operations. Like MemoryStorage, async so that a networked backend fits. */
+export interface EventStorage {
+  /** Looks up an earlier append of the same event (by idempotency key first, then identity) without writing. */
+  findDuplicate(identity: string, idempotencyKey?: string): Promise<{status: 'duplicate' | 'key_reused'; event: EventRecord} | null>
+  /**
+   * Appends one event in ONE transaction: duplicate check, `supersedes` check (the target must exist and be
+   * visible; it becomes deprecated), the insert, the pin of its scope and dedupe_key, the text index.
+   */
+  appendEvent(request: AppendEventRequest): Promise<AppendEventOutcome>
+  /** Pinned and recent events of the given scopes, read consistently. */
+  snapshotEvents(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): Promise<SnapshotRows>
+  queryEvents(query: EventQuery): Promise<EventQueryResult>
+  janitorInput(visible: ScopeFilter, maxUnscanned: number): Promise<JanitorInput>
+  /** Applies a consolidation in ONE transaction. */
+  applyConsolidation(changes: ConsolidationChanges): Promise<ConsolidationApplied>
+  /** Events of `query` older than `createdBefore` that are expired or deprecated; at most `limit`, oldest first. */
+  cleanupCandidates(query: CleanupQuery, limit: number): Promise<{candidates: CleanupCandidate[]; total: number}>
+  /** Deletes those of `eventIds` that are still candidates of `query`, in ONE transaction; returns the deleted ids. */
+  deleteEvents(eventIds: readonly string[], query: CleanupQuery): Promise<string[]>
+  /**
+   * Stores many events at once (imports, benchmarks, tests), in one transaction, keeping pins and the text
+   * index right. Every event gets `created_at` (default now), `scanned` (default false) and flags as given.
+   */
+  importEvents(events: readonly ImportedEvent[]): Promise<string[]>
+  /** Number of stored events. */
+  countEvents(): Promise<number>
+}
+
+export interface ImportedEvent extends NewEvent {
+  created_at: string
+  identity: string
+  content_hash: string
+  idempotency_key?: string
+  deprecated?: boolean
+  scanned?: boolean
+}
+
+/** What `jarvis serve` needs from a backend: the memory files and the event log. */
+export type ServerStorage = MemoryStorage & EventStorage

@@ -1,0 +1,50 @@
+import {BadInputError} from '../errors.js'
+import {findRoot} from '../store/index.js'
+import {searchMemoryFiles, type SearchHit} from '../search/index.js'
+import {listEvents, type ListOptions, type ListResult} from './memory.js'
+
+export interface MemorySearchOptions extends ListOptions {
+  query: string
+  /** Memory files only: every tag must be present. */
+  tags?: string[]
+  /** Memory files only: under this path of `.memory/`. */
+  prefix?: string
+}
+
+export interface MemorySearchResult {
+  query: string
+  /** Long-term memory files of this tree, ranked (keyword, or hybrid with embeddings). */
+  files: {hits: SearchHit[]; mode: 'hybrid' | 'keyword'; note?: string} | null
+  /** Events of the shared log, ranked by the server; null when no server is configured. */
+  events: ListResult | null
+  notes: string[]
+}
+
+/**
+ * `jarvis memory search`: the tree's memory files and the shared event log, each ranked by its own
+ * engine. A configured server that cannot be reached stops the command (exit 3, seed 001 MUST-6) rather
+ * than answering from the files alone as if that were everything.
+ */
+export async function searchMemory(options: MemorySearchOptions): Promise<MemorySearchResult> {
+  const notes: string[] = []
+  let root: string | undefined
+  try {
+    root = findRoot(process.cwd(), options.dir)
+  } catch {
+    notes.push('not in a jarvis tree: memory files not searched')
+  }
+  const files = root
+    ? await searchMemoryFiles(root, options.query, {limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until})
+    : null
+  if (files?.note) notes.push(files.note)
+
+  let events: ListResult | null = null
+  try {
+    events = await listEvents(options)
+  } catch (error) {
+    // No server anywhere: the files are all there is to search, and the answer says so.
+    if (!(error instanceof BadInputError) || !error.message.startsWith('no server to talk to')) throw error
+    notes.push('no server configured: the shared event log was not searched')
+  }
+  return {query: options.query, files: files ? {hits: files.hits, mode: files.mode, note: files.note} : null, events, notes}
+}

@@ -1,0 +1,245 @@
+import {readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+
+import {appendOutbox, initTree, readOutbox} from '../../src/store/index.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
+import {agentEnv, cleanEnv, closedPort, eventsOnServer, fakeGithubToken} from './memory-helpers.js'
+
+interface AppendJson {
+  agent_id: string
+  run_id: string
+  event_id?: string
+  status?: 'created' | 'duplicate'
+  events: {event_id: string; status: string; dedupe_key: string; scope: string}[]
+  warnings: string[]
+}
+
+describe('jarvis memory append', () => {
+  const dirs: string[] = []
+  let server: TestServer | undefined
+  let root: string
+
+  beforeEach(async () => {
+    root = await tempDir('jarvis-append-')
+    dirs.push(root)
+  })
+  afterEach(async () => {
+    await server?.close()
+    server = undefined
+    await removeAll(dirs.splice(0))
+  })
+
+  async function serve(): Promise<TestServer> {
+    server = await startTestServer()
+    dirs.push(server.dataDir)
+    return server
+  }
+
+  it('appends an event and answers its id and status; the same event again (same run) is a duplicate', async () => {
+    const {url} = await serve()
+    await initTree(root, {server: url, agent: 'claude', project: 'demo'})
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude, JARVIS_RUN_ID: 'run-append-1'})
+    const args = ['memory', 'append', '--dir', root, '--json', '--kind', 'decision', '--key', 'decision:memory_ssot', '--content', 'The gateway is the single source of truth (since 2026-02-02).']
+    const first = await runJarvis(args, {env})
+    expect(first.code, first.stderr).toBe(0)
+    const created = envelope<AppendJson>(first)
+    expect(created.result).toMatchObject({agent_id: 'claude', run_id: 'run-append-1', status: 'created'})
+    expect(created.result!.event_id).toEqual(expect.any(String))
+
+    const again = await runJarvis(args, {env})
+    expect(again.code, again.stderr).toBe(0)
+    expect(envelope<AppendJson>(again).result).toMatchObject({status: 'duplicate', event_id: created.result!.event_id})
+
+    const stored = await eventsOnServer(url, 'claude', {dedupe_key: 'decision:memory_ssot'})
+    expect(stored).toHaveLength(1)
+    expect(stored[0]).toMatchObject({agent_id: 'claude', run_id: 'run-append-1', scope: 'global', confidence: 'high', ttl_days: 0, source: {system: 'cli'}})
+
+    // Human output, --content - from stdin, and a scope, confidence and TTL from the flags.
+    const human = await runJarvis(
+      ['memory', 'append', '--dir', root, '--kind', 'bug', '--key', 'bug:gateway_401', '--scope', 'project:demo', '--confidence', 'med', '--ttl-days', '90', '--content', '-'],
+      {env, input: 'Gateway answers 401 after key rotation.\n'},
+    )
+    expect(human.code, human.stderr).toBe(0)
+    expect(human.stdout).toMatch(/appended bug bug:gateway_401 to project:demo: event \S+ \(created\)/)
+    const [bug] = await eventsOnServer(url, 'claude', {dedupe_key: 'bug:gateway_401'})
+    expect(bug).toMatchObject({scope: 'project:demo', confidence: 'med', ttl_days: 90, content_md: 'Gateway answers 401 after key rotation.'})
+  })
+
+  it('server warnings (a lower-confidence replacement) land in the --json envelope', async () => {
+    const {url} = await serve()
+    const env = agentEnv(root, url, 'claude')
+    const high = await runJarvis(['memory', 'append', '--json', '--kind', 'config', '--key', 'config:region', '--content', 'Region is eu-west-1.'], {cwd: root, env})
+    expect(high.code, high.stderr).toBe(0)
+    const low = await runJarvis(['memory', 'append', '--json', '--kind', 'config', '--key', 'config:region', '--confidence', 'low', '--content', 'Region might be us-east-1.'], {
+      cwd: root,
+      env: agentEnv(root, url, 'gemini'),
+    })
+    expect(low.code, low.stderr).toBe(0)
+    const result = envelope<AppendJson>(low)
+    expect(result.warnings.length).toBeGreaterThan(0)
+    expect(result.warnings.join('\n')).toMatch(/confidence/i)
+    expect(result.result!.warnings).toEqual(result.warnings)
+  })
+
+  it('a secret is refused before anything is sent: exit 5 naming kind, field, line and column, never the secret', async () => {
+    const {url} = await serve()
+    await initTree(root, {server: url, agent: 'claude'})
+    const secret = fakeGithubToken()
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})
+    const content = `Deploy notes.\nThe bot token is ${secret} for now.`
+    const run = await runJarvis(['memory', 'append', '--dir', root, '--json', '--kind', 'config', '--key', 'config:bot_token', '--content', content], {env})
+    expect(run.code).toBe(5)
+    const error = envelope(run).error!
+    expect(error.code).toBe('SECRET_REFUSED')
+    expect(error.message).toMatch(/content_md/)
+    expect(error.message).toMatch(/line 2, column \d+/)
+    expect(run.stdout + run.stderr).not.toContain(secret)
+
+    const human = await runJarvis(['memory', 'append', '--dir', root, '--kind', 'config', '--key', 'config:bot_token', '--content', content], {env})
+    expect(human.code).toBe(5)
+    expect(human.stderr).toMatch(/content_md/)
+    expect(human.stdout + human.stderr).not.toContain(secret)
+
+    // Personal data too, and from a file.
+    const file = join(root, 'pii.json')
+    // Not a reserved example domain (those are allowed); built at run time.
+    const address = `j.doe${Math.floor(Math.random() * 1e6)}@acme-widgets.io`
+    await writeFile(file, JSON.stringify({kind: 'fact', dedupe_key: 'fact:owner', content_md: `Owner: ${address}`}))
+    const pii = await runJarvis(['memory', 'append', '--dir', root, '--json', '--from-file', file], {env})
+    expect(pii.code).toBe(5)
+    expect(envelope(pii).error!.message).toMatch(/e-mail address in content_md at line 1, column 8/)
+    expect(pii.stdout + pii.stderr).not.toContain(address)
+
+    expect(await eventsOnServer(url, 'claude')).toEqual([])
+    expect(await readOutbox(root)).toEqual([])
+  })
+
+  it('offline: queues the event (exit 3), the next sync delivers it once, and a replayed entry is not stored twice', async () => {
+    const port = await closedPort()
+    await initTree(root, {server: `http://127.0.0.1:${port}`, agent: 'gemini', project: 'demo'})
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.gemini})
+    const offline = await runJarvis(['memory', 'append', '--dir', root, '--json', '--kind', 'todo', '--key', 'todo:rotate_keys', '--content', 'Rotate the staging keys.'], {env})
+    expect(offline.code).toBe(3)
+    const error = envelope(offline).error!
+    expect(error.code).toBe('UNREACHABLE')
+    expect(error.message).toMatch(/queued in \.nexus\/outbox\.jsonl.*next `jarvis sync`/s)
+    expect(error.data).toMatchObject({queued: true, kind: 'memory-event'})
+    const outbox = await readOutbox(root)
+    expect(outbox).toHaveLength(1)
+    expect(outbox[0]).toMatchObject({id: error.data!.id, kind: 'memory-event', payload: {agent_id: 'gemini', dedupe_key: 'todo:rotate_keys', scope: 'global'}})
+
+    const human = await runJarvis(['memory', 'append', '--dir', root, '--kind', 'todo', '--key', 'todo:renew_cert', '--content', 'Renew the certificate.'], {env})
+    expect(human.code).toBe(3)
+    expect(human.stderr).toMatch(/queued in \.nexus\/outbox\.jsonl/)
+
+    const {url} = await serve()
+    const sync = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
+    expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+    expect(envelope<{outbox: {sent: number; left: number}}>(sync).result!.outbox).toEqual({sent: 2, left: 0})
+    expect(await readOutbox(root)).toEqual([])
+    expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:rotate_keys'})).toHaveLength(1)
+    expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:renew_cert'})).toHaveLength(1)
+
+    // A crash between sending and removing leaves the entry behind: sending it again stores nothing new.
+    await appendOutbox(root, outbox[0])
+    const replay = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
+    expect(replay.code, replay.stdout + replay.stderr).toBe(0)
+    expect(envelope<{outbox: {sent: number; left: number}}>(replay).result!.outbox).toEqual({sent: 1, left: 0})
+    const second = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
+    expect(envelope<{outbox: {sent: number; left: number}}>(second).result!.outbox).toEqual({sent: 0, left: 0})
+    expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:rotate_keys'})).toHaveLength(1)
+  })
+
+  it('offline outside a tree: exit 3, nothing queued, and it says so', async () => {
+    const port = await closedPort()
+    const run = await runJarvis(['memory', 'append', '--json', '--kind', 'fact', '--key', 'fact:x', '--content', 'x'], {cwd: root, env: agentEnv(root, `http://127.0.0.1:${port}`, 'claude')})
+    expect(run.code).toBe(3)
+    expect(envelope(run).error!.message).toMatch(/nothing was queued/)
+  })
+
+  it('a batch from a file: up to 7 events are appended; 8 is refused with exit 2 and nothing is sent', async () => {
+    const {url} = await serve()
+    await initTree(root, {server: url, agent: 'openclaw'})
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.openclaw})
+    const event = (i: number) => ({kind: 'fact', dedupe_key: `fact:batch_${i}`, content_md: `Fact number ${i}.`})
+    const file = join(root, 'events.json')
+
+    await writeFile(file, JSON.stringify(Array.from({length: 8}, (_, i) => event(i))))
+    const eight = await runJarvis(['memory', 'append', '--dir', root, '--json', '--from-file', file], {env})
+    expect(eight.code).toBe(2)
+    expect(envelope(eight).error!.message).toMatch(/8 events in one run.*at most 7/)
+    expect(await eventsOnServer(url, 'openclaw')).toEqual([])
+
+    await writeFile(file, JSON.stringify(Array.from({length: 3}, (_, i) => event(i))))
+    const three = await runJarvis(['memory', 'append', '--dir', root, '--json', '--from-file', file], {env})
+    expect(three.code, three.stderr).toBe(0)
+    const result = envelope<AppendJson>(three).result!
+    expect(result.events.map((e) => e.dedupe_key)).toEqual(['fact:batch_0', 'fact:batch_1', 'fact:batch_2'])
+    expect(result.event_id).toBeUndefined()
+    const stored = await eventsOnServer(url, 'openclaw')
+    expect(stored).toHaveLength(3)
+    expect(new Set(stored.map((e) => e.run_id)).size).toBe(1)
+
+    // One event from stdin.
+    const one = await runJarvis(['memory', 'append', '--dir', root, '--json', '--from-file', '-'], {env, input: JSON.stringify(event(9))})
+    expect(one.code, one.stderr).toBe(0)
+    expect(envelope<AppendJson>(one).result!.status).toBe('created')
+  })
+
+  it('bad input exits 2 naming the field; no agent, a bad file, an agent_id that is not ours', async () => {
+    const {url} = await serve()
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude, JARVIS_SERVER: url})
+    const base = ['memory', 'append', '--json', '--agent', 'claude']
+
+    const badKey = await runJarvis([...base, '--kind', 'decision', '--key', 'CONFIG:FOO', '--content', 'x'], {cwd: root, env})
+    expect(badKey.code).toBe(2)
+    expect(envelope(badKey).error!.message).toMatch(/--key \(dedupe_key\): must be 1-64 characters/)
+
+    const badKind = await runJarvis([...base, '--kind', 'opinion', '--key', 'k', '--content', 'x'], {cwd: root, env})
+    expect(badKind.code).toBe(2)
+    expect(envelope(badKind).error!.message).toMatch(/--kind/)
+
+    const badScope = await runJarvis([...base, '--kind', 'fact', '--key', 'k', '--scope', 'team:x', '--content', 'x'], {cwd: root, env})
+    expect(badScope.code).toBe(2)
+    expect(envelope(badScope).error!.message).toMatch(/--scope/)
+
+    const noContent = await runJarvis([...base, '--kind', 'fact', '--key', 'k'], {cwd: root, env})
+    expect(noContent.code).toBe(2)
+    expect(envelope(noContent).error!.message).toMatch(/--content is required/)
+
+    const noAgent = await runJarvis(['memory', 'append', '--json', '--kind', 'fact', '--key', 'k', '--content', 'x'], {cwd: root, env})
+    expect(noAgent.code).toBe(2)
+    expect(envelope(noAgent).error!.message).toMatch(/--agent/)
+
+    const file = join(root, 'bad.json')
+    await writeFile(file, JSON.stringify([{kind: 'fact', dedupe_key: 'ok', content_md: 'fine'}, {kind: 'fact', dedupe_key: 'ok2', content_md: 'x', confidence: 'sure'}]))
+    const badFile = await runJarvis([...base, '--from-file', file], {cwd: root, env})
+    expect(badFile.code).toBe(2)
+    expect(envelope(badFile).error!.message).toContain(`${file}: [1]: confidence:`)
+
+    await writeFile(file, '[{"kind": "fact",\n  "dedupe_key": }]\n')
+    const broken = await runJarvis(['memory', 'append', '--agent', 'claude', '--from-file', file], {cwd: root, env})
+    expect(broken.code).toBe(2)
+    expect(broken.stderr).toMatch(/line 2, column \d+/)
+    expect(broken.stderr).not.toMatch(/\n\s+at /)
+
+    await writeFile(file, JSON.stringify({agent_id: 'gemini', kind: 'fact', dedupe_key: 'k', content_md: 'x'}))
+    const notOurs = await runJarvis([...base, '--from-file', file], {cwd: root, env})
+    expect(notOurs.code).toBe(2)
+    expect(envelope(notOurs).error!.message).toMatch(/agent_id is "gemini", but this command runs as "claude"/)
+
+    const both = await runJarvis([...base, '--from-file', file, '--kind', 'fact'], {cwd: root, env})
+    expect(both.code).toBe(2)
+
+    // Writing into another agent's private scope: the server refuses it (403 → exit 2).
+    const foreign = await runJarvis([...base, '--kind', 'fact', '--key', 'k', '--scope', 'agent:gemini', '--content', 'x'], {cwd: root, env})
+    expect(foreign.code).toBe(2)
+    expect(envelope(foreign).error!.message).toMatch(/403/)
+
+    expect(await eventsOnServer(url, 'claude')).toEqual([])
+    await expect(readFile(join(root, '.nexus', 'outbox.jsonl'), 'utf8')).rejects.toThrow()
+  })
+})

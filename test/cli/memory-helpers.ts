@@ -1,0 +1,44 @@
+/** Shared by the `jarvis memory` / `jarvis prompt` command tests. */
+import {createServer} from 'node:net'
+import {join} from 'node:path'
+
+import {EventsClient} from '../../src/protocol/events.js'
+import type {StoredMemoryEvent} from '../../src/schemas/index.js'
+import {TOKENS} from '../helpers/world.js'
+
+/** A port nothing listens on: bound by the OS, then released. */
+export async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/**
+ * The environment of a command run: no user config, and every JARVIS_* of the developer's shell blanked
+ * except what the test sets (settings.ts reads an empty variable as unset).
+ */
+export function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const blank = Object.fromEntries(Object.keys(process.env).filter((name) => name.startsWith('JARVIS_')).map((name) => [name, '']))
+  return {...blank, XDG_CONFIG_HOME: join(home, 'xdg'), ...extra}
+}
+
+/** The env of an agent talking to a server, outside any tree. */
+export function agentEnv(home: string, server: string, agent: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv(home, {JARVIS_SERVER: server, JARVIS_AGENT: agent, JARVIS_TOKEN: TOKENS[agent], ...extra})
+}
+
+/** What the server holds, read directly (not through the command under test). */
+export async function eventsOnServer(server: string, agent: string, query: Record<string, string | number | boolean> = {}): Promise<StoredMemoryEvent[]> {
+  const client = new EventsClient({server, token: TOKENS[agent]})
+  return (await client.events({limit: 500, include_deprecated: true, ...query})).events
+}
+
+/** A fake secret built at run time (never committed): a GitHub personal access token shape. */
+export function fakeGithubToken(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  let body = ''
+  for (let i = 0; i < 36; i++) body += alphabet[Math.floor(Math.random() * alphabet.length)]
+  return `ghp_${body}`
+}

@@ -1,0 +1,53 @@
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {initTree} from '../../src/store/index.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {cleanEnv} from './memory-helpers.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+
+async function dir(): Promise<string> {
+  const made = await tempDir('jarvis-prompt-')
+  dirs.push(made)
+  return made
+}
+
+describe('jarvis prompt', () => {
+  it('prints the seed §9 block for the agent, with this installation’s commands and the configured server', async () => {
+    const cwd = await dir()
+    await initTree(cwd, {server: 'http://127.0.0.1:8787', agent: 'claude'})
+    const run = await runJarvis(['prompt', '--agent', 'gemini'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain('JARVIS_RULESET=v1.0')
+    expect(run.stdout).toContain('you are agent "gemini"')
+    expect(run.stdout).toContain('`jarvis memory snapshot --agent gemini`')
+    expect(run.stdout).toContain('`jarvis memory append --agent gemini --kind decision --key <stable_key> --content')
+    expect(run.stdout).toMatch(/at most 7/)
+    expect(run.stdout).toMatch(/MUST-1.*MUST-2.*MUST-3.*MUST-6/s)
+    expect(run.stdout).toContain('http://127.0.0.1:8787')
+    expect(run.stderr).toMatch(/system instructions/)
+  })
+
+  it('--json gives {agent, text}; without a server it says how to set one', async () => {
+    const cwd = await dir()
+    const run = await runJarvis(['prompt', '--agent', 'openclaw', '--json'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    const {result} = envelope<{agent: string; text: string}>(run)
+    expect(Object.keys(result!).sort()).toEqual(['agent', 'text'])
+    expect(result!.agent).toBe('openclaw')
+    expect(result!.text).toContain('jarvis memory snapshot --agent openclaw')
+    expect(result!.text).toMatch(/set JARVIS_SERVER/)
+  })
+
+  it('an unknown agent, or none, exits 2', async () => {
+    const cwd = await dir()
+    const unknown = await runJarvis(['prompt', '--agent', 'siri', '--json'], {cwd, env: cleanEnv(cwd)})
+    expect(unknown.code).toBe(2)
+    expect(envelope(unknown).error!.message).toMatch(/unknown agent "siri": one of chatgpt, claude, gemini, openclaw/)
+    const none = await runJarvis(['prompt', '--json'], {cwd, env: cleanEnv(cwd)})
+    expect(none.code).toBe(2)
+    expect(envelope(none).error!.message).toMatch(/--agent/)
+  })
+})
