@@ -1,3 +1,4 @@
+import {NotATreeError} from '../errors.js'
 import {MemoryClient} from '../protocol/client.js'
 import type {NexusConfig} from '../schemas/index.js'
 import {findRoot, readConfig} from '../store/index.js'
@@ -12,6 +13,16 @@ export interface TreeContext {
 export async function openTree(dir: string | undefined): Promise<TreeContext> {
   const root = findRoot(process.cwd(), dir)
   return {root, config: await readConfig(root)}
+}
+
+/** The tree, when there is one: commands that talk only to the server also work outside a tree. */
+export async function openTreeIfAny(dir: string | undefined): Promise<TreeContext | undefined> {
+  try {
+    return await openTree(dir)
+  } catch (error) {
+    if (error instanceof NotATreeError && dir === undefined) return undefined
+    throw error
+  }
 }
 
 export interface Connection {

@@ -10,7 +10,7 @@ import {resolve} from 'node:path'
 import createDebug from 'debug'
 import {z} from 'zod'
 
-import {BadInputError, JarvisError, LockedError, NotATreeError, SchemaError, SecretRefusedError, UnreachableError} from '../errors.js'
+import {BadInputError, JarvisError, LockedError, SchemaError, SecretRefusedError, UnreachableError} from '../errors.js'
 import {assertNoSensitive, canRead, describeFindings, MAX_EVENTS_PER_RUN, RULESET_STAMP, type SensitiveFinding} from '../events/index.js'
 import {type CleanupResponse, type ConsolidateResponse, EventsClient, type EventQuery} from '../protocol/events.js'
 import {
@@ -29,7 +29,7 @@ import {
   type StoredMemoryEvent,
 } from '../schemas/index.js'
 import {appendAudit, appendOutbox, readNexusFile, withTreeLock, writeNexusFile} from '../store/index.js'
-import {connect, openTree, type TreeContext} from './context.js'
+import {connect, openTreeIfAny, type TreeContext} from './context.js'
 import {readUserConfig, resolveIdentity} from './settings.js'
 
 const debug = createDebug('jarvis:memory')
@@ -61,15 +61,6 @@ export function currentRunId(env: NodeJS.ProcessEnv = process.env): string {
   return processRunId
 }
 
-/** The tree, when there is one: the event-log commands also work outside a tree, as long as the server answers. */
-async function findTree(dir: string | undefined): Promise<TreeContext | undefined> {
-  try {
-    return await openTree(dir)
-  } catch (error) {
-    if (error instanceof NotATreeError && dir === undefined) return undefined
-    throw error
-  }
-}
 
 function checkAgent(agentId: string | undefined, why: string): z.output<typeof agentIdSchema> {
   if (!agentId) throw new BadInputError(`no agent ${why}: pass --agent, set JARVIS_AGENT, or run \`jarvis init --agent ID\``, {field: 'agent'})
@@ -270,7 +261,7 @@ function sensitiveFields(events: MemoryEvent[]): Record<string, string> {
  * the outbox under that same key (so a replay by `jarvis sync` is stored once) and the command exits 3.
  */
 export async function appendMemory(options: AppendOptions): Promise<AppendResult> {
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const agentId = checkAgent(identity.agentId, 'to write as')
   const runId = currentRunId()
@@ -394,7 +385,7 @@ function checkScopes(scopes: string[], flag: string): string[] {
  */
 export async function readSnapshot(options: SnapshotOptions): Promise<SnapshotResult> {
   const now = options.now ?? (() => new Date())
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
   if (options.offline) return readCachedSnapshot(tree, identity.agentId, options, now())
 
@@ -523,7 +514,7 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
     filters.q = options.query
   }
 
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   // Who asks is the token's agent; knowing it here turns a private scope of another agent into a clear refusal.
   const me = resolveIdentity({flags: {server: options.server}, env: process.env, tree: tree?.config, user: await readUserConfig()}).agentId
   if (me && filters.scope && !filters.scope.endsWith('*') && !canRead(me, filters.scope)) {
@@ -568,7 +559,7 @@ function idsOf(value: number | (string | {event_id: string})[]): {count: number;
 
 /** `jarvis memory consolidate`: the server's janitor; every masking and conflict also goes to the tree's audit log. */
 export async function consolidateMemory(options: ConsolidateOptions): Promise<ConsolidateResult> {
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const {client, identity} = await openEvents(tree, options)
   try {
     // Inside a tree the lock is taken first: a busy tree stops the command before the server changes anything,
@@ -673,7 +664,7 @@ function candidateOf(item: CleanupResponse['candidates'][number]): CleanupCandid
 export async function cleanupMemory(options: CleanupOptions): Promise<CleanupResult> {
   const days = parseDuration(options.olderThan, '--older-than')
   if (options.scope !== undefined && !/^(?:agent|project):\*$/.test(options.scope)) checkScopes([options.scope], '--scope')
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const {client, identity} = await openEvents(tree, options)
   try {
     // The server counts whole days: ask for the whole days below the limit, and keep only what is older than it

@@ -9,7 +9,7 @@ import {resolve} from 'node:path'
 
 import createDebug from 'debug'
 
-import {BadInputError, NotATreeError, UnreachableError} from '../errors.js'
+import {BadInputError, UnreachableError} from '../errors.js'
 import {
   type ActiveProject,
   type OutboxKind,
@@ -22,7 +22,7 @@ import {
   workerMemorySchema,
 } from '../schemas/index.js'
 import {appendOutbox, withTreeLock} from '../store/index.js'
-import {connect, openTree, type TreeContext} from './context.js'
+import {connect, openTreeIfAny, type TreeContext} from './context.js'
 import {readUserConfig, resolveIdentity} from './settings.js'
 
 const debug = createDebug('jarvis:task')
@@ -106,7 +106,7 @@ async function readStdin(): Promise<string> {
 /** `jarvis task complete`: POST the task; when the server cannot be reached, queue it and fail with exit 3. */
 export async function completeTask(options: TaskCompleteOptions): Promise<TaskCompleteResult> {
   const task = await readTaskResult(options)
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const agentId = identity.agentId ?? task.agentId
   if (!agentId) {
@@ -145,7 +145,7 @@ export interface SwitchProjectOptions {
 /** `jarvis switch-project`: the server records it and tells every client (STATE_CHANGED); offline it is queued. */
 export async function switchProject(options: SwitchProjectOptions): Promise<ActiveProject> {
   const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy: 'user-cli'}, 'projectId')
-  const tree = await findTree(options.dir)
+  const tree = await openTreeIfAny(options.dir)
   const {client} = await connect(tree, options)
   try {
     return await client.switchProject(body.projectId, 'user-cli')
@@ -161,15 +161,6 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
   }
 }
 
-/** The tree, when there is one: these commands also work without a tree as long as the server answers. */
-async function findTree(dir: string | undefined): Promise<TreeContext | undefined> {
-  try {
-    return await openTree(dir)
-  } catch (error) {
-    if (error instanceof NotATreeError && dir === undefined) return undefined
-    throw error
-  }
-}
 
 /**
  * Only a server that is away is worth waiting for: a network failure or a gateway/overload answer (502-504).

@@ -1,5 +1,5 @@
 /** Claude Code transcripts: `$CLAUDE_CONFIG_DIR/projects/<slug>/<sessionId>.jsonl` (research §1). */
-import {readdir, stat} from 'node:fs/promises'
+import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -7,6 +7,7 @@ import createDebug from 'debug'
 import {claudeHome, claudeProjectDir, claudeProjectSlug} from './claude-paths.js'
 import {readClaudeSession} from './claude-read.js'
 import type {SessionSummary} from './universal.js'
+import {listDir} from './dir.js'
 
 export {claudeHome, claudeProjectDir, claudeProjectSlug} from './claude-paths.js'
 export {type ClaudeChain, type ClaudeReadOptions, parseClaudeTranscript, readClaudeChain, readClaudeSession} from './claude-read.js'
@@ -14,15 +15,6 @@ export {appendClaudeSession, CLAUDE_WRITER_VERSION, type ClaudeWriteOptions, las
 
 const debug = createDebug('jarvis:session')
 
-async function listDir(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return []
-    throw error
-  }
-}
 
 /**
  * The project's directories: the slug (or `CLAUDE_CODE_PROJECT_DIR_NAME`), and for a path whose slug is longer

@@ -1,5 +1,5 @@
 /** Gemini CLI transcripts and checkpoints: `$GEMINI_CLI_HOME/.gemini/tmp/<project>/…` (research §2). */
-import {readdir, stat} from 'node:fs/promises'
+import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -20,18 +20,10 @@ export {
   writeGeminiCheckpoint,
   writeGeminiSession,
 } from './gemini-write.js'
+import {listDir} from './dir.js'
 
 const debug = createDebug('jarvis:session')
 
-async function listDir(dir: string): Promise<string[]> {
-  try {
-    return (await readdir(dir)).sort()
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return []
-    throw error
-  }
-}
 
 /**
  * The project's sessions (`chats/session-*.json` and `.jsonl`, main sessions only, one per sessionId: the

@@ -14,7 +14,7 @@
  * even when the two tools render it slightly differently.
  */
 import {randomUUID} from 'node:crypto'
-import {readdir, readFile, stat} from 'node:fs/promises'
+import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
@@ -40,6 +40,7 @@ import {
   writeRegistry,
 } from './registry.js'
 import type {SessionSummary, SessionTranscript, UniversalMessage} from './universal.js'
+import {listDir} from './dir.js'
 
 /** A Claude session file changed less than this long ago, by anything but jarvis, is taken to be open in Claude Code. */
 export const CLAUDE_IN_USE_MS = 10_000
@@ -299,15 +300,6 @@ export interface SessionLists {
   gemini: SessionSummary[]
 }
 
-async function names(dir: string): Promise<string[]> {
-  try {
-    return (await readdir(dir)).sort()
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return []
-    throw error
-  }
-}
 
 async function lightSummary(provider: Provider, path: string, sessionId: string, tag?: string): Promise<SessionSummary | undefined> {
   try {
@@ -325,12 +317,12 @@ async function lightSummary(provider: Provider, path: string, sessionId: string,
  */
 export async function locateByName(root: string, env: NodeJS.ProcessEnv): Promise<SessionLists> {
   const claudeDir = claudeProjectDir(root, env)
-  const claude = (await names(claudeDir))
+  const claude = (await listDir(claudeDir))
     .filter((name) => name.endsWith('.jsonl') && !name.startsWith('agent-'))
     .map((name) => lightSummary('claude', join(claudeDir, name), name.slice(0, -'.jsonl'.length)))
   const gemini: Array<Promise<SessionSummary | undefined>> = []
   for (const dir of await geminiProjectDirs(root, env)) {
-    for (const name of await names(dir)) {
+    for (const name of await listDir(dir)) {
       if (!name.startsWith('checkpoint-') || !name.endsWith('.json')) continue
       const raw = name.slice('checkpoint-'.length, -'.json'.length)
       let tag = raw
