@@ -130,34 +130,6 @@ export function scopeMatches(filter: ScopeFilter, scope: string): boolean {
   return filter.exact.includes(scope) || filter.prefixes.some((prefix) => scope.startsWith(prefix))
 }
 
-/** An event as the storage holds it. `seq` is the storage's insertion order: the newest event has the highest. */
-export interface EventRecord {
-  seq: number
-  event_id: string
-  agent_id: string
-  run_id: string
-  scope: string
-  kind: string
-  dedupe_key: string
-  confidence: 'high' | 'med' | 'low'
-  content_md: string
-  source: Record<string, unknown>
-  supersedes: string | null
-  ttl_days: number
-  /** Server time of the append, ISO 8601 UTC with milliseconds; never earlier than the previous append's. */
-  created_at: string
-  /** sha256 hex of `content_md` as stored (changes when the janitor masks it). */
-  content_hash: string
-  /** Superseded by a later event: never pinned again. */
-  deprecated: boolean
-  /** The janitor replaced sensitive text in it. */
-  masked: boolean
-  /** The janitor found it past its ttl_days. */
-  ttl_candidate: boolean
-  /** The secret/PII scan has seen it (every append is scanned; bulk imports are not). */
-  scanned: boolean
-}
-
 /** What an append stores; the storage adds `seq`, `event_id` and the flags. */
 export interface NewEvent {
   agent_id: string
@@ -170,6 +142,24 @@ export interface NewEvent {
   source: Record<string, unknown>
   supersedes: string | null
   ttl_days: number
+}
+
+/** An event as the storage holds it. `seq` is the storage's insertion order: the newest event has the highest. */
+export interface EventRecord extends NewEvent {
+  seq: number
+  event_id: string
+  /** Server time of the append, ISO 8601 UTC with milliseconds; never earlier than the previous append's. */
+  created_at: string
+  /** sha256 hex of `content_md` as stored (changes when the janitor masks it). */
+  content_hash: string
+  /** Superseded by a later event: never pinned again. */
+  deprecated: boolean
+  /** The janitor replaced sensitive text in it. */
+  masked: boolean
+  /** The janitor found it past its ttl_days. */
+  ttl_candidate: boolean
+  /** The secret/PII scan has seen it (every append is scanned; bulk imports are not). */
+  scanned: boolean
 }
 
 export interface AppendEventRequest {
