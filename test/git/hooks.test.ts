@@ -7,13 +7,13 @@ import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
 import {BLOCK_END, BLOCK_START, hookBlock, HOOK_NAMES, withBlock, withoutBlock} from '../../src/git/hooks.js'
-import {initTree} from '../../src/store/index.js'
+import {initTree, isTreeLockHeld} from '../../src/store/index.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {startTestServer, TOKENS} from '../helpers/world.js'
 
 const tempDir = (prefix: string) => mkdtemp(join(tmpdir(), prefix))
-const removeAll = (paths: string[]) => Promise.all(paths.map((p) => rm(p, {recursive: true, force: true})))
+const removeAll = (paths: string[]) => Promise.all(paths.map((p) => rm(p, {recursive: true, force: true, maxRetries: 5, retryDelay: 100})))
 
 interface HooksJson {
   hooksDir: string
@@ -180,6 +180,10 @@ describe('jarvis hooks install', () => {
         files = (await client.status()).files
       }
       expect(Object.keys(files)).toContain('from-hook.md')
+      // Let the background sync finish its bookkeeping (bases, audit line, lock) before the tree is removed.
+      while (Date.now() < end && ((await isTreeLockHeld(repo)) || !(await readFile(join(repo, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')).includes('"type":"sync"'))) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
     } finally {
       await client.close()
       await server.close()

@@ -120,5 +120,6 @@ export async function makeClient(server: string, agent: string = 'claude'): Prom
 }
 
 export async function removeAll(paths: string[]): Promise<void> {
-  await Promise.all(paths.map((p) => rm(p, {recursive: true, force: true})))
+  // A background process (a git hook's sync, a killed writer's sibling) may still be finishing: retry ENOTEMPTY.
+  await Promise.all(paths.map((p) => rm(p, {recursive: true, force: true, maxRetries: 5, retryDelay: 100})))
 }
