@@ -19,6 +19,7 @@ import {
   type UniversalMessage,
   writeClaudeSession,
 } from '../../src/session/index.js'
+import {clock, gist} from './helpers.js'
 
 const FIXTURES = new URL('../../fixtures/transcripts/', import.meta.url).pathname
 const V1 = '6b8f1c2a-0d3e-4f5a-9b7c-1a2b3c4d5e6f'
@@ -31,17 +32,7 @@ const ROOT = '/home/dev/acme-api'
 const fixture = (name: string) => join(FIXTURES, name)
 const claudeFixture = (id: string) => fixture(`claude/${id}.jsonl`)
 
-function clock() {
-  let n = 0
-  return {now: () => new Date('2026-09-01T12:00:00.000Z'), newId: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`}
-}
 
-/** What a message says, without ids, timestamps or metadata. */
-function gist(m: UniversalMessage): string {
-  if (m.type === 'tool_use') return `${m.role} use ${m.content.tool_use?.tool_name} ${JSON.stringify(m.content.tool_use?.tool_input)}`
-  if (m.type === 'tool_result') return `${m.role} result ${JSON.stringify({o: m.content.tool_result?.output, e: m.content.tool_result?.error})}`
-  return `${m.role} text ${m.content.text}`
-}
 
 let dir: string
 let env: NodeJS.ProcessEnv

@@ -21,6 +21,7 @@ import {
   writeGeminiCheckpoint,
   writeGeminiSession,
 } from '../../src/session/index.js'
+import {clock, gist} from './helpers.js'
 
 const FIXTURES = new URL('../../fixtures/transcripts/', import.meta.url).pathname
 const LEGACY = 'session-2025-10-01T10-00-3b9e6f4a.json'
@@ -34,16 +35,7 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 
 const gfix = (name: string) => join(FIXTURES, 'gemini', name)
 
-function clock() {
-  let n = 0
-  return {now: () => new Date('2026-09-01T12:00:00.000Z'), newId: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`}
-}
 
-function gist(m: UniversalMessage): string {
-  if (m.type === 'tool_use') return `${m.role} use ${m.content.tool_use?.tool_name} ${JSON.stringify(m.content.tool_use?.tool_input)}`
-  if (m.type === 'tool_result') return `${m.role} result ${JSON.stringify({o: m.content.tool_result?.output, e: m.content.tool_result?.error})}`
-  return `${m.role} text ${m.content.text}`
-}
 
 let dir: string
 let env: NodeJS.ProcessEnv

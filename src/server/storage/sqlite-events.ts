@@ -447,25 +447,17 @@ export class SqliteEventLog {
     const params: unknown[] = []
     const where = [scopeSql(query.visible, params, 'e.scope')]
     if (query.scope !== undefined) where.push(scopeSql(query.scope, params, 'e.scope'))
-    if (query.kind !== undefined) {
-      where.push('e.kind = ?')
-      params.push(query.kind)
-    }
-    if (query.dedupeKey !== undefined) {
-      where.push('e.dedupe_key = ?')
-      params.push(query.dedupeKey)
-    }
-    if (query.agentId !== undefined) {
-      where.push('e.agent_id = ?')
-      params.push(query.agentId)
-    }
-    if (query.since !== undefined) {
-      where.push('e.created_at >= ?')
-      params.push(query.since)
-    }
-    if (query.until !== undefined) {
-      where.push('e.created_at < ?')
-      params.push(query.until)
+    const conditions: [unknown, string][] = [
+      [query.kind, 'e.kind = ?'],
+      [query.dedupeKey, 'e.dedupe_key = ?'],
+      [query.agentId, 'e.agent_id = ?'],
+      [query.since, 'e.created_at >= ?'],
+      [query.until, 'e.created_at < ?'],
+    ]
+    for (const [value, sql] of conditions) {
+      if (value === undefined) continue
+      where.push(sql)
+      params.push(value)
     }
     if (!query.includeDeprecated) where.push('e.deprecated = 0')
     const read = this.db.transaction((): EventQueryResult => {
