@@ -20,8 +20,9 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'ops', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'ops', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  ops: ['ops', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   server: ['server', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
@@ -68,6 +69,18 @@ describe('architecture', () => {
   it('keeps clocks and randomness out of the pure folders', () => {
     const pure = files.filter((f) => f.rel.startsWith('merge/') || /(^|\/)plan\.ts$/.test(f.rel))
     const offending = pure.filter((f) => /Date\.now\(|new Date\(\)|Math\.random\(/.test(readFileSync(f.path, 'utf8'))).map((f) => f.rel)
+    expect(offending).toEqual([])
+  })
+
+  it('keeps operations free of the doors: no oclif, no printing, no stdin (commands, MCP tools and hooks do that)', () => {
+    const ops = files.filter((f) => f.rel.startsWith('ops/'))
+    expect(ops.length).toBeGreaterThan(0)
+    const offending = ops.flatMap((f) => {
+      const text = readFileSync(f.path, 'utf8')
+      const found = f.imports.filter((spec) => /^@oclif|^@modelcontextprotocol/.test(spec)).map((spec) => `${f.rel} imports ${spec}`)
+      if (/process\.(stdout|stderr|stdin)\b/.test(text)) found.push(`${f.rel} uses process.stdout/stderr/stdin`)
+      return found
+    })
     expect(offending).toEqual([])
   })
 

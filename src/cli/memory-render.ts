@@ -1,7 +1,6 @@
 /** Human output of the `jarvis memory` commands; `--json` prints their results instead. */
 import type {StoredMemoryEvent} from '../schemas/index.js'
-import type {MemorySearchResult} from './memory-search.js'
-import {type AppendResult, type CleanupCandidate, type CleanupResult, type ConsolidateResult, formatAge, type ListResult, type SnapshotResult} from './memory.js'
+import {type AppendResult, type CleanupCandidate, type CleanupResult, type ConsolidateResult, formatAge, type ListResult, type MemorySearchResult, type SnapshotResult} from '../ops/index.js'
 
 export function renderAppend(result: AppendResult): string {
   return result.events

@@ -5,9 +5,9 @@ import {isJarvisError} from '../errors.js'
 import {startWatch, type SyncInfo, type WatchEvent, type WatchStats} from '../sync/watch.js'
 import type {SyncResult} from '../sync/run.js'
 import {exitCodeOf} from './base-command.js'
-import {connect, openTree} from './context.js'
+import {connect, openTree} from '../ops/index.js'
 import {renderSync} from './render.js'
-import type {SyncOnceOptions} from './sync.js'
+import type {SyncOnceOptions} from '../ops/index.js'
 
 const debug = createDebug('jarvis:watch')
 

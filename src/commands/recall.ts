@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
-import {recallMemory, type RecallResult} from '../cli/recall.js'
+import {recallMemory, type RecallResult} from '../ops/index.js'
 
 export default class Recall extends JarvisCommand<typeof Recall> {
   static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query (seed 004 §7).'

@@ -2,8 +2,8 @@ import {Flags, ux} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
-import {renderSync} from '../cli/render.js'
-import {syncOnce} from '../cli/sync.js'
+import {progressLine, renderSync} from '../cli/render.js'
+import {syncOnce} from '../ops/index.js'
 import type {WatchSummary} from '../cli/watch.js'
 import type {SyncResult} from '../sync/run.js'
 
@@ -46,7 +46,7 @@ export default class Sync extends JarvisCommand<typeof Sync> {
       agent: this.flags.agent,
       dryRun: this.flags['dry-run'],
       force: this.flags.force,
-      progress: !this.flags.quiet && !this.jsonEnabled() && process.stderr.isTTY,
+      onProgress: !this.flags.quiet && !this.jsonEnabled() && process.stderr.isTTY ? progressLine : undefined,
     })
     if (!this.flags.quiet) this.log(renderSync(result))
     return result

@@ -1,5 +1,6 @@
 import {JarvisCommand} from '../../cli/base-command.js'
-import {contextMap, type ContextMapResult, renderContextMap} from '../../cli/files.js'
+import {contextMap, type ContextMapResult} from '../../ops/index.js'
+import {renderContextMap} from '../../cli/files-render.js'
 
 export default class ContextMap extends JarvisCommand<typeof ContextMap> {
   static summary = "Write .memory/context_map.json from the repository's tracked files."

@@ -2,8 +2,9 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {appendMemory, type AppendResult} from '../../cli/memory.js'
+import {appendMemory, type AppendResult} from '../../ops/index.js'
 import {renderAppend} from '../../cli/memory-render.js'
+import {readNamedInput, readStdin} from '../../cli/input.js'
 
 const fieldFlag = {exclusive: ['from-file'], helpGroup: 'EVENT'}
 
@@ -37,8 +38,8 @@ When the server cannot be reached the event is queued in .nexus/outbox.jsonl, th
       dir: flags.dir,
       server: flags.server,
       agent: flags.agent,
-      fromFile: flags['from-file'],
-      fields: {kind: flags.kind, key: flags.key, content: flags.content, scope: flags.scope, confidence: flags.confidence, supersedes: flags.supersedes, ttlDays: flags['ttl-days']},
+      eventsText: flags['from-file'] === undefined ? undefined : await readNamedInput(flags['from-file'], 'the events'),
+      fields: {kind: flags.kind, key: flags.key, content: flags.content === '-' ? await readStdin() : flags.content, scope: flags.scope, confidence: flags.confidence, supersedes: flags.supersedes, ttlDays: flags['ttl-days']},
       warn: (message) => this.warn(message),
     })
     this.log(renderAppend(result))

@@ -2,7 +2,8 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {cleanupMemory, type CleanupResult} from '../../cli/memory.js'
+import {cleanupMemory, type CleanupResult} from '../../ops/index.js'
+import {terminalConfirm} from '../../cli/confirm.js'
 import {renderCleanup} from '../../cli/memory-render.js'
 
 export default class MemoryCleanup extends JarvisCommand<typeof MemoryCleanup> {
@@ -32,6 +33,7 @@ export default class MemoryCleanup extends JarvisCommand<typeof MemoryCleanup> {
       scope: flags.scope,
       dryRun: flags['dry-run'],
       yes: flags.yes,
+      confirm: terminalConfirm(),
     })
     this.log(renderCleanup(result))
     return result

@@ -1,7 +1,8 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryCompact, renderCompact} from '../../cli/files.js'
+import {memoryCompact} from '../../ops/index.js'
+import {renderCompact} from '../../cli/files-render.js'
 import type {CompactResult} from '../../files/index.js'
 
 export default class MemoryCompact extends JarvisCommand<typeof MemoryCompact> {

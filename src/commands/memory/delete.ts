@@ -1,7 +1,8 @@
 import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryDelete, renderDelete} from '../../cli/files.js'
+import {memoryDelete} from '../../ops/index.js'
+import {renderDelete} from '../../cli/files-render.js'
 import type {DeleteResult} from '../../files/index.js'
 
 export default class MemoryDelete extends JarvisCommand<typeof MemoryDelete> {

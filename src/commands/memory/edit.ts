@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryEdit, renderEdit} from '../../cli/files.js'
+import {memoryEdit} from '../../ops/index.js'
+import {renderEdit} from '../../cli/files-render.js'
 
 export default class MemoryEdit extends JarvisCommand<typeof MemoryEdit> {
   static summary = 'Replace one exact piece of text in a memory file.'

@@ -1,8 +1,10 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryEpisode, renderWrite} from '../../cli/files.js'
+import {memoryEpisode} from '../../ops/index.js'
+import {renderWrite} from '../../cli/files-render.js'
 import type {WriteResult} from '../../files/index.js'
+import {readContent} from '../../cli/input.js'
 
 export default class MemoryEpisode extends JarvisCommand<typeof MemoryEpisode> {
   static summary = 'Record an episode: episodes/YYYY-MM-DD/<slug>.md in the episode template (seed 004 §8).'
@@ -22,7 +24,7 @@ Refused (exit 5, nothing written) when it holds a secret or personal data.`
 
   async run(): Promise<WriteResult> {
     const {flags} = this
-    const result = await memoryEpisode({dir: flags.dir, title: flags.title, tags: flags.tag, project: flags.project, topic: flags.topic, outcome: flags.outcome, refs: flags.refs, file: flags.file})
+    const result = await memoryEpisode({dir: flags.dir, title: flags.title, tags: flags.tag, project: flags.project, topic: flags.topic, outcome: flags.outcome, refs: flags.refs, body: await readContent(flags.file)})
     this.log(renderWrite(result))
     return result
   }

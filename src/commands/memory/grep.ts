@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {type GrepResult, memoryGrep, renderGrep} from '../../cli/files.js'
+import {type GrepResult, memoryGrep} from '../../ops/index.js'
+import {renderGrep} from '../../cli/files-render.js'
 
 export default class MemoryGrep extends JarvisCommand<typeof MemoryGrep> {
   static summary = 'Lines of memory files matching a regular expression, with line numbers.'

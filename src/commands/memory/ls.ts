@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {type LsResult, memoryLs, renderLs} from '../../cli/files.js'
+import {type LsResult, memoryLs} from '../../ops/index.js'
+import {renderLs} from '../../cli/files-render.js'
 
 export default class MemoryLs extends JarvisCommand<typeof MemoryLs> {
   static summary = 'List memory files (.memory/**/*.md) under a path prefix.'

@@ -1,7 +1,8 @@
 import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryRead, type ReadResult, renderRead} from '../../cli/files.js'
+import {memoryRead, type ReadResult} from '../../ops/index.js'
+import {renderRead} from '../../cli/files-render.js'
 
 export default class MemoryRead extends JarvisCommand<typeof MemoryRead> {
   static summary = 'Print a memory file.'

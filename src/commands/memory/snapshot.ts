@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {DEFAULT_LIMIT_RECENT, readSnapshot, type SnapshotResult} from '../../cli/memory.js'
+import {DEFAULT_LIMIT_RECENT, readSnapshot, type SnapshotResult} from '../../ops/index.js'
 import {renderSnapshot} from '../../cli/memory-render.js'
 
 export default class MemorySnapshot extends JarvisCommand<typeof MemorySnapshot> {

@@ -1,7 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
+import {readContent} from '../../cli/input.js'
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryWrite, renderWrite} from '../../cli/files.js'
+import {memoryWrite} from '../../ops/index.js'
+import {renderWrite} from '../../cli/files-render.js'
 import type {WriteResult} from '../../files/index.js'
 
 export default class MemoryWrite extends JarvisCommand<typeof MemoryWrite> {
@@ -25,7 +27,7 @@ Refused (exit 5, nothing written) when the content holds a secret or personal da
 
   async run(): Promise<WriteResult> {
     const {flags} = this
-    const result = await memoryWrite({dir: flags.dir, path: this.args.path, title: flags.title, tags: flags.tag, file: flags.file})
+    const result = await memoryWrite({dir: flags.dir, path: this.args.path, title: flags.title, tags: flags.tag, content: await readContent(flags.file)})
     this.log(renderWrite(result))
     return result
   }

@@ -1,5 +1,6 @@
 import {JarvisCommand} from '../../cli/base-command.js'
-import {renderSessionList, sessionList, type SessionListResult} from '../../cli/session.js'
+import {sessionList, type SessionListResult} from '../../ops/index.js'
+import {renderSessionList} from '../../cli/session-render.js'
 
 export default class SessionList extends JarvisCommand<typeof SessionList> {
   static summary = "This project's Claude Code and Gemini CLI sessions, with message counts, last activity, tag and sync status."

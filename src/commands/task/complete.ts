@@ -2,7 +2,8 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {completeTask, type TaskCompleteResult} from '../../cli/task.js'
+import {completeTask, type TaskCompleteResult} from '../../ops/index.js'
+import {readNamedInput} from '../../cli/input.js'
 
 const fieldFlag = {exclusive: ['file'], helpGroup: 'TASK'}
 
@@ -36,7 +37,7 @@ When the server cannot be reached the task is queued in .nexus/outbox.jsonl, the
       dir: flags.dir,
       server: flags.server,
       agent: flags.agent,
-      file: flags.file,
+      taskText: flags.file === undefined ? undefined : await readNamedInput(flags.file, 'the task result'),
       fields: {
         taskId: flags['task-id'],
         type: flags.type,

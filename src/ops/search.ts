@@ -1,7 +1,7 @@
 import {BadInputError} from '../errors.js'
 import {findRoot} from '../store/index.js'
 import {searchMemoryFiles, type SearchHit} from '../search/index.js'
-import {listEvents, type ListOptions, type ListResult} from './memory.js'
+import {listEvents, type ListOptions, type ListResult} from './events/list.js'
 
 export interface MemorySearchOptions extends ListOptions {
   query: string
@@ -22,7 +22,7 @@ export interface MemorySearchResult {
 
 /**
  * `jarvis memory search`: the tree's memory files and the shared event log, each ranked by its own
- * engine. A configured server that cannot be reached stops the command (exit 3, seed 001 MUST-6) rather
+ * engine. A configured server that cannot be reached stops the command (exit 3) rather
  * than answering from the files alone as if that were everything.
  */
 export async function searchMemory(options: MemorySearchOptions): Promise<MemorySearchResult> {

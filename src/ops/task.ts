@@ -4,8 +4,6 @@
  * `jarvis sync` (sync/outbox.ts); the command that queued exits 3 and says so.
  */
 import {randomUUID} from 'node:crypto'
-import {readFile} from 'node:fs/promises'
-import {resolve} from 'node:path'
 
 import createDebug from 'debug'
 
@@ -23,7 +21,8 @@ import {
 } from '../schemas/index.js'
 import {appendOutbox, withTreeLock} from '../store/index.js'
 import {connect, openTreeIfAny, type TreeContext} from './context.js'
-import {readUserConfig, resolveIdentity} from './settings.js'
+import {worthQueueing} from './events/common.js'
+import {readUserConfig, resolveIdentity} from './identity.js'
 
 const debug = createDebug('jarvis:task')
 
@@ -44,11 +43,9 @@ export interface TaskCompleteOptions {
   dir?: string
   server?: string
   agent?: string
-  /** A JSON task result, `-` for stdin; exclusive with the field flags. */
-  file?: string
+  /** A JSON task result as text, and where it came from; exclusive with the fields. */
+  taskText?: {name: string; text: string}
   fields: TaskFields
-  /** stdin, for `--file -` (tests pass a string). */
-  stdin?: () => Promise<string>
   now?: () => Date
 }
 
@@ -69,17 +66,8 @@ export interface QueuedWrite {
 }
 
 /** The task result a command line describes, checked against the sync-task body schema. */
-export async function readTaskResult(options: Pick<TaskCompleteOptions, 'file' | 'fields' | 'stdin' | 'now'>): Promise<TaskResult> {
-  if (options.file !== undefined) {
-    const name = options.file === '-' ? '<stdin>' : options.file
-    let text: string
-    try {
-      text = options.file === '-' ? await (options.stdin ?? readStdin)() : await readFile(resolve(options.file), 'utf8')
-    } catch (error) {
-      throw new BadInputError(`${name}: cannot read the task result: ${(error as Error).message}`, {file: name}, error)
-    }
-    return parseJsonFile(taskResultSchema, text, name)
-  }
+export function readTaskResult(options: Pick<TaskCompleteOptions, 'taskText' | 'fields' | 'now'>): TaskResult {
+  if (options.taskText !== undefined) return parseJsonFile(taskResultSchema, options.taskText.text, options.taskText.name)
   const {fields} = options
   if (fields.type === undefined) throw new BadInputError('--type is required (or give the whole task result with --file)', {field: 'type'})
   const now = options.now ?? (() => new Date())
@@ -97,15 +85,9 @@ export async function readTaskResult(options: Pick<TaskCompleteOptions, 'file' |
   return parseWith(taskResultSchema, task, 'flags')
 }
 
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString('utf8')
-}
-
 /** `jarvis task complete`: POST the task; when the server cannot be reached, queue it and fail with exit 3. */
 export async function completeTask(options: TaskCompleteOptions): Promise<TaskCompleteResult> {
-  const task = await readTaskResult(options)
+  const task = readTaskResult(options)
   const tree = await openTreeIfAny(options.dir)
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const agentId = identity.agentId ?? task.agentId
@@ -113,9 +95,9 @@ export async function completeTask(options: TaskCompleteOptions): Promise<TaskCo
     throw new BadInputError('no agent to record the task for: pass --agent, set JARVIS_AGENT, or run `jarvis init --agent ID`', {field: 'agent'})
   }
   if (task.agentId !== undefined && task.agentId !== agentId) {
-    throw new BadInputError(`${options.file ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
+    throw new BadInputError(`${options.taskText?.name ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
   }
-  const body = parseWith(taskResultSchema, {...task, agentId}, options.file ?? 'flags')
+  const body = parseWith(taskResultSchema, {...task, agentId}, options.taskText?.name ?? 'flags')
   const {client} = await connect(tree, {...options, agent: agentId})
   try {
     const workerMemory = await client.syncTask(body, workerMemorySchema)
@@ -161,16 +143,6 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
   }
 }
 
-
-/**
- * Only a server that is away is worth waiting for: a network failure or a gateway/overload answer (502-504).
- * A refused token (401/403) or a failing server (500) would fail the same way from the outbox.
- */
-function worthQueueing(error: unknown): error is UnreachableError {
-  if (!(error instanceof UnreachableError)) return false
-  const status = error.data.status
-  return status === undefined || status === 502 || status === 503 || status === 504
-}
 
 async function queue(tree: TreeContext | undefined, kind: OutboxKind, payload: unknown, cause: UnreachableError): Promise<string> {
   if (!tree) {

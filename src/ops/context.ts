@@ -2,7 +2,7 @@ import {NotATreeError} from '../errors.js'
 import {MemoryClient} from '../protocol/client.js'
 import type {NexusConfig} from '../schemas/index.js'
 import {findRoot, readConfig} from '../store/index.js'
-import {readUserConfig, requireServer, resolveIdentity, type Identity} from './settings.js'
+import {readUserConfig, requireServer, resolveIdentity, type Identity} from './identity.js'
 
 export interface TreeContext {
   root: string

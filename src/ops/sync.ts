@@ -1,7 +1,6 @@
 import {runSync, type SyncResult} from '../sync/run.js'
 import {withTreeLock} from '../store/index.js'
 import {connect, openTree} from './context.js'
-import {progressLine} from './render.js'
 
 export interface SyncOnceOptions {
   dir?: string
@@ -9,7 +8,8 @@ export interface SyncOnceOptions {
   agent?: string
   dryRun?: boolean
   force?: boolean
-  progress?: boolean
+  /** Told how far a long sync has come (files done, files in all). */
+  onProgress?: (done: number, total: number) => void
 }
 
 /** One `jarvis sync`, under the tree lock. */
@@ -24,7 +24,7 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncResult> {
         settings: tree.config.sync,
         dryRun: options.dryRun,
         force: options.force,
-        onProgress: options.progress ? progressLine : undefined,
+        onProgress: options.onProgress,
       }),
     )
   } finally {

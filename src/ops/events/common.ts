@@ -1,0 +1,105 @@
+/** What the event-log operations share: who writes, which server, which scopes, when a write is worth queueing. */
+import {randomUUID} from 'node:crypto'
+
+import {z} from 'zod'
+
+import {BadInputError, SecretRefusedError, UnreachableError} from '../../errors.js'
+import {describeFindings, type SensitiveFinding} from '../../events/index.js'
+import {EventsClient} from '../../protocol/events.js'
+import {agentIdSchema, isoDateTimeSchema, scopeSchema} from '../../schemas/index.js'
+import {withTreeLock} from '../../store/index.js'
+import {connect, type TreeContext} from '../context.js'
+
+/** Where a command reports what is not its result: `this.warn` of the command (stderr and the --json envelope). */
+export type Warn = (message: string) => void
+
+export interface ServerOptions {
+  dir?: string
+  server?: string
+}
+
+export interface IdentityOptions extends ServerOptions {
+  agent?: string
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// run id, agent, tree
+
+let processRunId: string | undefined
+
+/** `JARVIS_RUN_ID`, else one UUID for the whole process: every event of one run shares it (seed 001 §6). */
+export function currentRunId(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.JARVIS_RUN_ID) return env.JARVIS_RUN_ID
+  processRunId ??= randomUUID()
+  return processRunId
+}
+
+
+export function checkAgent(agentId: string | undefined, why: string): z.output<typeof agentIdSchema> {
+  if (!agentId) throw new BadInputError(`no agent ${why}: pass --agent, set JARVIS_AGENT, or run \`jarvis init --agent ID\``, {field: 'agent'})
+  const parsed = agentIdSchema.safeParse(agentId)
+  if (!parsed.success) {
+    throw new BadInputError(`unknown agent ${JSON.stringify(agentId)}: one of ${agentIdSchema.options.join(', ')}`, {field: 'agent', agent: agentId})
+  }
+  return parsed.data
+}
+
+export async function openEvents(tree: TreeContext | undefined, flags: {server?: string; agent?: string}) {
+  const {client, identity} = await connect(tree, flags)
+  return {client: EventsClient.over(client), identity}
+}
+
+/**
+ * Only a server that is away is worth waiting for: a network failure or a gateway/overload answer (502-504).
+ * A refused token (401/403) or a failing server (500) would fail the same way from the outbox.
+ */
+export function worthQueueing(error: unknown): error is UnreachableError {
+  if (!(error instanceof UnreachableError)) return false
+  const status = error.data.status
+  return status === undefined || status === 502 || status === 503 || status === 504
+}
+
+/** The server's own secret check (422 `{error: 'sensitive', findings}`) as the same exit 5 as ours. */
+export function asSecretRefusal(error: unknown, where: string): unknown {
+  if (!(error instanceof BadInputError) || error.data.status !== 422) return error
+  const answer = error.data.answer as {error?: unknown; findings?: unknown} | undefined
+  if (answer?.error !== 'sensitive' || !Array.isArray(answer.findings)) return error
+  const findings = answer.findings as SensitiveFinding[]
+  return new SecretRefusedError(`the server refused ${where}: it holds ${describeFindings(findings)}; nothing was stored`, {findings, status: 422})
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// durations and times
+
+const DURATION = /^(\d+(?:\.\d+)?)(h|d|w)$/
+const HOURS_PER_UNIT = {h: 1, d: 24, w: 24 * 7} as const
+
+/** `30d`, `12h`, `2w` → days (12h → 0.5); anything else is a usage error naming the flag. */
+export function parseDuration(text: string, flag: string): number {
+  const match = DURATION.exec(text.trim())
+  if (!match) throw new BadInputError(`${flag}: ${JSON.stringify(text)} is not a duration: use a number and h, d or w, e.g. 12h, 30d, 2w`, {field: flag})
+  return (Number(match[1]) * HOURS_PER_UNIT[match[2] as keyof typeof HOURS_PER_UNIT]) / 24
+}
+
+/** `--since`: an ISO date-time, a date (`2026-02-01`, midnight UTC), or a duration back from now (`7d`). */
+export function parseSince(text: string, flag: string, now: Date): string {
+  if (DURATION.test(text.trim())) return new Date(now.getTime() - parseDuration(text, flag) * 86_400_000).toISOString()
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`))) return `${text}T00:00:00.000Z`
+  if (isoDateTimeSchema.safeParse(text).success) return text
+  throw new BadInputError(`${flag}: ${JSON.stringify(text)} is neither a date (2026-02-01), an ISO date-time with a zone, nor a duration (7d, 12h, 2w)`, {field: flag})
+}
+
+
+export function checkScopes(scopes: string[], flag: string): string[] {
+  if (scopes.length === 0) throw new BadInputError(`${flag}: give at least one scope (global, project:<slug>, agent:<id>)`, {field: flag})
+  for (const scope of scopes) {
+    const parsed = scopeSchema.safeParse(scope)
+    if (!parsed.success) throw new BadInputError(`${flag}: ${JSON.stringify(scope)} ${parsed.error.issues[0]?.message ?? 'is not a scope'}`, {field: flag, scope})
+  }
+  return [...new Set(scopes)]
+}
+
+/** `fn` under the tree lock when there is a tree (it writes the audit log), as is otherwise. */
+export function underTreeLock<T>(tree: TreeContext | undefined, command: string, fn: () => Promise<T>): Promise<T> {
+  return tree ? withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command}, fn) : fn()
+}

@@ -1,0 +1,71 @@
+/** `jarvis memory list` / the event half of `memory search`. */
+import {BadInputError} from '../../errors.js'
+import {canRead} from '../../events/index.js'
+import type {EventQuery} from '../../protocol/events.js'
+import {eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
+import {openTreeIfAny} from '../context.js'
+import {readUserConfig, resolveIdentity} from '../identity.js'
+import {checkAgent, checkScopes, openEvents, parseSince, type ServerOptions} from './common.js'
+
+export interface ListOptions extends ServerOptions {
+  /** A scope, or a family ending in `*` (`agent:*`). */
+  scope?: string
+  kind?: string
+  key?: string
+  /** The author of the events (not who asks: that is the token's agent). */
+  agent?: string
+  since?: string
+  until?: string
+  limit?: number
+  includeDeprecated?: boolean
+  /** Free text for `jarvis memory search`. */
+  query?: string
+  now?: () => Date
+}
+
+export interface ListResult {
+  server: string
+  query?: string
+  filters: EventQuery
+  total: number
+  events: StoredMemoryEvent[]
+}
+
+/** `jarvis memory list` / `search <query>`: events of the scopes this agent may read, newest or most relevant first. */
+export async function listEvents(options: ListOptions): Promise<ListResult> {
+  const now = options.now ?? (() => new Date())
+  const filters: EventQuery = {}
+  if (options.scope !== undefined) {
+    const family = /^(?:agent|project):\*$/.test(options.scope)
+    if (!family) checkScopes([options.scope], '--scope')
+    filters.scope = options.scope
+  }
+  if (options.kind !== undefined) filters.kind = parseWith(eventKindSchema, options.kind, '--kind')
+  if (options.key !== undefined) filters.dedupe_key = options.key
+  if (options.agent !== undefined) filters.agent = checkAgent(options.agent, 'to filter by')
+  if (options.since !== undefined) filters.since = parseSince(options.since, '--since', now())
+  if (options.until !== undefined) filters.until = parseSince(options.until, '--until', now())
+  if (options.limit !== undefined) filters.limit = options.limit
+  if (options.includeDeprecated) filters.include_deprecated = true
+  if (options.query !== undefined) {
+    if (options.query.trim() === '') throw new BadInputError('the search query is empty', {field: 'query'})
+    filters.q = options.query
+  }
+
+  const tree = await openTreeIfAny(options.dir)
+  // Who asks is the token's agent; knowing it here turns a private scope of another agent into a clear refusal.
+  const me = resolveIdentity({flags: {server: options.server}, env: process.env, tree: tree?.config, user: await readUserConfig()}).agentId
+  if (me && filters.scope && !filters.scope.endsWith('*') && !canRead(me, filters.scope)) {
+    throw new BadInputError(`agent ${me} cannot read ${filters.scope}: another agent's agent:<id> scope is private; it is shared by writing to global or project:<slug>`, {
+      field: '--scope',
+      scope: filters.scope,
+    })
+  }
+  const {client, identity} = await openEvents(tree, {server: options.server})
+  try {
+    const answer = await client.events(filters)
+    return {server: identity.server, ...(options.query === undefined ? {} : {query: options.query}), filters, total: answer.total ?? answer.events.length, events: answer.events}
+  } finally {
+    await client.close()
+  }
+}

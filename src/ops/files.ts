@@ -1,0 +1,121 @@
+/**
+ * `jarvis memory ls|read|write|edit|grep|delete|episode|compact` and `jarvis context map`: the operations on the
+ * memory files (docs/memory-files.md): typed input, typed result; the human renderings are in cli/files-render.ts.
+ */
+import {
+  compactProject,
+  type CompactResult,
+  deleteMemory,
+  type DeleteResult,
+  editMemory,
+  type GrepHit,
+  grepMemory,
+  listFiles,
+  type ListedFile,
+  readMemory,
+  writeContextMap,
+  writeEpisode,
+  writeMemory,
+  type WriteResult,
+} from '../files/index.js'
+import type {ContextMap} from '../schemas/index.js'
+import {openTree} from './context.js'
+
+// ---------------------------------------------------------------------------------------------------------------
+// results
+
+export interface LsResult {
+  prefix: string
+  files: ListedFile[]
+}
+
+export interface ReadResult {
+  path: string
+  title?: string
+  tags: string[]
+  frontMatter: Record<string, unknown>
+  body: string
+  text: string
+  lastAccessed: string
+}
+
+export interface GrepResult {
+  regex: string
+  prefix: string
+  hits: GrepHit[]
+}
+
+export interface ContextMapResult {
+  path: string
+  repository: string
+  map: ContextMap
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// the commands' one call each
+
+export async function memoryLs(options: {dir?: string; prefix?: string; limit?: number}): Promise<LsResult> {
+  const {root} = await openTree(options.dir)
+  return {prefix: options.prefix ?? '', files: await listFiles(root, options.prefix, options.limit)}
+}
+
+export async function memoryRead(options: {dir?: string; path: string}): Promise<ReadResult> {
+  const {root} = await openTree(options.dir)
+  const file = await readMemory(root, options.path)
+  const {title, tags} = file.frontMatter
+  return {
+    path: file.path,
+    ...(typeof title === 'string' ? {title} : {}),
+    tags: Array.isArray(tags) ? tags : [],
+    frontMatter: file.frontMatter,
+    body: file.body,
+    text: file.text,
+    lastAccessed: file.lastAccessed,
+  }
+}
+
+export async function memoryWrite(options: {dir?: string; path: string; content: string; title?: string; tags?: string[]}): Promise<WriteResult> {
+  const {root} = await openTree(options.dir)
+  return writeMemory(root, options.path, options.content, {title: options.title, tags: options.tags})
+}
+
+export async function memoryEdit(options: {dir?: string; path: string; replace: string; with: string}): Promise<{path: string}> {
+  const {root} = await openTree(options.dir)
+  return editMemory(root, options.path, options.replace, options.with)
+}
+
+export async function memoryGrep(options: {dir?: string; regex: string; prefix?: string; limit?: number; ignoreCase?: boolean}): Promise<GrepResult> {
+  const {root} = await openTree(options.dir)
+  return {regex: options.regex, prefix: options.prefix ?? '', hits: await grepMemory(root, options.regex, options.prefix, options.limit, {ignoreCase: options.ignoreCase})}
+}
+
+export async function memoryDelete(options: {dir?: string; path: string}): Promise<DeleteResult> {
+  const {root} = await openTree(options.dir)
+  return deleteMemory(root, options.path)
+}
+
+export async function memoryEpisode(
+  options: {dir?: string; title: string; tags?: string[]; project?: string; topic?: string; outcome?: string; refs?: string; now?: Date; body: string},
+): Promise<WriteResult> {
+  const {root} = await openTree(options.dir)
+  return writeEpisode(root, {
+    title: options.title,
+    tags: options.tags,
+    body: options.body,
+    now: options.now ?? new Date(),
+    project: options.project,
+    topic: options.topic,
+    outcome: options.outcome,
+    refs: options.refs,
+  })
+}
+
+export async function memoryCompact(options: {dir?: string; project: string; now?: Date}): Promise<CompactResult> {
+  const {root} = await openTree(options.dir)
+  return compactProject(root, options.project, {now: options.now ?? new Date()})
+}
+
+export async function contextMap(options: {dir?: string; now?: Date}): Promise<ContextMapResult> {
+  const {root} = await openTree(options.dir)
+  return writeContextMap(root, {now: options.now ?? new Date()})
+}
