@@ -146,7 +146,8 @@ async function secretlintSpans(text: string): Promise<Span[]> {
     options: {config: SECRETLINT_CONFIG, noPhysicFilePath: true, maskSecrets: true},
   })
   return result.messages.map((message) => {
-    let [start, end] = message.range
+    const start = message.range[0]
+    let end = message.range[1]
     // The AWS rule reports the secret access key's range from the start of `aws_secret_access_key = …` with the
     // length of the key alone, so it stops inside the value. Widen every range to the end of the token it ends in,
     // so masking never leaves part of a secret behind.

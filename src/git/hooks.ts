@@ -16,7 +16,6 @@
 import {constants} from 'node:fs'
 import {access, chmod, mkdir, readFile, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import createDebug from 'debug'
 import {simpleGit} from 'simple-git'

@@ -29,6 +29,7 @@ export const sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must 
 export const memoryPathSchema = z
   .string()
   .max(1024, {error: 'a path is at most 1024 characters'})
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what a path may not hold
   .regex(/^(?!\/)(?!.*\/$)(?!.*\/\/)(?!(?:.*\/)?\.{1,2}(?:\/|$))[^\\\u0000-\u001f]+$/, {
     error: 'must be a path inside .memory/ using "/", without "..", ".", empty segments or a leading "/"',
   })

@@ -33,7 +33,10 @@ export function jsonErrorOffset(text: string): number | undefined {
     if (text[i] === '-') i++
     if (text[i] === '0') i++
     else digits()
-    if (text[i] === '.') (i++, digits())
+    if (text[i] === '.') {
+      i++
+      digits()
+    }
     if (text[i] === 'e' || text[i] === 'E') {
       i++
       if (text[i] === '+' || text[i] === '-') i++

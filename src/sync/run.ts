@@ -22,7 +22,7 @@ import {
   writeSyncState,
 } from '../store/index.js'
 import {flushOutbox} from './outbox.js'
-import {exceedsDeletionGuard, planSync, summarisePlan, type Action, type BaseEntry, type Plan, type RemoteEntry, type SyncMode} from './plan.js'
+import {exceedsDeletionGuard, planSync, summarisePlan, type Action, type Plan, type RemoteEntry, type SyncMode} from './plan.js'
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')

@@ -18,7 +18,6 @@ import {
   toGeminiSessionText,
   type UniversalMessage,
   writeClaudeSession,
-  writeGeminiSession,
 } from '../../src/session/index.js'
 import {clock, gist} from './helpers.js'
 

@@ -117,7 +117,7 @@ describe('jarvis sync --watch (startWatch)', () => {
     const a = await client(url, 'claude')
     const b = await client(url, 'gemini')
     const watchA = await watching(a, url)
-    const watchB = await watching(b, url)
+    await watching(b, url)
     await a.write('before.md', 'before\n')
     await until('B to get before.md', () => b.read('before.md'))
 

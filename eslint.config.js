@@ -1,0 +1,29 @@
+// The linter CI runs (`npm run lint`): the recommended rules of ESLint and typescript-eslint, plus the few
+// habits of STYLE.md a machine can check. Formatting is left to the editor; correctness is what this catches.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  {ignores: ['dist/', 'node_modules/', 'coverage/', 'docs/', 'fixtures/', 'oclif.manifest.json']},
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      // Unused names are dead code; a leading underscore marks a deliberately ignored argument.
+      '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none'}],
+      // Results go through the command, diagnostics through `debug` (STYLE habit 8).
+      'no-console': 'error',
+      eqeqeq: ['error', 'always', {null: 'ignore'}],
+      'prefer-const': 'error',
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: {globals: {process: 'readonly', URL: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly'}},
+  },
+  {
+    // Tests, benchmarks and scripts print on purpose and may use loose helpers.
+    files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'],
+    rules: {'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off'},
+  },
+)
