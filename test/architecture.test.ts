@@ -20,10 +20,11 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'ops', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'ops', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  ops: ['ops', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'ops', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'ops', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
   server: ['server', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],

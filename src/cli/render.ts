@@ -1,4 +1,5 @@
-import type {SyncResult} from '../sync/run.js'
+import type {SyncOnceResult} from '../ops/index.js'
+import {renderReplicaReport} from './replica-render.js'
 
 const PROGRESS_THRESHOLD = 50
 
@@ -16,7 +17,7 @@ function list(label: string, paths: string[]): string[] {
 }
 
 /** The human summary of a sync; `--json` prints the result itself instead. */
-export function renderSync(result: SyncResult): string {
+export function renderSync(result: SyncOnceResult): string {
   if (result.dryRun && result.plan) {
     const plan = result.plan
     const lines = [`dry run against ${result.server} (${result.mode} mode); nothing was changed`]
@@ -31,5 +32,10 @@ export function renderSync(result: SyncResult): string {
   if (result.outbox.sent > 0) lines.push(`  sent ${result.outbox.sent} queued write(s)`)
   if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting`)
   if (lines.length === 1) lines.push('  already in sync')
+  // A replica in step says nothing here; `jarvis replicate` shows every replica.
+  for (const report of result.replicas ?? []) {
+    const shown = renderReplicaReport(report, result.dryRun)
+    if (!shown.at(-1)!.endsWith('already in step')) lines.push(...shown.map((line) => `  ${line}`))
+  }
   return lines.join('\n')
 }

@@ -3,9 +3,8 @@ import {Flags, ux} from '@oclif/core'
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
 import {progressLine, renderSync} from '../cli/render.js'
-import {syncOnce} from '../ops/index.js'
+import {syncOnce, type SyncOnceResult} from '../ops/index.js'
 import type {WatchSummary} from '../cli/watch.js'
-import type {SyncResult} from '../sync/run.js'
 
 export default class Sync extends JarvisCommand<typeof Sync> {
   static summary = 'Merge this tree with the server: push, pull, three-way merge, flush the outbox.'
@@ -28,7 +27,7 @@ export default class Sync extends JarvisCommand<typeof Sync> {
     }),
   }
 
-  async run(): Promise<SyncResult | WatchSummary> {
+  async run(): Promise<SyncOnceResult | WatchSummary> {
     if (this.flags.watch) {
       // Loaded only here: the watcher and the WebSocket client would slow every one-shot sync.
       const {watchOutput, watchUntilSignal} = await import('../cli/watch.js')

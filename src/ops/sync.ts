@@ -1,3 +1,6 @@
+import {assertNoSensitive} from '../events/index.js'
+import {runReplicas} from '../replica/ops.js'
+import type {ReplicaReport} from '../replica/run.js'
 import {runSync, type SyncResult} from '../sync/run.js'
 import {withTreeLock} from '../store/index.js'
 import {connect, openTree} from './context.js'
@@ -12,21 +15,35 @@ export interface SyncOnceOptions {
   onProgress?: (done: number, total: number) => void
 }
 
-/** One `jarvis sync`, under the tree lock. */
-export async function syncOnce(options: SyncOnceOptions): Promise<SyncResult> {
+/** What a sync did, and what each run of the configured replicas (`.nexus/config.json` `replicas`) did around it. */
+export type SyncOnceResult = SyncResult & {replicas?: ReplicaReport[]}
+
+/**
+ * One `jarvis sync`, under the tree lock. Configured replicas run first, so what an agent wrote in its own
+ * memory files goes up in this sync, and again after a sync that brought files down, so they reach it too.
+ */
+export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult> {
   const tree = await openTree(options.dir)
   const {client} = await connect(tree, options)
+  // A replica that fails (its directory unreadable, a secret refused) is reported, never a reason to stop the sync.
+  const replicate = async () => (await runReplicas({dir: tree.root, dryRun: options.dryRun, force: options.force, screen: assertNoSensitive})).replicas
   try {
-    return await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout}, () =>
-      runSync({
+    return await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout}, async () => {
+      const configured = (tree.config.replicas ?? []).length > 0
+      const before = configured ? await replicate() : []
+      const result: SyncOnceResult = await runSync({
         root: tree.root,
         client,
         settings: tree.config.sync,
         dryRun: options.dryRun,
         force: options.force,
         onProgress: options.onProgress,
-      }),
-    )
+      })
+      if (!configured) return result
+      const broughtDown = result.pulled.length + result.merged.length + result.deleted.length > 0
+      result.replicas = broughtDown && !options.dryRun ? [...before, ...(await replicate())] : before
+      return result
+    })
   } finally {
     await client.close()
   }

@@ -33,6 +33,50 @@ export const syncSettingsSchema = z.looseObject({
 })
 export type SyncSettings = z.output<typeof syncSettingsSchema>
 
+/** Where a replica lives: absolute, or `~/…` under the home directory of whoever runs jarvis. */
+const replicaPathSchema = z
+  .string()
+  .min(1)
+  .refine((p) => p.startsWith('/') || p === '~' || p.startsWith('~/') || /^[A-Za-z]:[\\/]/.test(p), 'must be an absolute path or start with ~/')
+
+/**
+ * The folder under `.memory/` a replica mirrors into. Plain segments only, never under `jarvis/` (worker
+ * memory): the replica owns its folder, so two replicas must not share or nest one (checked below).
+ */
+const replicaFolderSchema = z
+  .string()
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, 'must be a relative folder of plain names (letters, digits, . _ -) separated by /')
+  .refine((folder) => folder.split('/')[0] !== 'jarvis', 'jarvis/ holds worker memory; choose another folder')
+
+/** OpenClaw's own memory files (`MEMORY.md`, `memory/YYYY-MM-DD.md`) as a replica; docs/replicas.md. */
+export const openclawReplicaSchema = z.looseObject({
+  kind: z.literal('openclaw'),
+  path: replicaPathSchema.meta({description: "OpenClaw's workspace directory", examples: ['~/.openclaw/workspace']}),
+  folder: replicaFolderSchema.default('openclaw').meta({description: 'Folder under .memory/ that mirrors the workspace'}),
+  /** false keeps the entry (and its bases) but skips it: the way to pause a replica. */
+  enabled: z.boolean().default(true),
+})
+export type OpenclawReplica = z.output<typeof openclawReplicaSchema>
+
+export const REPLICA_KINDS = ['openclaw'] as const
+
+/** One entry of `replicas`; issue 15 adds `ai-memory` and `obsidian` beside `openclaw`. */
+export const replicaSchema = z.discriminatedUnion('kind', [openclawReplicaSchema], {
+  error: (issue) =>
+    issue.code === 'invalid_union'
+      ? `unknown replica kind ${JSON.stringify((issue.input as {kind?: unknown} | undefined)?.kind ?? null)} (this version knows: ${REPLICA_KINDS.join(', ')})`
+      : undefined,
+})
+export type Replica = z.output<typeof replicaSchema>
+
+const replicasSchema = z.array(replicaSchema).superRefine((replicas, ctx) => {
+  replicas.forEach((replica, i) => {
+    const clash = replicas.findIndex((other, j) => j < i && (other.folder === replica.folder || other.folder.startsWith(`${replica.folder}/`) || replica.folder.startsWith(`${other.folder}/`)))
+    if (clash !== -1) ctx.addIssue({code: 'custom', path: [i, 'folder'], message: `.memory/${replica.folder}/ overlaps replicas.${clash}.folder (.memory/${replicas[clash].folder}/); give each replica its own folder`})
+  })
+})
+
 export const nexusConfigSchema = z
   .looseObject({
     server: z.url({protocol: /^https?$/, error: 'must be an http(s) URL'}).optional(),
@@ -42,10 +86,29 @@ export const nexusConfigSchema = z
     project: projectSlugSchema.optional(),
     // prefault, not default: zod 4 returns a default as-is, a prefault is parsed (so the field defaults apply).
     sync: syncSettingsSchema.prefault({}),
+    /** Other copies of the memory kept in step by `jarvis replicate` and `jarvis sync` (docs/replicas.md). */
+    replicas: replicasSchema.optional(),
   })
   .meta({title: 'Nexus config', description: '.nexus/config.json'})
 export type NexusConfig = z.output<typeof nexusConfigSchema>
 export type NexusConfigInput = z.input<typeof nexusConfigSchema>
+
+/**
+ * `.nexus/replicas/<id>/state.json`: which files the last replication left equal on both sides, by their path
+ * under the replica's folder, with the hash of the base copy kept beside it in `base/`.
+ */
+export const replicaStateSchema = z
+  .looseObject({
+    version: z.literal(1).default(1),
+    kind: z.string().min(1),
+    /** The workspace as resolved (absolute), and the folder under `.memory/`: for a person looking at `.nexus/`. */
+    path: z.string().min(1),
+    folder: z.string().min(1),
+    updatedAt: isoDateTimeSchema.optional(),
+    files: z.record(z.string(), z.looseObject({hash: sha256HexSchema})).default(() => ({})),
+  })
+  .meta({title: 'Replica state', description: '.nexus/replicas/<id>/state.json'})
+export type ReplicaState = z.output<typeof replicaStateSchema>
 
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
 export const syncedFileStateSchema = z.looseObject({
@@ -96,7 +159,7 @@ export const outboxEntrySchema = z
 export type OutboxEntry = z.output<typeof outboxEntrySchema>
 
 /** The entry types jarvis writes (seed 003 §8); readers accept any other name a newer version writes. */
-export const AUDIT_TYPES = ['sync', 'conflict', 'backup', 'resolution', 'partition', 'reconnect', 'delete', 'lock', 'error', 'mask'] as const
+export const AUDIT_TYPES = ['sync', 'conflict', 'backup', 'resolution', 'partition', 'reconnect', 'delete', 'lock', 'error', 'mask', 'replicate'] as const
 export type AuditType = (typeof AUDIT_TYPES)[number]
 
 export const auditEntrySchema = z

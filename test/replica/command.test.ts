@@ -1,0 +1,113 @@
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it} from 'vitest'
+
+import type {SyncOnceResult} from '../../src/ops/index.js'
+import type {ReplicasResult} from '../../src/replica/ops.js'
+import {initTree} from '../../src/store/index.js'
+import {fakeGithubToken} from '../files/helpers.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {makeClient, removeAll, startTestServer, tempDir, TOKENS} from '../helpers/world.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+
+/** A tree whose config names `~/workspace`, and a HOME that holds that workspace. */
+async function setup(replicas: unknown[] = [{kind: 'openclaw', path: '~/workspace'}]) {
+  const home = await tempDir('jarvis-replicate-home-')
+  const root = join(home, 'project')
+  dirs.push(home)
+  await initTree(root, {agent: 'openclaw'})
+  const file = join(root, '.nexus/config.json')
+  await writeFile(file, JSON.stringify({...JSON.parse(await readFile(file, 'utf8')), replicas}, null, 2))
+  await mkdir(join(home, 'workspace/memory'), {recursive: true})
+  const env = {HOME: home, XDG_CONFIG_HOME: join(home, 'xdg')}
+  return {home, root, env, run: (...args: string[]) => runJarvis(['replicate', ...args], {cwd: root, env})}
+}
+
+describe('jarvis replicate', () => {
+  it('--json: one envelope with what moved; the files are there; a second run moves nothing', async () => {
+    const {home, root, run} = await setup()
+    await writeFile(join(home, 'workspace/memory/2026-05-01.md'), '- shipped v2\n')
+    const first = await run('--json')
+    expect(first.code, first.stderr).toBe(0)
+    const {result} = envelope<ReplicasResult>(first)
+    expect(result!.replicas[0]).toMatchObject({kind: 'openclaw', workspace: join(home, 'workspace'), folder: 'openclaw', changes: [{action: 'to-memory', memoryPath: 'openclaw/daily/2026-05-01.md'}]})
+    expect(await readFile(join(root, '.memory/openclaw/daily/2026-05-01.md'), 'utf8')).toBe('- shipped v2\n')
+    const second = await run()
+    expect(second.code, second.stderr).toBe(0)
+    expect(second.stdout).toContain('already in step')
+  })
+
+  it('--dry-run says what would move and moves nothing', async () => {
+    const {home, root, run} = await setup()
+    await writeFile(join(home, 'workspace/MEMORY.md'), '# long-term\n')
+    const dry = await run('--dry-run')
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(dry.stdout).toMatch(/dry run; nothing was changed\n.*\n {2}would be copied into \.memory\/: openclaw\/MEMORY\.md/)
+    await expect(readFile(join(root, '.memory/openclaw/MEMORY.md'), 'utf8')).rejects.toThrow()
+  })
+
+  it('an unknown kind in .nexus/config.json is exit 2 naming the field', async () => {
+    const {run} = await setup([{kind: 'obsidian', path: '~/vault'}])
+    const bad = await run('--json')
+    expect(bad.code).toBe(2)
+    expect(envelope(bad).error!.message).toContain('.nexus/config.json: replicas.0.kind: unknown replica kind "obsidian"')
+    const human = await run()
+    expect(human.code).toBe(2)
+    expect(human.stderr).toContain('replicas.0.kind')
+    expect(human.stderr).not.toMatch(/\n\s+at /) // no stack trace
+  })
+
+  it('a secret in an OpenClaw note is exit 5 and stays out of .memory/', async () => {
+    const {home, root, run} = await setup()
+    await writeFile(join(home, 'workspace/memory/2026-05-02.md'), `key ${fakeGithubToken()}\n`)
+    const refused = await run('--json')
+    expect(refused.code).toBe(5)
+    expect(envelope(refused).error!.message).toContain('.memory/openclaw/daily/2026-05-02.md')
+    await expect(readFile(join(root, '.memory/openclaw/daily/2026-05-02.md'), 'utf8')).rejects.toThrow()
+  })
+
+  it('without replicas it says how to add one', async () => {
+    const {run} = await setup([])
+    const none = await run()
+    expect(none.code, none.stderr).toBe(0)
+    expect(none.stdout).toContain('no replicas configured')
+  })
+})
+
+describe('jarvis sync with an OpenClaw replica', () => {
+  it("carries OpenClaw's daily note to another agent's tree, and that agent's edit back into the workspace", async () => {
+    const server = await startTestServer()
+    try {
+      const {home, root, env} = await setup()
+      const sync = (cwd: string, agent: string) =>
+        runJarvis(['sync', '--json', '--server', server.url], {cwd, env: {...env, JARVIS_TOKEN: TOKENS[agent], JARVIS_AGENT: agent}})
+      const other = await makeClient(server.url, 'claude')
+      dirs.push(other.root)
+
+      await writeFile(join(home, 'workspace/memory/2026-05-03.md'), '- OpenClaw: the deploy key moved to the vault\n')
+      const up = await sync(root, 'openclaw')
+      expect(up.code, up.stderr).toBe(0)
+      const upResult = envelope<SyncOnceResult>(up).result!
+      expect(upResult.pushed).toContain('openclaw/daily/2026-05-03.md')
+      expect(upResult.replicas![0].changes).toEqual([expect.objectContaining({action: 'to-memory', memoryPath: 'openclaw/daily/2026-05-03.md'})])
+
+      await other.sync()
+      expect(await other.read('openclaw/daily/2026-05-03.md')).toBe('- OpenClaw: the deploy key moved to the vault\n')
+      await other.write('openclaw/daily/2026-05-03.md', '- OpenClaw: the deploy key moved to the vault\n- Claude: rotated it on 2026-05-03\n')
+      await other.sync()
+
+      const down = await sync(root, 'openclaw')
+      expect(down.code, down.stderr).toBe(0)
+      expect(await readFile(join(home, 'workspace/memory/2026-05-03.md'), 'utf8')).toBe(
+        '- OpenClaw: the deploy key moved to the vault\n- Claude: rotated it on 2026-05-03\n',
+      )
+      const again = await sync(root, 'openclaw')
+      expect(envelope<SyncOnceResult>(again).result!.replicas!.flatMap((r) => r.changes)).toEqual([])
+    } finally {
+      await server.close()
+    }
+  })
+})
