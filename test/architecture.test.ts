@@ -20,15 +20,17 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'ops', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'ops', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   cli: ['cli', 'ops', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
-  server: ['server', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
+  server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
+  mcp: ['mcp', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
+  hook: ['hook', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
-  files: ['files', 'store', 'schemas', 'errors.ts', 'events'],
+  files: ['files', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
   search: ['search', 'files', 'store', 'schemas', 'errors.ts'],
   git: ['git', 'store', 'errors.ts'],
   merge: ['merge', 'schemas', 'errors.ts'],

@@ -15,8 +15,12 @@ export const userConfigSchema = z.looseObject({
   server: z.string().optional(),
   agentId: z.string().optional(),
   token: z.string().optional(),
-  /** A token per server URL, for people who talk to several servers. */
-  tokens: z.record(z.string(), z.string()).optional(),
+  /**
+   * A token per server URL, for people who talk to several servers; or, per server, a token per agent
+   * (`{"http://…": {"claude": "…", "gemini": "…"}}`) when several agents of one machine share the memory,
+   * each with its own private scope.
+   */
+  tokens: z.record(z.string(), z.union([z.string(), z.record(z.string(), z.string())])).optional(),
 })
 export type UserConfig = z.output<typeof userConfigSchema>
 
@@ -56,8 +60,15 @@ export function resolveIdentity(sources: {
   // An empty variable (`JARVIS_SERVER= jarvis sync`) means unset, as in git and the shells.
   const server = trimSlash(flags.server || env.JARVIS_SERVER || tree?.server || user?.server)
   const agentId = flags.agent || env.JARVIS_AGENT || tree?.agentId || user?.agentId
-  const token = env.JARVIS_TOKEN || (server ? user?.tokens?.[server] : undefined) || user?.token
+  const token = env.JARVIS_TOKEN || tokenFor(user, server, agentId) || user?.token
   return {server, agentId, token, project: tree?.project}
+}
+
+/** The user config's token for this server: its own, or this agent's when the server has one per agent. */
+function tokenFor(user: UserConfig | undefined, server: string | undefined, agentId: string | undefined): string | undefined {
+  const entry = server ? user?.tokens?.[server] : undefined
+  if (typeof entry === 'string') return entry
+  return entry && agentId ? entry[agentId] : undefined
 }
 
 function trimSlash(url: string | undefined): string | undefined {

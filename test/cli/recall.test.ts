@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from 'vitest'
 
-import type {RecallResult} from '../../src/cli/recall.js'
+import type {RecallResult} from '../../src/ops/index.js'
 import {initTree} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {removeAll, tempDir} from '../helpers/world.js'

@@ -1,0 +1,133 @@
+/**
+ * What the session-start and prompt hooks read: the server's snapshot (pinned memory, recent events of the
+ * agent's scopes) and the tree's memory files. Modules are loaded only when an event uses them.
+ */
+import {basename} from 'node:path'
+
+import {UnreachableError} from '../errors.js'
+import type {SearchHit} from '../search/index.js'
+import {readMemoryFile, withTreeLock} from '../store/index.js'
+import {fitToBudget, type FittedText} from './budget.js'
+import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
+import {promptTerms, relevantFiles} from './relevance.js'
+
+/** The server gets this long to answer the session-start snapshot; a hung server must not hang the agent. */
+export const SNAPSHOT_DEADLINE_MS = 8000
+/** Memory files the session-start context lists at most (before the budget). */
+export const CONTEXT_FILES_MAX = 8
+/** Files matching the project's name the session-start context lists at most. */
+export const PROJECT_MATCHES = 4
+/** The newest episodes the session-start context lists. */
+export const NEWEST_EPISODES = 3
+/** Search hits the prompt hook weighs before its threshold. */
+export const PROMPT_CANDIDATES = 10
+/** Memory files the prompt hook shows at most. */
+export const PROMPT_FILES_MAX = 3
+
+export interface SessionContextOptions {
+  root: string
+  agentId: string
+  project?: string
+  cwd?: string
+  maxTokens: number
+  lockTimeoutMs: number
+  now: Date
+}
+
+export interface SessionContext extends FittedText {
+  server?: string
+  snapshotId: string
+  files: string[]
+}
+
+async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UnreachableError(message())), ms)
+    timer.unref()
+  })
+  try {
+    return await Promise.race([promise, deadline])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * Pinned memory and recent events from the server, the tree's most relevant memory files, cut to the budget.
+ * Throws when the memory cannot be read: the server (UnreachableError, exit 3), the tree lock (LockedError, exit 6).
+ */
+export async function readSessionContext(options: SessionContextOptions): Promise<SessionContext> {
+  const {readSnapshot} = await import('../ops/events/snapshot.js')
+  const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
+  // The local files are read under the tree lock: a sync that is merging them right now is waited for.
+  const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
+  const [answer, chosen] = await Promise.all([snapshot, files])
+  const sections = sessionContextSections({
+    agentId: options.agentId,
+    at: options.now.toISOString(),
+    server: answer.server,
+    scopes: answer.scopes,
+    pinnedMd: answer.pinned_md,
+    recent: answer.recent_events,
+    files: chosen,
+  })
+  return {...fitToBudget(sections, options.maxTokens, omittedNote(options.maxTokens)), server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path)}
+}
+
+/**
+ * The memory files a session starts with: the project memory (`PROJECT_MEMORY.md`, `projects/<project>/summary.md`),
+ * the files that best match the project's name and directory, and the newest episodes.
+ */
+async function startFiles(root: string, project: string | undefined, cwd: string | undefined): Promise<ContextFile[]> {
+  const {searchMemory} = await import('../search/index.js')
+  const {summaryOf, toSearchDocument} = await import('../search/document.js')
+  const chosen: ContextFile[] = []
+  const add = async (path: string) => {
+    if (chosen.length >= CONTEXT_FILES_MAX || chosen.some((f) => f.path === path)) return
+    const text = await readMemoryFile(root, path)
+    if (text !== null) chosen.push({path, summary: summaryOf(toSearchDocument(path, text))})
+  }
+  await add('PROJECT_MEMORY.md')
+  if (project) await add(`projects/${project}/summary.md`)
+  const words = [project, cwd ? basename(cwd) : undefined, basename(root)].filter((w): w is string => Boolean(w && w.trim()))
+  const query = [...new Set(words.flatMap((w) => w.split(/[^\p{L}\p{N}]+/u)).filter((w) => w.length >= 3))].join(' ')
+  let hits: SearchHit[] = []
+  if (query) hits = (await searchMemory(root, query, {limit: CONTEXT_FILES_MAX, embeddings: false})).hits
+  for (const hit of hits.slice(0, PROJECT_MATCHES)) await add(hit.path)
+  // The newest episodes (of the last two weeks) say what happened lately. Every episode matches `episode`
+  // (its path and its `# Episode:` title); the date in the path orders them.
+  const episodes = await searchMemory(root, 'episode', {limit: 50, prefix: 'episodes/', since: '14d', embeddings: false})
+  const newest = episodes.hits.map((h) => h.path).sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))
+  for (const path of newest.slice(0, NEWEST_EPISODES)) await add(path)
+  return chosen
+}
+
+export interface PromptRecall {
+  /** The `[MEMORY CONTEXT]` block; '' when nothing passed the threshold. */
+  block: string
+  files: string[]
+}
+
+/** The recall for a prompt: the search's hits that pass the relevance threshold (relevance.ts), as a recall block. */
+export async function readPromptRecall(options: {root: string; prompt: string; lockTimeoutMs: number}): Promise<PromptRecall> {
+  if (options.prompt.trim() === '') return {block: '', files: []}
+  const {searchMemory} = await import('../search/index.js')
+  const {summaryOf, toSearchDocument} = await import('../search/document.js')
+  return withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook prompt'}, async () => {
+    // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
+    const query = promptTerms(options.prompt).slice(0, 40).join(' ')
+    if (!query) return {block: '', files: []}
+    const result = await searchMemory(options.root, query, {limit: PROMPT_CANDIDATES})
+    const candidates = []
+    for (const hit of result.hits) {
+      const text = await readMemoryFile(options.root, hit.path)
+      if (text === null) continue
+      const doc = toSearchDocument(hit.path, text)
+      candidates.push({path: hit.path, score: hit.score, title: doc.title, tags: doc.tags, body: doc.body, doc})
+    }
+    const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
+    const block = recallBlock(passed.map((c) => ({path: c.path, summary: summaryOf(c.doc) || c.title || ''})))
+    return {block, files: passed.map((c) => c.path)}
+  })
+}

@@ -1,0 +1,107 @@
+/**
+ * What a hook prints, in each agent's own format (agent-wiring research, checked against the installed
+ * programs: Claude Code 2.1, Gemini CLI 0.61, Codex CLI 0.169). PURE.
+ *
+ * - Claude Code and Codex: `{"hookSpecificOutput":{"hookEventName":"SessionStart"|"UserPromptSubmit","additionalContext":"…"}}`
+ *   (the name must be the event that ran: a wrong one is an error in Claude Code; Codex's schema requires it).
+ * - Gemini CLI: JSON only (plain text would be shown to the user, never to the model), same shape, with
+ *   `hookEventName` `SessionStart` or `BeforeAgent`.
+ * - OpenClaw (a plugin handler that runs the hook): `{"prependContext":"…"}`, what `before_prompt_build` returns.
+ * - Nothing to say → nothing at all on stdout (not even `{}`).
+ */
+import type {StoredMemoryEvent} from '../schemas/index.js'
+import type {BudgetSection} from './budget.js'
+import {answerEventName, type HookAgent} from './events.js'
+
+/** The hook's answer carrying `context` for the model; '' when there is no context. */
+export function formatAnswer(agent: HookAgent, event: 'session-start' | 'prompt', context: string, sentEventName?: string): string {
+  if (context.trim() === '') return ''
+  if (agent === 'openclaw') return JSON.stringify({prependContext: context}) + '\n'
+  return JSON.stringify({hookSpecificOutput: {hookEventName: answerEventName(agent, event, sentEventName), additionalContext: context}}) + '\n'
+}
+
+/** The one line an agent gets at session start when the memory cannot be read (the rule of exit code 3, for agents). */
+export function unreadableNotice(reason: string): string {
+  const why = oneLine(reason).replace(/[.;:\s]+$/, '')
+  return `jarvis: the shared memory could not be read (${why}); tell the user and do not go on from a guess about what it holds.`
+}
+
+/** Newlines and runs of spaces folded, at most `max` characters (an ellipsis marks a cut). */
+export function oneLine(text: string, max = 400): string {
+  const flat = text.replace(/\s+/g, ' ').trim()
+  return flat.length > max ? `${flat.slice(0, max - 1).trimEnd()}…` : flat
+}
+
+export interface ContextFile {
+  path: string
+  summary: string
+}
+
+export interface SessionContextInput {
+  agentId: string
+  /** ISO time the memory was read. */
+  at: string
+  server?: string
+  scopes: string[]
+  pinnedMd: string
+  recent: StoredMemoryEvent[]
+  files: ContextFile[]
+}
+
+/** How many recent events the session-start context lists at most (before the budget). */
+export const CONTEXT_RECENT_MAX = 15
+
+/** The session-start context as budget sections, most important first: header, pinned memory, recent events, files. */
+export function sessionContextSections(input: SessionContextInput): BudgetSection[] {
+  const header = [
+    `[JARVIS SHARED MEMORY] What the agents of this project share, read for ${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}).`,
+    'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall <query>`).',
+  ]
+  const pinned = input.pinnedMd
+    .replace(/\r\n/g, '\n')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+  const shownPinned = new Set(pinned.filter((line) => line.startsWith('- [')))
+  const recent = input.recent
+    .filter((e) => !e.deprecated)
+    .filter((e) => ![...shownPinned].some((line) => line.startsWith(`- [${e.kind}] ${e.dedupe_key}: ${firstLine(e.content_md).slice(0, 40)}`)))
+    .slice(0, CONTEXT_RECENT_MAX)
+    .map((e) => `- ${(e.created_at ?? '').slice(0, 10)} [${e.kind}] ${e.scope} ${e.dedupe_key}: ${oneLine(firstLine(e.content_md), 160)} (${e.agent_id})`)
+  const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
+  return [
+    {lines: header},
+    {lines: pinned, heading: pinned[0]?.startsWith('#') ? 1 : 0},
+    ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
+    ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
+  ]
+}
+
+/** The note that ends a context cut to the budget. */
+export function omittedNote(maxTokens: number): (omitted: number) => string {
+  return (omitted) => `… ${omitted} more line${omitted === 1 ? '' : 's'} left out to stay within ${maxTokens} tokens (\`jarvis memory snapshot\` and \`jarvis recall <query>\` show more).`
+}
+
+function firstLine(content: string): string {
+  const line = content.split(/\r?\n/).find((l) => l.trim() !== '') ?? ''
+  return line.trim().replace(/^(?:#{1,6}\s+|[-*+]\s+|>\s*)/, '')
+}
+
+/** Characters of one summary in the prompt's recall block (as `jarvis recall`). */
+export const RECALL_SUMMARY_CHARS = 160
+/** The recall block never grows past this many characters (as `jarvis recall`). */
+export const RECALL_BLOCK_MAX_CHARS = 1600
+
+/** The `[MEMORY CONTEXT]` block of `jarvis recall` (seed 004 §7) for the files that passed the threshold; '' for none. */
+export function recallBlock(files: ContextFile[]): string {
+  if (files.length === 0) return ''
+  const lines = ['[MEMORY CONTEXT]']
+  let length = lines[0].length
+  for (const file of files) {
+    const entry = [`- ${file.path}`, `  Summary: “${oneLine(file.summary, RECALL_SUMMARY_CHARS).replace(/[“”]/g, '"')}”`]
+    const add = entry.join('\n').length + 1
+    if (length + add > RECALL_BLOCK_MAX_CHARS) break
+    lines.push(...entry)
+    length += add
+  }
+  return lines.length > 1 ? lines.join('\n') : ''
+}

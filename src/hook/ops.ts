@@ -1,0 +1,189 @@
+/**
+ * `jarvis hook <event> --agent <agent>`: the operation behind the command (docs/hooks.md). It takes the
+ * agent's stdin as text and returns what to print; it never throws and never asks for a non-zero exit.
+ *
+ * - session-start: pinned memory, recent events of the agent's scopes and the most relevant memory files, cut
+ *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why.
+ * - prompt: the recall for the prompt, only hits that pass the relevance threshold; nothing at all otherwise.
+ * - pre-compact, stop, session-end: the session recorded as an episode (episode.ts), then synced in the
+ *   background when `sync.autoSync` is on; nothing printed.
+ *
+ * Any failure is a line in `.nexus/hooks.log` (when there is a tree to log in) and exit 0. Modules an event
+ * does not use are not loaded.
+ */
+import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
+import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
+import {formatAnswer, oneLine, unreadableNotice} from './format.js'
+import {findHookTree, type HookInput, parseHookInput} from './input.js'
+import {appendHookLog} from './log.js'
+
+export interface RunHookInput {
+  /** The `<event>` argument as given. */
+  event: string | undefined
+  /** The `--agent` flag as given. */
+  agent: string | undefined
+  /** Everything the agent wrote on stdin. */
+  stdin: string
+  env: NodeJS.ProcessEnv
+  /** The process's working directory (the agent runs hooks in the session's directory). */
+  cwd: string
+  /** `--dir`: the tree, instead of finding it. */
+  dir?: string
+  maxTokens?: number
+  now?: Date
+  /** Starts the background sync (default: a detached `background-sync.js`); tests may replace it. */
+  startSync?: (root: string, agent: string, env: NodeJS.ProcessEnv) => Promise<unknown>
+}
+
+export interface RunHookResult {
+  /** What to print on stdout, exactly ('' for nothing). */
+  stdout: string
+  /** The tree the hook worked on, if one was found. */
+  root?: string
+  /** What was written to `.nexus/hooks.log`, one entry per element. */
+  logged: string[]
+  /** The episode written or updated by a recording event. */
+  episode?: string
+  /** True when a background sync was started. */
+  syncStarted?: boolean
+}
+
+/** Lock wait of the session-end hook: Claude Code gives SessionEnd hooks about 1.5 s in all. */
+export const SESSION_END_LOCK_MS = 1000
+
+/** Runs one hook; never throws. */
+export async function runHook(input: RunHookInput): Promise<RunHookResult> {
+  const now = input.now ?? new Date()
+  const parsed = parseHookInput(input.stdin)
+  const agent = parseHookAgent(input.agent)
+  const event = parseHookEvent(input.event)
+  const root = findHookTree({dir: input.dir, input: parsed.input, agent, env: input.env, processCwd: input.cwd})
+  const result: RunHookResult = {stdout: '', root, logged: []}
+  const log = async (reason: string) => {
+    if (!root) return
+    result.logged.push(reason)
+    await appendHookLog(root, {at: new Date().toISOString(), agent: agent ?? input.agent ?? '-', event: event ?? input.event ?? '-', reason}).catch(() => {})
+  }
+  if (!agent) {
+    await log(`unknown agent ${JSON.stringify(input.agent ?? '')}: use --agent claude, gemini, codex or openclaw`)
+    return result
+  }
+  if (!event) {
+    await log(`unknown hook event ${JSON.stringify(input.event ?? '')}: use session-start, prompt, pre-compact, stop or session-end`)
+    return result
+  }
+  if (!root) return result // not a jarvis project: nothing to read, nothing to record, nowhere to log
+  if (!parsed.ok) await log(parsed.reason)
+  try {
+    if (event === 'session-start') result.stdout = await sessionStart(root, agent, parsed.input, input, now, log)
+    else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input)
+    else if (RECORDING_EVENTS.has(event)) await record(root, agent, event, parsed.input, input, now, log, result)
+  } catch (error) {
+    await log(describe(error))
+  }
+  return result
+}
+
+/** An error as one log line: its message, lines joined with `; `, without the snapshot's "nothing is shown" preamble. */
+function describe(error: unknown): string {
+  const message = error instanceof Error ? error.message || error.name : String(error)
+  return oneLine(message.replace(/^the shared memory cannot be read, so nothing is shown: /, '').replace(/\s*\n\s*/g, '; '), 600)
+}
+
+async function treeSettings(root: string) {
+  const {readConfig} = await import('../store/index.js')
+  return readConfig(root)
+}
+
+async function sessionStart(root: string, agent: HookAgent, hook: HookInput, input: RunHookInput, now: Date, log: (reason: string) => Promise<void>): Promise<string> {
+  const maxTokens = Math.max(MIN_MAX_TOKENS, input.maxTokens ?? DEFAULT_MAX_TOKENS)
+  try {
+    const config = await treeSettings(root)
+    const {readSessionContext} = await import('./context.js')
+    const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now})
+    return formatAnswer(agent, 'session-start', context.text, hook.hookEventName)
+  } catch (error) {
+    const reason = describe(error)
+    await log(`the shared memory could not be read: ${reason}`)
+    return formatAnswer(agent, 'session-start', unreadableNotice(shortReason(error)), hook.hookEventName)
+  }
+}
+
+/** The reason in the one-line notice: the first line of the cause, without the "to fix" advice. */
+function shortReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const first = message
+    .split('\n')[0]
+    .replace(/^the shared memory cannot be read, so nothing is shown: /, '')
+    .replace(/; try again when it has finished$/, '')
+  return oneLine(first, 240)
+}
+
+async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
+  if (!hook.prompt || hook.prompt.trim() === '') return ''
+  const config = await treeSettings(root)
+  const {readPromptRecall} = await import('./context.js')
+  const recall = await readPromptRecall({root, prompt: hook.prompt, lockTimeoutMs: config.sync.lockTimeout})
+  return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
+}
+
+async function record(
+  root: string,
+  agent: HookAgent,
+  event: HookEvent,
+  hook: HookInput,
+  input: RunHookInput,
+  now: Date,
+  log: (reason: string) => Promise<void>,
+  result: RunHookResult,
+): Promise<void> {
+  const sessionId = hook.sessionId ?? input.env.GEMINI_SESSION_ID ?? input.env.CLAUDE_CODE_SESSION_ID
+  if (!sessionId) {
+    await log('no session_id in the hook input: the session was not recorded')
+    return
+  }
+  const config = await treeSettings(root)
+  const {readTranscriptItems} = await import('./transcript.js')
+  const {digestOf, isEmptyDigest, recordEpisode} = await import('./episode.js')
+  let items: Awaited<ReturnType<typeof readTranscriptItems>> = {items: []}
+  if (hook.transcriptPath && agent !== 'openclaw') {
+    try {
+      items = await readTranscriptItems(agent, hook.transcriptPath)
+    } catch (error) {
+      await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
+    }
+  }
+  const extra = [
+    ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: hook.prompt}] : []),
+    ...[hook.lastAssistantMessage, hook.promptResponse].filter((t): t is string => Boolean(t)).map((text) => ({kind: 'answer' as const, text})),
+  ]
+  const digest = digestOf([...items.items, ...extra], items.cwd ?? hook.cwd ?? root)
+  if (isEmptyDigest(digest)) return // nothing happened in this session yet
+  const startDate = validDate(items.startedAt)
+  const lockTimeoutMs = event === 'session-end' ? Math.min(config.sync.lockTimeout, SESSION_END_LOCK_MS) : config.sync.lockTimeout
+  const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, startDate, now, lockTimeoutMs, project: config.project})
+  result.episode = written.path
+  if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
+  if (written.refused) {
+    await log(written.refused)
+    return
+  }
+  if (written.changed && config.sync.enabled && config.sync.autoSync) {
+    const start = input.startSync ?? (await import('./background-sync.js')).startBackgroundSync
+    await start(root, agent, input.env)
+    result.syncStarted = true
+  }
+}
+
+function validDate(iso: string | undefined): string | undefined {
+  if (!iso) return undefined
+  const time = Date.parse(iso)
+  return Number.isNaN(time) ? undefined : new Date(time).toISOString().slice(0, 10)
+}
+
+/** Logs a failure that happened before the hook could run (bad arguments): in the tree of the working directory, if any. */
+export async function logHookFailure(options: {env: NodeJS.ProcessEnv; cwd: string; reason: string}): Promise<void> {
+  const root = findHookTree({input: {}, env: options.env, processCwd: options.cwd})
+  if (!root) return
+  await appendHookLog(root, {at: new Date().toISOString(), agent: '-', event: '-', reason: oneLine(options.reason, 600)}).catch(() => {})
+}

@@ -1,0 +1,103 @@
+/**
+ * A stand-in model on 127.0.0.1 for running the real agent CLIs in tests (agent-wiring research, "Proving it
+ * end to end without a model"): it answers the Anthropic Messages API (Claude Code: `ANTHROPIC_BASE_URL`) and the
+ * Gemini API (Gemini CLI: `GOOGLE_GEMINI_BASE_URL`) with a fixed short reply, and records every request body, so a
+ * test can see exactly what the agent sent to its model.
+ */
+import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
+import type {AddressInfo} from 'node:net'
+
+export interface RecordedRequest {
+  method: string
+  url: string
+  headers: IncomingMessage['headers']
+  /** The raw body text. */
+  body: string
+}
+
+export interface ModelStandIn {
+  url: string
+  requests: RecordedRequest[]
+  /** Every recorded body that reached a model endpoint (messages, generateContent, streamGenerateContent), joined. */
+  modelBodies(): string
+  close(): Promise<void>
+}
+
+const sse = (res: ServerResponse, events: Array<[string | undefined, unknown]>) => {
+  res.writeHead(200, {'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive'})
+  for (const [event, data] of events) res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
+  res.end()
+}
+
+const json = (res: ServerResponse, status: number, value: unknown) => {
+  res.writeHead(status, {'content-type': 'application/json'})
+  res.end(JSON.stringify(value))
+}
+
+/** Anthropic Messages API: a streamed (SSE) or plain reply with one text block. */
+function anthropic(res: ServerResponse, body: {stream?: boolean; model?: string}, reply: string): void {
+  const model = body.model ?? 'claude-stand-in'
+  const id = `msg_standin_${Date.now()}`
+  const usage = {input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0}
+  if (!body.stream) {
+    json(res, 200, {id, type: 'message', role: 'assistant', model, content: [{type: 'text', text: reply}], stop_reason: 'end_turn', stop_sequence: null, usage})
+    return
+  }
+  sse(res, [
+    ['message_start', {type: 'message_start', message: {id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage}}],
+    ['content_block_start', {type: 'content_block_start', index: 0, content_block: {type: 'text', text: ''}}],
+    ['content_block_delta', {type: 'content_block_delta', index: 0, delta: {type: 'text_delta', text: reply}}],
+    ['content_block_stop', {type: 'content_block_stop', index: 0}],
+    ['message_delta', {type: 'message_delta', delta: {stop_reason: 'end_turn', stop_sequence: null}, usage: {output_tokens: 5}}],
+    ['message_stop', {type: 'message_stop'}],
+  ])
+}
+
+/** A Gemini answer; the router's classification request (it asks for a JSON complexity score) gets one. */
+function geminiCandidate(requestBody: string, reply: string) {
+  const text = /complexity_score|complexity_reasoning/.test(requestBody) ? JSON.stringify({complexity_reasoning: 'A simple request.', complexity_score: 10}) : reply
+  return {
+    candidates: [{content: {role: 'model', parts: [{text}]}, finishReason: 'STOP', index: 0}],
+    usageMetadata: {promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15},
+    modelVersion: 'gemini-stand-in',
+  }
+}
+
+export async function startModelStandIn(options: {reply?: string} = {}): Promise<ModelStandIn> {
+  const reply = options.reply ?? 'Stand-in model reply.'
+  const requests: RecordedRequest[] = []
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8')
+      requests.push({method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body})
+      const path = (req.url ?? '/').split('?')[0]
+      let parsed: Record<string, unknown> = {}
+      try {
+        parsed = body ? (JSON.parse(body) as Record<string, unknown>) : {}
+      } catch {
+        // not JSON: answered below like any other request
+      }
+      if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) return json(res, 200, {input_tokens: 10})
+      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) return anthropic(res, parsed, reply)
+      if (req.method === 'POST' && /:streamGenerateContent$/.test(path)) return sse(res, [[undefined, geminiCandidate(body, reply)]])
+      if (req.method === 'POST' && /:generateContent$/.test(path)) return json(res, 200, geminiCandidate(body, reply))
+      if (req.method === 'POST' && /:countTokens$/.test(path)) return json(res, 200, {totalTokens: 10})
+      if (req.method === 'POST' && /:(batchEmbedContents|embedContent)$/.test(path)) return json(res, 200, {embeddings: [{values: [0, 0, 0]}]})
+      json(res, 404, {error: {type: 'not_found_error', message: `the stand-in model does not serve ${req.method} ${path}`}})
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    modelBodies: () => requests.filter((r) => /\/v1\/messages$|:(stream)?[gG]enerateContent$/.test(r.url.split('?')[0])).map((r) => r.body).join('\n'),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}

@@ -1,0 +1,110 @@
+/** The hook's input and output formats per agent, and `.nexus/hooks.log`. */
+import {PassThrough} from 'node:stream'
+
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
+import {formatAnswer, recallBlock, sessionContextSections, unreadableNotice} from '../../src/hook/format.js'
+import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
+import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
+import {runHook} from '../../src/hook/ops.js'
+import {initTree} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+
+describe('answers in each agent format', () => {
+  it('Claude Code and Codex: hookSpecificOutput with the event that ran', () => {
+    expect(JSON.parse(formatAnswer('claude', 'session-start', 'ctx'))).toEqual({hookSpecificOutput: {hookEventName: 'SessionStart', additionalContext: 'ctx'}})
+    expect(JSON.parse(formatAnswer('codex', 'prompt', 'ctx'))).toEqual({hookSpecificOutput: {hookEventName: 'UserPromptSubmit', additionalContext: 'ctx'}})
+    // A hook registered under another context event answers with that event's name (a wrong name is an error in Claude Code).
+    expect(JSON.parse(formatAnswer('claude', 'session-start', 'ctx', 'UserPromptSubmit')).hookSpecificOutput.hookEventName).toBe('UserPromptSubmit')
+    expect(answerEventName('claude', 'prompt', 'Stop')).toBe('UserPromptSubmit')
+  })
+
+  it('Gemini CLI: JSON only, BeforeAgent for a prompt; OpenClaw: prependContext', () => {
+    expect(JSON.parse(formatAnswer('gemini', 'prompt', 'ctx'))).toEqual({hookSpecificOutput: {hookEventName: 'BeforeAgent', additionalContext: 'ctx'}})
+    expect(JSON.parse(formatAnswer('openclaw', 'prompt', 'ctx'))).toEqual({prependContext: 'ctx'})
+  })
+
+  it('nothing to say is nothing at all', () => {
+    for (const agent of ['claude', 'gemini', 'codex', 'openclaw'] as const) expect(formatAnswer(agent, 'prompt', ' \n')).toBe('')
+    expect(recallBlock([])).toBe('')
+  })
+
+  it('the notice is one line that says why', () => {
+    const notice = unreadableNotice('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed\nto fix: start it.')
+    expect(notice.split('\n')).toHaveLength(1)
+    expect(notice).toBe('jarvis: the shared memory could not be read (cannot reach the jarvis server at http://127.0.0.1:9: fetch failed to fix: start it); tell the user and do not go on from a guess about what it holds.')
+  })
+
+  it('the session context: pinned memory first; recent events already pinned are not repeated', () => {
+    const event = (key: string, content: string, extra = {}) => ({agent_id: 'gemini' as const, run_id: 'r', scope: 'global', kind: 'decision' as const, dedupe_key: key, confidence: 'high' as const, content_md: content, source: {system: 'cli' as const}, ttl_days: 0, event_id: `e-${key}`, created_at: '2026-09-01T10:00:00.000Z', deprecated: false, ...extra})
+    const sections = sessionContextSections({
+      agentId: 'claude',
+      at: '2026-09-01T12:00:00.000Z',
+      server: 'http://s',
+      scopes: ['global'],
+      pinnedMd: '# Pinned memory\n\n## global\n- [decision] db: Postgres only (gemini, 2026-09-01)\n',
+      recent: [event('db', 'Postgres only'), event('old', 'gone', {deprecated: true}), event('cache', 'Redis for sessions', {kind: 'fact'})],
+      files: [{path: 'PROJECT_MEMORY.md', summary: 'What this project is'}],
+    })
+    expect(sections.map((s) => s.lines[0])).toEqual([expect.stringMatching(/^\[JARVIS SHARED MEMORY\]/), '# Pinned memory', '## Recent events not pinned above', expect.stringMatching(/^## Memory files/)])
+    expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-01 [fact] global cache: Redis for sessions (gemini)'])
+    expect(sections[3].lines[1]).toBe('- PROJECT_MEMORY.md — What this project is')
+  })
+})
+
+describe('what agents send', () => {
+  it('events and agents by our names and by the agents own', () => {
+    expect(['SessionStart', 'BeforeAgent', 'UserPromptSubmit', 'PreCompress', 'AfterAgent', 'SessionEnd', 'stop'].map(parseHookEvent)).toEqual(['session-start', 'prompt', 'prompt', 'pre-compact', 'stop', 'session-end', 'stop'])
+    expect(parseHookEvent('teardown')).toBeUndefined()
+    expect(['claude', 'Gemini', 'codex', 'chatgpt', 'openclaw', 'cursor'].map(parseHookAgent)).toEqual(['claude', 'gemini', 'codex', 'codex', 'openclaw', undefined])
+  })
+
+  it('parses every agent shape; empty stdin is an empty input; anything else is malformed', () => {
+    expect(parseHookInput('{"session_id":"s","transcript_path":null,"cwd":"/p","prompt":"hi","last_assistant_message":null}')).toEqual({ok: true, input: {sessionId: 's', cwd: '/p', prompt: 'hi'}})
+    expect(parseHookInput('{"sessionKey":"agent:main","workspaceDir":"/w","sessionFile":"/w/s.jsonl"}').input).toEqual({sessionId: 'agent:main', cwd: '/w', transcriptPath: '/w/s.jsonl'})
+    expect(parseHookInput('')).toEqual({ok: true, input: {}})
+    expect(parseHookInput('[1,2]')).toMatchObject({ok: false, reason: 'the hook input on stdin is not a JSON object'})
+    expect(parseHookInput('{"cwd": 42, "session_id": "s"}')).toEqual({ok: true, input: {sessionId: 's'}})
+  })
+
+  it('does not wait for a sender that never closes stdin', async () => {
+    const stream = new PassThrough()
+    stream.write('{"a":1}')
+    const started = Date.now()
+    expect(await readHookStdin(stream, 200)).toBe('{"a":1}')
+    expect(Date.now() - started).toBeLessThan(1000)
+  })
+})
+
+describe('.nexus/hooks.log', () => {
+  it('one line per failure: time, agent, event, reason; read back for jarvis status', async () => {
+    const {root} = await initTree(await tempDir('jarvis-hooklog-'), {})
+    dirs.push(root)
+    expect(await readHookFailures(root)).toEqual([])
+    await appendHookLog(root, {at: '2026-09-01T10:00:00.000Z', agent: 'claude', event: 'stop', reason: 'the tree is\nlocked'})
+    await appendHookLog(root, {at: '2026-09-01T11:00:00.000Z', agent: '', event: 'session-start', reason: 'server down'})
+    expect(formatHookLogLine({at: 't', agent: 'a b', event: 'e', reason: 'r'})).toBe('t a_b e r')
+    expect(await readHookFailures(root)).toEqual([
+      {at: '2026-09-01T10:00:00.000Z', agent: 'claude', event: 'stop', reason: 'the tree is locked'},
+      {at: '2026-09-01T11:00:00.000Z', agent: '-', event: 'session-start', reason: 'server down'},
+    ])
+    expect(await readHookFailures(root, {since: '2026-09-01T10:30:00Z'})).toHaveLength(1)
+    expect(await readHookFailures(root, {limit: 1})).toEqual([expect.objectContaining({reason: 'server down'})])
+    expect(parseHookLog('garbage\n')).toEqual([])
+  })
+
+  it('runHook in process: never throws, logs into the tree it found', async () => {
+    const {root} = await initTree(await tempDir('jarvis-hookop-'), {})
+    dirs.push(root)
+    const result = await runHook({event: 'session-start', agent: 'claude', stdin: JSON.stringify({cwd: root}), env: {}, cwd: '/'})
+    expect(result.root).toBe(root)
+    const context = JSON.parse(result.stdout).hookSpecificOutput.additionalContext as string
+    expect(context).toMatch(/^jarvis: the shared memory could not be read \(no server to talk to.*\); tell the user/)
+    expect(result.logged).toEqual([expect.stringMatching(/^the shared memory could not be read: no server to talk to/)])
+    expect(await readHookFailures(root)).toHaveLength(1)
+  })
+})

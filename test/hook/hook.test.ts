@@ -1,0 +1,404 @@
+/**
+ * `jarvis hook` end to end: the built binary spawned with each agent's real hook input on stdin, against a real
+ * `jarvis serve` on 127.0.0.1, on real trees and real transcript files.
+ */
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {MemoryClient} from '../../src/protocol/client.js'
+import {withTreeLock} from '../../src/store/index.js'
+import {closedPort, fakeGithubToken} from '../cli/memory-helpers.js'
+import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
+import {
+  appendEvent,
+  assertBuilt,
+  claudeTranscript,
+  codexRollout,
+  eventually,
+  geminiTranscript,
+  hookEnv,
+  hooksLog,
+  makeProject,
+  type Project,
+  runHook,
+  runJarvisBuilt,
+  waitForBackgroundSyncs,
+  writeMemory,
+} from './helpers.js'
+
+const dirs: string[] = []
+let server: TestServer
+let home: string
+
+const PGBOUNCER = `---
+title: Pgbouncer pooling mode
+tags: [database]
+---
+# Pgbouncer pooling mode
+
+Run pgbouncer in transaction pooling mode: session pooling exhausted the 100 connection limit during deploys.
+`
+const RUNNER = `---
+title: Runner SSH certificates
+tags: [infra]
+---
+# Runner SSH certificates
+
+The CI runner logs in with short-lived SSH certificates signed by the internal CA.
+`
+
+beforeAll(async () => {
+  assertBuilt()
+  server = await startTestServer()
+  home = await tempDir('jarvis-hook-home-')
+  dirs.push(home, server.dataDir)
+  await appendEvent(server.url, 'claude', {kind: 'decision', key: 'db-engine', content: 'Postgres 16 is the only database; no MySQL anywhere.', scope: 'global'})
+})
+
+afterAll(async () => {
+  await server?.close()
+  await removeAll(dirs)
+})
+
+async function project(settings: Parameters<typeof makeProject>[1] = {}): Promise<Project> {
+  const p = await makeProject(server.url, settings)
+  dirs.push(p.root)
+  await writeMemory(p, 'decisions/postgres/pgbouncer-pooling.md', PGBOUNCER)
+  await writeMemory(p, 'decisions/ssh/runner-certificates.md', RUNNER)
+  await writeMemory(p, 'PROJECT_MEMORY.md', '# Demo shop\n\nThe demo shop: a Postgres-backed API and a web dashboard.\n')
+  return p
+}
+
+/** What each agent sends, built from the field lists of its documentation and its own schemas. */
+const inputs = {
+  claude: (cwd: string, event: string, extra: Record<string, unknown> = {}) => ({
+    session_id: 'c1a2b3c4-0000-4000-8000-000000000001',
+    transcript_path: join(home, '.claude', 'projects', 'x', 'c1a2b3c4-0000-4000-8000-000000000001.jsonl'),
+    cwd,
+    permission_mode: 'default',
+    hook_event_name: event,
+    ...extra,
+  }),
+  gemini: (cwd: string, event: string, extra: Record<string, unknown> = {}) => ({
+    session_id: '7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f',
+    transcript_path: join(home, '.gemini', 'tmp', 'x', 'chats', 'session-2026-09-01T09-00-7c2d9e1f.jsonl'),
+    cwd,
+    hook_event_name: event,
+    timestamp: new Date().toISOString(),
+    ...extra,
+  }),
+  codex: (cwd: string, event: string, extra: Record<string, unknown> = {}) => ({
+    session_id: '0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f',
+    transcript_path: null,
+    cwd,
+    hook_event_name: event,
+    model: 'gpt-5.5',
+    permission_mode: 'default',
+    ...extra,
+  }),
+  openclaw: (cwd: string, _event: string, extra: Record<string, unknown> = {}) => ({sessionKey: 'agent:main:main', workspaceDir: cwd, ...extra}),
+}
+
+/** The context an answer carries, checked to be in that agent's own format. */
+function contextOf(agent: string, stdout: string, eventName: string): string {
+  const answer = JSON.parse(stdout) as {hookSpecificOutput?: {hookEventName: string; additionalContext: string}; prependContext?: string}
+  if (agent === 'openclaw') {
+    expect(Object.keys(answer)).toEqual(['prependContext'])
+    return answer.prependContext!
+  }
+  expect(Object.keys(answer)).toEqual(['hookSpecificOutput'])
+  expect(answer.hookSpecificOutput!.hookEventName).toBe(eventName)
+  return answer.hookSpecificOutput!.additionalContext
+}
+
+const START = {claude: 'SessionStart', gemini: 'SessionStart', codex: 'SessionStart', openclaw: 'session_start'}
+const PROMPT = {claude: 'UserPromptSubmit', gemini: 'BeforeAgent', codex: 'UserPromptSubmit', openclaw: 'before_prompt_build'}
+const AGENT_ID = {claude: 'claude', gemini: 'gemini', codex: 'chatgpt', openclaw: 'openclaw'} as const
+
+describe.each(['claude', 'gemini', 'codex', 'openclaw'] as const)('jarvis hook --agent %s', (agent) => {
+  it('session start: the pinned memory and the project files, in the agent format, within the budget', async () => {
+    const p = await project()
+    const env = hookEnv(home, AGENT_ID[agent])
+    const run = await runHook('session-start', agent, inputs[agent](p.root, START[agent], {source: 'startup'}), {cwd: p.root, env})
+    expect(run.code).toBe(0)
+    expect(run.stderr).toBe('')
+    const context = contextOf(agent, run.stdout, START[agent])
+    expect(context).toContain('[decision] db-engine: Postgres 16 is the only database; no MySQL anywhere.')
+    expect(context).toContain(`agent:${AGENT_ID[agent]}`)
+    expect(context).toContain('- PROJECT_MEMORY.md — The demo shop: a Postgres-backed API and a web dashboard.')
+    expect(context.indexOf('db-engine')).toBeLessThan(context.indexOf('PROJECT_MEMORY.md'))
+    expect(context.length / 4).toBeLessThanOrEqual(2000)
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
+  it('prompt: the recall for a prompt about a memory file; nothing at all for an unrelated prompt', async () => {
+    const p = await project()
+    const env = hookEnv(home, AGENT_ID[agent])
+    const about = await runHook('prompt', agent, inputs[agent](p.root, PROMPT[agent], {prompt: 'Which pgbouncer pooling mode do we run?'}), {cwd: p.root, env})
+    expect(about.code).toBe(0)
+    expect(about.stderr).toBe('')
+    const context = contextOf(agent, about.stdout, PROMPT[agent])
+    expect(context.split('\n')[0]).toBe('[MEMORY CONTEXT]')
+    expect(context).toContain('- decisions/postgres/pgbouncer-pooling.md')
+    expect(context).not.toContain('runner-certificates')
+
+    const unrelated = await runHook('prompt', agent, inputs[agent](p.root, PROMPT[agent], {prompt: 'Write a haiku about autumn leaves falling in Kyoto'}), {cwd: p.root, env})
+    expect(unrelated).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect(await hooksLog(p.root)).toBe('')
+  })
+})
+
+describe('jarvis hook: recording the session', () => {
+  const SECRET_PROMPT = () => `Use the token ${fakeGithubToken()} to push the release.`
+  const turns = [
+    {prompt: 'Fix the flaky checkout test in the e2e suite', tools: [['Read', {file_path: 'FILE:src/checkout.test.ts'}], ['Edit', {file_path: 'FILE:src/checkout.test.ts', old_string: 'sleep(500)', new_string: 'await idle()'}]] as Array<[string, Record<string, unknown>]>, answer: 'We decided to wait for the network idle instead of a fixed sleep. The test passes now.'},
+    {prompt: 'Add a changelog entry', tools: [['Write', {file_path: 'FILE:CHANGELOG.md', content: '- fixed'}]] as Array<[string, Record<string, unknown>]>, answer: 'Added the entry to CHANGELOG.md.'},
+  ]
+  const withRoot = (root: string, list: typeof turns) => list.map((t) => ({...t, tools: t.tools.map(([n, i]) => [n, {...i, file_path: String(i.file_path).replace('FILE:', `${root}/`)}] as [string, Record<string, unknown>])}))
+
+  it('claude: stop records an episode from the transcript; the next `jarvis sync` pushes it to the server', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'claude')
+    const session = 'c1a2b3c4-0000-4000-8000-00000000aaaa'
+    const transcript = join(home, '.claude', 'projects', 'p1', `${session}.jsonl`)
+    await mkdir(join(transcript, '..'), {recursive: true})
+    await writeFile(transcript, claudeTranscript(session, p.root, withRoot(p.root, turns)))
+    const input = {...inputs.claude(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: 'Added the entry to CHANGELOG.md.'}), session_id: session, transcript_path: transcript}
+    const stop = await runHook('stop', 'claude', input, {cwd: p.root, env})
+    expect(stop).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const path = `episodes/2026-09-01/claude-${session}.md`
+    const text = await readFile(join(p.memory, path), 'utf8')
+    expect(text).toContain('## Asked\n- Fix the flaky checkout test in the e2e suite\n- Add a changelog entry\n')
+    expect(text).toContain('## Decided\n- We decided to wait for the network idle instead of a fixed sleep.')
+    expect(text).toContain('## Files touched\n- `src/checkout.test.ts` (edited, read)\n- `CHANGELOG.md` (written)\n')
+    expect(text).toMatch(/^kind: episode$/m)
+
+    // The same session again, and its end: the same file, nothing twice.
+    const again = await runHook('stop', 'claude', input, {cwd: p.root, env})
+    const end = await runHook('session-end', 'claude', {...input, hook_event_name: 'SessionEnd', reason: 'exit'}, {cwd: p.root, env})
+    expect([again.code, end.code]).toEqual([0, 0])
+    expect(await readFile(join(p.memory, path), 'utf8')).toBe(text)
+    expect(end.ms).toBeLessThan(1500)
+
+    const client = new MemoryClient({server: server.url, token: TOKENS.claude})
+    expect((await client.status()).files[path]).toBeUndefined()
+    const sync = await runJarvisBuilt(['sync'], {cwd: p.root, env})
+    expect(sync.code, sync.stderr).toBe(0)
+    expect((await client.pull([path])).files[path].content).toBe(text)
+  })
+
+  it('gemini: after-agent and session end update one episode from the JSONL transcript; a later turn extends it', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'gemini', {GEMINI_PROJECT_DIR: p.root, GEMINI_SESSION_ID: '7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f'})
+    const transcript = join(home, '.gemini', 'tmp', 'p2', 'chats', 'session-2026-09-01T09-00-7c2d9e1f.jsonl')
+    await mkdir(join(transcript, '..'), {recursive: true})
+    const list = withRoot(p.root, turns)
+    await writeFile(transcript, geminiTranscript('7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f', list.slice(0, 1)))
+    const input = inputs.gemini(p.root, 'AfterAgent', {transcript_path: transcript, prompt: list[0].prompt, prompt_response: list[0].answer, stop_hook_active: false})
+    expect(await runHook('stop', 'gemini', input, {cwd: p.root, env})).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const path = 'episodes/2026-09-01/gemini-7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f.md'
+    const first = await readFile(join(p.memory, path), 'utf8')
+    expect(first).toContain('- Fix the flaky checkout test in the e2e suite')
+    expect(first).not.toContain('Add a changelog entry')
+
+    await writeFile(transcript, geminiTranscript('7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f', list))
+    const end = await runHook('session-end', 'gemini', inputs.gemini(p.root, 'SessionEnd', {transcript_path: transcript, reason: 'exit'}), {cwd: p.root, env})
+    expect(end.code).toBe(0)
+    const second = await readFile(join(p.memory, path), 'utf8')
+    expect(second.match(/^- Fix the flaky checkout test/gm)).toHaveLength(1) // listed once under Asked
+    expect(second).toContain('- Add a changelog entry')
+    expect(second).toContain('- `CHANGELOG.md` (written)')
+  })
+
+  it('codex: reads its rollout; without one, records the last assistant message', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'chatgpt')
+    const rollout = join(home, '.codex', 'sessions', '2026', '09', '01', 'rollout-2026-09-01T09-00-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl')
+    await mkdir(join(rollout, '..'), {recursive: true})
+    await writeFile(rollout, codexRollout('0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', p.root, withRoot(p.root, turns)))
+    const stop = await runHook('stop', 'codex', inputs.codex(p.root, 'Stop', {transcript_path: rollout, stop_hook_active: false, last_assistant_message: 'Added the entry to CHANGELOG.md.', turn_id: 't1'}), {cwd: p.root, env})
+    expect(stop).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const text = await readFile(join(p.memory, 'episodes/2026-09-01/chatgpt-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.md'), 'utf8')
+    expect(text).toContain('## Asked\n- Fix the flaky checkout test in the e2e suite\n- Add a changelog entry\n')
+    expect(text).not.toContain('environment_context')
+    expect(text).toContain('- `src/checkout.test.ts` (edited)\n- `CHANGELOG.md` (created)')
+
+    const bare = await runHook('stop', 'codex', {...inputs.codex(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: 'Renamed the flag to --max-tokens.', turn_id: 't2'}), session_id: 'other-session'}, {cwd: p.root, env})
+    expect(bare.code).toBe(0)
+    const today = new Date().toISOString().slice(0, 10)
+    expect(await readFile(join(p.memory, `episodes/${today}/chatgpt-other-session.md`), 'utf8')).toContain('## Last answer\nRenamed the flag to --max-tokens.')
+  })
+
+  it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'claude')
+    const session = 'c1a2b3c4-0000-4000-8000-00000000bbbb'
+    const transcript = join(home, '.claude', 'projects', 'p3', `${session}.jsonl`)
+    await mkdir(join(transcript, '..'), {recursive: true})
+    const secret = SECRET_PROMPT()
+    await writeFile(transcript, claudeTranscript(session, p.root, [{prompt: 'Prepare the release notes', answer: 'Release notes are ready.'}, {prompt: secret, answer: 'Pushed.'}]))
+    const run = await runHook('pre-compact', 'claude', {...inputs.claude(p.root, 'PreCompact', {trigger: 'auto', custom_instructions: ''}), session_id: session, transcript_path: transcript}, {cwd: p.root, env})
+    expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const text = await readFile(join(p.memory, `episodes/2026-09-01/claude-${session}.md`), 'utf8')
+    expect(text).toContain('- Prepare the release notes')
+    expect(text).not.toContain('ghp_')
+    expect(await hooksLog(p.root)).toMatch(/claude pre-compact episodes\/2026-09-01\/claude-c1a2b3c4-0000-4000-8000-00000000bbbb\.md: left out 1 line of the episode holding a GitHub/)
+  })
+
+  it('with autoSync on, the episode reaches the server through the background sync; the hook does not wait for it', async () => {
+    const p = await project({autoSync: true})
+    const env = hookEnv(home, 'claude')
+    const session = 'c1a2b3c4-0000-4000-8000-00000000cccc'
+    const transcript = join(home, '.claude', 'projects', 'p4', `${session}.jsonl`)
+    await mkdir(join(transcript, '..'), {recursive: true})
+    await writeFile(transcript, claudeTranscript(session, p.root, withRoot(p.root, turns)))
+    const end = await runHook('session-end', 'claude', {...inputs.claude(p.root, 'SessionEnd', {reason: 'exit'}), session_id: session, transcript_path: transcript}, {cwd: p.root, env})
+    expect(end).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect(end.ms).toBeLessThan(1500)
+    await waitForBackgroundSyncs(p.root)
+    const path = `episodes/2026-09-01/claude-${session}.md`
+    const client = new MemoryClient({server: server.url, token: TOKENS.claude})
+    expect((await client.pull([path])).files[path].content).toBe(await readFile(join(p.memory, path), 'utf8'))
+    expect(await hooksLog(p.root)).toBe('')
+  })
+})
+
+describe('jarvis hook never breaks the agent', () => {
+  const everyHook = (root: string, transcript: string) =>
+    [
+      ['session-start', inputs.claude(root, 'SessionStart', {source: 'startup'})],
+      ['prompt', inputs.claude(root, 'UserPromptSubmit', {prompt: 'Which pgbouncer pooling mode do we run?'})],
+      ['pre-compact', {...inputs.claude(root, 'PreCompact', {trigger: 'manual'}), transcript_path: transcript}],
+      ['stop', {...inputs.claude(root, 'Stop', {stop_hook_active: false, last_assistant_message: 'Done.'}), transcript_path: transcript}],
+      ['session-end', {...inputs.claude(root, 'SessionEnd', {reason: 'exit'}), transcript_path: transcript}],
+    ] as const
+
+  async function transcriptFor(root: string): Promise<string> {
+    const path = join(root, '..', `${Math.random().toString(36).slice(2)}.jsonl`)
+    await writeFile(path, claudeTranscript('c1a2b3c4-0000-4000-8000-000000000001', root, [{prompt: 'Tune pgbouncer', answer: 'We chose transaction pooling.'}]))
+    dirs.push(path)
+    return path
+  }
+
+  it('server down: every hook exits 0; session start answers with the one-line notice; hooks.log says why', async () => {
+    const port = await closedPort()
+    const p = await makeProject(`http://127.0.0.1:${port}`, {autoSync: true})
+    dirs.push(p.root)
+    await writeMemory(p, 'decisions/postgres/pgbouncer-pooling.md', PGBOUNCER)
+    const env = hookEnv(home, 'claude')
+    const transcript = await transcriptFor(p.root)
+    const runs = []
+    for (const [event, input] of everyHook(p.root, transcript)) runs.push([event, await runHook(event, 'claude', input, {cwd: p.root, env})] as const)
+    for (const [, run] of runs) expect(run).toMatchObject({code: 0, stderr: ''})
+    const start = runs[0][1]
+    const notice = contextOf('claude', start.stdout, 'SessionStart')
+    expect(notice.split('\n')).toHaveLength(1)
+    expect(notice).toMatch(new RegExp(`^jarvis: the shared memory could not be read \\(.*127\\.0\\.0\\.1:${port}.*\\); tell the user and do not go on from a guess`))
+    expect(notice).not.toContain('Postgres 16')
+    // The prompt hook reads only local memory files: it still answers.
+    expect(contextOf('claude', runs[1][1].stdout, 'UserPromptSubmit')).toContain('pgbouncer-pooling.md')
+    for (const [, run] of runs.slice(2)) expect(run.stdout).toBe('')
+    await waitForBackgroundSyncs(p.root)
+    const log = await hooksLog(p.root)
+    expect(log).toMatch(/^\S+ claude session-start the shared memory could not be read: .*127\.0\.0\.1/m)
+    expect(log).toMatch(/^\S+ claude sync the episode was recorded but not synced \(.*\); it stays in \.memory\/ and the next `jarvis sync` sends it$/m)
+    // The episode is there for the next sync.
+    expect(await readFile(join(p.memory, 'episodes/2026-09-01/claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')).toContain('- Tune pgbouncer')
+  })
+
+  it('a server that accepts but never answers: session start gives up after its deadline and the hook exits at once', async () => {
+    const {createServer} = await import('node:net')
+    const sockets: import('node:net').Socket[] = []
+    const hung = createServer((socket) => void sockets.push(socket))
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve))
+    try {
+      const p = await makeProject(`http://127.0.0.1:${(hung.address() as {port: number}).port}`)
+      dirs.push(p.root)
+      const run = await runHook('session-start', 'gemini', inputs.gemini(p.root, 'SessionStart', {source: 'startup'}), {cwd: p.root, env: hookEnv(home, 'gemini')})
+      expect(run).toMatchObject({code: 0, stderr: ''})
+      expect(contextOf('gemini', run.stdout, 'SessionStart')).toMatch(/^jarvis: the shared memory could not be read \(the server did not answer within 8 s\)/)
+      expect(run.ms).toBeLessThan(12_000)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      hung.close()
+    }
+  }, 30_000)
+
+  it('tree locked: every hook exits 0 and logs why; session start answers with the one-line notice', async () => {
+    const p = await project({lockTimeout: 300})
+    const env = hookEnv(home, 'claude')
+    const transcript = await transcriptFor(p.root)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let locked!: () => void
+    const taken = new Promise<void>((resolve) => (locked = resolve))
+    const holder = withTreeLock(p.root, {command: 'test holder'}, async () => {
+      locked()
+      await held
+    })
+    await taken
+    const runs = []
+    try {
+      for (const [event, input] of everyHook(p.root, transcript)) runs.push([event, await runHook(event, 'claude', input, {cwd: p.root, env})] as const)
+    } finally {
+      release()
+      await holder
+    }
+    for (const [, run] of runs) expect(run).toMatchObject({code: 0, stderr: ''})
+    const notice = contextOf('claude', runs[0][1].stdout, 'SessionStart')
+    expect(notice).toMatch(new RegExp(`^jarvis: the shared memory could not be read \\(the jarvis tree at .* is locked by process ${process.pid}.*\\); tell the user`))
+    for (const [, run] of runs.slice(1)) expect(run.stdout).toBe('')
+    const log = await hooksLog(p.root)
+    for (const [event] of runs) expect(log).toMatch(new RegExp(`^\\S+ claude ${event} .*is locked by process ${process.pid}`, 'm'))
+  })
+
+  it('malformed stdin, unknown event or agent, bad flags: exit 0, nothing on stderr, a line in hooks.log', async () => {
+    const p = await project()
+    const env = hookEnv(home, 'claude')
+    const bad = await runHook('prompt', 'claude', '{"prompt": "pgbouncer', {cwd: p.root, env})
+    expect(bad).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const unknownEvent = await runHook('teardown', 'claude', {}, {cwd: p.root, env})
+    const unknownAgent = await runHook('prompt', 'cursor', {prompt: 'pgbouncer'}, {cwd: p.root, env})
+    const badFlag = await runHook('session-start', 'claude', {}, {cwd: p.root, env, extra: ['--max-tokens', 'lots']})
+    for (const run of [unknownEvent, unknownAgent, badFlag]) expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const log = await hooksLog(p.root)
+    expect(log).toMatch(/^\S+ claude prompt the hook input on stdin is not JSON/m)
+    expect(log).toMatch(/^\S+ claude teardown unknown hook event "teardown"/m)
+    expect(log).toMatch(/^\S+ cursor prompt unknown agent "cursor"/m)
+    expect(log).toMatch(/^\S+ - - jarvis hook session-start --agent claude --max-tokens lots: .*max-tokens/m)
+  })
+
+  it('outside any jarvis tree: exit 0, nothing printed, nothing created', async () => {
+    const plain = await tempDir('jarvis-hook-plain-')
+    dirs.push(plain)
+    const env = hookEnv(home, 'claude')
+    for (const event of ['session-start', 'prompt', 'stop']) {
+      const run = await runHook(event, 'claude', inputs.claude(plain, 'SessionStart', {prompt: 'pgbouncer'}), {cwd: plain, env})
+      expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
+    }
+    await expect(readFile(join(plain, '.nexus', 'hooks.log'), 'utf8')).rejects.toThrow()
+  })
+
+  it('finds the tree from the hook input cwd (a subdirectory), not only from where it runs', async () => {
+    const p = await project()
+    const sub = join(p.root, 'packages', 'api')
+    await mkdir(sub, {recursive: true})
+    const elsewhere = await tempDir('jarvis-hook-cwd-')
+    dirs.push(elsewhere)
+    const run = await runHook('prompt', 'claude', inputs.claude(sub, 'UserPromptSubmit', {prompt: 'ssh certificates for the CI runner'}), {cwd: elsewhere, env: hookEnv(home, 'claude')})
+    expect(contextOf('claude', run.stdout, 'UserPromptSubmit')).toContain('decisions/ssh/runner-certificates.md')
+  })
+
+  it('--max-tokens cuts the session-start context at line boundaries, pinned memory first', async () => {
+    const p = await project()
+    for (let i = 0; i < 30; i++) await appendEvent(server.url, 'claude', {kind: 'fact', key: `budget-fact-${i}`, content: `Budget fact number ${i}: ${'x'.repeat(80)}`, scope: 'project:demo'})
+    const run = await runHook('session-start', 'claude', inputs.claude(p.root, 'SessionStart', {source: 'startup'}), {cwd: p.root, env: hookEnv(home, 'claude'), extra: ['--max-tokens', '300']})
+    const context = contextOf('claude', run.stdout, 'SessionStart')
+    expect(Math.ceil(context.length / 4)).toBeLessThanOrEqual(300)
+    expect(context).toContain('[decision] db-engine')
+    expect(context).toMatch(/\n… \d+ more lines? left out to stay within 300 tokens/)
+    for (const line of context.split('\n')) if (line.includes('budget-fact-')) expect(line).toMatch(/x{10,}.* \(claude, \d{4}-\d{2}-\d{2}\)$/)
+  })
+})

@@ -1,0 +1,83 @@
+/**
+ * The prompt hook's relevance threshold: the rule itself (pure), then the rule over the real search on a 220-file
+ * corpus (an agent's questions get their file; prompts about something else get nothing).
+ */
+import {join} from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {readPromptRecall} from '../../src/hook/context.js'
+import {containsTerm, coveragePoints, promptTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {initTree} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {QUERIES, writeCorpus} from '../search/corpus.js'
+
+describe('the relevance rule', () => {
+  it('takes the topic words of a prompt, not the words of talking to an assistant', () => {
+    expect(promptTerms('Can you please help me fix the pgbouncer pooling mode? Thanks!')).toEqual(['fix', 'pgbouncer', 'pooling', 'mode'])
+    expect(promptTerms('ok, continue')).toEqual(['continue'])
+    expect(promptTerms('hi')).toEqual([])
+    expect(promptTerms('Why is 2024 slow')).toEqual(['slow'])
+  })
+
+  it('matches whole words with a plural or verb ending, nothing else', () => {
+    expect(containsTerm('Run pgbouncers in transaction mode', 'pgbouncer')).toBe(true)
+    expect(containsTerm('the repgbouncer tool', 'pgbouncer')).toBe(false)
+    expect(containsTerm('short-lived SSH certificate', 'certificates')).toBe(true)
+    expect(containsTerm('the job kept failing', 'fail')).toBe(true)
+    expect(containsTerm('the invoice writer', 'write')).toBe(false)
+    expect(containsTerm('a CPU limit', 'cpu')).toBe(true)
+    expect(containsTerm('cpuset', 'cpu')).toBe(false)
+  })
+
+  it('scores coverage: 2 points in the title, tags or path, 1 in the body', () => {
+    const file = {path: 'decisions/postgres/pgbouncer.md', title: 'Pooling mode', tags: ['database'], body: 'Transaction pooling. Deploys exhausted connections.'}
+    expect(coveragePoints(file, ['pgbouncer'])).toBe(2)
+    expect(coveragePoints(file, ['deploys'])).toBe(1)
+    expect(coveragePoints(file, ['deploys', 'connections'])).toBe(2)
+    expect(coveragePoints(file, ['haiku'])).toBe(0)
+  })
+
+  it('needs coverage and a score near the best: one common body word is not enough', () => {
+    const files = [
+      {path: 'a.md', score: 10, title: 'Pgbouncer', tags: [], body: 'pooling'},
+      {path: 'b.md', score: 2, title: 'Other', tags: [], body: 'pgbouncer and pooling'},
+      {path: 'c.md', score: 8, title: 'Deploys', tags: [], body: 'we write deploy notes'},
+    ]
+    expect(relevantFiles('pgbouncer pooling', files).map((f) => f.path)).toEqual(['a.md'])
+    expect(relevantFiles('write a poem', files)).toEqual([])
+    expect(relevantFiles('hello there', files)).toEqual([])
+  })
+})
+
+describe('the threshold over the real search (220 memory files)', () => {
+  let root: string
+  beforeAll(async () => {
+    root = (await initTree(await tempDir('jarvis-relevance-'), {})).root
+    await writeCorpus(join(root, '.memory'))
+  })
+  afterAll(async () => removeAll([root]))
+
+  // The corpus's typo queries are left out: the threshold counts only words of the prompt itself (see relevance.ts).
+  const TYPOS = new Set(['kubernets autoscaler', 'meilisaerch', 'postgr upgrad'])
+
+  it('an agent question about a file brings that file', async () => {
+    for (const {query, expected} of QUERIES.filter((q) => !TYPOS.has(q.query))) {
+      const recall = await readPromptRecall({root, prompt: `Can you look into ${query} for me?`, lockTimeoutMs: 5000})
+      expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+      expect(recall.block.split('\n')[0]).toBe('[MEMORY CONTEXT]')
+    }
+  })
+
+  it.each([
+    'Write a haiku about autumn leaves falling in Kyoto',
+    'What is the capital of Australia?',
+    'Explain the difference between a list and a tuple in Python',
+    'hi',
+    'thanks, that is all for today',
+    'Translate good morning into French',
+  ])('an unrelated prompt brings nothing: %s', async (prompt) => {
+    const recall = await readPromptRecall({root, prompt, lockTimeoutMs: 5000})
+    expect(recall).toEqual({block: '', files: []})
+  })
+})
