@@ -16,7 +16,6 @@ import {
   assertBuilt,
   claudeTranscript,
   codexRollout,
-  eventually,
   geminiTranscript,
   hookEnv,
   hooksLog,
