@@ -9,6 +9,7 @@ import {cpus, totalmem, type as osType, release} from 'node:os'
 import {fileURLToPath} from 'node:url'
 
 import {benchEvents} from './events.js'
+import {benchMcp} from './mcp.js'
 import {benchMerge} from './merge.js'
 import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
@@ -22,7 +23,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 }
 
 const sections: BenchSection[] = []
-for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents]] as const) {
+for (const [name, bench] of [['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp]] as const) {
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }

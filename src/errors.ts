@@ -80,7 +80,7 @@ export class SchemaError extends JarvisError {
   }
 }
 
-/** The shared memory cannot be read or reached (seed 001 MUST-6): stop, never guess. */
+/** The shared memory cannot be read or reached: stop, never guess. */
 export class UnreachableError extends JarvisError {
   constructor(message: string, data?: Record<string, unknown>, cause?: unknown) {
     super(message, {code: 'UNREACHABLE', exit: ExitCode.unreachable, data, cause})

@@ -3,7 +3,7 @@ import {serverFlags} from '../cli/flags.js'
 import {agentPrompt, PROMPT_PLACEMENT, type PromptResult} from '../ops/index.js'
 
 export default class Prompt extends JarvisCommand<typeof Prompt> {
-  static summary = 'Print the shared-memory instructions for an agent’s system prompt (seed 001 §9).'
+  static summary = 'Print the shared-memory instructions for an agent’s system prompt.'
   static description = `The short protocol block each agent gets: read the snapshot at the start of a run, append only settled facts at the end, never store secrets, stop when the memory cannot be read. It names this installation's commands and, when one is configured, the server.`
   static examples = ['<%= config.bin %> prompt --agent gemini >> GEMINI.md', '<%= config.bin %> prompt --agent claude --json']
 

@@ -4,7 +4,7 @@ import {JarvisCommand} from '../cli/base-command.js'
 import {recallMemory, type RecallResult} from '../ops/index.js'
 
 export default class Recall extends JarvisCommand<typeof Recall> {
-  static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query (seed 004 §7).'
+  static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query.'
   static description = `For an agent's system prompt: one line per hit with the file's path and a one-line summary, bounded in length. Keyword ranking (BM25, prefix and fuzzy terms) always; fused with embeddings when JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL name an OpenAI-compatible /v1/embeddings server (key in JARVIS_EMBEDDINGS_KEY). Without one, or when it fails, the results are keyword-only and a note on stderr says so. --json gives the hits with their snippets.`
   static examples = ['<%= config.bin %> recall "ssh auth failures on the runner"', '<%= config.bin %> recall "postgres upgrade" --limit 5 --tag database --json']
 

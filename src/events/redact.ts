@@ -403,7 +403,7 @@ export async function assertNoSensitive(fields: Record<string, string>): Promise
   const findings = await findSensitive(fields)
   if (findings.length === 0) return
   throw new SecretRefusedError(
-    `refused: the event holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory (seed 001 §8); remove them and write again.`,
+    `refused: the event holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again.`,
     {findings},
   )
 }

@@ -67,13 +67,13 @@ export function confidenceRank(confidence: Confidence): number {
  * - a lower-confidence event replacing a higher-confidence one: the newest live event of the same scope and
  *   dedupe_key, or the event it supersedes (seed 001 §6a, §7 C-1);
  * - `supersedes` naming an event that is not in the log, or one in another scope or of another key;
- * - more than MAX_EVENTS_PER_RUN events in one run of one agent (seed 001 W-1).
+ * - more than MAX_EVENTS_PER_RUN events in one run of one agent.
  * `log` is the stored events the server can see (at least those of the event's scope); the new event is not in it.
  */
 export function appendWarnings(event: MemoryEvent, log: readonly StoredMemoryEvent[]): string[] {
   const warnings: string[] = []
   if (event.content_md.length > CONTENT_MD_RECOMMENDED) {
-    warnings.push(`content_md is ${event.content_md.length} characters; keep it under ${CONTENT_MD_RECOMMENDED} (seed 001 §6b: short, human-readable)`)
+    warnings.push(`content_md is ${event.content_md.length} characters; keep it under ${CONTENT_MD_RECOMMENDED} (short and readable: what, why, since when)`)
   }
   const superseded = event.supersedes ? log.find((e) => e.event_id === event.supersedes) : undefined
   if (event.supersedes && !superseded) warnings.push(`supersedes ${event.supersedes}, which is not in the log`)
@@ -87,7 +87,7 @@ export function appendWarnings(event: MemoryEvent, log: readonly StoredMemoryEve
     warnings.push(`a ${event.confidence}-confidence event replaces ${stronger.event_id} (${stronger.confidence} confidence) for ${event.dedupe_key}; check it is really settled`)
   }
   const inRun = log.filter((e) => e.agent_id === event.agent_id && e.run_id === event.run_id).length + 1
-  if (inRun > MAX_EVENTS_PER_RUN) warnings.push(`this is event ${inRun} of run ${event.run_id}; a run should write at most ${MAX_EVENTS_PER_RUN} (seed 001 W-1)`)
+  if (inRun > MAX_EVENTS_PER_RUN) warnings.push(`this is event ${inRun} of run ${event.run_id}; a run should write at most ${MAX_EVENTS_PER_RUN}`)
   return warnings
 }
 

@@ -1,5 +1,5 @@
 /**
- * `context_map.json` (seed 000 §4) from the tracked files of the repository holding the tree: pages, components,
+ * `context_map.json` from the tracked files of the repository holding the tree: pages, components,
  * api, lib, styles and scripts by the path conventions of common web projects (Next.js app/ and pages/,
  * src/components, app/api and pages/api, lib/, styles/ and *.css|*.scss, scripts/ and package.json scripts), and
  * the Prisma models and enums of `prisma/schema.prisma`. Deterministic apart from `timestamp`.

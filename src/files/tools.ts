@@ -3,8 +3,9 @@
  * (path guard, atomic writes) and holds the tree lock; every write is scanned for secrets and personal data first.
  */
 import {assertNoSensitive} from '../events/index.js'
-import {BadInputError, SecretRefusedError} from '../errors.js'
-import {readBase, readMemoryFile, readNexusFile, readSyncState, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile, deleteMemoryFile, formatJson} from '../store/index.js'
+import {BadInputError, ConflictLeftError, SecretRefusedError} from '../errors.js'
+import {mergeText} from '../merge/index.js'
+import {hashText, readBase, readMemoryFile, readNexusFile, readSyncState, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile, deleteMemoryFile, formatJson} from '../store/index.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
@@ -35,6 +36,25 @@ export interface WriteResult {
   created: boolean
   /** False when the file already had exactly this content (nothing was written). */
   changed: boolean
+  /** Only with a `base`: true when the file had changed since that base and the change was merged in. */
+  merged?: boolean
+}
+
+/**
+ * What a writer read before it wrote (an MCP session): the hash of the text it read, and that text when it is
+ * still known. When the file on disk no longer has that hash, a write or an edit is merged three-way with the
+ * change made meanwhile (base = the text read), or refused (exit 4) — it never overwrites that change.
+ */
+export interface WriteBase {
+  hash: string
+  /** The text as it was read; without it a file changed since is refused, as there is nothing to merge against. */
+  text?: string
+}
+
+export interface GuardedWrite {
+  base?: WriteBase
+  /** Told the text the file holds after the call (written, merged or already equal). */
+  onWritten?: (text: string) => void
 }
 
 export interface GrepHit {
@@ -144,17 +164,54 @@ export function composeMemoryText(path: string, content: string, options: WriteO
   return renderMemoryFile(frontMatter, given.body)
 }
 
-/** Creates or overwrites a memory file, atomically, under the lock; refused (exit 5) if it holds a secret. */
-export async function writeMemory(root: string, path: string, body: string, options: WriteOptions = {}): Promise<WriteResult> {
+/**
+ * Creates or overwrites a memory file, atomically, under the lock; refused (exit 5) if it holds a secret. With a
+ * `base` (what the writer read), a file changed since is merged with that change or refused (exit 4), see WriteBase.
+ */
+export async function writeMemory(root: string, path: string, body: string, options: WriteOptions = {}, guard: GuardedWrite = {}): Promise<WriteResult> {
   const checked = checkMemoryPath(path)
   const text = composeMemoryText(checked, body, options)
   await assertClean(checked, text)
   return withTreeLock(root, lockOptions('write'), async () => {
     const before = await readMemoryFile(root, checked)
-    if (before === text) return {path: checked, created: false, changed: false}
-    await writeMemoryFile(root, checked, text)
-    return {path: checked, created: before === null, changed: true}
+    const {text: next, merged} = guard.base ? await mergeSinceBase(checked, guard.base, text, before) : {text, merged: false}
+    const report = guard.base ? {merged} : {}
+    guard.onWritten?.(next)
+    if (before === next) return {path: checked, created: false, changed: false, ...report}
+    await writeMemoryFile(root, checked, next)
+    return {path: checked, created: before === null, changed: true, ...report}
   })
+}
+
+/**
+ * The text to write when the writer read `base` and wants `wanted`, the file now holding `current`: `wanted` when
+ * nothing changed since the read; else the three-way merge of the two changes (base = the text read), checked like
+ * any write; a deleted file, an unknown base text or overlapping changes are refused with ConflictLeftError (exit 4).
+ */
+export async function mergeSinceBase(path: string, base: WriteBase, wanted: string, current: string | null): Promise<{text: string; merged: boolean}> {
+  const label = memoryLabel(path)
+  if (current === null) {
+    throw new ConflictLeftError(`${label} was deleted since it was read; nothing was written (read it again or write it without a base to create it anew)`, {path, reason: 'deleted'})
+  }
+  if (hashText(current) === base.hash) return {text: wanted, merged: false}
+  if (base.text === undefined || hashText(base.text) !== base.hash) {
+    throw new ConflictLeftError(`${label} changed since it was read, and the text that was read is not known here to merge against; nothing was written: read it again and redo the change`, {
+      path,
+      reason: 'unknown-base',
+    })
+  }
+  const result = mergeText(base.text, wanted, current)
+  if (result.conflicts.length > 0) {
+    const where = result.conflicts.map((conflict) => conflict.at).join(', ')
+    throw new ConflictLeftError(`${label} changed since it was read, and the change overlaps yours at ${where}; nothing was written: read it again and redo the change`, {
+      path,
+      reason: 'overlap',
+      conflicts: result.conflicts,
+    })
+  }
+  parseMemoryFile(path, result.merged) // the merge must leave valid front matter
+  await assertClean(path, result.merged)
+  return {text: result.merged, merged: true}
 }
 
 function countOccurrences(text: string, needle: string): number {
@@ -163,27 +220,39 @@ function countOccurrences(text: string, needle: string): number {
   return count
 }
 
-/** Replaces the one occurrence of `replace` with `withText`; none or several → BadInputError (exit 2) saying how many. */
-export async function editMemory(root: string, path: string, replace: string, withText: string): Promise<{path: string}> {
+/**
+ * Replaces the one occurrence of `replace` with `withText`; none or several → BadInputError (exit 2) saying how many.
+ * With a `base` (what the writer read) and a file changed since, the edit is made on the text read and merged
+ * three-way with the change made meanwhile, or refused (exit 4), see WriteBase.
+ */
+export async function editMemory(root: string, path: string, replace: string, withText: string, guard: GuardedWrite = {}): Promise<{path: string; merged?: boolean}> {
   const checked = checkMemoryPath(path)
   if (replace.length === 0) throw new BadInputError('--replace must not be empty', {path: checked})
   return withTreeLock(root, lockOptions('edit'), async () => {
-    const text = await readMemoryFile(root, checked)
-    if (text === null) throw new MemoryFileNotFoundError(checked)
-    const count = countOccurrences(text, replace)
-    if (count !== 1) {
-      throw new BadInputError(
-        `${memoryLabel(checked)}: the text to replace occurs ${count} times; edit needs exactly one match${count > 1 ? ' (give more surrounding text)' : ''}`,
-        {path: checked, matches: count},
-      )
-    }
-    const at = text.indexOf(replace)
-    const next = text.slice(0, at) + withText + text.slice(at + replace.length)
-    parseMemoryFile(checked, next) // the edit must leave valid front matter
-    await assertClean(checked, next)
-    await writeMemoryFile(root, checked, next)
-    return {path: checked}
+    const current = await readMemoryFile(root, checked)
+    if (current === null) throw new MemoryFileNotFoundError(checked)
+    const changedSince = guard.base !== undefined && hashText(current) !== guard.base.hash
+    const edited = replaceOnce(checked, changedSince && guard.base?.text !== undefined ? guard.base.text : current, replace, withText)
+    parseMemoryFile(checked, edited) // the edit must leave valid front matter
+    await assertClean(checked, edited)
+    const {text: next, merged} = guard.base ? await mergeSinceBase(checked, guard.base, edited, current) : {text: edited, merged: false}
+    guard.onWritten?.(next)
+    if (next !== current) await writeMemoryFile(root, checked, next)
+    return guard.base ? {path: checked, merged} : {path: checked}
   })
+}
+
+/** `text` with its one occurrence of `replace` replaced; none or several → BadInputError (exit 2) saying how many. */
+export function replaceOnce(path: string, text: string, replace: string, withText: string): string {
+  const count = countOccurrences(text, replace)
+  if (count !== 1) {
+    throw new BadInputError(
+      `${memoryLabel(path)}: the text to replace occurs ${count} times; edit needs exactly one match${count > 1 ? ' (give more surrounding text)' : ''}`,
+      {path, matches: count},
+    )
+  }
+  const at = text.indexOf(replace)
+  return text.slice(0, at) + withText + text.slice(at + replace.length)
 }
 
 /** Lines matching `regex` (JavaScript syntax) in the memory files under `prefix`, by path then line number. */

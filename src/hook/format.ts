@@ -91,7 +91,7 @@ export const RECALL_SUMMARY_CHARS = 160
 /** The recall block never grows past this many characters (as `jarvis recall`). */
 export const RECALL_BLOCK_MAX_CHARS = 1600
 
-/** The `[MEMORY CONTEXT]` block of `jarvis recall` (seed 004 §7) for the files that passed the threshold; '' for none. */
+/** The `[MEMORY CONTEXT]` block of `jarvis recall` for the files that passed the threshold; '' for none. */
 export function recallBlock(files: ContextFile[]): string {
   if (files.length === 0) return ''
   const lines = ['[MEMORY CONTEXT]']

@@ -18,6 +18,7 @@ import {
   writeMemory,
   type WriteResult,
 } from '../files/index.js'
+import type {GuardedWrite} from '../files/tools.js'
 import type {ContextMap} from '../schemas/index.js'
 import {openTree} from './context.js'
 
@@ -74,14 +75,15 @@ export async function memoryRead(options: {dir?: string; path: string}): Promise
   }
 }
 
-export async function memoryWrite(options: {dir?: string; path: string; content: string; title?: string; tags?: string[]}): Promise<WriteResult> {
+/** `base` (an MCP session: what was read): a file changed since is merged or refused (exit 4), never overwritten. */
+export async function memoryWrite(options: {dir?: string; path: string; content: string; title?: string; tags?: string[]} & GuardedWrite): Promise<WriteResult> {
   const {root} = await openTree(options.dir)
-  return writeMemory(root, options.path, options.content, {title: options.title, tags: options.tags})
+  return writeMemory(root, options.path, options.content, {title: options.title, tags: options.tags}, {base: options.base, onWritten: options.onWritten})
 }
 
-export async function memoryEdit(options: {dir?: string; path: string; replace: string; with: string}): Promise<{path: string}> {
+export async function memoryEdit(options: {dir?: string; path: string; replace: string; with: string} & GuardedWrite): Promise<{path: string; merged?: boolean}> {
   const {root} = await openTree(options.dir)
-  return editMemory(root, options.path, options.replace, options.with)
+  return editMemory(root, options.path, options.replace, options.with, {base: options.base, onWritten: options.onWritten})
 }
 
 export async function memoryGrep(options: {dir?: string; regex: string; prefix?: string; limit?: number; ignoreCase?: boolean}): Promise<GrepResult> {

@@ -33,18 +33,16 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   } catch {
     notes.push('not in a jarvis tree: memory files not searched')
   }
-  const files = root
-    ? await searchMemoryFiles(root, options.query, {limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until})
-    : null
+  // The files (local) and the event log (one request) are searched at the same time.
+  const [files, events] = await Promise.all([
+    root ? searchMemoryFiles(root, options.query, {limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until}) : null,
+    listEvents(options).catch((error: unknown): null => {
+      // No server anywhere: the files are all there is to search, and the answer says so.
+      if (!(error instanceof BadInputError) || !error.message.startsWith('no server to talk to')) throw error
+      return null
+    }),
+  ])
   if (files?.note) notes.push(files.note)
-
-  let events: ListResult | null = null
-  try {
-    events = await listEvents(options)
-  } catch (error) {
-    // No server anywhere: the files are all there is to search, and the answer says so.
-    if (!(error instanceof BadInputError) || !error.message.startsWith('no server to talk to')) throw error
-    notes.push('no server configured: the shared event log was not searched')
-  }
+  if (events === null) notes.push('no server configured: the shared event log was not searched')
   return {query: options.query, files: files ? {hits: files.hits, mode: files.mode, note: files.note} : null, events, notes}
 }

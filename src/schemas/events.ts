@@ -1,5 +1,5 @@
 /**
- * The shared event log (seed 001 §6): one memory event, and the answers of `/v1/memory/append` and
+ * The shared event log: one memory event, and the answers of `/v1/memory/append` and
  * `/v1/memory/snapshot`. Shape and character sets are checked here; the rules that need the log
  * (dedupe, supersedes, confidence warnings, secret scan, the 1200-character advice) live in events/.
  */
@@ -60,7 +60,7 @@ export const memoryEventSchema = z
     /** 0 keeps the event for good; more makes it a cleanup candidate after that many days. */
     ttl_days: z.number().int().nonnegative().default(0),
   })
-  .meta({title: 'Memory event', description: 'Body of POST /v1/memory/append (seed 001 §6)'})
+  .meta({title: 'Memory event', description: 'Body of POST /v1/memory/append'})
 export type MemoryEvent = z.output<typeof memoryEventSchema>
 export type MemoryEventInput = z.input<typeof memoryEventSchema>
 
@@ -98,5 +98,5 @@ export const snapshotResponseSchema = z
     ruleset_stamp: z.string().min(1),
     snapshot_id: z.string().min(1),
   })
-  .meta({title: 'Memory snapshot', description: 'Answer of GET /v1/memory/snapshot (seed 001 §4)'})
+  .meta({title: 'Memory snapshot', description: 'Answer of GET /v1/memory/snapshot'})
 export type SnapshotResponse = z.output<typeof snapshotResponseSchema>

@@ -29,7 +29,7 @@ export const contextMapSchema = z
     database: z.looseObject({models: names, enums: names}).prefault({}),
     config: z.record(z.string(), z.unknown()).default({}),
   })
-  .meta({title: 'Context map', description: '.memory/context_map.json (seed 000 §4)'})
+  .meta({title: 'Context map', description: '.memory/context_map.json'})
 export type ContextMap = z.output<typeof contextMapSchema>
 export type ContextMapInput = z.input<typeof contextMapSchema>
 
@@ -76,7 +76,7 @@ export const workerMemorySchema = z
       })
       .optional(),
   })
-  .meta({title: 'Worker memory', description: '.memory/jarvis/<agentId>.json and the answer of POST /api/memory/sync-task (seed 000 §4)'})
+  .meta({title: 'Worker memory', description: '.memory/jarvis/<agentId>.json and the answer of POST /api/memory/sync-task'})
 export type WorkerMemory = z.output<typeof workerMemorySchema>
 export type WorkerMemoryInput = z.input<typeof workerMemorySchema>
 

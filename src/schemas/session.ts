@@ -100,7 +100,7 @@ export const universalMessageSchema = z
     /** Provider-specific extras (`provider`, model, original records); kept as they are. */
     metadata: universalMetadataSchema.default({}),
   })
-  .meta({title: 'Universal message', description: 'One conversation message in the provider-neutral format of seed 002'})
+  .meta({title: 'Universal message', description: 'One conversation message in the provider-neutral format'})
 export type UniversalMessage = z.output<typeof universalMessageSchema>
 export type UniversalMessageInput = z.input<typeof universalMessageSchema>
 
@@ -129,6 +129,6 @@ export const sessionRegistrySchema = z
     version: z.literal(1).default(1),
     sessions: z.array(sessionRegistryEntrySchema).default([]),
   })
-  .meta({title: 'Session registry', description: '.nexus/sessions.json (seed 002 SessionRegistryEntry / ProviderSessionInfo)'})
+  .meta({title: 'Session registry', description: '.nexus/sessions.json'})
 export type SessionRegistry = z.output<typeof sessionRegistrySchema>
 export type SessionRegistryInput = z.input<typeof sessionRegistrySchema>

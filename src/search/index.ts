@@ -14,11 +14,11 @@ import {readMemoryFile} from '../store/index.js'
 import {summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {reciprocalRankFusion} from './fuse.js'
-import {type KeywordFilters, KeywordIndex, processTerm, type RefreshStats} from './keyword.js'
+import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
 export {reciprocalRankFusion, RRF_K} from './fuse.js'
-export {INDEX_FILE, type RefreshStats} from './keyword.js'
+export {INDEX_FILE, MemoryTextIndex, type RefreshStats} from './keyword.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -104,6 +104,69 @@ export async function refreshSearchIndex(root: string): Promise<RefreshStats> {
   return (await indexFor(root)).refresh()
 }
 
+/** What a file watcher on a tree's `.memory/` has reported since the last search (see watchSearchIndex). */
+interface WatchedTree {
+  /** Paths changed since the last search. */
+  changed: Set<string>
+  /** Re-scan everything at the next search: nothing seen yet, a directory came or went, or the watcher missed events. */
+  rescan: boolean
+}
+
+const watchedTrees = new Map<string, WatchedTree>()
+
+export interface SearchIndexWatch {
+  /** A file under `.memory/` was added, changed or removed (its path relative to `.memory/`). */
+  changed(path: string): void
+  /** Something the watcher cannot describe path by path (a directory added or removed, a watcher error, ready). */
+  rescan(): void
+  /** Back to a full scan at every search; saves the index if watched refreshes left it unsaved. */
+  stop(): Promise<void>
+}
+
+/**
+ * For a long-lived process (`jarvis mcp`) that watches `.memory/` itself: from now on a search of `root` re-reads
+ * only the files the watcher reported since the last search, instead of scanning the whole tree (0.4 s at 10,000
+ * files). The first search after this call, and after every `rescan()`, still scans everything.
+ */
+export function watchSearchIndex(root: string): SearchIndexWatch {
+  const state: WatchedTree = {changed: new Set(), rescan: true}
+  watchedTrees.set(root, state)
+  return {
+    changed: (path) => void state.changed.add(path),
+    rescan: () => void (state.rescan = true),
+    async stop() {
+      if (watchedTrees.get(root) === state) watchedTrees.delete(root)
+      const index = indexes.get(root)
+      if (index) await (await index).flush()
+    },
+  }
+}
+
+/** The refresh before a search: the watched paths only when a watcher keeps the tree, else a full scan. */
+async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<RefreshStats> {
+  const watched = watchedTrees.get(root)
+  if (!watched) return index.refresh()
+  // Taken before the refresh starts: what the watcher reports meanwhile is read by the next search.
+  const paths = [...watched.changed]
+  watched.changed.clear()
+  if (watched.rescan) {
+    watched.rescan = false
+    try {
+      return await index.refresh()
+    } catch (error) {
+      watched.rescan = true
+      throw error
+    }
+  }
+  if (paths.length === 0) return {indexed: 0, removed: 0, files: index.files.size, rebuilt: false}
+  try {
+    return await index.refreshPaths(paths)
+  } catch (error) {
+    for (const path of paths) watched.changed.add(path)
+    throw error
+  }
+}
+
 const DURATION = /^(\d+)\s*([hdw])$/
 
 function dateFilter(value: string | undefined, now: Date, flag: string): string | undefined {
@@ -178,7 +241,7 @@ export async function searchMemory(root: string, query: string, options: SearchO
   if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
   const filters = filtersOf(options)
   const index = await indexFor(root)
-  const refresh = options.refresh === false ? {indexed: 0, removed: 0, files: index.files.size, rebuilt: false} : await index.refresh()
+  const refresh = options.refresh === false ? {indexed: 0, removed: 0, files: index.files.size, rebuilt: false} : await refreshBeforeSearch(root, index)
   const started = performance.now()
 
   const keyword = index.search(query, filters, Math.max(limit, FUSION_DEPTH))
@@ -208,8 +271,11 @@ export async function searchMemory(root: string, query: string, options: SearchO
 
   const terms = queryTerms(query)
   const hits: SearchHit[] = []
-  for (const {path, score} of ranked.slice(0, limit)) {
-    const text = await readMemoryFile(root, path)
+  const top = ranked.slice(0, limit)
+  // Read at once: each read checks every path component for symlinks, and one after the other they were most of a warm search.
+  const texts = await Promise.all(top.map(({path}) => readMemoryFile(root, path)))
+  for (const [i, {path, score}] of top.entries()) {
+    const text = texts[i]
     if (text === null) continue
     hits.push({path, title: index.files.get(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
   }
@@ -265,14 +331,24 @@ export interface RecallResult {
 
 /** The `[MEMORY CONTEXT]` block of seed 004 §7: path and a one-line summary per hit, bounded. */
 export async function recall(root: string, query: string, options: Omit<SearchOptions, 'limit'> & {limit?: number} = {}): Promise<RecallResult> {
-  const limit = options.limit ?? 3
-  if (!Number.isInteger(limit) || limit < 1 || limit > RECALL_MAX_HITS) throw new BadInputError(`--limit must be between 1 and ${RECALL_MAX_HITS}, got ${limit}`)
+  const limit = checkRecallLimit(options.limit)
   const result = await searchMemory(root, query, {...options, limit})
+  const texts = await Promise.all(result.hits.map(async (hit) => (await readMemoryFile(root, hit.path)) ?? ''))
+  return {...recallBlock(result.hits.map((hit, i) => ({hit, text: texts[i]}))), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+}
+
+export function checkRecallLimit(limit: number | undefined): number {
+  const checked = limit ?? 3
+  if (!Number.isInteger(checked) || checked < 1 || checked > RECALL_MAX_HITS) throw new BadInputError(`--limit must be between 1 and ${RECALL_MAX_HITS}, got ${checked}`)
+  return checked
+}
+
+/** The block itself, from ranked hits and their texts: what `recall` answers, for any store. PURE. */
+export function recallBlock(entries: Array<{hit: SearchHit; text: string}>): {block: string; hits: SearchHit[]} {
   const lines = ['[MEMORY CONTEXT]']
   let length = lines[0].length
   const shown: SearchHit[] = []
-  for (const hit of result.hits) {
-    const text = (await readMemoryFile(root, hit.path)) ?? ''
+  for (const {hit, text} of entries) {
     const summary = summaryOf(toSearchDocument(hit.path, text), RECALL_SUMMARY_CHARS) || hit.title || ''
     const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
     const add = entry.join('\n').length + 1
@@ -282,5 +358,30 @@ export async function recall(root: string, query: string, options: Omit<SearchOp
     shown.push(hit)
   }
   if (shown.length === 0) lines.push('(no memory file matches)')
-  return {block: lines.join('\n'), hits: shown, mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  return {block: lines.join('\n'), hits: shown}
+}
+
+/**
+ * Keyword search over an in-memory index (MemoryTextIndex: the server's file store), with the same filters,
+ * ranking and snippets as `searchMemory` on a tree. `textsOf` gives the texts of the ranked paths.
+ */
+export async function searchTexts(
+  index: MemoryTextIndex,
+  query: string,
+  textsOf: (paths: string[]) => Promise<Map<string, string>>,
+  options: Pick<SearchOptions, 'limit' | 'tags' | 'prefix' | 'since' | 'until' | 'now'> = {},
+): Promise<SearchHit[]> {
+  if (!query.trim()) throw new BadInputError('the search query is empty')
+  const limit = options.limit ?? 10
+  if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
+  const terms = queryTerms(query)
+  const ranked = index.search(query, filtersOf(options), limit)
+  const texts = await textsOf(ranked.map((hit) => hit.path))
+  const hits: SearchHit[] = []
+  for (const {path, score, terms: matched} of ranked) {
+    const text = texts.get(path)
+    if (text === undefined) continue
+    hits.push({path, title: index.files.get(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...matched, ...terms])})
+  }
+  return hits
 }

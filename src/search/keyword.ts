@@ -5,13 +5,14 @@
  * other-version index file is rebuilt from scratch. Written atomically, so a killed process leaves the old
  * index or the new one, both consistent (hashes and postings live in the same file).
  */
+import {lstat, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
 import MiniSearch, {type AsPlainObject, type Options, type SearchResult as MiniResult} from 'minisearch'
 import {z} from 'zod'
 
-import {memoryDir, readNexusFile, readTextIfExists, scanMemory, type StatCache, writeNexusFile} from '../store/index.js'
+import {hashBytes, isIgnoredMemoryPath, memoryDir, readNexusFile, readTextIfExists, scanMemory, type StatCache, writeNexusFile} from '../store/index.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
 
 const debug = createDebug('jarvis:search')
@@ -189,6 +190,58 @@ export class KeywordIndex {
     return {indexed, removed, files: this.files.size, rebuilt}
   }
 
+  /**
+   * Brings only `paths` up to date (a file watcher reported them): each is re-read and re-indexed when its hash
+   * changed, or dropped when it is gone. Not saved now (the whole index file is megabytes at 10,000 files): the
+   * next full refresh, or `flush()`, saves it; a process that loads the older file re-checks every hash anyway.
+   */
+  refreshPaths(paths: Iterable<string>): Promise<RefreshStats> {
+    const run = this.queue.then(() => this.refreshPathsNow([...new Set(paths)]))
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  private async refreshPathsNow(paths: string[]): Promise<RefreshStats> {
+    const base = memoryDir(this.root)
+    let indexed = 0
+    let removed = 0
+    for (const path of paths) {
+      if (path === '' || isIgnoredMemoryPath(path)) continue
+      const full = join(base, ...path.split('/'))
+      const checkedAtMs = Date.now()
+      const info = await lstat(full).catch(() => null)
+      let bytes: Buffer | null = null
+      if (info?.isFile()) bytes = await readFile(full).catch(() => null)
+      if (bytes === null) {
+        if (this.files.delete(path)) removed++
+        if (this.mini.has(path)) this.mini.discard(path)
+        continue
+      }
+      const hash = hashBytes(bytes)
+      const known = this.files.get(path)
+      const stat = {hash, size: bytes.length, mtimeMs: info!.mtimeMs, ino: info!.ino, checkedAtMs}
+      if (known && known.hash === hash && this.mini.has(path)) {
+        Object.assign(known, stat)
+        continue
+      }
+      const doc = toSearchDocument(path, bytes.toString('utf8'))
+      if (this.mini.has(path)) this.mini.discard(path)
+      this.mini.add(miniDoc(doc))
+      this.files.set(path, {...stat, title: doc.title, tags: doc.tags, date: doc.date ?? new Date(stat.mtimeMs).toISOString().slice(0, 10)})
+      indexed++
+    }
+    if (indexed > 0 || removed > 0) this.dirty = true
+    debug('refresh of %d watched path(s): %d indexed, %d removed', paths.length, indexed, removed)
+    return {indexed, removed, files: this.files.size, rebuilt: false}
+  }
+
+  /** Saves the index when a refresh of watched paths left it newer than its file. */
+  flush(): Promise<void> {
+    const run = this.queue.then(() => (this.dirty ? this.save() : undefined))
+    this.queue = run.catch(() => {})
+    return run
+  }
+
   private async save(): Promise<void> {
     const payload = {version: INDEX_VERSION, files: Object.fromEntries(this.files), mini: this.mini.toJSON()}
     try {
@@ -221,5 +274,45 @@ export class KeywordIndex {
   /** Every indexed path passing the filters (for the vector ranking). */
   paths(filters: KeywordFilters): string[] {
     return [...this.files.keys()].filter((path) => this.matches(path, filters))
+  }
+}
+
+/**
+ * The same keyword ranking over texts held in memory, for a store that is not a tree on disk (the server's file
+ * store behind `/mcp`): the caller keeps it current with `set` and `delete`, by content hash.
+ */
+export class MemoryTextIndex {
+  private readonly mini = new MiniSearch<MiniDoc>(MINI_OPTIONS)
+  readonly files = new Map<string, {hash: string; title?: string; tags: string[]; date?: string}>()
+
+  hashOf(path: string): string | undefined {
+    return this.files.get(path)?.hash
+  }
+
+  set(path: string, text: string, hash: string, updatedAt: string): void {
+    const doc = toSearchDocument(path, text)
+    if (this.mini.has(path)) this.mini.discard(path)
+    this.mini.add(miniDoc(doc))
+    this.files.set(path, {hash, title: doc.title, tags: doc.tags, date: doc.date ?? updatedAt.slice(0, 10)})
+  }
+
+  delete(path: string): void {
+    this.files.delete(path)
+    if (this.mini.has(path)) this.mini.discard(path)
+  }
+
+  matches(path: string, filters: KeywordFilters): boolean {
+    const entry = this.files.get(path)
+    if (!entry) return false
+    if (filters.prefix && !path.startsWith(filters.prefix)) return false
+    if (filters.tags?.length && !filters.tags.every((tag) => entry.tags.includes(tag.toLowerCase()))) return false
+    if (filters.since && (!entry.date || entry.date < filters.since)) return false
+    if (filters.until && (!entry.date || entry.date > filters.until)) return false
+    return true
+  }
+
+  search(query: string, filters: KeywordFilters, limit: number): KeywordHit[] {
+    const results: MiniResult[] = this.mini.search(query, {filter: (result) => this.matches(result.id as string, filters)})
+    return results.slice(0, limit).map((r) => ({path: r.id as string, score: r.score, terms: r.terms}))
   }
 }

@@ -13,6 +13,8 @@ import type {TokenMap} from './config.js'
 import {EventService} from './events-service.js'
 import {HttpError} from './http-error.js'
 import {eventRoutes} from './routes/events.js'
+import {HostedState} from '../mcp/hosted.js'
+import {mcpRoutes} from './routes/mcp.js'
 import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
@@ -211,6 +213,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     eventRoutes(scope, events)
     projectRoutes(scope, service)
     wsRoutes(scope, service, broadcaster, now)
+    mcpRoutes(scope, {events, memory: service, state: new HostedState(), now})
   })
   app.addHook('onClose', async () => {
     if (forceTimer) clearTimeout(forceTimer)

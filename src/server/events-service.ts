@@ -290,7 +290,7 @@ export class EventService {
     const warnings = appendWarnings(event, seen)
     if (superseded !== null && superseded.deprecated) warnings.push(`${superseded.event_id}, which this event supersedes, was already superseded`)
     if (outcome.runCount > MAX_EVENTS_PER_RUN) {
-      warnings.push(`this is event ${outcome.runCount} of run ${event.run_id}; a run should write at most ${MAX_EVENTS_PER_RUN} (seed 001 W-1)`)
+      warnings.push(`this is event ${outcome.runCount} of run ${event.run_id}; a run should write at most ${MAX_EVENTS_PER_RUN}`)
     }
     return {event_id: outcome.event.event_id, status: 'created', warnings}
   }

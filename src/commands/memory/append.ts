@@ -10,7 +10,7 @@ const fieldFlag = {exclusive: ['from-file'], helpGroup: 'EVENT'}
 
 export default class MemoryAppend extends JarvisCommand<typeof MemoryAppend> {
   static summary = 'Append an event to the shared memory log (POST /v1/memory/append).'
-  static description = `Write only what was settled, at most 7 events per run (seed 001 §5). The event is checked before anything is sent: a bad field exits 2 naming it; a secret or personal data (token, key, password, e-mail address, phone number) exits 5 naming what was found and where, and nothing is sent or queued.
+  static description = `Write only what was settled, at most 7 events per run. The event is checked before anything is sent: a bad field exits 2 naming it; a secret or personal data (token, key, password, e-mail address, phone number) exits 5 naming what was found and where, and nothing is sent or queued.
 The agent is --agent, JARVIS_AGENT or the tree's config; the run id is JARVIS_RUN_ID, else one UUID per process.
 When the server cannot be reached the event is queued in .nexus/outbox.jsonl, the command exits 3 and says so, and the next \`jarvis sync\` sends it (once: the outbox entry id is its Idempotency-Key).`
   static examples = [

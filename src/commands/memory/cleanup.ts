@@ -8,7 +8,7 @@ import {renderCleanup} from '../../cli/memory-render.js'
 
 export default class MemoryCleanup extends JarvisCommand<typeof MemoryCleanup> {
   static summary = 'Delete expired (TTL) and superseded events older than a limit, after a person approves.'
-  static description = `Asks the server for the candidates (POST /v1/memory/cleanup, dry run) and lists them. Deletes only after approval (seed 001 §11): a y/N question on a terminal, or --yes. Without a terminal and without --yes nothing is deleted and the command exits 2. A live permanent event is never a candidate. Inside a tree every deletion is recorded in .nexus/audit.jsonl.`
+  static description = `Asks the server for the candidates (POST /v1/memory/cleanup, dry run) and lists them. Deletes only after approval: a y/N question on a terminal, or --yes. Without a terminal and without --yes nothing is deleted and the command exits 2. A live permanent event is never a candidate. Inside a tree every deletion is recorded in .nexus/audit.jsonl.`
   static examples = [
     '<%= config.bin %> memory cleanup --older-than 30d --dry-run',
     '<%= config.bin %> memory cleanup --older-than 30d --scope "agent:*"',

@@ -7,7 +7,7 @@ import type {WriteResult} from '../../files/index.js'
 import {readContent} from '../../cli/input.js'
 
 export default class MemoryEpisode extends JarvisCommand<typeof MemoryEpisode> {
-  static summary = 'Record an episode: episodes/YYYY-MM-DD/<slug>.md in the episode template (seed 004 §8).'
+  static summary = 'Record an episode: episodes/YYYY-MM-DD/<slug>.md in the episode template.'
   static description = `The summary comes from stdin (or --file). The same episode twice (same day, title and content) is one file; another episode with the same title that day becomes <slug>-2.md.
 Refused (exit 5, nothing written) when it holds a secret or personal data.`
   static examples = ['echo "- Chose memory_files + tools" | <%= config.bin %> memory episode --title "Memory design" --tag memory --project jarvis --outcome "Decision: memory files"']

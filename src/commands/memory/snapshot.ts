@@ -8,7 +8,7 @@ import {renderSnapshot} from '../../cli/memory-render.js'
 export default class MemorySnapshot extends JarvisCommand<typeof MemorySnapshot> {
   static summary = 'Print the shared memory as an agent reads it at the start of a run: pinned memory, then recent events.'
   static description = `GET /v1/memory/snapshot. The text is ready to paste into an agent's context; its header names the ruleset and the snapshot_id. --json prints the server's answer.
-When the memory cannot be read (server down, token refused, another agent's private scope, a bad answer) the command exits 3 and says what to fix; it never shows an old or empty memory as current (seed 001 MUST-6). Each snapshot read inside a tree is cached in .nexus/snapshot-cache.json; --offline shows that cache, labelled with its age.`
+When the memory cannot be read (server down, token refused, another agent's private scope, a bad answer) the command exits 3 and says what to fix; it never shows an old or empty memory as current. Each snapshot read inside a tree is cached in .nexus/snapshot-cache.json; --offline shows that cache, labelled with its age.`
   static examples = [
     '<%= config.bin %> memory snapshot',
     '<%= config.bin %> memory snapshot --scopes global,project:my-app --limit-recent 20 --json',

@@ -56,7 +56,7 @@ function candidateOf(item: CleanupResponse['candidates'][number]): CleanupCandid
 }
 
 /**
- * `jarvis memory cleanup` (seed 001 §11): ask the server what is older than the limit and expired or deprecated,
+ * `jarvis memory cleanup`: ask the server what is older than the limit and expired or deprecated,
  * then delete it only once a person approved — on the terminal, or with --yes. Without a terminal and without --yes
  * nothing is deleted (exit 2). Every deletion is recorded in the tree's audit log.
  */

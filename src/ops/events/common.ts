@@ -27,7 +27,7 @@ export interface IdentityOptions extends ServerOptions {
 
 let processRunId: string | undefined
 
-/** `JARVIS_RUN_ID`, else one UUID for the whole process: every event of one run shares it (seed 001 §6). */
+/** `JARVIS_RUN_ID`, else one UUID for the whole process: every event of one run shares it. */
 export function currentRunId(env: NodeJS.ProcessEnv = process.env): string {
   if (env.JARVIS_RUN_ID) return env.JARVIS_RUN_ID
   processRunId ??= randomUUID()

@@ -21,6 +21,8 @@ export interface SnapshotOptions extends IdentityOptions {
   limitRecent?: number
   /** Show the last snapshot cached in this tree instead of asking the server. */
   offline?: boolean
+  /** Cache the snapshot in the tree for `offline` (default true; a long-lived MCP session caches one now and then). */
+  cache?: boolean
   warn?: Warn
   now?: () => Date
 }
@@ -52,7 +54,7 @@ const snapshotCacheSchema = z.looseObject({
 
 
 /**
- * `jarvis memory snapshot` (seed 001 §4): the pinned memory and the recent events as the server holds them now.
+ * `jarvis memory snapshot`: the pinned memory and the recent events as the server holds them now.
  * When they cannot be read the command stops with exit 3 and says what to fix (MUST-6); it never shows the cache
  * in their place. `offline` shows the cache, labelled with its age.
  */
@@ -80,7 +82,7 @@ export async function readSnapshot(options: SnapshotOptions): Promise<SnapshotRe
   if (answer.ruleset_stamp !== RULESET_STAMP) {
     options.warn?.(`the server reads under ${answer.ruleset_stamp}, this client knows ${RULESET_STAMP}: check that both speak the same ruleset`)
   }
-  if (tree) await cacheSnapshot(tree, {version: 1, cached_at: now().toISOString(), server: connected.server, agent_id: agentId, scopes, limit_recent: limitRecent, snapshot: answer})
+  if (tree && options.cache !== false) await cacheSnapshot(tree, {version: 1, cached_at: now().toISOString(), server: connected.server, agent_id: agentId, scopes, limit_recent: limitRecent, snapshot: answer})
   else debug('not in a jarvis tree: the snapshot is not cached')
   return {...answer, agent_id: agentId, scopes, server: connected.server, cached: null}
 }

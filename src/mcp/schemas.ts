@@ -1,0 +1,262 @@
+/**
+ * The input and output schemas of the MCP tools (CONTRACT §5), built from the zod schemas of src/schemas/.
+ * One table for both doors: `jarvis mcp` (stdio) and `/mcp` on `jarvis serve` publish exactly these.
+ *
+ * Every output schema admits a tool error: a refused or failed call answers `isError: true` with
+ * `structuredContent: {error: {code, message, exit}}`, and an SDK client checks structured content against the
+ * output schema even on an error result. So each result schema is published with its fields optional plus an
+ * optional `error`; the result itself is checked against the full schema by the tests.
+ */
+import {z} from 'zod'
+
+import {
+  agentIdSchema,
+  appendResponseSchema,
+  CONTENT_MD_MAX,
+  confidenceSchema,
+  dedupeKeySchema,
+  eventKindSchema,
+  isoDateTimeSchema,
+  memoryPathSchema,
+  scopeSchema,
+  snapshotResponseSchema,
+  storedMemoryEventSchema,
+  workerMemorySchema,
+} from '../schemas/index.js'
+
+/** The largest text a memory file may hold (the server's 4 MiB limit), in characters. */
+export const MAX_FILE_CHARS = 4 * 1024 * 1024
+/** Queries, regexes, replace texts of an edit: generous, but bounded so a huge string is a clear refusal. */
+const MAX_QUERY_CHARS = 2000
+const MAX_PATH_CHARS = 1024
+
+// ---------------------------------------------------------------------------------------------------------------
+// errors
+
+export const toolErrorSchema = z.object({
+  /** The stable code of the error (`SECRET_REFUSED`, `UNREACHABLE`, `BAD_INPUT`, `LOCKED`, `CONFLICT_LEFT`, …). */
+  code: z.string(),
+  message: z.string(),
+  /** The exit code the same refusal has on the command line (CONTRACT §2). */
+  exit: z.number().int().min(1).max(6),
+  data: z.record(z.string(), z.unknown()).optional(),
+})
+export type ToolErrorContent = z.output<typeof toolErrorSchema>
+
+// ---------------------------------------------------------------------------------------------------------------
+// inputs
+
+const path = memoryPathSchema.describe('A memory file, relative to .memory/ (e.g. projects/my-app/notes.md).')
+const prefix = z.string().max(MAX_PATH_CHARS).describe('Only files under this path of .memory/ (e.g. episodes/).')
+const hash = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must be the hash memory_read returned (64 lowercase hex characters)'})
+
+export const snapshotInput = z.object({
+  scopes: z.array(scopeSchema).min(1).max(20).optional().describe('Default: global, project:<the tree project>, agent:<you>.'),
+  limit_recent: z.number().int().min(1).max(500).optional().describe('How many recent events (default 50).'),
+})
+
+export const appendInput = z.object({
+  kind: eventKindSchema,
+  key: dedupeKeySchema.optional().describe('The stable key of what this event is about (its dedupe_key), e.g. config:bot_token_location.'),
+  dedupe_key: dedupeKeySchema.optional().describe('Same as key.'),
+  content: z.string().min(1).max(CONTENT_MD_MAX).describe('Short Markdown: what, why, since when (at most 1200 characters recommended).'),
+  scope: scopeSchema.optional().describe('global (default), project:<slug>, or agent:<you> for notes only you read.'),
+  confidence: confidenceSchema.optional(),
+  supersedes: z.string().min(1).max(200).optional().describe('The event_id this event replaces.'),
+  ttl_days: z.number().int().min(0).max(36_500).optional().describe('Days until it becomes a cleanup candidate; 0 keeps it.'),
+  tags: z.array(z.string().min(1).max(64)).max(20).optional(),
+})
+
+export const searchInput = z.object({
+  query: z.string().min(1).max(MAX_QUERY_CHARS),
+  limit: z.number().int().min(1).max(100).optional(),
+  scope: z.string().max(100).optional().describe('Events of this scope only (global, project:<slug>, agent:<you>, or agent:* / project:*).'),
+  kind: eventKindSchema.optional().describe('Events of this kind only.'),
+})
+
+export const recallInput = z.object({
+  query: z.string().min(1).max(MAX_QUERY_CHARS),
+  limit: z.number().int().min(1).max(10).optional().describe('Files to name (default 3).'),
+  max_tokens: z.number().int().min(16).max(100_000).optional().describe('Cut the block to about this many tokens (4 characters each).'),
+})
+
+export const lsInput = z.object({
+  prefix: prefix.optional(),
+  limit: z.number().int().min(1).max(10_000).optional(),
+})
+
+export const readInput = z.object({path})
+
+export const writeInput = z.object({
+  path,
+  content: z.string().max(MAX_FILE_CHARS).describe('The whole file (Markdown, optional YAML front matter).'),
+  title: z.string().max(500).optional(),
+  tags: z.array(z.string().min(1).max(64)).max(50).optional(),
+  base_hash: hash.optional().describe('The hash memory_read returned: if the file changed since, the write is merged with that change or refused, never overwrites it.'),
+})
+
+export const editInput = z.object({
+  path,
+  replace: z.string().min(1).max(MAX_FILE_CHARS).describe('The exact text to replace; it must occur once.'),
+  with: z.string().max(MAX_FILE_CHARS),
+  base_hash: hash.optional().describe('The hash memory_read returned: if the file changed since, the edit is merged with that change or refused, never overwrites it.'),
+})
+
+export const grepInput = z.object({
+  regex: z.string().min(1).max(MAX_QUERY_CHARS).describe('A JavaScript regular expression, matched line by line.'),
+  prefix: prefix.optional(),
+  limit: z.number().int().min(1).max(10_000).optional(),
+  ignore_case: z.boolean().optional(),
+})
+
+export const taskInput = z.object({
+  type: z.string().min(1).max(200).describe('What kind of task (e.g. code-review, bugfix).'),
+  taskId: z.string().min(1).max(200).optional().describe('Default: a new UUID.'),
+  input: z.string().max(20_000).optional(),
+  output: z.string().max(20_000).optional(),
+  success: z.boolean().optional().describe('Default true.'),
+  responseTime: z.number().nonnegative().optional().describe('Milliseconds.'),
+  model: z.string().max(200).optional(),
+  filesModified: z.array(z.string().max(MAX_PATH_CHARS)).max(1000).optional(),
+  timestamp: isoDateTimeSchema.optional(),
+})
+
+export const syncInput = z.object({})
+
+export type SnapshotInput = z.output<typeof snapshotInput>
+export type AppendInput = z.output<typeof appendInput>
+export type SearchInput = z.output<typeof searchInput>
+export type RecallInput = z.output<typeof recallInput>
+export type LsInput = z.output<typeof lsInput>
+export type ReadInput = z.output<typeof readInput>
+export type WriteInput = z.output<typeof writeInput>
+export type EditInput = z.output<typeof editInput>
+export type GrepInput = z.output<typeof grepInput>
+export type TaskInput = z.output<typeof taskInput>
+
+// ---------------------------------------------------------------------------------------------------------------
+// outputs (the operations' results)
+
+export const snapshotOutput = snapshotResponseSchema.extend({
+  agent_id: z.string(),
+  scopes: z.array(z.string()),
+  server: z.string().optional(),
+  cached: z.object({at: z.string(), age_seconds: z.number(), server: z.string().optional()}).nullable().optional(),
+})
+
+const appendStatus = appendResponseSchema.shape.status
+const appendedEvent = z.object({event_id: z.string(), status: appendStatus, scope: z.string(), kind: z.string(), dedupe_key: z.string(), warnings: z.array(z.string())})
+export const appendOutput = z.object({
+  agent_id: z.string(),
+  run_id: z.string(),
+  server: z.string().optional(),
+  event_id: z.string().optional(),
+  status: appendStatus.optional(),
+  events: z.array(appendedEvent),
+  warnings: z.array(z.string()),
+})
+
+const searchHit = z.object({
+  path: z.string(),
+  title: z.string().optional(),
+  score: z.number(),
+  snippet: z.array(z.object({line: z.number().int(), text: z.string()})),
+})
+const eventList = z.looseObject({
+  server: z.string().optional(),
+  query: z.string().optional(),
+  filters: z.record(z.string(), z.unknown()),
+  total: z.number().int(),
+  events: z.array(storedMemoryEventSchema.extend({score: z.number().optional()})),
+})
+export const searchOutput = z.object({
+  query: z.string(),
+  files: z.object({hits: z.array(searchHit), mode: z.enum(['hybrid', 'keyword']), note: z.string().optional()}).nullable(),
+  events: eventList.nullable(),
+  notes: z.array(z.string()),
+})
+
+export const recallOutput = z.object({
+  block: z.string().describe('The [MEMORY CONTEXT] block, ready for a prompt.'),
+  hits: z.array(searchHit),
+  mode: z.enum(['hybrid', 'keyword']),
+  note: z.string().optional(),
+})
+
+export const lsOutput = z.object({
+  prefix: z.string(),
+  files: z.array(
+    z.object({
+      path: z.string(),
+      title: z.string().optional(),
+      tags: z.array(z.string()),
+      size: z.number(),
+      updatedAt: z.string(),
+      problem: z.string().optional(),
+    }),
+  ),
+})
+
+export const readOutput = z.object({
+  path: z.string(),
+  title: z.string().optional(),
+  tags: z.array(z.unknown()),
+  frontMatter: z.record(z.string(), z.unknown()),
+  body: z.string(),
+  text: z.string(),
+  lastAccessed: z.string(),
+  hash: z.string().describe('sha256 of the text: give it back as base_hash to memory_write / memory_edit.'),
+})
+
+const mergeReport = {
+  hash: z.string().optional().describe('sha256 of the text now on disk.'),
+  merged: z.boolean().optional().describe('True when the file had changed since it was read and the change was merged in.'),
+}
+export const writeOutput = z.object({path: z.string(), created: z.boolean(), changed: z.boolean(), ...mergeReport})
+export const editOutput = z.object({path: z.string(), ...mergeReport})
+
+export const grepOutput = z.object({
+  regex: z.string(),
+  prefix: z.string(),
+  hits: z.array(z.object({path: z.string(), line: z.number().int(), text: z.string()})),
+})
+
+export const taskOutput = z.object({
+  queued: z.literal(false),
+  agentId: z.union([agentIdSchema, z.string()]),
+  taskId: z.string(),
+  workerMemory: workerMemorySchema,
+})
+
+export const syncOutput = z.object({
+  server: z.string(),
+  mode: z.string(),
+  pushed: z.array(z.string()),
+  pulled: z.array(z.string()),
+  merged: z.array(z.string()),
+  deleted: z.array(z.string()),
+  conflicts: z.array(z.object({path: z.string(), rule: z.string(), reason: z.string()})),
+  backups: z.array(z.object({path: z.string(), backup: z.string()})),
+  invalid: z.array(z.object({path: z.string(), problems: z.array(z.string())})),
+  outbox: z.object({sent: z.number(), left: z.number()}),
+  dryRun: z.boolean(),
+  plan: z.record(z.string(), z.array(z.string())).optional(),
+  attempts: z.number(),
+})
+
+export type SnapshotOutput = z.output<typeof snapshotOutput>
+export type AppendOutput = z.output<typeof appendOutput>
+export type SearchOutput = z.output<typeof searchOutput>
+export type RecallOutput = z.output<typeof recallOutput>
+export type LsOutput = z.output<typeof lsOutput>
+export type ReadOutput = z.output<typeof readOutput>
+export type WriteOutput = z.output<typeof writeOutput>
+export type EditOutput = z.output<typeof editOutput>
+export type GrepOutput = z.output<typeof grepOutput>
+export type TaskOutput = z.output<typeof taskOutput>
+export type SyncOutput = z.output<typeof syncOutput>
+
+/** The published output schema of a result schema: every field optional, plus `error` (see the top of this file). */
+export function publishedOutput<S extends z.ZodObject>(schema: S) {
+  return schema.partial().extend({error: toolErrorSchema.optional()})
+}

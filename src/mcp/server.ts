@@ -1,0 +1,153 @@
+/**
+ * The MCP server of both doors: the tool table (tools.ts), the memory files as resources
+ * (`jarvis://memory/<path>`) and the shared-memory instructions as the prompt `jarvis_instructions`, over a backend.
+ * The transports (stdio.ts for `jarvis mcp`, server/routes/mcp.ts for `/mcp`) connect it.
+ */
+import {createRequire} from 'node:module'
+
+import {McpServer, ResourceTemplate} from '@modelcontextprotocol/sdk/server/mcp.js'
+import {CallToolRequestSchema, type CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import createDebug from 'debug'
+
+import {ExitCode, isJarvisError} from '../errors.js'
+import type {McpBackend} from './backend.js'
+import {publishedOutput, type ToolErrorContent} from './schemas.js'
+import {TOOLS} from './tools.js'
+
+const debug = createDebug('jarvis:mcp')
+
+export const SERVER_NAME = 'jarvis'
+export const RESOURCE_PREFIX = 'jarvis://memory/'
+export const PROMPT_NAME = 'jarvis_instructions'
+/** Resources listed at most (the rest stay readable by URI and through memory_ls). */
+export const MAX_LISTED_RESOURCES = 1000
+/** `data` of an error larger than this (JSON) is left out of the structured content. */
+const MAX_ERROR_DATA_CHARS = 8 * 1024
+
+export interface McpServerOptions {
+  version: string
+  /** Said to the client at initialize: what this server is. */
+  instructions?: string
+  /** Tool calls still running are kept here, so that a session that ends can let them finish (a write completes). */
+  inflight?: Set<Promise<unknown>>
+}
+
+/** The structured `error` of a tool error: the command's message and exit code (CONTRACT §2). */
+export function errorContent(error: unknown): ToolErrorContent {
+  if (isJarvisError(error)) {
+    const content: ToolErrorContent = {code: error.code, message: error.message, exit: error.exit}
+    const data = jsonSafe(error.data)
+    if (data !== undefined && Object.keys(data).length > 0) content.data = data
+    return content
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return {code: 'FAILED', message, exit: ExitCode.failed}
+}
+
+function jsonSafe(data: Record<string, unknown>): Record<string, unknown> | undefined {
+  try {
+    const text = JSON.stringify(data)
+    return text.length <= MAX_ERROR_DATA_CHARS ? (JSON.parse(text) as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A refused or failed call: `isError`, the message as text, `{error: {code, message, exit}}` as structured content. */
+export function toolError(error: unknown): CallToolResult {
+  const content = errorContent(error)
+  return {isError: true, content: [{type: 'text', text: content.message}], structuredContent: {error: content}}
+}
+
+/**
+ * The SDK answers a call it refuses itself (arguments that fail the input schema, an unknown tool) with a text-only
+ * tool error; this gives it the same structured `error` as ours, as bad input (exit 2).
+ */
+function withStructuredError(result: CallToolResult): CallToolResult {
+  if (!result.isError || result.structuredContent !== undefined) return result
+  const message = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n') || 'the call failed'
+  const badInput = /^(Input validation error|Tool .* not found|Tool .* disabled|MCP error -32602)/.test(message)
+  const content: ToolErrorContent = badInput ? {code: 'BAD_INPUT', message, exit: ExitCode.badInput} : {code: 'FAILED', message, exit: ExitCode.failed}
+  return {...result, structuredContent: {error: content}}
+}
+
+function decodePath(value: string | string[] | undefined): string {
+  const raw = Array.isArray(value) ? value.join('/') : (value ?? '')
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
+export function createMcpServer(backend: McpBackend, options: McpServerOptions): McpServer {
+  const mcp = new McpServer({name: SERVER_NAME, version: options.version}, {instructions: options.instructions})
+  // The tool-call handler is installed by the first registerTool below: wrap it as it is installed.
+  const low = mcp.server
+  const setRequestHandler = low.setRequestHandler.bind(low)
+  low.setRequestHandler = ((schema: unknown, handler: (...args: unknown[]) => unknown) =>
+    setRequestHandler(
+      schema as typeof CallToolRequestSchema,
+      schema === CallToolRequestSchema
+        ? async (...args: unknown[]) => withStructuredError((await handler(...args)) as CallToolResult)
+        : (handler as Parameters<typeof setRequestHandler>[1]),
+    )) as typeof low.setRequestHandler
+
+  for (const definition of TOOLS) {
+    mcp.registerTool(
+      definition.name,
+      {
+        title: definition.title,
+        description: definition.description,
+        inputSchema: definition.input,
+        outputSchema: publishedOutput(definition.output),
+        annotations: definition.annotations,
+      },
+      async (input: Record<string, unknown>): Promise<CallToolResult> => {
+        const call = (async (): Promise<CallToolResult> => {
+          try {
+            const result = await definition.run(backend, input)
+            return {content: [{type: 'text', text: definition.text(result)}], structuredContent: result as Record<string, unknown>}
+          } catch (error) {
+            debug('%s failed: %s', definition.name, error instanceof Error ? error.message : String(error))
+            return toolError(error)
+          }
+        })()
+        options.inflight?.add(call)
+        void call.finally(() => options.inflight?.delete(call))
+        return call
+      },
+    )
+  }
+  low.setRequestHandler = setRequestHandler as typeof low.setRequestHandler
+
+  mcp.registerResource(
+    'memory',
+    new ResourceTemplate(`${RESOURCE_PREFIX}{+path}`, {
+      list: async () => {
+        const {files} = await backend.ls({limit: MAX_LISTED_RESOURCES})
+        return {
+          resources: files.map((file) => ({uri: `${RESOURCE_PREFIX}${file.path}`, name: file.path, title: file.title, mimeType: 'text/markdown', size: file.size})),
+        }
+      },
+    }),
+    {title: 'Memory files', description: 'The Markdown files of .memory/ (long-term memory), by path.', mimeType: 'text/markdown'},
+    async (uri, variables) => {
+      const file = await backend.read({path: decodePath(variables.path)})
+      return {contents: [{uri: uri.href, mimeType: 'text/markdown', text: file.text}]}
+    },
+  )
+
+  mcp.registerPrompt(
+    PROMPT_NAME,
+    {title: 'Shared-memory instructions', description: 'How to use the shared memory (jarvis prompt): read it first, look things up, write what was settled, never store secrets.'},
+    async () => ({
+      description: 'The shared-memory instructions for this agent',
+      messages: [{role: 'user', content: {type: 'text', text: await backend.instructions()}}],
+    }),
+  )
+  return mcp
+}
+
+/** jarvis's version, for the server info of both doors. */
+export const JARVIS_VERSION: string = (createRequire(import.meta.url)('../../package.json') as {version: string}).version

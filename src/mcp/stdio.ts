@@ -1,0 +1,51 @@
+/**
+ * `jarvis mcp`: the MCP server on stdio for one agent session. stdout carries the protocol only; diagnostics go
+ * to stderr through `debug` (DEBUG=jarvis:mcp). The session ends when the client closes stdin.
+ */
+import {StdioServerTransport} from '@modelcontextprotocol/sdk/server/stdio.js'
+import createDebug from 'debug'
+
+import {LocalBackend, type LocalBackendOptions} from './local.js'
+import {createMcpServer} from './server.js'
+
+const debug = createDebug('jarvis:mcp')
+
+/**
+ * The largest message read from stdin. The SDK's default (10 MB) closes the session when a client sends more;
+ * a 4 MiB file whose every character is escaped in JSON is 24 MB. Our input schemas refuse what is too big.
+ */
+export const STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+export interface StdioOptions extends LocalBackendOptions {
+  version: string
+  stdin?: NodeJS.ReadableStream & {pause(): unknown}
+  stdout?: NodeJS.WritableStream
+}
+
+/** Serves until the client closes stdin (or the transport fails); then stops the watcher and resolves. */
+export async function serveStdio(options: StdioOptions): Promise<void> {
+  const backend = await LocalBackend.open(options)
+  const inflight = new Set<Promise<unknown>>()
+  const mcp = createMcpServer(backend, {
+    version: options.version,
+    inflight,
+    instructions: 'jarvis: the shared memory of the agents of this project. Read it first (memory_snapshot), look things up (recall, memory_search), write what was settled (memory_append).',
+  })
+  const stdin = (options.stdin ?? process.stdin) as NodeJS.ReadStream
+  const stdout = (options.stdout ?? process.stdout) as NodeJS.WriteStream
+  const transport = new StdioServerTransport(stdin, stdout, {maxBufferSize: STDIO_MAX_MESSAGE_BYTES})
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve()
+  })
+  transport.onerror = (error) => debug('transport: %s', error.message)
+  await mcp.connect(transport)
+  const end = () => void mcp.close()
+  stdin.once('end', end)
+  stdin.once('close', end)
+  debug('serving %s on stdio', backend.root ?? '(no tree)')
+  await closed
+  // A call still running when the client went away finishes (a write is completed, its lock released); its answer has nowhere to go.
+  if (inflight.size > 0) debug('waiting for %d call(s) in flight', inflight.size)
+  await Promise.allSettled([...inflight])
+  await backend.close()
+}
