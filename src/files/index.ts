@@ -10,7 +10,6 @@ export {
   deleteMemory,
   type DeleteResult,
   editMemory,
-  type GrepHit,
   grepMemory,
   listFiles,
   type ListedFile,
@@ -20,3 +19,4 @@ export {
   type WriteOptions,
   type WriteResult,
 } from './tools.js'
+export {compileGrep, type GrepFile, grepGuarded, type GrepHit, grepLines} from './grep.js'

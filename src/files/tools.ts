@@ -6,6 +6,7 @@ import {assertNoSensitive} from '../events/index.js'
 import {BadInputError, ConflictLeftError, SecretRefusedError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
 import {hashText, readBase, readMemoryFile, readNexusFile, readSyncState, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile, deleteMemoryFile, formatJson} from '../store/index.js'
+import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
@@ -55,12 +56,6 @@ export interface GuardedWrite {
   base?: WriteBase
   /** Told the text the file holds after the call (written, merged or already equal). */
   onWritten?: (text: string) => void
-}
-
-export interface GrepHit {
-  path: string
-  line: number
-  text: string
 }
 
 export interface DeleteResult {
@@ -257,12 +252,7 @@ export function replaceOnce(path: string, text: string, replace: string, withTex
 
 /** Lines matching `regex` (JavaScript syntax) in the memory files under `prefix`, by path then line number. */
 export async function grepMemory(root: string, regex: string, prefix?: string, limit?: number, options: {ignoreCase?: boolean} = {}): Promise<GrepHit[]> {
-  let pattern: RegExp
-  try {
-    pattern = new RegExp(regex, options.ignoreCase ? 'i' : '')
-  } catch (error) {
-    throw new BadInputError(`bad regular expression ${JSON.stringify(regex)}: ${(error as Error).message}`, {regex})
-  }
+  const pattern = compileGrep(regex, options.ignoreCase)
   const checkedPrefix = checkPrefix(prefix)
   const max = checkLimit(limit, DEFAULT_GREP_LIMIT)
   return withTreeLock(root, lockOptions('grep'), async () => {
@@ -270,13 +260,8 @@ export async function grepMemory(root: string, regex: string, prefix?: string, l
     for (const [path] of await markdownFiles(root, checkedPrefix)) {
       const text = await readMemoryFile(root, path)
       if (text === null) continue
-      const lines = text.split('\n')
-      for (let i = 0; i < lines.length; i++) {
-        const line = lines[i].replace(/\r$/, '')
-        if (!pattern.test(line)) continue
-        hits.push({path, line: i + 1, text: line})
-        if (hits.length >= max) return hits
-      }
+      hits.push(...grepLines([{path, text}], pattern.source, pattern.flags, max - hits.length))
+      if (hits.length >= max) return hits
     }
     return hits
   })

@@ -9,7 +9,7 @@
 import {randomUUID} from 'node:crypto'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
-import {checkMemoryPath, checkPrefix, composeMemoryText, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
+import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
 import {assertClean, mergeSinceBase, replaceOnce} from '../files/tools.js'
 import {agentPrompt, readTaskResult} from '../ops/index.js'
 import type {AppendResponse, SnapshotResponse, StoredMemoryEvent, TaskResult, WorkerMemory} from '../schemas/index.js'
@@ -258,29 +258,17 @@ export class HostedBackend implements McpBackend {
     throw new JarvisError(`.memory/${path} kept changing while it was written; nothing was written: try again`, {code: 'FAILED', exit: ExitCode.failed, data: {path}})
   }
 
+  /** The regular expression comes from a client: it runs in a worker, stopped after a time limit (files/grep.ts). */
   async grep(input: GrepInput): Promise<GrepOutput> {
-    let pattern: RegExp
-    try {
-      pattern = new RegExp(input.regex, input.ignore_case ? 'i' : '')
-    } catch (error) {
-      throw new BadInputError(`bad regular expression ${JSON.stringify(input.regex)}: ${(error as Error).message}`, {regex: input.regex})
-    }
+    const pattern = compileGrep(input.regex, input.ignore_case)
     const prefix = checkPrefix(input.prefix)
-    const max = input.limit ?? DEFAULT_GREP_LIMIT
     const paths = await this.markdownPaths(prefix)
-    const hits: GrepOutput['hits'] = []
-    for (let i = 0; i < paths.length && hits.length < max; i += READ_BATCH) {
-      const batch = paths.slice(i, i + READ_BATCH)
-      const read = await this.services.read(batch)
-      for (const path of batch) {
-        const lines = (read.get(path)?.content ?? '').split('\n')
-        for (let line = 0; line < lines.length && hits.length < max; line++) {
-          const text = lines[line].replace(/\r$/, '')
-          if (pattern.test(text)) hits.push({path, line: line + 1, text})
-        }
-      }
+    const files: GrepFile[] = []
+    for (let i = 0; i < paths.length; i += READ_BATCH) {
+      const read = await this.services.read(paths.slice(i, i + READ_BATCH))
+      for (const path of paths.slice(i, i + READ_BATCH)) files.push({path, text: read.get(path)?.content ?? ''})
     }
-    return {regex: input.regex, prefix, hits}
+    return {regex: input.regex, prefix, hits: await grepGuarded(files, pattern, input.limit ?? DEFAULT_GREP_LIMIT)}
   }
 
   async completeTask(input: TaskInput): Promise<TaskOutput> {

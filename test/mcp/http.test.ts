@@ -114,6 +114,21 @@ describe('/mcp on jarvis serve', () => {
     expect(exitOf(await session.call('memory_read', {path: 'notes/huge.md'}))).toBe(2)
   })
 
+  it('stops a regular expression that backtracks without end, and keeps serving every other client meanwhile', async () => {
+    const session = await http('claude')
+    const written = await session.call('memory_write', {path: 'notes/backtrack.md', content: `# Backtrack\n\n${'a'.repeat(40)}!\n`})
+    expect(written.isError, textOf(written)).toBeFalsy()
+    expect(structured(await session.call('memory_grep', {regex: '^a+!$'}))).toMatchObject({hits: [{path: 'notes/backtrack.md', line: 3}]})
+
+    const stalled = session.call('memory_grep', {regex: '^(a+)+$'})
+    // While it runs, the server answers another agent at once.
+    const other = await http('gemini')
+    expect((await other.call('memory_ls', {})).isError).toBeFalsy()
+    const answer = await stalled
+    expect(exitOf(answer)).toBe(2)
+    expect(textOf(answer)).toMatch(/was stopped: make it simpler/)
+  })
+
   it('agent B cannot read agent A\'s private events through any tool, resource or prompt, over /mcp or stdio', async () => {
     // The queries name `word`; the private event also holds `marker`, which no answer to B may contain.
     const word = `zanzibar${Date.now()}`
