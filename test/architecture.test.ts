@@ -20,8 +20,9 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'ops', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'ops', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'ops', 'agents', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'ops', 'agents', 'hook', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  agents: ['agents', 'hook', 'ops', 'store', 'schemas', 'errors.ts', 'invocation.ts'],
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
@@ -32,7 +33,7 @@ const allowed: Record<string, string[]> = {
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
   files: ['files', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
   search: ['search', 'files', 'store', 'schemas', 'errors.ts'],
-  git: ['git', 'store', 'errors.ts'],
+  git: ['git', 'store', 'errors.ts', 'invocation.ts'],
   merge: ['merge', 'schemas', 'errors.ts'],
   store: ['store', 'schemas', 'errors.ts'],
   protocol: ['protocol', 'schemas', 'errors.ts'],

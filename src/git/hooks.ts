@@ -14,13 +14,14 @@
  *   the sync's own timeouts end the background process.
  */
 import {constants} from 'node:fs'
-import {access, chmod, mkdir, readFile, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {access, chmod, mkdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
 
 import createDebug from 'debug'
 import {simpleGit} from 'simple-git'
 
 import {BadInputError, NotATreeError} from '../errors.js'
+import {jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
 import {findRoot, readTextIfExists} from '../store/index.js'
 
 const debug = createDebug('jarvis:hooks')
@@ -55,43 +56,13 @@ export interface HooksOptions {
   dir?: string
 }
 
-/** Single-quoted for sh. */
-export function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
-}
-
 /**
- * How a hook should start jarvis: the running binary with this node, so that hooks work without a global
- * install; `jarvis` on PATH when this process is not a jarvis binary (e.g. inside a test runner).
- * `bin/dev.js` (sources via tsx) is run with tsx's loader given by absolute URL, since a hook runs elsewhere.
+ * How a hook should start jarvis: the running binary with this node (see {@link jarvisInvocation}); `jarvis` on
+ * PATH when this process is not a jarvis binary (e.g. inside a test runner).
  */
 export async function jarvisCommand(argv1: string | undefined = process.argv[1]): Promise<string> {
-  if (!argv1) return 'jarvis'
-  let script: string
-  try {
-    script = await realpath(argv1)
-  } catch {
-    return 'jarvis'
-  }
-  const name = basename(script)
-  if (basename(dirname(script)) !== 'bin' || (name !== 'run.js' && name !== 'dev.js')) return 'jarvis'
-  if (!(await isJarvisPackage(dirname(dirname(script))))) return 'jarvis'
-  if (name === 'run.js') return [process.execPath, script].map(shellQuote).join(' ')
-  try {
-    const tsx = import.meta.resolve('tsx')
-    return [process.execPath, '--import', tsx, '--no-warnings=ExperimentalWarning', script].map(shellQuote).join(' ')
-  } catch {
-    return 'jarvis'
-  }
-}
-
-async function isJarvisPackage(dir: string): Promise<boolean> {
-  try {
-    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {bin?: Record<string, string>}
-    return typeof pkg.bin === 'object' && pkg.bin !== null && 'jarvis' in pkg.bin
-  } catch {
-    return false
-  }
+  const invocation = await jarvisInvocation(argv1)
+  return invocation ? shellLine(invocation) : 'jarvis'
 }
 
 /** The block a hook gets. */

@@ -1,0 +1,56 @@
+/**
+ * How another program (a git hook, an agent's MCP registration or hook) starts this jarvis: the running binary
+ * with this node, by absolute path, so that it works without `jarvis` on PATH and from any directory.
+ */
+import {readFile, realpath} from 'node:fs/promises'
+import {basename, dirname, join} from 'node:path'
+
+/** A program and its arguments, never through a shell. */
+export interface Invocation {
+  command: string
+  args: string[]
+}
+
+/** Single-quoted for sh when it needs quoting. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+}
+
+/** The invocation as one line of sh words. */
+export function shellLine(invocation: Invocation): string {
+  return [invocation.command, ...invocation.args].map(shellQuote).join(' ')
+}
+
+/**
+ * This process as an invocation: `node <abs>/bin/run.js`; `bin/dev.js` (sources via tsx) with tsx's loader by
+ * absolute URL, since the caller runs elsewhere. Undefined when this process is not a jarvis binary (e.g. a test
+ * runner), where the caller falls back to `jarvis` on PATH.
+ */
+export async function jarvisInvocation(argv1: string | undefined = process.argv[1]): Promise<Invocation | undefined> {
+  if (!argv1) return undefined
+  let script: string
+  try {
+    script = await realpath(argv1)
+  } catch {
+    return undefined
+  }
+  const name = basename(script)
+  if (basename(dirname(script)) !== 'bin' || (name !== 'run.js' && name !== 'dev.js')) return undefined
+  if (!(await isJarvisPackage(dirname(dirname(script))))) return undefined
+  if (name === 'run.js') return {command: process.execPath, args: [script]}
+  try {
+    const tsx = import.meta.resolve('tsx')
+    return {command: process.execPath, args: ['--import', tsx, '--no-warnings=ExperimentalWarning', script]}
+  } catch {
+    return undefined
+  }
+}
+
+async function isJarvisPackage(dir: string): Promise<boolean> {
+  try {
+    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {bin?: Record<string, string>}
+    return typeof pkg.bin === 'object' && pkg.bin !== null && 'jarvis' in pkg.bin
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * `jarvis agents install|status` as a user runs them, in a real project with a temp HOME: install merges into
+ * the agents' existing files and keeps everything of the user's, a second install changes no byte, --dry-run
+ * writes nothing, --uninstall gives every file back as it was, a malformed file stops it with exit 2 and
+ * nothing written, and status tells a connected server from one the agent will not start.
+ */
+import {createHash} from 'node:crypto'
+import {existsSync} from 'node:fs'
+import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {isAbsolute, join, relative} from 'node:path'
+
+import {afterAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {initTree} from '../../src/store/index.js'
+import {cleanEnv} from '../cli/memory-helpers.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+const dirs: string[] = []
+let root: string
+let home: string
+let env: NodeJS.ProcessEnv
+
+afterAll(async () => {
+  await removeAll(dirs)
+})
+
+beforeEach(async () => {
+  const base = await tempDir('jarvis-agents-')
+  dirs.push(base)
+  root = join(base, 'project')
+  home = join(base, 'home')
+  await mkdir(join(root, '.git'), {recursive: true})
+  await mkdir(home)
+  await initTree(root, {server: 'http://127.0.0.1:9', agent: 'claude', project: 'demo'})
+  env = cleanEnv(home, {HOME: home, CODEX_HOME: ''})
+})
+
+const jarvis = (args: string[], cwd = root) => runJarvis(args, {cwd, env})
+
+/** The user's own set-up before jarvis: another MCP server, another hook, their instructions. */
+async function userFiles(): Promise<void> {
+  const put = async (path: string, text: string) => {
+    await mkdir(join(path, '..'), {recursive: true})
+    await writeFile(path, text)
+  }
+  await put(join(root, 'CLAUDE.md'), '# Project rules\n\nTabs, not spaces.\n')
+  await put(join(root, '.mcp.json'), JSON.stringify({mcpServers: {github: {command: 'npx', args: ['-y', 'github-mcp']}}}, null, 2) + '\n')
+  await put(join(root, '.claude', 'settings.json'), '{\n\t"hooks": {\n\t\t"Stop": [\n\t\t\t{"hooks": [{"type": "command", "command": "say done"}]}\n\t\t]\n\t},\n\t"model": "opus"\n}\n')
+  await put(join(root, '.gemini', 'settings.json'), '{\n  // mine\n  "theme": "GitHub",\n  "mcpServers": {"notes": {"command": "notes-mcp"}}\n}\n')
+  await put(join(root, '.codex', 'config.toml'), '# my codex\nmodel = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+  await put(join(home, '.openclaw', 'openclaw.json'), JSON.stringify({agents: {defaults: {model: 'x'}}}, null, 2) + '\n')
+}
+
+/** Every file under the project and HOME with its hash; jarvis's own records (.nexus/) aside. */
+async function snapshot(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  async function walk(dir: string, base: string): Promise<void> {
+    for (const entry of await readdir(dir, {withFileTypes: true})) {
+      const path = join(dir, entry.name)
+      if (entry.name === '.nexus') continue
+      if (entry.isDirectory()) {
+        out[`${relative(base, path)}/`] = 'dir'
+        await walk(path, base)
+      } else out[relative(base, path)] = createHash('sha256').update(await readFile(path)).digest('hex')
+    }
+  }
+  await walk(root, join(root, '..'))
+  await walk(home, join(home, '..'))
+  return out
+}
+
+const readJson = async (path: string) => JSON.parse((await readFile(path, 'utf8')).replace(/^\s*\/\/.*$/gm, '')) as Record<string, any>
+
+describe('jarvis agents install', () => {
+  it('wires all four agents into the existing files, keeps the user’s, twice is once, uninstall restores every byte', async () => {
+    await userFiles()
+    const before = await snapshot()
+
+    const first = await jarvis(['agents', 'install'])
+    expect(first.code, first.stderr).toBe(0)
+    expect(first.stdout).toContain('Claude Code: wired')
+    expect(first.stdout).toMatch(/Gemini CLI[^\n]*\n(.*\n)*.*note: Gemini CLI starts MCP servers .* only in a folder you trust/)
+
+    const mcp = await readJson(join(root, '.mcp.json'))
+    expect(mcp.mcpServers.github).toEqual({command: 'npx', args: ['-y', 'github-mcp']})
+    const server = mcp.mcpServers.jarvis as {command: string; args: string[]}
+    // Started by absolute path with this node: no `jarvis` on PATH needed, any working directory.
+    expect(isAbsolute(server.command) && existsSync(server.command)).toBe(true)
+    expect(server.args.slice(-5)).toEqual(['mcp', '--agent', 'claude', '--dir', root])
+    expect(server.args.some((arg) => isAbsolute(arg) && /bin\/(run|dev)\.js$/.test(arg))).toBe(true)
+    expect((await readJson(join(root, '.claude', 'settings.local.json'))).enabledMcpjsonServers).toEqual(['jarvis'])
+
+    const claudeSettings = await readFile(join(root, '.claude', 'settings.json'), 'utf8')
+    expect(claudeSettings).toContain('\t\t\t{"hooks": [{"type": "command", "command": "say done"}]},')
+    const hooks = (await readJson(join(root, '.claude', 'settings.json'))).hooks as Record<string, Array<{hooks: Array<{command: string}>}>>
+    expect(Object.keys(hooks).sort()).toEqual(['PreCompact', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
+    expect(hooks.UserPromptSubmit[0].hooks[0].command).toMatch(/ hook prompt --agent claude$/)
+
+    const gemini = await readFile(join(root, '.gemini', 'settings.json'), 'utf8')
+    expect(gemini).toContain('// mine')
+    const geminiHooks = (await readJson(join(root, '.gemini', 'settings.json'))).hooks as Record<string, Array<{hooks: Array<{timeout: number}>}>>
+    expect(geminiHooks.BeforeAgent[0].hooks[0].timeout).toBeGreaterThanOrEqual(1000) // milliseconds for Gemini
+
+    const toml = await readFile(join(root, '.codex', 'config.toml'), 'utf8')
+    expect(toml.startsWith('# my codex\nmodel = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')).toBe(true)
+    expect(toml).toMatch(/\[mcp_servers\.jarvis\]\ncommand = ".*"\nargs = \[.*"mcp", "--agent", "chatgpt"/)
+
+    const openclaw = await readJson(join(home, '.openclaw', 'openclaw.json'))
+    expect(openclaw.agents).toEqual({defaults: {model: 'x'}})
+    expect(openclaw.mcp.servers.jarvis.args).toContain(root)
+
+    const claudeMd = await readFile(join(root, 'CLAUDE.md'), 'utf8')
+    expect(claudeMd).toMatch(/^# Project rules\n\nTabs, not spaces\.\n\n<!-- jarvis:begin -->\n.*memory_snapshot/s)
+    expect(await readFile(join(root, 'AGENTS.md'), 'utf8')).toContain('you are agent "chatgpt"')
+    // No token is ever written into an agent's file.
+    for (const file of ['.mcp.json', '.gemini/settings.json', '.codex/config.toml']) expect(await readFile(join(root, file), 'utf8')).not.toMatch(/TOKEN/i)
+
+    const installed = await snapshot()
+    const second = await jarvis(['agents', 'install'])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain('Claude Code: already wired; nothing changed')
+    expect(await snapshot()).toEqual(installed)
+
+    const removed = await jarvis(['agents', 'install', '--uninstall'])
+    expect(removed.code, removed.stderr).toBe(0)
+    expect(await snapshot()).toEqual(before)
+    expect(existsSync(join(root, '.nexus', 'agents.json'))).toBe(false)
+  })
+
+  it('uninstall after the user changed a file takes out only what jarvis wrote', async () => {
+    expect((await jarvis(['agents', 'install', '--agent', 'gemini'])).code).toBe(0)
+    const path = join(root, '.gemini', 'settings.json')
+    const settings = await readJson(path)
+    await writeFile(path, JSON.stringify({...settings, theme: 'Dracula', mcpServers: {...settings.mcpServers, mine: {command: 'mine'}}}, null, 2))
+    expect((await jarvis(['agents', 'install', '--agent', 'gemini', '--uninstall'])).code).toBe(0)
+    expect(await readJson(path)).toEqual({theme: 'Dracula', mcpServers: {mine: {command: 'mine'}}})
+    expect(existsSync(join(root, 'GEMINI.md'))).toBe(false)
+  })
+
+  it('--dry-run prints the diff and writes nothing', async () => {
+    await userFiles()
+    const before = await snapshot()
+    const run = await jarvis(['agents', 'install', '--agent', 'claude', '--dry-run'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain(`--- a${join(root, '.mcp.json')}`)
+    expect(run.stdout).toMatch(/^\+ {4}"jarvis": \{$/m)
+    expect(run.stdout).toContain(`--- /dev/null\n+++ b${join(root, '.claude', 'settings.local.json')}`)
+    expect(run.stdout).toContain('dry run; nothing was written')
+    expect(await snapshot()).toEqual(before)
+    expect(existsSync(join(root, '.nexus', 'agents.json'))).toBe(false)
+  })
+
+  it('a malformed file stops the whole install with exit 2 naming the file and line, and nothing is written', async () => {
+    await userFiles()
+    await writeFile(join(root, '.gemini', 'settings.json'), '{\n  "theme": "GitHub",\n  "mcpServers": {\n')
+    const before = await snapshot()
+    const run = await jarvis(['agents', 'install'])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain(`${join(root, '.gemini', 'settings.json')} line 4: not valid JSON`)
+    expect(run.stderr).not.toMatch(/\n\s+at /)
+    expect(await snapshot()).toEqual(before)
+  })
+
+  it('user scope writes the home files, with a server that finds the tree from where the agent starts', async () => {
+    const run = await jarvis(['agents', 'install', '--agent', 'claude', '--scope', 'user', '--json'])
+    const result = envelope<{agents: Array<{files: Array<{file: string; action: string}>}>}>(run).result!
+    expect(result.agents[0].files.map((f) => [relative(home, f.file), f.action])).toEqual([
+      ['.claude.json', 'create'],
+      [join('.claude', 'settings.json'), 'create'],
+      [join('.claude', 'CLAUDE.md'), 'create'],
+    ])
+    const server = (await readJson(join(home, '.claude.json'))).mcpServers.jarvis as {args: string[]}
+    expect(server.args).not.toContain('--dir')
+    expect(existsSync(join(root, '.mcp.json'))).toBe(false)
+    expect((await jarvis(['agents', 'install', '--agent', 'claude', '--scope', 'user', '--uninstall'])).code).toBe(0)
+    // Nothing of Claude's is left; jarvis's own config folder (XDG_CONFIG_HOME here) keeps its settings.
+    expect((await readdir(home)).filter((name) => name !== 'xdg')).toEqual([])
+  })
+
+  it('project scope outside a jarvis tree, or an unknown agent, is exit 2 with what to do', async () => {
+    const outside = await tempDir('jarvis-agents-outside-')
+    dirs.push(outside)
+    const run = await jarvis(['agents', 'install'], outside)
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain('not a jarvis tree')
+    const unknown = await jarvis(['agents', 'install', '--agent', 'cursor'])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain('use claude, gemini, codex, openclaw or all')
+  })
+})
+
+describe('jarvis agents status', () => {
+  it('tells connected from registered-but-not-started, and says why', async () => {
+    expect((await jarvis(['agents', 'install', '--agent', 'claude'])).code).toBe(0)
+    expect((await jarvis(['agents', 'install', '--agent', 'gemini'])).code).toBe(0)
+    const run = await jarvis(['agents', 'status', '--json'])
+    const {agents} = envelope<{agents: Array<{agent: string; server: {state: string; tools?: number; detail?: string}; items: Array<{what: string; present: boolean}>}>}>(run).result!
+    const of = (name: string) => agents.find((a) => a.agent === name)!
+    expect(of('claude').server.state).toBe('connected')
+    expect(of('claude').server.tools).toBeGreaterThanOrEqual(11)
+    expect(of('claude').items.filter((i) => i.present).map((i) => i.what)).toEqual(expect.arrayContaining(['MCP server "jarvis"', 'approval of "jarvis"', 'instructions', 'hooks (5/5)']))
+    expect(of('gemini').server.state).toBe('not-started')
+    expect(of('gemini').server.detail).toContain('does not trust')
+    expect(of('codex').server.state).toBe('not-registered')
+
+    // The user trusts the folder in Gemini: now it is connected.
+    await mkdir(join(home, '.gemini'), {recursive: true})
+    await writeFile(join(home, '.gemini', 'trustedFolders.json'), JSON.stringify({[root]: 'TRUST_FOLDER'}))
+    const trusted = await jarvis(['agents', 'status', '--agent', 'gemini'])
+    expect(trusted.stdout).toMatch(/^Gemini CLI: connected \(\d+ tools\)/)
+
+    // A registered command that no longer starts (jarvis moved away) is reported as such.
+    const mcpJson = join(root, '.mcp.json')
+    const config = await readJson(mcpJson)
+    config.mcpServers.jarvis.args = ['/nowhere/bin/run.js', 'mcp']
+    await writeFile(mcpJson, JSON.stringify(config))
+    const broken = await jarvis(['agents', 'status', '--agent', 'claude'])
+    expect(broken.stdout).toMatch(/^Claude Code: registered, fails to start/)
+    expect(broken.stdout).toContain('/nowhere/bin/run.js')
+  })
+})
