@@ -42,10 +42,11 @@ export async function whatHoldsBack(input: TrustInput): Promise<string | undefin
       if (user?.enableAllProjectMcpServers === true || approved(user?.enabledMcpjsonServers)) return undefined
       const state = await readFile(join(home, '.claude.json'), 'utf8').catch(() => '')
       if (approved(valueAt(state, ['projects', root, 'enabledMcpjsonServers']))) return undefined
-      if (input.gitRepo) {
-        const local = (await readJson(join(root, '.claude', 'settings.local.json'))) as Record<string, unknown> | undefined
-        if (local?.enableAllProjectMcpServers === true || approved(local?.enabledMcpjsonServers)) return undefined
-      }
+      const local = (await readJson(join(root, '.claude', 'settings.local.json'))) as Record<string, unknown> | undefined
+      const localApproval = local?.enableAllProjectMcpServers === true || approved(local?.enabledMcpjsonServers)
+      // Outside a git repository Claude Code reads settings.local.json only in a folder whose trust dialog was accepted.
+      if (localApproval && (input.gitRepo || valueAt(state, ['projects', root, 'hasTrustDialogAccepted']) === true)) return undefined
+      if (localApproval) return 'Claude Code has not been trusted in this folder yet, so it does not read the approval in .claude/settings.local.json (accept its trust dialog when you start it here)'
       return 'Claude Code waits for your approval of this project server (it asks when it starts here)'
     }
     case 'gemini': {

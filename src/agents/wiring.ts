@@ -30,7 +30,7 @@ export interface WiringInput {
   /** `$CODEX_HOME`, default `~/.codex`. */
   codexHome?: string
   jarvis: Invocation
-  /** Whether `root` is in a git repository (Claude Code honours settings.local.json approvals only there). */
+  /** Whether `root` is in a git repository (elsewhere Claude Code honours settings.local.json only in a folder it trusts). */
   gitRepo: boolean
   /** The instruction text (`jarvis prompt`); no block when undefined. */
   instructions?: string
@@ -47,7 +47,8 @@ export interface Wiring {
 /** Each agent's own name for our hook events; timeouts in the agent's own unit. */
 const HOOK_EVENTS: Record<'claude' | 'gemini' | 'codex', Array<[HookEvent, string, number]>> = {
   claude: [['session-start', 'SessionStart', 30], ['prompt', 'UserPromptSubmit', 15], ['pre-compact', 'PreCompact', 60], ['stop', 'Stop', 60], ['session-end', 'SessionEnd', 30]],
-  codex: [['session-start', 'SessionStart', 30], ['prompt', 'UserPromptSubmit', 15], ['pre-compact', 'PreCompact', 60], ['stop', 'Stop', 60], ['session-end', 'SessionEnd', 30]],
+  // Codex clamps a SessionEnd hook to 3 s (and says so at every start when asked for more).
+  codex: [['session-start', 'SessionStart', 30], ['prompt', 'UserPromptSubmit', 15], ['pre-compact', 'PreCompact', 60], ['stop', 'Stop', 60], ['session-end', 'SessionEnd', 3]],
   // Gemini CLI counts hook timeouts in milliseconds.
   gemini: [['session-start', 'SessionStart', 30_000], ['prompt', 'BeforeAgent', 15_000], ['pre-compact', 'PreCompress', 60_000], ['stop', 'AfterAgent', 60_000], ['session-end', 'SessionEnd', 30_000]],
 }
@@ -89,12 +90,12 @@ export function wiringFor(input: WiringInput): Wiring {
       const server = serverInvocation(input.jarvis, agent, project)
       if (project) {
         changes.push({kind: 'mcp', file: join(project, '.mcp.json'), path: ['mcpServers', SERVER_NAME], server})
-        // Claude Code starts a project server only once approved; its own dialog writes the same key.
-        const approval: Change = input.gitRepo
-          ? {kind: 'approval', file: join(project, '.claude', 'settings.local.json'), path: ['enabledMcpjsonServers']}
-          : {kind: 'approval', file: join(home, '.claude.json'), path: ['projects', project, 'enabledMcpjsonServers']}
+        // Claude Code starts a project server only once approved; its own dialog writes this key, and Claude moves
+        // an approval found in ~/.claude.json here itself (it calls that place legacy).
+        const approval: Change = {kind: 'approval', file: join(project, '.claude', 'settings.local.json'), path: ['enabledMcpjsonServers']}
         changes.push(approval, ...hookChanges(input, agent, join(project, '.claude', 'settings.json')), ...instructions(join(project, 'CLAUDE.md')))
         notes.push(`Claude Code starts a project's MCP server only once you approve it: jarvis approved "${SERVER_NAME}" for you in ${approval.file} (what Claude's own approval dialog writes).`)
+        if (!input.gitRepo) notes.push('Outside a git repository Claude Code honours that approval once you have accepted its trust dialog for this folder (it asks the first time you start it here).')
       } else {
         changes.push({kind: 'mcp', file: join(home, '.claude.json'), path: ['mcpServers', SERVER_NAME], server})
         changes.push(...hookChanges(input, agent, join(home, '.claude', 'settings.json')), ...instructions(join(home, '.claude', 'CLAUDE.md')))
