@@ -1,4 +1,8 @@
 #!/usr/bin/env node
-import {execute} from '@oclif/core'
+// The calls paid most often (`--version`, `hook`) are answered without loading oclif: see src/cli/fast.ts.
+import {runFast} from '../dist/cli/fast.js'
 
-await execute({dir: import.meta.url})
+if (!(await runFast(process.argv.slice(2), new URL('..', import.meta.url)))) {
+  const {execute} = await import('@oclif/core')
+  await execute({dir: import.meta.url})
+}

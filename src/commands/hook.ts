@@ -1,9 +1,8 @@
-import {basename} from 'node:path'
-
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
-import {logHookFailure, readHookStdin, runHook, type RunHookResult} from '../hook/index.js'
+import {answerHook, hookFailed} from '../cli/hook-door.js'
+import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS, type RunHookResult} from '../hook/index.js'
 
 export default class Hook extends JarvisCommand<typeof Hook> {
   static summary = "What an agent's lifecycle hooks run: memory in at session start and per prompt, the session recorded as an episode at the end."
@@ -24,30 +23,15 @@ It never breaks the agent: it always exits 0, and a failure is written to .nexus
 
   static flags = {
     agent: Flags.string({description: 'The agent that runs the hook: claude, gemini, codex or openclaw.', required: true}),
-    'max-tokens': Flags.integer({description: 'Token budget of the session-start context (estimated as characters / 4).', default: 2000, min: 100}),
+    'max-tokens': Flags.integer({description: 'Token budget of the session-start context (estimated as characters / 4).', default: DEFAULT_MAX_TOKENS, min: MIN_MAX_TOKENS}),
   }
 
   async run(): Promise<RunHookResult> {
-    const stdin = await readHookStdin(process.stdin)
-    const result = await runHook({event: this.args.event, agent: this.flags.agent, stdin, env: process.env, cwd: process.cwd(), dir: this.flags.dir, maxTokens: this.flags['max-tokens']})
-    if (result.stdout) process.stdout.write(result.stdout)
-    endSoon()
-    return result
+    return answerHook({event: this.args.event, agent: this.flags.agent, maxTokens: this.flags['max-tokens'], dir: this.flags.dir})
   }
 
   /** Even a usage error must not break the agent: exit 0, logged like any other failure. */
   protected async catch(error: Error): Promise<void> {
-    process.exitCode = 0
-    await logHookFailure({env: process.env, cwd: process.cwd(), reason: `jarvis ${process.argv.slice(2).join(' ')}: ${error.message}`})
-    endSoon()
+    await hookFailed(error)
   }
-}
-
-/**
- * The answer is out: a request still open (a server that stopped answering) must not keep the agent waiting for
- * this process. Only in a jarvis process of its own, never inside a test runner that loaded the command.
- */
-function endSoon(): void {
-  const script = basename(process.argv[1] ?? '')
-  if (script === 'run.js' || script === 'dev.js' || script === 'jarvis') setTimeout(() => process.exit(0), 100).unref()
 }

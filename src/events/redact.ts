@@ -13,9 +13,6 @@
  * the field and the 1-based line and column where it starts. secretlint's own message text and `data` echo the
  * secret, so they are read for their rule id and range only and then dropped.
  */
-import {lintSource} from '@secretlint/core'
-import {secretLintProfiler} from '@secretlint/profiler'
-import {rules as recommendedRules} from '@secretlint/secretlint-rule-preset-recommend'
 import type {SecretLintCoreConfig, SecretLintCoreResultMessage} from '@secretlint/types'
 
 import {SecretRefusedError} from '../errors.js'
@@ -75,22 +72,41 @@ export const SENSITIVE_RULES: Record<string, {kind: SensitiveKind; label: string
  */
 const FILTER_COMMENTS = '@secretlint/secretlint-rule-filter-comments'
 const AWS = '@secretlint/secretlint-rule-aws'
-const SECRETLINT_CONFIG: SecretLintCoreConfig = {
-  rules: recommendedRules
-    .filter((rule) => rule.meta.id !== FILTER_COMMENTS)
-    .map((rule) => (rule.meta.id === AWS ? {id: rule.meta.id, rule, options: {enableIDScanRule: true}} : {id: rule.meta.id, rule})),
+
+interface Secretlint {
+  lintSource: typeof import('@secretlint/core').lintSource
+  config: SecretLintCoreConfig
 }
 
-/**
- * secretlint's core marks every lint on the global `performance` timeline through this profiler, and the profiler
- * keeps every mark, measure and pending promise forever and scans its whole list on each mark: in a long-running
- * `jarvis serve` that scans every append, memory grows without bound and each call gets slower (measured with the
- * event loop turning between calls, as in a server: 6 ms a call over the first thousand calls, 27 ms by the
- * second thousand, 98 ms by the fourth, heap 35 → 98 MB). We never read the profile, so its
- * marks are switched off. `@secretlint/profiler` is the exact version @secretlint/core depends on (one copy in
- * node_modules); test/events/redact.test.ts checks that scanning leaves no marks behind.
- */
-secretLintProfiler.mark = () => {}
+let secretlint: Promise<Secretlint> | undefined
+
+/** secretlint is loaded on the first scan (about 30 ms), so commands that write nothing never pay for it. */
+function loadSecretlint(): Promise<Secretlint> {
+  secretlint ??= (async () => {
+    const [{lintSource}, {secretLintProfiler}, {rules}] = await Promise.all([
+      import('@secretlint/core'),
+      import('@secretlint/profiler'),
+      import('@secretlint/secretlint-rule-preset-recommend'),
+    ])
+    /*
+     * secretlint's core marks every lint on the global `performance` timeline through this profiler, and the
+     * profiler keeps every mark, measure and pending promise forever and scans its whole list on each mark: in a
+     * long-running `jarvis serve` that scans every append, memory grows without bound and each call gets slower
+     * (measured with the event loop turning between calls, as in a server: 6 ms a call over the first thousand
+     * calls, 27 ms by the second thousand, 98 ms by the fourth, heap 35 → 98 MB). We never read the profile, so
+     * its marks are switched off. `@secretlint/profiler` is the exact version @secretlint/core depends on (one
+     * copy in node_modules); test/events/redact.test.ts checks that scanning leaves no marks behind.
+     */
+    secretLintProfiler.mark = () => {}
+    const config: SecretLintCoreConfig = {
+      rules: rules
+        .filter((rule) => rule.meta.id !== FILTER_COMMENTS)
+        .map((rule) => (rule.meta.id === AWS ? {id: rule.meta.id, rule, options: {enableIDScanRule: true}} : {id: rule.meta.id, rule})),
+    }
+    return {lintSource, config}
+  })()
+  return secretlint
+}
 
 /** secretlint rule id (without the `@secretlint/secretlint-rule-` prefix) and message id → our rule name. */
 function presetRuleName(message: Pick<SecretLintCoreResultMessage, 'ruleId' | 'messageId'>): string {
@@ -141,9 +157,10 @@ const TOKEN_CHAR = /[A-Za-z0-9+/=_-]/
 
 async function secretlintSpans(text: string): Promise<Span[]> {
   // `filePath: ''` with an `ext` makes the npm rule also look for `_authToken=` lines, as it does for unknown files.
+  const {lintSource, config} = await loadSecretlint()
   const result = await lintSource({
     source: {filePath: '', ext: '.md', content: text, contentType: 'text'},
-    options: {config: SECRETLINT_CONFIG, noPhysicFilePath: true, maskSecrets: true},
+    options: {config, noPhysicFilePath: true, maskSecrets: true},
   })
   return result.messages.map((message) => {
     const start = message.range[0]

@@ -7,7 +7,6 @@
 import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {simpleGit} from 'simple-git'
 
 import {BadInputError} from '../errors.js'
 import {type ContextMap, contextMapSchema} from '../schemas/index.js'
@@ -69,6 +68,8 @@ export function parsePrismaSchema(text: string): {models: string[]; enums: strin
 
 /** The top directory of the git repository holding `dir`; BadInputError (exit 2) when there is none. */
 export async function repositoryOf(dir: string): Promise<string> {
+  // simple-git is loaded by the commands that use git, not at every start.
+  const {simpleGit} = await import('simple-git')
   try {
     return (await simpleGit({baseDir: dir}).revparse(['--show-toplevel'])).trim()
   } catch (error) {
@@ -87,6 +88,7 @@ async function readIfTracked(repoDir: string, tracked: Set<string>, path: string
 
 /** The context map of the repository at `repoDir` (its top level), from `git ls-files`. */
 export async function buildContextMap(repoDir: string, options: {now: Date}): Promise<ContextMap> {
+  const {simpleGit} = await import('simple-git')
   const git = simpleGit({baseDir: repoDir})
   const listing = await git.raw(['-c', 'core.quotePath=off', 'ls-files', '-z'])
   const tracked = listing.split('\0').filter(Boolean).sort(byCodePoint)

@@ -18,7 +18,6 @@ import {access, chmod, mkdir, realpath, rename, rm, stat, writeFile} from 'node:
 import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
 
 import createDebug from 'debug'
-import {simpleGit} from 'simple-git'
 
 import {BadInputError, NotATreeError} from '../errors.js'
 import {jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
@@ -152,6 +151,8 @@ async function isExecutable(path: string): Promise<boolean> {
 
 /** Where this repository's hooks live, absolute. BadInputError outside a git repository. */
 export async function hooksDirectory(cwd: string): Promise<{hooksDir: string; topLevel: string | null}> {
+  // simple-git is loaded by the commands that use git, not at every start.
+  const {simpleGit} = await import('simple-git')
   const git = simpleGit({baseDir: cwd})
   let raw: string
   try {

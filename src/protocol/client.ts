@@ -9,6 +9,7 @@ import {
   statusResponseSchema,
   formatIssues,
 } from '../schemas/index.js'
+import {type HttpAnswer, requestText} from './http.js'
 
 const debug = createDebug('jarvis:protocol')
 const REQUEST_TIMEOUT_MS = 60_000
@@ -98,18 +99,14 @@ export class MemoryClient {
     const headers: Record<string, string> = {...extraHeaders, accept: 'application/json'}
     if (payload !== undefined) headers['content-type'] = 'application/json'
     if (this.token) headers.authorization = `Bearer ${this.token}`
-    let statusCode: number
-    let text: string
+    let answer: HttpAnswer
     try {
-      // Node's fetch is undici, bundled: the same client without loading the npm copy at every start
-      // (≈45 ms of a no-op sync). The npm undici is still what the WebSocket side uses (Node 20 has none).
-      const response = await fetch(url, {method, headers, body: payload, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)})
-      statusCode = response.status
-      text = await response.text()
+      answer = await requestText(url, {method, headers, body: payload, timeoutMs: REQUEST_TIMEOUT_MS})
     } catch (error) {
       const reason = describeNetworkError(error)
       throw new UnreachableError(`cannot reach the jarvis server at ${this.server}: ${reason}`, {server: this.server, reason}, error)
     }
+    const {status: statusCode, text} = answer
     this.onBytes?.(Buffer.byteLength(payload ?? '') + path.length + method.length, Buffer.byteLength(text))
     debug('%s %s → %d (%d bytes)', method, path, statusCode, text.length)
     const json = parseAnswer(text)

@@ -28,6 +28,16 @@ import {problemsOf} from './validate.js'
 const debug = createDebug('jarvis:sync')
 /** Enough to keep the disk and libuv's thread pool busy, few enough to stay far from file-handle limits. */
 const PULL_CONCURRENCY = 16
+/**
+ * Requests stay bounded whatever the tree's size: a push carries at most this many bytes of JSON (half the
+ * server's default body limit, whose files hold at most 4 MiB each) and files; a pull asks for this many files
+ * (the status says nothing of sizes), so the client holds one batch at a time.
+ */
+export const PUSH_BATCH_BYTES = 8 * 1024 * 1024
+export const PUSH_BATCH_FILES = 500
+export const PULL_BATCH_FILES = 64
+/** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
+const KEEP_TEXT_BYTES = 64 * 1024
 
 export interface SyncOptions {
   root: string
@@ -152,7 +162,7 @@ type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean} | {kind: 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, status, mode, options, now, result} = input
   // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
-  const state: SyncState = {...input.state, files: {...input.state.files}}
+  const state: SyncState = {...input.state, files: {...input.state.files}, pending: input.state.pending === undefined ? undefined : {...pendingOf(input.state)}}
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
   const cache = await readStatCache(root)
   const local = await scanMemory(root, cache)
@@ -167,7 +177,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     if (state.files[path]?.hash === hash) continue
     const text = await readMemoryFile(root, path)
     if (text === null) continue
-    localText.set(path, text)
+    if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
     const problem = problemsOf(path, text)
     if (problem) {
       skip.add(path)
@@ -185,34 +195,31 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     return {kind: 'done', state: input.state, changed: false}
   }
 
-  const toPull = plan.actions.filter((a) => a.kind === 'pull' || a.kind === 'merge').map((a) => a.path)
-  const pulled = toPull.length > 0 ? (await client.pull(toPull)).files : {}
-  const remoteText = new Map<string, {content: string; entry: RemoteEntry}>()
-  for (const path of toPull) {
-    const file = pulled[path]
-    if (!file || file.deleted) continue
-    const content = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
-    remoteText.set(path, {content, entry: {rev: file.rev, hash: file.hash ?? hashText(content), updatedAt: file.updatedAt}})
-  }
-
-  const pushFiles: Record<string, string> = {}
+  const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
   const deletes: string[] = []
-  const pushedLocal = new Map<string, string>()
   const total = plan.actions.length
   let done = 0
 
-  // Pulls are independent of each other and mostly waiting on fsync: run them side by side.
-  await forEachConcurrently(plan.actions.filter((a) => a.kind === 'pull'), PULL_CONCURRENCY, async ({path}) => {
-    options.onProgress?.(++done, total)
-    const remote = remoteText.get(path)
-    if (!remote) return // vanished between status and pull: the next sync sees it
-    if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
-    await writeMemoryFile(root, path, remote.content)
-    await recordBase(root, state, path, remote.content, remote.entry, now)
-    result.pulled.push(path)
-  })
+  // Pulls go in batches, each written before the next is asked for; files side by side, mostly waiting on fsync.
+  const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
+  for (let start = 0; start < pulls.length; start += PULL_BATCH_FILES) {
+    const batch = pulls.slice(start, start + PULL_BATCH_FILES)
+    const remoteText = await pullTexts(client, batch)
+    await forEachConcurrently(batch, PULL_CONCURRENCY, async (path) => {
+      options.onProgress?.(++done, total)
+      const remote = remoteText.get(path)
+      if (!remote) return // vanished between status and pull: the next sync sees it
+      if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
+      await writeMemoryFile(root, path, remote.content)
+      await recordBase(root, state, path, remote.content, remote.entry, now)
+      result.pulled.push(path)
+    })
+  }
   result.pulled.sort()
+  const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)
+  const remoteText = new Map<string, RemoteText>()
+  for (let start = 0; start < merges.length; start += PULL_BATCH_FILES) for (const [path, remote] of await pullTexts(client, merges.slice(start, start + PULL_BATCH_FILES))) remoteText.set(path, remote)
 
   for (const action of plan.actions) {
     if (action.kind === 'pull') continue
@@ -237,14 +244,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         result.deleted.push(path)
         break
       }
-      case 'push': {
-        const text = localText.get(path) ?? (await readMemoryFile(root, path))
-        if (text === null) break
-        pushFiles[path] = text
-        pushedLocal.set(path, text)
-        if (mode === 'revision') pushBase[path] = action.baseRev
+      case 'push':
+        // Read when its batch goes, unless small enough to have been kept from the scan.
+        pushes.push({path, text: localText.get(path), baseRev: action.baseRev, merged: false})
         break
-      }
       case 'delete-remote': {
         // A seed-style server has no deletions: saying "deleted" would be a lie, and the file would come back.
         if (mode === 'timestamp') {
@@ -277,47 +280,131 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (merge.merged === remote.content) {
           await recordBase(root, state, path, remote.content, remote.entry, now)
         } else {
-          pushFiles[path] = merge.merged
-          pushedLocal.set(path, merge.merged)
-          if (mode === 'revision') pushBase[path] = remote.entry.rev ?? action.baseRev
+          pushes.push({path, text: merge.merged, baseRev: remote.entry.rev ?? action.baseRev, merged: true})
         }
         break
       }
     }
   }
   // What we pulled is safe on disk; record it before the push can fail.
-  if (plan.actions.length > 0) await writeSyncState(root, state)
+  if (plan.actions.length > 0) await writeSyncState(root, settled(state))
+  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0}
 
-  if (Object.keys(pushFiles).length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0}
+  // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
+  // once, so a sync that is killed or refused later never sends it again.
+  for await (const batch of pushBatches(root, pushes, deletes)) {
+    const stale = await pushBatch({root, client, state, mode, now, result, pushBase}, batch.files, batch.deletes)
+    if (stale) return {kind: 'stale', state: settled(state), stale}
+  }
+  return {kind: 'done', state: settled(state), changed: true}
+}
+
+interface PushContext {
+  root: string
+  client: MemoryClient
+  state: SyncState
+  mode: SyncMode
+  now: () => Date
+  result: SyncResult
+  /** The base revision of each deletion. */
+  pushBase: Record<string, number | null>
+}
+
+/**
+ * One push request; the stale paths when the server refused it with 409. A server with a smaller body limit than
+ * ours answers 413: the batch is then sent in halves, down to one file, which the server's message names.
+ */
+async function pushBatch(context: PushContext, batch: Array<{item: PushItem; text: string}>, deletes: string[]): Promise<string[] | undefined> {
+  const {root, client, state, mode, now, result} = context
+  const files = Object.fromEntries(batch.map(({item, text}) => [item.path, text]))
+  const base: Record<string, number | null> = {}
+  for (const {item} of batch) base[item.path] = item.baseRev ?? null
+  for (const path of deletes) base[path] = context.pushBase[path] ?? null
   // Durably note what we are about to push: if the answer never arrives, the next sync recognises
   // the server's copy as our own write instead of merging against it (and conflicting with ourselves).
-  if (pushedLocal.size > 0) {
-    state.pending = {...pendingOf(state), ...Object.fromEntries([...pushedLocal].map(([path, text]) => [path, hashText(text)]))}
-    await writeSyncState(root, state)
+  if (batch.length > 0) {
+    state.pending = {...pendingOf(state), ...Object.fromEntries(batch.map(({item, text}) => [item.path, hashText(text)]))}
+    await writeSyncState(root, settled(state))
   }
   let answer
   try {
-    answer = await client.push(pushFiles, mode === 'revision' ? pushBase : undefined, deletes)
+    answer = await client.push(files, mode === 'revision' ? base : undefined, deletes)
   } catch (error) {
-    if (error instanceof StalePushError) return {kind: 'stale', state, stale: error.stale}
+    if (error instanceof StalePushError) return error.stale
+    if (error instanceof JarvisError && error.data.status === 413 && batch.length > 1) {
+      const half = Math.ceil(batch.length / 2)
+      debug('push of %d files refused as too large: sending halves', batch.length)
+      return (await pushBatch(context, batch.slice(0, half), [])) ?? (await pushBatch(context, batch.slice(half), deletes))
+    }
     throw error
   }
   // Bases move only now that the server acknowledged.
   const acknowledged = answer.files ?? {}
   let timestamps: StatusResponse | undefined
-  if (mode === 'timestamp' && [...pushedLocal.keys()].some((path) => !acknowledged[path]?.updatedAt)) timestamps = await client.status()
-  await forEachConcurrently([...pushedLocal], PULL_CONCURRENCY, async ([path, text]) => {
-    const ack = acknowledged[path]
-    const updatedAt = ack?.updatedAt ?? timestamps?.files[path]?.updatedAt
-    await recordBase(root, state, path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
+  if (mode === 'timestamp' && batch.some(({item}) => !acknowledged[item.path]?.updatedAt)) timestamps = await client.status()
+  await forEachConcurrently(batch, PULL_CONCURRENCY, async ({item, text}) => {
+    const ack = acknowledged[item.path]
+    const updatedAt = ack?.updatedAt ?? timestamps?.files[item.path]?.updatedAt
+    await recordBase(root, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
   })
-  for (const path of pushedLocal.keys()) if (!result.merged.includes(path)) result.pushed.push(path)
+  for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
   for (const path of deletes) {
     delete state.files[path]
     await deleteBase(root, path)
     result.deleted.push(path)
   }
-  return {kind: 'done', state, changed: true}
+  // Written at once: a sync killed or refused after this batch never sends it again.
+  await writeSyncState(root, settled(state))
+  return undefined
+}
+
+interface RemoteText {
+  content: string
+  entry: RemoteEntry
+}
+
+/** The server's texts of `paths` (one request); a path it no longer has is left out. */
+async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<string, RemoteText>> {
+  const texts = new Map<string, RemoteText>()
+  if (paths.length === 0) return texts
+  const {files} = await client.pull(paths)
+  for (const path of paths) {
+    const file = files[path]
+    if (!file || file.deleted) continue
+    const content = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
+    texts.set(path, {content, entry: {rev: file.rev, hash: file.hash ?? hashText(content), updatedAt: file.updatedAt}})
+  }
+  return texts
+}
+
+interface PushItem {
+  path: string
+  text: string | undefined
+  baseRev: number | null | undefined
+  merged: boolean
+}
+
+/**
+ * Consecutive batches of at most {@link PUSH_BATCH_FILES} files and {@link PUSH_BATCH_BYTES} bytes of JSON, each
+ * text read only when its batch is being filled (a file alone may exceed the bytes: the server then names it);
+ * the deletions go with the last batch.
+ */
+async function* pushBatches(root: string, items: PushItem[], deletes: string[]): AsyncGenerator<{files: Array<{item: PushItem; text: string}>; deletes: string[]}> {
+  let batch: Array<{item: PushItem; text: string}> = []
+  let bytes = 0
+  for (const item of items) {
+    const text = item.text ?? (await readMemoryFile(root, item.path))
+    if (text === null) continue
+    const size = Buffer.byteLength(JSON.stringify(text)) + item.path.length + 8
+    if (batch.length > 0 && (batch.length >= PUSH_BATCH_FILES || bytes + size > PUSH_BATCH_BYTES)) {
+      yield {files: batch, deletes: []}
+      batch = []
+      bytes = 0
+    }
+    batch.push({item, text})
+    bytes += size
+  }
+  if (batch.length > 0 || deletes.length > 0) yield {files: batch, deletes}
 }
 
 async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -338,12 +425,16 @@ function pendingOf(state: SyncState): Record<string, string> {
   return (state.pending as Record<string, string> | undefined) ?? {}
 }
 
+/** The state as written: no empty `pending`. */
+function settled(state: SyncState): SyncState {
+  if (state.pending != null && Object.keys(pendingOf(state)).length === 0) state.pending = undefined
+  return state
+}
+
 async function recordBase(root: string, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): Promise<void> {
   await writeBase(root, path, text)
-  if (pendingOf(state)[path] !== undefined) {
-    const {[path]: _settled, ...rest} = pendingOf(state)
-    state.pending = Object.keys(rest).length > 0 ? rest : undefined
-  }
+  // Deleted in place (the round owns its copy of the map): copying it per file made a large push quadratic.
+  if (state.pending != null) delete pendingOf(state)[path]
   const entry: SyncState['files'][string] = {hash: hashText(text), syncedAt: now().toISOString()}
   if (remote.rev !== undefined) entry.rev = remote.rev
   if (remote.updatedAt !== undefined) entry.updatedAt = remote.updatedAt

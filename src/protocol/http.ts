@@ -1,0 +1,32 @@
+/**
+ * One HTTP request with node:http(s): the global fetch starts undici's WebAssembly parser on its first request
+ * (about 25 ms here, more on a slow machine), paid by every networked command. Connections are kept alive for the
+ * process (a sync makes several requests) and never keep it from exiting: node unrefs an idle pooled socket.
+ */
+import {Agent as HttpAgent, request as httpRequest, type IncomingMessage} from 'node:http'
+import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
+
+export interface HttpAnswer {
+  status: number
+  text: string
+}
+
+const agents = {http: new HttpAgent({keepAlive: true}), https: new HttpsAgent({keepAlive: true})}
+
+/** An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. */
+export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number}): Promise<HttpAnswer> {
+  const target = new URL(url)
+  const secure = target.protocol === 'https:'
+  const headers = options.body === undefined ? options.headers : {...options.headers, 'content-length': String(Buffer.byteLength(options.body))}
+  return new Promise<HttpAnswer>((resolve, reject) => {
+    const request = (secure ? httpsRequest : httpRequest)(target, {method: options.method, headers, agent: secure ? agents.https : agents.http}, (response: IncomingMessage) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('end', () => resolve({status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8')}))
+      response.on('error', reject)
+    })
+    request.setTimeout(options.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${options.timeoutMs / 1000} s`), {code: 'ETIMEDOUT'})))
+    request.on('error', reject)
+    request.end(options.body)
+  })
+}

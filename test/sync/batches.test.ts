@@ -1,0 +1,94 @@
+/**
+ * Trees larger than one request: the push and the pull go in bounded batches, a server with a smaller body
+ * limit than the client's batches gets halves, and a sync stopped halfway resumes without sending again what
+ * the server already acknowledged.
+ */
+import {readdir, readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {PUSH_BATCH_FILES} from '../../src/sync/run.js'
+import {startServer} from '../../src/server/start.js'
+import {makeClient, removeAll, tempDir, tokenMap} from '../helpers/world.js'
+
+const dirs: string[] = []
+const servers: Array<{close(): Promise<void>}> = []
+
+afterAll(async () => {
+  for (const server of servers) await server.close()
+  await removeAll(dirs)
+})
+
+async function smallServer(limits: {bodyLimit: number; maxFileBytes: number}): Promise<string> {
+  const dataDir = await tempDir('jarvis-batches-server-')
+  dirs.push(dataDir)
+  const server = await startServer({host: '127.0.0.1', port: 0, dataDir, tokens: tokenMap, logLevel: 'silent', ...limits})
+  servers.push(server)
+  return server.url
+}
+
+/** Text that JSON escaping inflates (quotes, backslashes, tabs): the body is larger than the files. */
+function bulky(index: number, bytes: number): string {
+  const line = `- item ${index}: "quoted" path C:\\\\dir\\\\file\tand a tab\n`
+  return `# File ${index}\n\n${line.repeat(Math.ceil(bytes / line.length))}`
+}
+
+async function treeFiles(memory: string, dir = ''): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const entry of await readdir(join(memory, dir), {withFileTypes: true})) {
+    const rel = dir ? `${dir}/${entry.name}` : entry.name
+    if (entry.isDirectory()) Object.assign(out, await treeFiles(memory, rel))
+    else out[rel] = await readFile(join(memory, rel), 'utf8')
+  }
+  return out
+}
+
+describe('sync in batches', () => {
+  let url: string
+  beforeAll(async () => {
+    // 256 KiB per request: the 40 files below (about 1.6 MB of JSON) cannot go in one.
+    url = await smallServer({bodyLimit: 256 * 1024, maxFileBytes: 128 * 1024})
+  })
+
+  it('a tree far larger than the server accepts in one request syncs A → B byte for byte', async () => {
+    const a = await makeClient(url, 'claude')
+    const b = await makeClient(url, 'gemini')
+    dirs.push(a.root, b.root)
+    for (let i = 0; i < 40; i++) await a.write(`notes/n${String(i).padStart(2, '0')}.md`, bulky(i, 30 * 1024))
+    const pushed = await a.sync()
+    expect(pushed.pushed).toHaveLength(40)
+    const pulled = await b.sync()
+    expect(pulled.pulled).toHaveLength(40)
+    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+    // Nothing left over: a second sync on each side moves nothing.
+    const again = await a.sync()
+    expect([...again.pushed, ...again.pulled]).toEqual([])
+  })
+})
+
+describe('a sync stopped halfway', () => {
+  it('resumes with what the server has not acknowledged, and sends nothing twice', async () => {
+    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
+    const a = await makeClient(url, 'claude')
+    dirs.push(a.root)
+    const count = PUSH_BATCH_FILES * 2 + 20
+    for (let i = 0; i < count; i++) await a.write(`f/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
+    // The last file is too large for this server: the last batch is refused, the ones before it are not.
+    await a.write('zz-big.md', 'x'.repeat(100 * 1024))
+    const failed = await a.sync().catch((error: Error) => error)
+    expect(failed).toBeInstanceOf(Error)
+    expect((failed as Error).message).toContain('zz-big.md')
+
+    await a.write('zz-big.md', 'small now\n')
+    const resumed = await a.sync()
+    // Everything the server acknowledged before the refusal was recorded then: only the rest goes now.
+    expect(resumed.pushed).toContain('zz-big.md')
+    expect(resumed.pushed.length).toBeLessThanOrEqual(21)
+    const b = await makeClient(url, 'gemini')
+    dirs.push(b.root)
+    const pulled = await b.sync()
+    expect(pulled.pulled).toHaveLength(count + 1)
+    expect(await b.read('zz-big.md')).toBe('small now\n')
+  })
+})
