@@ -7,7 +7,7 @@ import createDebug from 'debug'
 import {PathRefusedError, SchemaError} from '../errors.js'
 import {activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
-import {checkRelativePath} from '../store/paths.js'
+import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
@@ -138,6 +138,10 @@ export class MemoryService {
     for (const [path, content] of own(body.files)) {
       const clean = checkPath(path)
       if (writes.has(clean)) throw new HttpError(400, 'bad_request', `body/files names ${clean} twice`, {field: 'body/files', path: clean})
+      // A conflict backup is one machine's copy of its losing side: shared, it would reach every other tree.
+      if (isIgnoredMemoryPath(clean)) {
+        throw new HttpError(400, 'path_refused', `${clean} is a conflict backup or a temp file, which stays on the machine that made it; push the memory file itself`, {path: clean, reason: 'local only'})
+      }
       writes.set(clean, content)
     }
     const deletes = new Set<string>()

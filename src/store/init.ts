@@ -31,6 +31,8 @@ export interface InitResult {
 }
 
 export const GITIGNORE_LINE = '.nexus/'
+/** Conflict backups (`<name>.local.bak`, `<name>.local.<N>.bak`) are this machine's, never the project's. */
+export const GITIGNORE_BACKUPS = '.memory/**/*.local*.bak'
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -78,13 +80,17 @@ function ignoresNexus(line: string): boolean {
   return trimmed === '.nexus' || trimmed === '.nexus/' || trimmed === '/.nexus' || trimmed === '/.nexus/' || trimmed === '.nexus/**' || trimmed === '/.nexus/**'
 }
 
-/** The new .gitignore text, or null when it already ignores `.nexus/`. Keeps every line and the file's line ending. */
+/**
+ * The new .gitignore text, or null when it already ignores `.nexus/` and the conflict backups. Keeps every line and
+ * the file's line ending.
+ */
 export function gitignoreWithNexus(text: string | null): string | null {
-  if (text === null || text === '') return GITIGNORE_LINE + '\n'
+  const lines = (text ?? '').split(/\r?\n/)
+  const missing = [...(lines.some(ignoresNexus) ? [] : [GITIGNORE_LINE]), ...(lines.some((line) => line.includes('.local') && line.trim().endsWith('.bak')) ? [] : [GITIGNORE_BACKUPS])]
+  if (missing.length === 0) return null
+  if (text === null || text === '') return missing.join('\n') + '\n'
   const eol = text.includes('\r\n') ? '\r\n' : '\n'
-  if (text.split(/\r?\n/).some(ignoresNexus)) return null
-  const terminated = text.endsWith('\n')
-  return text + (terminated ? '' : eol) + GITIGNORE_LINE + eol
+  return text + (text.endsWith('\n') ? '' : eol) + missing.join(eol) + eol
 }
 
 export async function initTree(dir: string, options: InitOptions = {}): Promise<InitResult> {

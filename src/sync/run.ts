@@ -132,6 +132,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
         }
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
       }
+      // A round retried after a 409 merges (or pushes) the same file again: the report names each file once.
+      for (const list of ['pushed', 'pulled', 'merged', 'deleted'] as const) result[list] = [...new Set(result[list])]
       if (result.invalid.length > 0) throw invalidFilesError(result)
       return result
     }

@@ -23,6 +23,21 @@ describe('the jarvis command line', () => {
     for (const word of ['init', 'sync', 'serve', 'switch-project', 'task', 'hooks']) expect(run.stdout).toContain(word)
   })
 
+  it('an unknown command is bad usage (exit 2) and names the nearest one; -h is help', async () => {
+    const typo = await runJarvis(['synk'])
+    expect(typo.code).toBe(2)
+    expect(typo.stderr.replace(/\s*›\s*/g, ' ')).toContain('"synk" is not a jarvis command. Did you mean `jarvis sync`?')
+    const nested = await runJarvis(['memory', 'apend'])
+    expect(nested.code).toBe(2)
+    expect(nested.stderr.replace(/\s*›\s*/g, ' ')).toContain('Did you mean `jarvis memory append`?')
+    const nothingClose = await runJarvis(['frobnicate'])
+    expect(nothingClose.code).toBe(2)
+    expect(nothingClose.stderr).not.toContain('Did you mean')
+    const help = await runJarvis(['sync', '-h'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('USAGE')
+  })
+
   it('runs from the TypeScript sources too (bin/dev.js through tsx), so a broken tsx is caught', async () => {
     const dev = fileURLToPath(new URL('../../bin/dev.js', import.meta.url))
     const stdout = await new Promise<string>((resolve, reject) => {

@@ -157,6 +157,15 @@ describe('bad input changes nothing', () => {
     return {h, unchanged}
   }
 
+  it.each([['notes/plan.md.local.bak'], ['plan.md.local.2.bak'], ['.plan.md.jarvis-tmp-12-3']])('refuses to store %j, a file that stays on one machine, with 400', async (path) => {
+    const {h, unchanged} = await seeded()
+    const pushed = await h.push({[path]: 'my losing side', 'fine.md': 'fine'})
+    expect(pushed.status).toBe(400)
+    expect(pushed.body).toMatchObject({error: 'path_refused', path})
+    expect(pushed.body.message).toContain('stays on the machine that made it')
+    await unchanged()
+  })
+
   it.each([['../x'], ['/etc/passwd'], ['a/../../b'], ['a\u0000b'], ['a\\b'], ['./a'], ['a//b'], ['']])('refuses the path %j with 400', async (path) => {
     const {h, unchanged} = await seeded()
     const pushed = await h.push({[path]: 'x', 'fine.md': 'fine'})

@@ -1,3 +1,4 @@
+import {execFileSync} from 'node:child_process'
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -5,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {BadInputError, NotATreeError, SecretRefusedError} from '../../src/errors.js'
 import {SYNC_SETTINGS_DEFAULTS} from '../../src/schemas/nexus.js'
-import {findRoot, initTree, readConfig, writeConfig} from '../../src/store/index.js'
+import {findRoot, initTree, readConfig, saveBackup, writeConfig} from '../../src/store/index.js'
 import {tempDir} from './helpers/temp.js'
 
 describe('findRoot', () => {
@@ -60,7 +61,7 @@ describe('initTree', () => {
     const config = JSON.parse(await readFile(join(dir, '.nexus', 'config.json'), 'utf8'))
     expect(config).toEqual({server: 'http://127.0.0.1:8787', agentId: 'claude', project: 'my-app', sync: {...SYNC_SETTINGS_DEFAULTS}})
     expect(result.config).toEqual(config)
-    expect(await readFile(join(dir, '.gitignore'), 'utf8')).toBe('.nexus/\n')
+    expect(await readFile(join(dir, '.gitignore'), 'utf8')).toBe('.nexus/\n.memory/**/*.local*.bak\n')
     expect(findRoot(dir)).toBe(dir)
   })
 
@@ -90,14 +91,29 @@ describe('initTree', () => {
     expect(result.config).toMatchObject({agentId: 'gemini', futureField: {x: 1}, sync: {lockTimeout: 9000}})
   })
 
+  it('git ignores the conflict backups and .nexus/, not the memory files', async () => {
+    const dir = await tempDir()
+    execFileSync('git', ['init', '-q', dir])
+    const {root} = await initTree(dir)
+    await mkdir(join(root, '.memory', 'notes'), {recursive: true})
+    await writeFile(join(root, '.memory', 'notes', 'plan.md'), 'mine\n')
+    const first = await saveBackup(root, 'notes/plan.md', 'mine\n')
+    const second = await saveBackup(root, 'notes/plan.md', 'older\n')
+    const status = execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], {cwd: root, encoding: 'utf8'})
+    expect(status).toContain('.memory/notes/plan.md')
+    expect(status).not.toContain(first.path)
+    expect(status).not.toContain(second.path.split('/').pop())
+    expect(status).not.toContain('.nexus')
+  })
+
   it.each([
-    ['missing', null, '.nexus/\n'],
-    ['with other lines', 'node_modules/\ndist\n', 'node_modules/\ndist\n.nexus/\n'],
-    ['without a final newline', 'node_modules/', 'node_modules/\n.nexus/\n'],
-    ['with CRLF line endings', 'node_modules/\r\ndist', 'node_modules/\r\ndist\r\n.nexus/\r\n'],
-    ['that already ignores .nexus/', 'a\n.nexus/\nb\n', 'a\n.nexus/\nb\n'],
-    ['that already ignores /.nexus', '/.nexus\n', '/.nexus\n'],
-    ['empty', '', '.nexus/\n'],
+    ['missing', null, '.nexus/\n.memory/**/*.local*.bak\n'],
+    ['with other lines', 'node_modules/\ndist\n', 'node_modules/\ndist\n.nexus/\n.memory/**/*.local*.bak\n'],
+    ['without a final newline', 'node_modules/', 'node_modules/\n.nexus/\n.memory/**/*.local*.bak\n'],
+    ['with CRLF line endings', 'node_modules/\r\ndist', 'node_modules/\r\ndist\r\n.nexus/\r\n.memory/**/*.local*.bak\r\n'],
+    ['that already ignores .nexus/', 'a\n.nexus/\nb\n', 'a\n.nexus/\nb\n.memory/**/*.local*.bak\n'],
+    ['that already ignores /.nexus and the backups', '/.nexus\n*.local.bak\n', '/.nexus\n*.local.bak\n'],
+    ['empty', '', '.nexus/\n.memory/**/*.local*.bak\n'],
   ])('handles a .gitignore %s', async (_label, before, after) => {
     const dir = await tempDir()
     if (before !== null) await writeFile(join(dir, '.gitignore'), before)

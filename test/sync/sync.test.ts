@@ -264,6 +264,36 @@ describe('jarvis sync against a real jarvis serve', () => {
     }
   })
 
+  it('a merge retried after a 409 is reported once', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('PROJECT_MEMORY.md', base)
+    await a.sync()
+    await b.sync()
+    // Both edit; A's edit is on the server before B syncs, so B merges; A's second edit lands before B's push.
+    await a.write('PROJECT_MEMORY.md', base.replace('- one\n', '- one\n- from A\n'))
+    await a.sync()
+    await b.write('PROJECT_MEMORY.md', base.replace('- beta\n', '- beta\n- from B\n'))
+    class Interleaved extends MemoryClient {
+      private raced = false
+      async push(...args: Parameters<MemoryClient['push']>) {
+        if (!this.raced) {
+          this.raced = true
+          await a.write('PROJECT_MEMORY.md', (await a.read('PROJECT_MEMORY.md'))!.replace('- from A\n', '- from A\n- again from A\n'))
+          await a.sync()
+        }
+        return super.push(...args)
+      }
+    }
+    const config = await readConfig(b.root)
+    const racing = new Interleaved({server: server.url, token: TOKENS.gemini})
+    const result = await withTreeLock(b.root, {timeoutMs: 5000}, () => runSync({root: b.root, client: racing, settings: {...config.sync, retryDelay: 1}}))
+    await racing.close()
+    expect(result.attempts).toBe(2)
+    expect(result.merged).toEqual(['PROJECT_MEMORY.md'])
+    expect(await b.read('PROJECT_MEMORY.md')).toContain('- again from A')
+  })
+
   it('leaves a malformed file exactly as it is, syncs the rest and names the file and position', async () => {
     const a = await client('claude')
     const b = await client('gemini')
