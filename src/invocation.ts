@@ -2,8 +2,10 @@
  * How another program (a git hook, an agent's MCP registration or hook) starts this jarvis: the running binary
  * with this node, by absolute path, so that it works without `jarvis` on PATH and from any directory.
  */
-import {readFile, realpath} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
+import {realpath} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
+import {fileURLToPath} from 'node:url'
 
 /** A program and its arguments, never through a shell. */
 export interface Invocation {
@@ -36,7 +38,7 @@ export async function jarvisInvocation(argv1: string | undefined = process.argv[
   }
   const name = basename(script)
   if (basename(dirname(script)) !== 'bin' || (name !== 'run.js' && name !== 'dev.js')) return undefined
-  if (!(await isJarvisPackage(dirname(dirname(script))))) return undefined
+  if (!isJarvisPackage(dirname(dirname(script)))) return undefined
   if (name === 'run.js') return {command: process.execPath, args: [script]}
   try {
     const tsx = import.meta.resolve('tsx')
@@ -46,11 +48,23 @@ export async function jarvisInvocation(argv1: string | undefined = process.argv[
   }
 }
 
-async function isJarvisPackage(dir: string): Promise<boolean> {
+function isJarvisPackage(dir: string): boolean {
   try {
-    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {bin?: Record<string, string>}
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {bin?: Record<string, string>}
     return typeof pkg.bin === 'object' && pkg.bin !== null && 'jarvis' in pkg.bin
   } catch {
     return false
+  }
+}
+
+/**
+ * The directory of jarvis's own package.json, found from a module's URL (`import.meta.url`). A module may sit in
+ * `src/`, in `dist/` as tsc writes it or in a bundle's chunk: a path relative to the module would differ in each.
+ */
+export function jarvisPackageRoot(moduleUrl: string): string {
+  const start = dirname(fileURLToPath(moduleUrl))
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (isJarvisPackage(dir)) return dir
+    if (dirname(dir) === dir) throw new Error(`jarvis's package.json not found above ${start}`)
   }
 }

@@ -20,15 +20,16 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
-  commands: ['cli', 'ops', 'agents', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'ops', 'agents', 'hook', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  commands: ['cli', 'ops', 'agents', 'status', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'ops', 'agents', 'status', 'hook', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  status: ['status', 'agents', 'hook', 'ops', 'protocol', 'store', 'schemas', 'errors.ts'],
   agents: ['agents', 'hook', 'ops', 'store', 'schemas', 'errors.ts', 'invocation.ts'],
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
   server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
-  mcp: ['mcp', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
-  hook: ['hook', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
+  mcp: ['mcp', 'invocation.ts', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
+  hook: ['hook', 'invocation.ts', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
   files: ['files', 'merge', 'store', 'schemas', 'errors.ts', 'events'],

@@ -3,6 +3,7 @@ import {Flags, ux} from '@oclif/core'
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
 import {progressLine, renderSync} from '../cli/render.js'
+import {ConflictLeftError} from '../errors.js'
 import {syncOnce, type SyncOnceResult} from '../ops/index.js'
 import type {WatchSummary} from '../cli/watch.js'
 
@@ -48,6 +49,9 @@ export default class Sync extends JarvisCommand<typeof Sync> {
       onProgress: !this.flags.quiet && !this.jsonEnabled() && process.stderr.isTTY ? progressLine : undefined,
     })
     if (!this.flags.quiet) this.log(renderSync(result))
+    // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
+    if (result.backups.length > 0) throw new ConflictLeftError(conflictsLeft(result), {result})
+    if (result.waiting.length > 0 && !this.flags.quiet) this.warn(`${result.waiting.length} earlier conflict(s) still wait for you: ${result.waiting.map((b) => `.memory/${b}`).join(', ')}; see jarvis status, decide with jarvis resolve <file> --keep server|local`)
     return result
   }
 
@@ -56,4 +60,9 @@ export default class Sync extends JarvisCommand<typeof Sync> {
     if (this.flags?.watch) ux.stdout(JSON.stringify(json))
     else super.logJson(json)
   }
+}
+
+function conflictsLeft(result: SyncOnceResult): string {
+  const each = result.backups.map((b) => `  ${b.path}: the server's version is in the file, yours in .memory/${b.backup}`)
+  return [`the sync finished, and ${result.backups.length} conflict(s) wait for you:`, ...each, 'decide each one: jarvis resolve <file> --keep server (drop your version) or --keep local (your version back, pushed by the next sync)'].join('\n')
 }

@@ -17,6 +17,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {LockedError} from '../errors.js'
+import {jarvisPackageRoot} from '../invocation.js'
 import {deleteNexusFile, nexusDir, readNexusFile, writeNexusFile} from '../store/index.js'
 import {appendHookLog} from './log.js'
 
@@ -28,9 +29,12 @@ export const BACKGROUND_LOCK_PATIENCE_MS = 30_000
 export async function startBackgroundSync(root: string, agent: string, env: NodeJS.ProcessEnv): Promise<string> {
   const marker = `${Date.now()}-${randomUUID().slice(0, 8)}.json`
   await writeNexusFile(root, `${SYNC_MARKER_DIR}/${marker}`, JSON.stringify({agent, startedAt: new Date().toISOString()}) + '\n')
-  const script = fileURLToPath(import.meta.url)
-  // From the sources (tests, bin/dev.js) the script is TypeScript: run it through tsx like bin/dev.js does.
-  const loader = script.endsWith('.ts') ? ['--import', import.meta.resolve('tsx'), '--no-warnings=ExperimentalWarning'] : []
+  const self = fileURLToPath(import.meta.url)
+  // From the sources (tests, bin/dev.js) the script is this TypeScript file, run through tsx like bin/dev.js does;
+  // built, it is dist/hook/background-sync.js, wherever the bundler put the code that starts it.
+  const fromSources = self.endsWith('.ts')
+  const script = fromSources ? self : join(jarvisPackageRoot(import.meta.url), 'dist', 'hook', 'background-sync.js')
+  const loader = fromSources ? ['--import', import.meta.resolve('tsx'), '--no-warnings=ExperimentalWarning'] : []
   const child = spawn(process.execPath, [...loader, script, root, agent, marker], {detached: true, stdio: 'ignore', env, cwd: root})
   child.on('error', () => {}) // a spawn that fails leaves its marker; the episode waits for the next sync
   child.unref()

@@ -11,7 +11,7 @@ import createDebug from 'debug'
 
 import {fsyncDir, linkNoClobber, writeFileAtomic} from './atomic.js'
 import {resolveInside} from './inside.js'
-import {checkRelativePath} from './paths.js'
+import {BACKUP_NAME, checkRelativePath, isIgnoredMemoryPath} from './paths.js'
 import {memoryDir} from './root.js'
 
 const debug = createDebug('jarvis:store')
@@ -58,6 +58,36 @@ export async function listBackups(root: string, rel: string): Promise<string[]> 
     if (match) found.push({n: Number(match[1]), path: dirRel + name})
   }
   return found.sort((a, b) => b.n - a.n).map((entry) => entry.path)
+}
+
+/** Every conflict backup in `.memory/`, relative paths, sorted. */
+export async function findBackups(root: string): Promise<string[]> {
+  const base = memoryDir(root)
+  let entries: string[]
+  try {
+    entries = await readdir(base, {recursive: true})
+  } catch {
+    return []
+  }
+  return entries
+    .map((entry) => entry.split('\\').join('/'))
+    .filter((rel) => BACKUP_NAME.test(rel.slice(rel.lastIndexOf('/') + 1)))
+    .sort()
+}
+
+/** The memory files a backup can belong to: the files beside it with its stem (`plan.local.bak` → `plan.md`, `plan.json`). */
+export async function filesOfBackup(root: string, backupRel: string): Promise<string[]> {
+  const clean = checkRelativePath(backupRel)
+  const slash = clean.lastIndexOf('/')
+  const dirRel = slash === -1 ? '' : clean.slice(0, slash + 1)
+  const stem = clean.slice(slash + 1).replace(/\.local(?:\.\d+)?\.bak$/, '')
+  let names: string[]
+  try {
+    names = await readdir(dirname(await resolveInside(memoryDir(root), clean)))
+  } catch {
+    return []
+  }
+  return names.filter((name) => stemOf(name) === stem && !isIgnoredMemoryPath(name)).map((name) => dirRel + name)
 }
 
 async function readIfExists(path: string): Promise<Buffer | null> {

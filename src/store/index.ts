@@ -2,7 +2,7 @@
 export {appendLineDurable, fsyncDir, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
-export {backupPathFor, type BackupResult, listBackups, saveBackup} from './backup.js'
+export {backupPathFor, type BackupResult, filesOfBackup, findBackups, listBackups, saveBackup} from './backup.js'
 export {hashBytes, hashText} from './hash.js'
 export {GITIGNORE_LINE, gitignoreWithNexus, type InitOptions, type InitResult, initTree} from './init.js'
 export {realTreeRoot, resolveInside} from './inside.js'
@@ -26,7 +26,10 @@ export {findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from '.
 export {readStatCache, statCachePath, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
+  beginSyncRun,
   CONFIG_FILE,
+  endSyncRun,
+  SYNC_RUNNING_FILE,
   configPath,
   formatJson,
   readConfig,

@@ -1,4 +1,5 @@
 /** `.nexus/config.json` and `.nexus/sync-state.json`: zod-checked reads, atomic pretty-printed writes. */
+import {rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {SecretRefusedError} from '../errors.js'
@@ -36,6 +37,24 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
 }
 
 /** Missing → all defaults (a tree cloned without its `.nexus/` still works); malformed → SchemaError. */
+/**
+ * `.nexus/sync-running`: present while a sync runs, so one left behind says the last sync did not finish (and may
+ * have left temp files among the bases). Not fsynced: a marker lost in a power cut costs one deep sweep, no data.
+ */
+export const SYNC_RUNNING_FILE = '.nexus/sync-running'
+
+/** Marks a sync as running; true when the last one did not finish. */
+export async function beginSyncRun(root: string): Promise<boolean> {
+  const path = join(root, SYNC_RUNNING_FILE)
+  const unfinished = (await readTextIfExists(path)) !== null
+  await writeFileAtomic(path, `${process.pid}\n`, {durable: false})
+  return unfinished
+}
+
+export async function endSyncRun(root: string): Promise<void> {
+  await rm(join(root, SYNC_RUNNING_FILE), {force: true})
+}
+
 export async function readConfig(root: string): Promise<NexusConfig> {
   const text = await readTextIfExists(configPath(root))
   if (text === null) return nexusConfigSchema.parse({})

@@ -4,7 +4,7 @@
  */
 import {lstatSync} from 'node:fs'
 import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
-import {dirname, isAbsolute, join, relative, sep} from 'node:path'
+import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
 import createDebug from 'debug'
 
@@ -43,6 +43,8 @@ export type StatCache = Record<string, MemoryFileStat>
 export interface ScanOptions {
   /** Ignore the cache and hash every file (a "full check"). */
   fullCheck?: boolean
+  /** Filled with the conflict backups the walk meets (relative paths), which are never memory files. */
+  backups?: string[]
 }
 
 function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: number, ino: number): cached is MemoryFileStat {
@@ -78,11 +80,17 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
         continue
       }
       if (entry.isDirectory()) subdirs.push(full)
-      else if (entry.isFile() && !isBackupName(entry.name) && !isTempName(entry.name)) candidates.push([relative(base, full).split('\\').join('/'), full])
+      else if (!entry.isFile()) continue
+      else if (isBackupName(entry.name)) options.backups?.push(relative(base, full).split('\\').join('/'))
+      else if (isTempName(entry.name)) temps.push(full)
+      else candidates.push([relative(base, full).split('\\').join('/'), full])
     }
     await Promise.all(subdirs.map(walk))
   }
+  const temps: string[] = []
   await walk(base)
+  // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).
+  await Promise.all(temps.filter((path) => !pidAlive(Number(TEMP_NAME.exec(basename(path))![1]))).map((path) => rm(path, {force: true})))
 
   let reused = 0
   const found: Array<[string, MemoryFileStat]> = []
@@ -177,11 +185,14 @@ export async function deleteInside(treeRoot: string, rel: string, label: string)
 }
 
 /**
- * Removes temp files left in either tree by a process that died mid-write (its pid is no longer alive).
- * Temp files of live processes are left alone. Returns the removed paths, relative to the root.
+ * Removes temp files left in `.nexus/` by a process that died mid-write (its pid is no longer alive); temp files
+ * of live processes are left alone. The per-file folders, `.nexus/base/` and `.nexus/replicas/` (as large as the
+ * tree), only when `everywhere`: a sync sets it after a sync that did not finish, the only writer there. Temp
+ * files in `.memory/` go when `scanMemory` meets them. Returns the removed paths, relative to the root.
  */
-export async function sweepTempFiles(root: string): Promise<string[]> {
+export async function sweepTempFiles(root: string, options: {everywhere?: boolean} = {}): Promise<string[]> {
   const removed: string[] = []
+  const perFile = new Set([join(nexusDir(root), 'base'), join(nexusDir(root), 'replicas')])
   const walk = async (dir: string): Promise<void> => {
     let entries
     try {
@@ -192,7 +203,7 @@ export async function sweepTempFiles(root: string): Promise<string[]> {
     for (const entry of entries) {
       const full = join(dir, entry.name)
       if (entry.isDirectory()) {
-        await walk(full)
+        if (options.everywhere || !perFile.has(full)) await walk(full)
         continue
       }
       if (!entry.isFile()) continue
@@ -202,7 +213,7 @@ export async function sweepTempFiles(root: string): Promise<string[]> {
       removed.push(relative(root, full).split('\\').join('/'))
     }
   }
-  await walk(memoryDir(root))
+  if (options.everywhere) await walk(memoryDir(root))
   await walk(nexusDir(root))
   if (removed.length > 0) debug('swept %d stale temp files: %o', removed.length, removed)
   return removed

@@ -44,10 +44,12 @@ export interface PlanInput {
   /** Paths to leave alone this round (malformed local files): neither pushed nor overwritten. */
   skip?: ReadonlySet<string>
   /**
-   * Hashes of what an earlier sync pushed without hearing back (killed, connection lost). A server
-   * holding exactly that is holding our own write: the local file supersedes it, there is nothing to merge.
+   * Per path, the hashes of every text an earlier sync pushed without hearing back (killed, connection lost), until
+   * one is acknowledged. A server holding any of them is holding our own write: the local file descends from it
+   * and supersedes it, there is nothing to merge. All of them, not the last: a push that landed unacknowledged,
+   * then one that never landed, leave the server with the first.
    */
-  pending?: Readonly<Record<string, string>>
+  pending?: Readonly<Record<string, readonly string[]>>
 }
 
 export interface Plan {
@@ -136,8 +138,7 @@ export function planSync(input: PlanInput): Plan {
 }
 
 function isOwnUnacknowledgedWrite(input: PlanInput, path: string, remote: RemoteEntry): boolean {
-  const pending = input.pending?.[path]
-  return pending !== undefined && remote.hash !== undefined && remote.hash === pending
+  return remote.hash !== undefined && (input.pending?.[path]?.includes(remote.hash) ?? false)
 }
 
 /**

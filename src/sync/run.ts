@@ -6,14 +6,17 @@ import {MemoryClient, StalePushError, type StatusResponse} from '../protocol/cli
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  beginSyncRun,
   deleteBase,
   deleteMemoryFile,
+  endSyncRun,
+  findBackups,
   hashText,
   readBase,
   readMemoryFile,
+  readStatCache,
   readSyncState,
   saveBackup,
-  readStatCache,
   scanMemory,
   sweepTempFiles,
   writeBase,
@@ -66,6 +69,8 @@ export interface SyncResult {
   deleted: string[]
   conflicts: {path: string; rule: string; reason: string}[]
   backups: BackupReport[]
+  /** Backups of earlier conflicts still waiting for `jarvis resolve` (relative to `.memory/`). */
+  waiting: string[]
   /** Malformed local files, left exactly as they were. */
   invalid: {path: string; problems: string[]}[]
   outbox: {sent: number; left: number}
@@ -76,18 +81,30 @@ export interface SyncResult {
 
 /** One whole `jarvis sync`: flush the outbox, then status → plan → pull/merge → push, retried on 409. */
 export async function runSync(options: SyncOptions): Promise<SyncResult> {
-  const {root, client, settings} = options
-  const now = options.now ?? (() => new Date())
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  const {root, client} = options
   const result: SyncResult = {
-    server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [],
+    server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
     invalid: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
   }
 
   if (!options.dryRun) {
-    await sweepTempFiles(root)
-    result.outbox = await flushOutbox(root, client)
+    // Only a sync writes the per-file folders of .nexus/ (bases, replica bases): walk them for a dead writer's temp
+    // files only when the last sync did not finish; the marker goes when this one ends, however it ends.
+    await sweepTempFiles(root, {everywhere: await beginSyncRun(root)})
+    try {
+      return await syncRounds(options, result)
+    } finally {
+      await endSyncRun(root).catch(() => {})
+    }
   }
+  return syncRounds(options, result)
+}
+
+async function syncRounds(options: SyncOptions, result: SyncResult): Promise<SyncResult> {
+  const {root, client, settings} = options
+  const now = options.now ?? (() => new Date())
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  if (!options.dryRun) result.outbox = await flushOutbox(root, client)
 
   let state = await readSyncState(root)
   const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
@@ -134,6 +151,11 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       }
       // A round retried after a 409 merges (or pushes) the same file again: the report names each file once.
       for (const list of ['pushed', 'pulled', 'merged', 'deleted'] as const) result[list] = [...new Set(result[list])]
+      // Only a tree where the scan met a backup, or this sync made one, is walked for them again.
+      if (round.backupsSeen || result.backups.length > 0) {
+        const made = new Set(result.backups.map((backup) => backup.backup))
+        result.waiting = (await findBackups(root)).filter((backup) => !made.has(backup))
+      }
       if (result.invalid.length > 0) throw invalidFilesError(result)
       return result
     }
@@ -159,15 +181,16 @@ interface RoundInput {
 }
 
 /** `changed`: the round recorded a base, so the sync state must be written. */
-type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
+type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, status, mode, options, now, result} = input
   // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
-  const state: SyncState = {...input.state, files: {...input.state.files}, pending: input.state.pending === undefined ? undefined : {...pendingOf(input.state)}}
+  const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
   const cache = await readStatCache(root)
-  const local = await scanMemory(root, cache)
+  const backupsSeen: string[] = []
+  const local = await scanMemory(root, cache, {backups: backupsSeen})
   if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
@@ -194,7 +217,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   if (options.dryRun) {
     result.plan = summarisePlan(plan)
-    return {kind: 'done', state: input.state, changed: false}
+    return {kind: 'done', state: input.state, changed: false, backupsSeen: backupsSeen.length > 0}
   }
 
   const pushes: PushItem[] = []
@@ -290,7 +313,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   // What we pulled is safe on disk; record it before the push can fail.
   if (plan.actions.length > 0) await writeSyncState(root, settled(state))
-  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0}
+  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
   // once, so a sync that is killed or refused later never sends it again.
@@ -298,7 +321,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     const stale = await pushBatch({root, client, state, mode, now, result, pushBase}, batch.files, batch.deletes)
     if (stale) return {kind: 'stale', state: settled(state), stale}
   }
-  return {kind: 'done', state: settled(state), changed: true}
+  return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
 }
 
 interface PushContext {
@@ -325,7 +348,13 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   // Durably note what we are about to push: if the answer never arrives, the next sync recognises
   // the server's copy as our own write instead of merging against it (and conflicting with ourselves).
   if (batch.length > 0) {
-    state.pending = {...pendingOf(state), ...Object.fromEntries(batch.map(({item, text}) => [item.path, hashText(text)]))}
+    const pending = {...pendingOf(state)}
+    for (const {item, text} of batch) {
+      const hash = hashText(text)
+      const earlier = pending[item.path] ?? []
+      if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
+    }
+    state.pending = pending
     await writeSyncState(root, settled(state))
   }
   let answer
@@ -423,8 +452,18 @@ function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {
   return entries
 }
 
-function pendingOf(state: SyncState): Record<string, string> {
-  return (state.pending as Record<string, string> | undefined) ?? {}
+/** Unacknowledged pushes kept per path; a path pushed this often without an answer has bigger problems. */
+const MAX_PENDING_PER_PATH = 16
+
+function pendingOf(state: SyncState): Record<string, string[]> {
+  return (state.pending as Record<string, string[]> | undefined) ?? {}
+}
+
+/** A copy of the state's `pending`, each path's hashes as a list (an older jarvis kept one hash). */
+function pendingFrom(state: SyncState): Record<string, string[]> | undefined {
+  const stored = state.pending as Record<string, unknown> | null | undefined
+  if (stored == null) return undefined
+  return Object.fromEntries(Object.entries(stored).map(([path, hashes]) => [path, (Array.isArray(hashes) ? hashes : [hashes]).filter((hash): hash is string => typeof hash === 'string')]))
 }
 
 /** The state as written: no empty `pending`. */

@@ -1,4 +1,4 @@
-import {readdir, readFile, stat, writeFile, chmod} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
@@ -63,13 +63,25 @@ describe('writeFileAtomic', () => {
       seen[which as 'a' | 'b']++
     }
     expect(seen.a + seen.b).toBe(iterations)
-    // whatever temp files the kills left are not memory files, and the sweep removes them (their pids are dead)
+    // Most kills land in the middle of a write (a temp file is left): the test exercised the torn-write case.
+    expect((await readdir(join(root, '.memory'))).filter((name) => name !== 'big.md').length).toBeGreaterThan(0)
+    // Whatever temp files the kills left are not memory files, and the scan that meets them removes them (their pids are dead).
     const scanned = await scanMemory(root)
     expect([...scanned.keys()]).toEqual(['big.md'])
-    const swept = await sweepTempFiles(root)
-    // Most kills land in the middle of a write (a temp file is left): the test exercised the torn-write case.
-    expect(swept.length).toBeGreaterThan(0)
     expect(await readdir(join(root, '.memory'))).toEqual(['big.md'])
+  })
+
+  it('the sweep of .nexus/ leaves the per-file folders to the sweep after an unfinished sync', async () => {
+    const root = await tempDir()
+    const dead = spawnHelper('atomic-writer.ts', [join(root, 'unused'), '1'])
+    dead.proc.kill('SIGKILL')
+    await dead.exited
+    const temp = `.x.jarvis-tmp-${dead.proc.pid}-1`
+    await mkdir(join(root, '.nexus', 'base', 'notes'), {recursive: true})
+    await writeFile(join(root, '.nexus', temp), 'torn')
+    await writeFile(join(root, '.nexus', 'base', 'notes', temp), 'torn')
+    expect(await sweepTempFiles(root)).toEqual([`.nexus/${temp}`])
+    expect(await sweepTempFiles(root, {everywhere: true})).toEqual([`.nexus/base/notes/${temp}`])
   })
 })
 

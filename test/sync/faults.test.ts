@@ -152,7 +152,11 @@ describe('faults with real processes', () => {
     const hb = await holdings(b)
     expect(hb.files).toEqual(ha.files)
     const everything = Object.values(hb.files).join('\n')
-    for (const marker of markers) expect(everything, `edit ${marker} was lost`).toContain(marker)
+    // One writer: no edit may end in a backup either. Say which happened, should it ever fail.
+    const audit = await readFile(join(a.root, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')
+    const why = `backups on A: ${ha.backups.length} bytes; conflicts in A's audit log: ${audit.split('\n').filter((line) => /"type":"(conflict|backup)"/.test(line)).join('\n') || 'none'}`
+    for (const marker of markers) expect(everything, `edit ${marker} was lost (${why})`).toContain(marker)
+    expect(ha.backups, why).toBe('')
     await server.stop()
   }, 300_000)
 

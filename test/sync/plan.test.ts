@@ -113,11 +113,14 @@ describe('planSync', () => {
 
   it('recognises its own unacknowledged push on the server and pushes over it instead of merging', () => {
     // We pushed h2 and were killed before the answer; since then the user edited again (h3).
-    const plan = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h2', rev: 2}}, remoteIsIncremental: false, pending: {'a.md': 'h2'}})
+    const plan = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h2', rev: 2}}, remoteIsIncremental: false, pending: {'a.md': ['h2']}})
     expect(plan.actions).toEqual([{kind: 'push', path: 'a.md', baseRev: 2}])
     // Someone else's write is still merged.
-    const other = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h9', rev: 3}}, remoteIsIncremental: false, pending: {'a.md': 'h2'}})
+    const other = planSync({mode: 'revision', local: new Map([['a.md', 'h3']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h9', rev: 3}}, remoteIsIncremental: false, pending: {'a.md': ['h2']}})
     expect(other.actions).toEqual([{kind: 'merge', path: 'a.md', baseRev: 3}])
+    // h2 landed unanswered, then h3 never landed: the server's h2 is still ours.
+    const earlier = planSync({mode: 'revision', local: new Map([['a.md', 'h4']]), base: {'a.md': {hash: 'h1', rev: 1}}, remote: {'a.md': {hash: 'h2', rev: 2}}, remoteIsIncremental: false, pending: {'a.md': ['h2', 'h3']}})
+    expect(earlier.actions).toEqual([{kind: 'push', path: 'a.md', baseRev: 2}])
   })
 
   it('a server that forgot a file gets it back instead of deleting it here', () => {

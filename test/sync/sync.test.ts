@@ -1,10 +1,10 @@
-import {readdir, readFile, utimes} from 'node:fs/promises'
+import {mkdir, readdir, readFile, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {ConflictLeftError, ExitCode, JarvisError} from '../../src/errors.js'
+import {ConflictLeftError, ExitCode, JarvisError, UnreachableError} from '../../src/errors.js'
 import {MemoryClient} from '../../src/protocol/client.js'
-import {readConfig, withTreeLock} from '../../src/store/index.js'
+import {readConfig, SYNC_RUNNING_FILE, withTreeLock} from '../../src/store/index.js'
 import {runSync} from '../../src/sync/run.js'
 import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
 
@@ -262,6 +262,53 @@ describe('jarvis sync against a real jarvis serve', () => {
       expect(text).toContain('- from A')
       expect(text).toContain('- from B')
     }
+  })
+
+  it('walks the bases for a dead writer’s temp files only after a sync that did not finish', async () => {
+    const a = await client('claude')
+    await a.write('notes/a.md', 'a\n')
+    await a.sync()
+    // pid 2^22 + 1 is above Linux's pid_max: no live process has it.
+    const temp = join(a.root, '.nexus', 'base', 'notes', `.a.md.jarvis-tmp-${2 ** 22 + 1}-1`)
+    await mkdir(join(temp, '..'), {recursive: true})
+    await writeFile(temp, 'torn')
+    await a.sync()
+    expect(await readdir(join(a.root, '.nexus', 'base', 'notes'))).toContain(temp.split('/').pop())
+    // A sync killed mid-way leaves its marker behind: the next one sweeps everywhere, and clears the marker.
+    await writeFile(join(a.root, SYNC_RUNNING_FILE), '1\n')
+    await a.sync()
+    expect(await readdir(join(a.root, '.nexus', 'base', 'notes'))).toEqual(['a.md'])
+    expect(await readdir(join(a.root, '.nexus'))).not.toContain('sync-running')
+  })
+
+  it('a push that landed unanswered, then one that never landed: the next sync knows the server holds its own write', async () => {
+    const a = await client('claude')
+    await a.write('notes.md', '# notes\nr0\n')
+    await a.sync()
+    const config = await readConfig(a.root)
+    /** Pushes as told: `landed` reaches the server but its answer is lost; `lost` never reaches it. */
+    class Flaky extends MemoryClient {
+      constructor(private readonly fate: 'landed' | 'lost') {
+        super({server: server.url, token: TOKENS.claude})
+      }
+      async push(...args: Parameters<MemoryClient['push']>): ReturnType<MemoryClient['push']> {
+        if (this.fate === 'landed') await super.push(...args)
+        throw new UnreachableError('the server went away', {server: server.url})
+      }
+    }
+    const syncWith = (fate: 'landed' | 'lost') => withTreeLock(a.root, {timeoutMs: 5000}, () => runSync({root: a.root, client: new Flaky(fate), settings: {...config.sync, retryDelay: 1}}))
+    await a.write('notes.md', '# notes\nr1\nr0\n')
+    await expect(syncWith('landed')).rejects.toThrow('the server went away')
+    await a.write('notes.md', '# notes\nr2\nr1\nr0\n')
+    await expect(syncWith('lost')).rejects.toThrow('the server went away')
+    await a.write('notes.md', '# notes\nr3\nr2\nr1\nr0\n')
+    const result = await a.sync()
+    // The server held r1 (our own write): pushed over, not merged into a conflict with ourselves.
+    expect(result.backups).toEqual([])
+    expect(result.conflicts).toEqual([])
+    const b = await client('gemini')
+    await b.sync()
+    expect(await b.read('notes.md')).toBe('# notes\nr3\nr2\nr1\nr0\n')
   })
 
   it('a merge retried after a 409 is reported once', async () => {

@@ -1,0 +1,48 @@
+import type {ResolveResult} from '../status/resolve.js'
+import type {StatusResult} from '../status/ops.js'
+
+function list(label: string, paths: string[], limit = 10): string[] {
+  if (paths.length === 0) return []
+  const shown = paths.slice(0, limit).map((p) => `    ${p}`)
+  if (paths.length > limit) shown.push(`    … and ${paths.length - limit} more`)
+  return [`  ${label} (${paths.length}):`, ...shown]
+}
+
+/** The human `jarvis status`, most urgent first; `--json` prints the result itself. */
+export function renderStatus(status: StatusResult): string {
+  const lines = [`tree ${status.root}${status.project ? `, project ${status.project}` : ''}, agent ${status.agent ?? '(none: pass --agent or set it with jarvis init --agent)'}`]
+  const remote = status.remote
+  const server = status.server ?? '(none: jarvis init --server URL)'
+  if (remote.state === 'answers') lines.push(`server ${server}: answers (${remote.files} files)`)
+  else if (remote.state === 'unreachable') lines.push(`server ${server}: does not answer — ${remote.detail}`)
+  else if (remote.state === 'not-asked') lines.push(`server ${server}: not asked (--offline)`)
+  else lines.push(`server: ${server}`)
+  const last = status.lastSync
+  lines.push(last ? `last sync ${last.at}: ${last.pushed} pushed, ${last.pulled} pulled, ${last.merged} merged, ${last.deleted} deleted${last.backups ? `, ${last.backups} conflict backup(s)` : ''}` : 'never synced: run jarvis sync')
+
+  if (status.backups.length > 0) {
+    lines.push('', `Conflicts waiting for you (${status.backups.length}): the file holds the server's version, the backup yours.`)
+    for (const backup of status.backups) lines.push(`    .memory/${backup}`)
+    lines.push('  decide each one: jarvis resolve <file> --keep server   (drop the backup)', '                  jarvis resolve <file> --keep local    (your version back, pushed by the next sync)')
+  }
+  const {added, modified, deleted} = status.changes
+  if (added.length + modified.length + deleted.length > 0) {
+    lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...list('new', added), ...list('modified', modified), ...list('deleted', deleted))
+  } else lines.push('', 'No local changes since the last sync.')
+  if (status.outbox > 0) lines.push(`${status.outbox} write(s) made offline wait in the outbox; the next jarvis sync sends them.`)
+  if (status.hookFailures.length > 0) {
+    lines.push('', `Recent agent hook failures (.nexus/hooks.log):`)
+    for (const failure of status.hookFailures) lines.push(`    ${failure.at} ${failure.agent} ${failure.event}: ${failure.reason}`)
+  }
+  const wired = status.agents.filter((a) => a.server.state !== 'not-registered')
+  lines.push('', wired.length === 0 ? 'No agent is wired to this memory: jarvis agents install' : `Agents: ${status.agents.map((a) => `${a.label} ${a.server.state === 'not-registered' ? 'not wired' : a.server.state === 'not-started' ? 'registered, not started' : 'wired'}`).join('; ')}`)
+  for (const agent of wired.filter((a) => a.server.state === 'not-started')) lines.push(`    ${agent.label}: ${agent.server.detail}`)
+  return lines.join('\n')
+}
+
+export function renderResolve(result: ResolveResult): string {
+  const done = result.kept === 'local' ? `your version is back in .memory/${result.file} (the next jarvis sync pushes it)` : `kept the server's version of .memory/${result.file}`
+  const lines = [`${done}; removed .memory/${result.backup}`]
+  if (result.waiting.length > 0) lines.push(`older conflicts of the same file still wait: ${result.waiting.map((b) => `.memory/${b}`).join(', ')} (run jarvis resolve again)`)
+  return lines.join('\n')
+}

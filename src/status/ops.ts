@@ -1,0 +1,89 @@
+/**
+ * `jarvis status`: the `git status` of the memory — the tree, its server and agent, the last sync, local changes
+ * not yet synced, conflict backups waiting for a person, queued writes, hook failures, the agents' wiring and
+ * whether the server answers. Reads only; with `offline`, touches no network.
+ */
+import {agentsStatus, type AgentStatus} from '../agents/ops.js'
+import {HOOK_AGENTS} from '../hook/events.js'
+import {type HookLogEntry, readHookFailures} from '../hook/index.js'
+import {openTree, readUserConfig, resolveIdentity} from '../ops/index.js'
+import {MemoryClient} from '../protocol/client.js'
+import {readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
+
+export interface StatusOptions {
+  dir?: string
+  server?: string
+  agent?: string
+  /** Do not ask the server. */
+  offline?: boolean
+}
+
+export interface StatusResult {
+  root: string
+  server?: string
+  agent?: string
+  project?: string
+  /** The last sync's audit line, when there was one. */
+  lastSync?: {at: string; pushed: number; pulled: number; merged: number; deleted: number; conflicts: number; backups: number}
+  /** Local changes against what the last sync recorded: they go with the next sync. */
+  changes: {added: string[]; modified: string[]; deleted: string[]}
+  /** Conflict backups (relative to `.memory/`), newest conflict first per file: each waits for `jarvis resolve`. */
+  backups: string[]
+  /** Writes made offline, waiting in the outbox for the next sync. */
+  outbox: number
+  /** The newest hook failures (`.nexus/hooks.log`). */
+  hookFailures: HookLogEntry[]
+  agents: AgentStatus[]
+  remote: {state: 'answers' | 'unreachable' | 'not-asked' | 'no-server'; detail?: string; files?: number}
+}
+
+const HOOK_FAILURES_SHOWN = 5
+
+export async function treeStatus(options: StatusOptions): Promise<StatusResult> {
+  const tree = await openTree(options.dir)
+  const {root} = tree
+  const identity = resolveIdentity({flags: options, env: process.env, tree: tree.config, user: await readUserConfig()})
+  const backups: string[] = []
+  const [state, local, audit, outbox, hookFailures, agents] = await Promise.all([
+    readSyncState(root),
+    readStatCache(root).then((cache) => scanMemory(root, cache, {backups})),
+    readAudit(root),
+    readOutbox(root),
+    readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
+    agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
+  ])
+  const changes: StatusResult['changes'] = {added: [], modified: [], deleted: []}
+  for (const [path, info] of local) {
+    const recorded = state.files[path]
+    if (!recorded) changes.added.push(path)
+    else if (recorded.hash !== info.hash) changes.modified.push(path)
+  }
+  for (const path of Object.keys(state.files)) if (!local.has(path)) changes.deleted.push(path)
+  for (const list of Object.values(changes)) list.sort()
+  const last = audit.findLast((entry) => entry.type === 'sync') as (Record<string, unknown> & {at: string}) | undefined
+  const count = (key: string) => (typeof last?.[key] === 'number' ? (last[key] as number) : 0)
+  return {
+    root,
+    server: identity.server,
+    agent: identity.agentId,
+    project: tree.config.project,
+    lastSync: last && {at: last.at, pushed: count('pushed'), pulled: count('pulled'), merged: count('merged'), deleted: count('deleted'), conflicts: count('conflicts'), backups: count('backups')},
+    changes,
+    backups: backups.sort(),
+    outbox: outbox.length,
+    hookFailures,
+    agents,
+    remote: await remoteState(identity.server, identity.token, options.offline),
+  }
+}
+
+async function remoteState(server: string | undefined, token: string | undefined, offline: boolean | undefined): Promise<StatusResult['remote']> {
+  if (!server) return {state: 'no-server'}
+  if (offline) return {state: 'not-asked'}
+  try {
+    const status = await new MemoryClient({server, token}).status()
+    return {state: 'answers', files: Object.values(status.files).filter((file) => !file.deleted).length}
+  } catch (error) {
+    return {state: 'unreachable', detail: error instanceof Error ? error.message : String(error)}
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The newcomer's first hour as the CLI tells it: two trees, a conflict that exits 4 and names the backup, a
+ * `jarvis status` that shows it waiting, reminders at every sync, `jarvis resolve` either way, and a clean
+ * status at the end. Real `jarvis serve`, real processes.
+ */
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
+import {cleanEnv} from './memory-helpers.js'
+
+let server: TestServer
+const dirs: string[] = []
+
+beforeAll(async () => {
+  server = await startTestServer()
+  dirs.push(server.dataDir)
+})
+
+afterAll(async () => {
+  await server?.close()
+  await removeAll(dirs)
+})
+
+async function tree(agent: 'claude' | 'gemini'): Promise<{root: string; run: (args: string[]) => ReturnType<typeof runJarvis>}> {
+  const root = await tempDir(`jarvis-status-${agent}-`)
+  dirs.push(root)
+  const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
+  const run = (args: string[]) => runJarvis(args, {cwd: root, env})
+  expect((await run(['init', '--agent', agent, '--server', server.url])).code).toBe(0)
+  return {root, run}
+}
+
+const note = (root: string) => join(root, '.memory', 'notes', 'plan.md')
+const write = async (root: string, text: string) => {
+  await mkdir(join(root, '.memory', 'notes'), {recursive: true})
+  await writeFile(note(root), text)
+}
+const flat = (text: string) => text.replace(/\s*›\s*/g, ' ').replace(/\s+/g, ' ')
+
+describe('jarvis status and jarvis resolve', () => {
+  it('a conflict exits 4 naming the backup, waits in status, is recalled at each sync, and resolve settles it', async () => {
+    const a = await tree('claude')
+    const b = await tree('gemini')
+    await write(a.root, '# Plan\n\nship on Friday\n')
+    expect((await a.run(['sync'])).code).toBe(0)
+    expect((await b.run(['sync'])).code).toBe(0)
+    await write(a.root, '# Plan\n\nship on Monday\n')
+    await write(b.root, '# Plan\n\nship on Tuesday\n')
+    expect((await a.run(['sync'])).code).toBe(0)
+
+    const conflicted = await b.run(['sync'])
+    expect(conflicted.code).toBe(4)
+    expect(flat(conflicted.stderr)).toContain("notes/plan.md: the server's version is in the file, yours in .memory/notes/plan.local.bak")
+    expect(flat(conflicted.stderr)).toContain('jarvis resolve <file> --keep server')
+    expect(await readFile(note(b.root), 'utf8')).toBe('# Plan\n\nship on Monday\n')
+
+    const status = await b.run(['status'])
+    expect(status.code).toBe(0)
+    expect(status.stdout).toContain('Conflicts waiting for you (1)')
+    expect(status.stdout).toContain('.memory/notes/plan.local.bak')
+    expect(status.stdout).toMatch(/server http:\/\/127\.0\.0\.1:\d+: answers \(1 files\)/)
+
+    const again = await b.run(['sync'])
+    expect(again.code).toBe(0)
+    expect(flat(again.stderr)).toContain('1 earlier conflict(s) still wait for you: .memory/notes/plan.local.bak')
+
+    const resolved = await b.run(['resolve', 'notes/plan.md', '--keep', 'local'])
+    expect(resolved.code, resolved.stderr).toBe(0)
+    expect(resolved.stdout).toContain('your version is back in .memory/notes/plan.md')
+    expect(await readFile(note(b.root), 'utf8')).toBe('# Plan\n\nship on Tuesday\n')
+    const pending = envelope<{changes: {modified: string[]}; backups: string[]}>(await b.run(['status', '--offline', '--json'])).result!
+    expect(pending.changes.modified).toEqual(['notes/plan.md'])
+    expect(pending.backups).toEqual([])
+    expect((await b.run(['sync'])).code).toBe(0)
+    expect((await a.run(['sync'])).code).toBe(0)
+    expect(await readFile(note(a.root), 'utf8')).toBe('# Plan\n\nship on Tuesday\n')
+
+    const clean = await a.run(['status'])
+    expect(clean.stdout).toContain('No local changes since the last sync.')
+    expect(clean.stdout).not.toContain('Conflicts waiting')
+    const audit = await readFile(join(b.root, '.nexus', 'audit.jsonl'), 'utf8')
+    expect(audit).toMatch(/"type":"resolve","path":"notes\/plan\.md","backup":"notes\/plan\.local\.bak","keep":"local"/)
+  })
+
+  it('--keep server drops the backup and leaves the file; a path with nothing to decide is exit 2', async () => {
+    const b = await tree('gemini')
+    await write(b.root, 'server side\n')
+    await writeFile(join(b.root, '.memory', 'notes', 'plan.local.bak'), 'my side\n')
+    const kept = await b.run(['resolve', '.memory/notes/plan.local.bak', '--keep', 'server', '--json'])
+    expect(envelope(kept)).toMatchObject({status: 0, result: {file: 'notes/plan.md', backup: 'notes/plan.local.bak', kept: 'server', waiting: []}})
+    expect(await readFile(note(b.root), 'utf8')).toBe('server side\n')
+    const nothing = await b.run(['resolve', 'notes/plan.md', '--keep', 'local'])
+    expect(nothing.code).toBe(2)
+    expect(nothing.stderr).toContain('no conflict backup of notes/plan.md is waiting')
+  })
+
+  it('--offline lists what the next sync sends, asks no server, and names what is not wired', async () => {
+    const a = await tree('claude')
+    await write(a.root, 'one\n')
+    const run = await a.run(['status', '--offline', '--json'])
+    const result = envelope<{remote: {state: string}; changes: {added: string[]}; lastSync?: unknown; agents: Array<{agent: string; server: {state: string}}>}>(run).result!
+    expect(result.remote.state).toBe('not-asked')
+    expect(result.changes.added).toEqual(['notes/plan.md'])
+    expect(result.lastSync).toBeUndefined()
+    expect(result.agents.map((x) => [x.agent, x.server.state])).toEqual([['claude', 'not-registered'], ['gemini', 'not-registered'], ['codex', 'not-registered'], ['openclaw', 'not-registered']])
+    const human = await a.run(['status', '--offline'])
+    expect(human.stdout).toContain('never synced: run jarvis sync')
+    expect(human.stdout).toContain('No agent is wired to this memory: jarvis agents install')
+  })
+})
