@@ -14,10 +14,21 @@ export interface ServeResult {
   stoppedBy: NodeJS.Signals
 }
 
-/** Runs `jarvis serve` until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes finish). */
-export async function serveUntilSignal(options: ServeOptions, say: (line: string) => void, warn: (line: string) => void): Promise<ServeResult> {
+/** What `jarvis serve --json` prints as soon as it listens, one JSON line, before the envelope it prints when it stops. */
+export interface ListeningLine {
+  event: 'listening'
+  url: string
+  dataDir: string
+}
+
+/**
+ * Runs `jarvis serve` until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes finish). `listening`
+ * hears the address as soon as it is bound: a script starting the server needs it then, not when it stops.
+ */
+export async function serveUntilSignal(options: ServeOptions, say: (line: string) => void, warn: (line: string) => void, listening?: (line: ListeningLine) => void): Promise<ServeResult> {
   const server = await startServer(options)
   for (const warning of server.warnings) warn(warning)
+  listening?.({event: 'listening', url: server.url, dataDir: server.dataDir})
   say(`jarvis serve listening on ${server.url} (data in ${server.dataDir})`)
   if (server.tokens && server.tokensGenerated) {
     say(`created one token per agent in ${server.tokensFile} (mode 0600); a client uses its own like this:`)

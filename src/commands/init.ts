@@ -21,11 +21,14 @@ export default class Init extends JarvisCommand<typeof Init> {
   }
 
   async run(): Promise<InitResult> {
-    const {root, created, changed} = await initTree(this.flags.dir ?? process.cwd(), {
+    const {root, created, changed, replaced} = await initTree(this.flags.dir ?? process.cwd(), {
       server: this.flags.server,
       agent: this.flags.agent,
       project: this.flags.project,
     })
+    const label = {server: 'server', agentId: 'agent', project: 'project'} as const
+    // Re-running init to change who this tree is happens; doing it by mistake should not go unnoticed.
+    for (const change of replaced) this.warn(`the ${label[change.field]} of this tree was ${change.from}; it is now ${change.to} (run jarvis init --${label[change.field]} ${change.from} to go back)`)
     if (!changed) this.log(`jarvis tree already initialised in ${root}; nothing changed`)
     else this.log(`initialised jarvis tree in ${root}${created.length ? `\n  created ${created.join(', ')}` : ''}`)
     return {root, created, changed}

@@ -1,11 +1,11 @@
-import {Flags} from '@oclif/core'
+import {Flags, ux} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
 import {serveUntilSignal, type ServeResult} from '../cli/serve.js'
 
 export default class Serve extends JarvisCommand<typeof Serve> {
   static summary = 'Run the reference jarvis server (HTTP + WebSocket, embedded SQLite).'
-  static description = `With neither --tokens nor JARVIS_SERVER_TOKENS, one token per agent is created in the data directory (mode 0600) and printed the first time. Stops cleanly on SIGTERM or Ctrl-C, finishing the writes in flight.`
+  static description = `With neither --tokens nor JARVIS_SERVER_TOKENS, one token per agent is created in the data directory (mode 0600) and printed the first time. Stops cleanly on SIGTERM or Ctrl-C, finishing the writes in flight. With --json, one line as soon as it listens ({"event":"listening","url",…}) and the envelope when it stops.`
   static examples = ['<%= config.bin %> serve', '<%= config.bin %> serve --port 0 --data /tmp/jarvis-data', '<%= config.bin %> serve --tokens tokens.json']
 
   static flags = {
@@ -22,6 +22,12 @@ export default class Serve extends JarvisCommand<typeof Serve> {
       // Under --json stdout carries only the final envelope, so the running commentary goes to stderr.
       (line) => (this.jsonEnabled() ? process.stderr.write(`${line}\n`) : this.log(line)),
       (line) => this.warn(line),
+      (line) => this.jsonEnabled() && ux.stdout(JSON.stringify(line)),
     )
+  }
+
+  /** `--json` is JSON Lines: the listening line first, then this envelope when the server stops. */
+  logJson(json: unknown): void {
+    ux.stdout(JSON.stringify(json))
   }
 }

@@ -9,6 +9,7 @@ import createDebug from 'debug'
 
 import {BadInputError, UnreachableError} from '../errors.js'
 import {
+  ACTIVE_PROJECT_FILE,
   type ActiveProject,
   type OutboxKind,
   parseJsonFile,
@@ -19,7 +20,8 @@ import {
   type WorkerMemory,
   workerMemorySchema,
 } from '../schemas/index.js'
-import {appendOutbox, withTreeLock} from '../store/index.js'
+import type {MemoryClient} from '../protocol/client.js'
+import {appendOutbox, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {connect, openTreeIfAny, type TreeContext} from './context.js'
 import {worthQueueing} from './events/common.js'
 import {readUserConfig, resolveIdentity} from './identity.js'
@@ -129,8 +131,9 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
   const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy: 'user-cli'}, 'projectId')
   const tree = await openTreeIfAny(options.dir)
   const {client} = await connect(tree, options)
+  let answer: ActiveProject
   try {
-    return await client.switchProject(body.projectId, 'user-cli')
+    answer = await client.switchProject(body.projectId, 'user-cli')
   } catch (error) {
     if (!worthQueueing(error)) throw error
     const id = await queue(tree, 'active-project', body, error)
@@ -138,8 +141,29 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
       `${(error as Error).message}\nthe switch to ${JSON.stringify(body.projectId)} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`,
       {...(error as UnreachableError).data, queued: true, id, kind: 'active-project', projectId: body.projectId},
     )
+  }
+  try {
+    if (tree) await bringDownActiveProject(tree, client)
   } finally {
     await client.close()
+  }
+  return answer
+}
+
+/**
+ * The switch is on the server; this tree's `.memory/active_project.json` shows it now, not at the next sync: the
+ * server's exact bytes, so the next sync finds both sides equal and only records them. Best effort: a failure here
+ * leaves it to that sync.
+ */
+async function bringDownActiveProject(tree: TreeContext, client: MemoryClient): Promise<void> {
+  try {
+    const {files} = await client.pull([ACTIVE_PROJECT_FILE])
+    const file = files[ACTIVE_PROJECT_FILE]
+    if (!file || file.deleted) return
+    const text = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
+    await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: 'jarvis switch-project'}, () => writeMemoryFile(tree.root, ACTIVE_PROJECT_FILE, text))
+  } catch (error) {
+    debug('active_project.json left for the next sync: %s', (error as Error).message)
   }
 }
 

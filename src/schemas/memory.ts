@@ -7,6 +7,9 @@ import {z} from 'zod'
 import {agentIdSchema, isoDateTimeSchema} from './common.js'
 
 /** `active_project.json`: last-writer-wins on `switchedAt` (CONTRACT §1). */
+/** Where the active project lives in `.memory/` and on the server. */
+export const ACTIVE_PROJECT_FILE = 'active_project.json'
+
 export const activeProjectSchema = z
   .looseObject({
     projectId: z.string().min(1).max(200),

@@ -5,7 +5,7 @@
 import createDebug from 'debug'
 
 import {PathRefusedError, SchemaError} from '../errors.js'
-import {activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
+import {ACTIVE_PROJECT_FILE, activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
@@ -15,7 +15,7 @@ import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './w
 
 const debug = createDebug('jarvis:server')
 
-export const ACTIVE_PROJECT_PATH = 'active_project.json'
+export const ACTIVE_PROJECT_PATH = ACTIVE_PROJECT_FILE
 /** Optimistic retries of sync-task when another write to the same worker memory wins the race. */
 const SYNC_TASK_ATTEMPTS = 8
 

@@ -28,6 +28,8 @@ export interface InitResult {
   updated: string[]
   changed: boolean
   config: NexusConfig
+  /** Settings an earlier init had given that this run replaced: `{field: 'agentId', from: 'claude', to: 'gemini'}`. */
+  replaced: Array<{field: 'server' | 'agentId' | 'project'; from: string; to: string}>
 }
 
 export const GITIGNORE_LINE = '.nexus/'
@@ -98,6 +100,7 @@ export async function initTree(dir: string, options: InitOptions = {}): Promise<
   checkOptions(options)
   const created: string[] = []
   const updated: string[] = []
+  const replaced: InitResult['replaced'] = []
   await ensureDir(root, '.', [])
   await ensureDir(memoryDir(root), `${MEMORY_DIR}/`, created)
   await ensureDir(nexusDir(root), `${NEXUS_DIR}/`, created)
@@ -112,6 +115,13 @@ export async function initTree(dir: string, options: InitOptions = {}): Promise<
       ...(options.project === undefined ? {} : {project: options.project}),
     }, CONFIG_FILE)
     assertNoSecretInConfig(next)
+    if (hadConfig) {
+      for (const field of ['server', 'agentId', 'project'] as const) {
+        const from = current[field]
+        const to = next[field]
+        if (typeof from === 'string' && typeof to === 'string' && from !== to) replaced.push({field, from, to})
+      }
+    }
     const text = formatJson(next)
     const before = hadConfig ? await readFile(configPath(root), 'utf8') : null
     if (before !== text) {
@@ -134,5 +144,5 @@ export async function initTree(dir: string, options: InitOptions = {}): Promise<
     return next
   })
 
-  return {root, created, updated, changed: created.length > 0 || updated.length > 0, config}
+  return {root, created, updated, changed: created.length > 0 || updated.length > 0, config, replaced}
 }

@@ -4,8 +4,8 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {envelope, runJarvis} from '../helpers/cli.js'
-import {removeAll, tempDir} from '../helpers/world.js'
+import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
+import {removeAll, tempDir, TOKENS} from '../helpers/world.js'
 
 const cleanup: string[] = []
 afterAll(async () => removeAll(cleanup))
@@ -63,6 +63,17 @@ describe('the jarvis command line', () => {
     expect(again.stdout).toMatch(/nothing changed/)
   })
 
+  it('init in an initialised tree says when it changes the agent, server or project', async () => {
+    const cwd = await dir()
+    expect((await runJarvis(['init', '--agent', 'claude', '--project', 'atlas'], {cwd})).code).toBe(0)
+    const changed = await runJarvis(['init', '--agent', 'gemini', '--project', 'atlas'], {cwd})
+    expect(changed.code).toBe(0)
+    expect(changed.stderr.replace(/\s*›\s*/g, ' ')).toContain('the agent of this tree was claude; it is now gemini')
+    expect(changed.stderr).not.toContain('project of this tree')
+    const same = await runJarvis(['init', '--agent', 'gemini'], {cwd})
+    expect(same.stderr).toBe('')
+  })
+
   it('outside a jarvis tree: exit 2 and a one-line message, no stack trace', async () => {
     const cwd = await dir()
     const human = await runJarvis(['sync', '--server', 'http://127.0.0.1:9'], {cwd})
@@ -92,6 +103,32 @@ describe('the jarvis command line', () => {
     const run = await runJarvis(['serve', '--log-level', 'bogus'], {cwd: await dir()})
     expect(run.code).toBe(2)
     expect(run.stderr).toContain('--log-level')
+  })
+
+  it('serve --json says where it listens as soon as it does, and gives its envelope when it stops', async () => {
+    const data = await dir()
+    const tokens = join(data, 'tokens.json')
+    await writeFile(tokens, JSON.stringify({[TOKENS.claude]: 'claude'}))
+    const child = spawn(process.execPath, [jarvisBin, 'serve', '--json', '--port', '0', '--data', join(data, 'db'), '--tokens', tokens], {stdio: ['ignore', 'pipe', 'pipe']})
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        const check = () => (out.includes('\n') ? resolve(out.split('\n')[0]) : undefined)
+        child.stdout.on('data', check)
+        child.on('close', () => reject(new Error(`serve ended before it said where it listens: ${out}`)))
+      })
+      const listening = JSON.parse(first) as {event: string; url: string}
+      expect(listening).toMatchObject({event: 'listening', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/)})
+      const answer = await fetch(`${listening.url}/api/memory/status`, {headers: {authorization: `Bearer ${TOKENS.claude}`}})
+      expect(answer.status).toBe(200)
+    } finally {
+      child.kill('SIGTERM')
+    }
+    expect(await closed).toBe(0)
+    const last = out.trim().split('\n').at(-1)!
+    expect(JSON.parse(last)).toMatchObject({status: 0, result: {stoppedBy: 'SIGTERM'}})
   })
 
   it('JARVIS_CONTENT_TYPE=json turns on the JSON envelope without --json', async () => {

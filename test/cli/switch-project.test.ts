@@ -1,3 +1,4 @@
+import {readFile} from 'node:fs/promises'
 import {createServer} from 'node:net'
 import {join} from 'node:path'
 
@@ -85,6 +86,10 @@ describe('jarvis switch-project', () => {
     const result = envelope<{projectId: string; switchedBy: string; switchedAt: string}>(run).result!
     expect(result).toMatchObject({projectId: 'proj-x', switchedBy: 'user-cli'})
     expect(await activeProject(srv)).toMatchObject({projectId: 'proj-x', switchedBy: 'user-cli'})
+    // This tree shows it at once, not at the next sync, and that sync finds nothing to move.
+    expect(JSON.parse(await readFile(join(root, '.memory', 'active_project.json'), 'utf8'))).toMatchObject({projectId: 'proj-x'})
+    const synced = envelope<{pushed: string[]; pulled: string[]; merged: string[]}>(await runJarvis(['sync', '--dir', root, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})).result!
+    expect([...synced.pushed, ...synced.pulled, ...synced.merged]).toEqual([])
     const changed = await until('STATE_CHANGED', () => listener.messages.find((m) => m.type === 'STATE_CHANGED'))
     expect(changed).toMatchObject({projectId: 'proj-x'})
 
