@@ -97,10 +97,11 @@ export function buildSnapshot(events: StoredMemoryEvent[], options: SnapshotOpti
   const pinned = pinnedEvents(chosen.map((e) => (deprecated.has(e.event_id) && !e.deprecated ? {...e, deprecated: true} : e)))
   const pinned_md = renderPinned(pinned)
   const limit = Math.max(0, Math.floor(options.limitRecent))
-  const recent_events = [...chosen]
+  // A superseded event is not current memory: it is hidden, not shown flagged (`memory list --include-deprecated` has it).
+  const recent_events = chosen
+    .filter((e) => !e.deprecated && !deprecated.has(e.event_id))
     .sort((a, b) => compareEvents(b, a))
     .slice(0, limit)
-    .map((e) => (deprecated.has(e.event_id) === Boolean(e.deprecated) ? e : {...e, deprecated: deprecated.has(e.event_id)}))
   const shown = {
     pinned: pinned.map((e) => [e.event_id, contentHash(e.content_md)]),
     recent: recent_events.map((e) => [e.event_id, contentHash(e.content_md), e.deprecated]),

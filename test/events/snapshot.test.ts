@@ -75,7 +75,7 @@ describe('buildSnapshot', () => {
     expect(buildSnapshot([], all).pinned_md).toBe('# Pinned memory\n\n_Nothing pinned yet._\n')
   })
 
-  it('lists recent events newest first, limited, deprecated ones marked', () => {
+  it('lists recent events newest first, limited, superseded ones hidden', () => {
     const a = stored({created_at: '2026-02-02T10:00:00Z'})
     const b = stored({created_at: '2026-02-02T11:00:00Z', supersedes: a.event_id})
     const c = stored({created_at: '2026-02-02T12:00:00Z'})
@@ -83,7 +83,6 @@ describe('buildSnapshot', () => {
     expect(snapshot.recent_events.map((e) => [e.event_id, e.deprecated])).toEqual([
       [c.event_id, false],
       [b.event_id, false],
-      [a.event_id, true],
     ])
     expect(buildSnapshot([a, c, b], {limitRecent: 2, scopes: []}).recent_events.map((e) => e.event_id)).toEqual([c.event_id, b.event_id])
     expect(buildSnapshot([a, c, b], {limitRecent: 0, scopes: []}).recent_events).toEqual([])

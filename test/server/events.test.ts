@@ -129,8 +129,7 @@ describe('POST /v1/memory/append and GET /v1/memory/snapshot', () => {
     const snap = await snapshot(h, 'claude', '?scopes=global')
     expect(snap.body.pinned_md).toContain('.env (new rule)')
     expect(snap.body.pinned_md).not.toContain('old rule')
-    const recentOld = snap.body.recent_events.find((e: any) => e.event_id === old.body.event_id)
-    if (recentOld) expect(recentOld.deprecated).toBe(true)
+    expect(snap.body.recent_events.map((e: any) => e.event_id)).toEqual([replacement.body.event_id])
 
     const live = await list(h, 'claude')
     expect(live.body.events.map((e: any) => e.event_id)).toEqual([replacement.body.event_id])

@@ -241,7 +241,7 @@ export class SqliteEventLog {
       maxCreatedAt: db.prepare<[], {created_at: string | null}>('SELECT MAX(created_at) AS created_at FROM memory_events'),
       syncNormal: db.prepare('PRAGMA synchronous = NORMAL'),
       syncFull: db.prepare('PRAGMA synchronous = FULL'),
-      recentOf: db.prepare<[string, number], EventRow>(`SELECT ${COLUMNS} FROM memory_events WHERE scope = ? ORDER BY seq DESC LIMIT ?`),
+      recentOf: db.prepare<[string, number], EventRow>(`SELECT ${COLUMNS} FROM memory_events WHERE scope = ? AND deprecated = 0 ORDER BY seq DESC LIMIT ?`),
       markTtl: db.prepare<[string]>('UPDATE memory_events SET ttl_candidate = 1 WHERE event_id = ? AND ttl_candidate = 0'),
       markScanned: db.prepare<[string]>('UPDATE memory_events SET scanned = 1 WHERE event_id = ? AND scanned = 0'),
       liveResolution: db.prepare<[string, string], {event_id: string}>(
