@@ -5,7 +5,7 @@ import {recallMemory, type RecallResult} from '../ops/index.js'
 
 export default class Recall extends JarvisCommand<typeof Recall> {
   static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query.'
-  static description = `For an agent's system prompt: one line per hit with the file's path and a one-line summary, bounded in length. Keyword ranking (BM25, prefix and fuzzy terms) always; fused with embeddings when JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL name an OpenAI-compatible /v1/embeddings server (key in JARVIS_EMBEDDINGS_KEY). Without one, or when it fails, the results are keyword-only and a note on stderr says so. --json gives the hits with their snippets.`
+  static description = `For an agent's system prompt, from the memory files of this tree only (always here, so it never needs the server; \`jarvis memory search\` adds the shared event log): one line per hit with the file's path and a one-line summary, bounded in length. Keyword ranking (BM25, prefix and fuzzy terms) always; fused with embeddings when JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL name an OpenAI-compatible /v1/embeddings server (key in JARVIS_EMBEDDINGS_KEY). Without one, or when it fails, the results are keyword-only and a note on stderr says so. --json gives the hits with their snippets.`
   static examples = ['<%= config.bin %> recall "ssh auth failures on the runner"', '<%= config.bin %> recall "postgres upgrade" --limit 5 --tag database --json']
 
   static args = {query: Args.string({description: 'What the agent is about to work on.', required: true})}

@@ -12,7 +12,11 @@ export interface RecallInput {
   since?: string
 }
 
-/** `jarvis recall`: the seed 004 §7 block for the memory files that best match `query`. */
+/**
+ * `jarvis recall`: the `[MEMORY CONTEXT]` block for the memory files that best match `query`. Files only, which are
+ * always on this machine: it never needs the server (`memory search` adds the shared event log, and stops with
+ * exit 3 when that cannot be read).
+ */
 export async function recallMemory(input: RecallInput): Promise<RecallResult> {
   const {root} = await openTree(input.dir)
   return recall(root, input.query, {limit: input.limit, tags: input.tags, prefix: input.prefix, since: input.since})

@@ -1,4 +1,4 @@
-import {BadInputError} from '../errors.js'
+import {BadInputError, UnreachableError} from '../errors.js'
 import {findRoot} from '../store/index.js'
 import {searchMemoryFiles, type SearchHit} from '../search/index.js'
 import {listEvents, type ListOptions, type ListResult} from './events/list.js'
@@ -37,6 +37,8 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   const [files, events] = await Promise.all([
     root ? searchMemoryFiles(root, options.query, {limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until}) : null,
     listEvents(options).catch((error: unknown): null => {
+      // The log cannot be read: say so (exit 3), and where the files alone can still be asked.
+      if (error instanceof UnreachableError) throw new UnreachableError(`${error.message}\nthe shared event log could not be searched, so no answer is given as if it were complete; the memory files of this tree alone: jarvis recall ${JSON.stringify(options.query)}`, error.data, error)
       // No server anywhere: the files are all there is to search, and the answer says so.
       if (!(error instanceof BadInputError) || !error.message.startsWith('no server to talk to')) throw error
       return null

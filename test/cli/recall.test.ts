@@ -68,3 +68,21 @@ describe('jarvis recall', () => {
     expect(bad.code).toBe(2)
   })
 })
+
+describe('recall and memory search agree on what cannot be read', () => {
+  it('server down: recall answers from the files (it never needs the server); search stops with exit 3 and points at recall', async () => {
+    // A port that was just free: nothing listens there.
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const root = await tree()
+    const env = cleanEnv(root, {JARVIS_SERVER: `http://127.0.0.1:${port}`, JARVIS_TOKEN: 'not-needed-by-recall'})
+    const recalled = await runJarvis(['recall', 'pgbouncer', '--dir', root], {env})
+    expect(recalled.code, recalled.stderr).toBe(0)
+    expect(recalled.stdout.split('\n')[0]).toBe('[MEMORY CONTEXT]')
+    const searched = await runJarvis(['memory', 'search', 'pgbouncer', '--dir', root, '--json'], {env})
+    expect(searched.code).toBe(3)
+    expect(envelope(searched).error!.message).toContain('the memory files of this tree alone: jarvis recall "pgbouncer"')
+  })
+})
