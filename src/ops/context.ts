@@ -34,5 +34,5 @@ export interface Connection {
 export async function connect(tree: TreeContext | undefined, flags: {server?: string; agent?: string}, onBytes?: (sent: number, received: number) => void): Promise<Connection> {
   const identity = resolveIdentity({flags, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const server = requireServer(identity)
-  return {client: new MemoryClient({server, token: identity.token, onBytes}), identity: {...identity, server}}
+  return {client: new MemoryClient({server, token: identity.token, onBytes, timeoutMs: tree?.config.sync.requestTimeout}), identity: {...identity, server}}
 }

@@ -8,11 +8,11 @@ import {
   pushResponseSchema,
   statusResponseSchema,
   formatIssues,
+  SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
 import {type HttpAnswer, requestText} from './http.js'
 
 const debug = createDebug('jarvis:protocol')
-const REQUEST_TIMEOUT_MS = 60_000
 
 export type StatusResponse = z.output<typeof statusResponseSchema>
 export type PullResponse = z.output<typeof pullResponseSchema>
@@ -40,6 +40,8 @@ export interface ClientOptions {
   token?: string
   /** Counts request and answer bytes, for `npm run bench` and the `--json` result. */
   onBytes?: (sent: number, received: number) => void
+  /** How long to wait for one answer (`sync.requestTimeout`); default 60 s. */
+  timeoutMs?: number
 }
 
 /** A small client for the memory protocol (contract §3); every answer is zod-checked here. */
@@ -47,11 +49,13 @@ export class MemoryClient {
   readonly server: string
   private readonly token?: string
   private readonly onBytes?: ClientOptions['onBytes']
+  private readonly timeoutMs: number
 
   constructor(options: ClientOptions) {
     this.server = options.server.replace(/\/+$/, '')
     this.token = options.token
     this.onBytes = options.onBytes
+    this.timeoutMs = options.timeoutMs ?? SYNC_SETTINGS_DEFAULTS.requestTimeout
   }
 
   /** Kept for symmetry with the WebSocket side: fetch pools its connections and needs no closing. */
@@ -89,7 +93,7 @@ export class MemoryClient {
    * server as an existing one (the outbox gets a MemoryClient from `jarvis sync`). Not part of the public API.
    */
   protected static optionsOf(client: MemoryClient): ClientOptions {
-    return {server: client.server, token: client.token, onBytes: client.onBytes}
+    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs}
   }
 
   /** One request: the error mapping of the contract, and the answer zod-parsed against `schema`. */
@@ -101,7 +105,7 @@ export class MemoryClient {
     if (this.token) headers.authorization = `Bearer ${this.token}`
     let answer: HttpAnswer
     try {
-      answer = await requestText(url, {method, headers, body: payload, timeoutMs: REQUEST_TIMEOUT_MS})
+      answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs})
     } catch (error) {
       const reason = describeNetworkError(error)
       throw new UnreachableError(`cannot reach the jarvis server at ${this.server}: ${reason}`, {server: this.server, reason}, error)
@@ -154,5 +158,7 @@ function messageOf(json: unknown, text: string): string {
 function describeNetworkError(error: unknown): string {
   const code = (error as {code?: string; cause?: {code?: string}})?.code ?? (error as {cause?: {code?: string}})?.cause?.code
   const message = error instanceof Error ? error.message : String(error)
+  // It took the connection and never answered: say after how long, and where that limit is set.
+  if (code === 'ETIMEDOUT') return `${message} (sync.requestTimeout in .nexus/config.json sets how long to wait)`
   return code ? `${code} (${message})` : message
 }

@@ -18,6 +18,7 @@ export const SYNC_SETTINGS_DEFAULTS = {
   maxRetries: 3,
   retryDelay: 1000,
   lockTimeout: 5000,
+  requestTimeout: 60_000,
 } as const
 
 export const syncSettingsSchema = z.looseObject({
@@ -30,6 +31,8 @@ export const syncSettingsSchema = z.looseObject({
   retryDelay: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.retryDelay),
   /** Milliseconds to wait for the tree lock. */
   lockTimeout: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.lockTimeout),
+  /** Milliseconds to wait for the server's answer to one request. */
+  requestTimeout: z.number().int().min(100).default(SYNC_SETTINGS_DEFAULTS.requestTimeout),
 })
 export type SyncSettings = z.output<typeof syncSettingsSchema>
 

@@ -73,15 +73,15 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     outbox: outbox.length,
     hookFailures,
     agents,
-    remote: await remoteState(identity.server, identity.token, options.offline),
+    remote: await remoteState(identity.server, identity.token, options.offline, tree.config.sync.requestTimeout),
   }
 }
 
-async function remoteState(server: string | undefined, token: string | undefined, offline: boolean | undefined): Promise<StatusResult['remote']> {
+async function remoteState(server: string | undefined, token: string | undefined, offline: boolean | undefined, timeoutMs: number): Promise<StatusResult['remote']> {
   if (!server) return {state: 'no-server'}
   if (offline) return {state: 'not-asked'}
   try {
-    const status = await new MemoryClient({server, token}).status()
+    const status = await new MemoryClient({server, token, timeoutMs}).status()
     return {state: 'answers', files: Object.values(status.files).filter((file) => !file.deleted).length}
   } catch (error) {
     return {state: 'unreachable', detail: error instanceof Error ? error.message : String(error)}

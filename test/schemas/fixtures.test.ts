@@ -31,6 +31,6 @@ describe('seed fixtures', () => {
 
   it('fills the seed defaults into a config that names only some settings', () => {
     const config = parseJsonFile(publishedSchemas['nexus-config'], '{"sync": {"maxRetries": 5}}', 'config.json')
-    expect(config.sync).toEqual({enabled: true, autoSync: true, incrementalSync: true, deduplicateMessages: true, maxRetries: 5, retryDelay: 1000, lockTimeout: 5000})
+    expect(config.sync).toEqual({enabled: true, autoSync: true, incrementalSync: true, deduplicateMessages: true, maxRetries: 5, retryDelay: 1000, lockTimeout: 5000, requestTimeout: 60_000})
   })
 })

@@ -1,4 +1,6 @@
 import {spawn} from 'node:child_process'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {readdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
@@ -159,6 +161,26 @@ describe('faults with real processes', () => {
     expect(ha.backups, why).toBe('')
     await server.stop()
   }, 300_000)
+
+  it('a server that takes the connection and never answers: exit 3 after sync.requestTimeout, saying so', async () => {
+    const silent = createServer(() => {}) // accepts, reads, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`
+      const a = await client(url, 'claude')
+      const config = await readConfig(a.root)
+      await writeConfig(a.root, {...config, sync: {...config.sync, requestTimeout: 300}})
+      const run = await runJarvis(['sync', '--json'], {cwd: a.root, env: {JARVIS_TOKEN: TOKENS.claude}})
+      expect(run.code).toBe(3)
+      const message = envelope(run).error!.message
+      expect(message).toContain(`cannot reach the jarvis server at ${url}`)
+      expect(message).toContain('no answer within 0.3 s')
+      expect(message).toContain('sync.requestTimeout in .nexus/config.json')
+    } finally {
+      silent.closeAllConnections?.()
+      await new Promise((resolve) => silent.close(resolve))
+    }
+  })
 
   it('two `jarvis sync` processes in one tree are serialised by the lock; a third that cannot wait exits 6 naming the holder', async () => {
     const server = await startTestServer()
