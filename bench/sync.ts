@@ -52,9 +52,12 @@ export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
   await rm(work, {recursive: true, force: true})
   const rows: string[][] = []
   const wire: string[][] = []
-  const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(work, 'server'), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
+  const servers: Array<{close(): Promise<void>}> = []
   try {
     for (const size of sizes) {
+      // A server of its own per size: a tree is synced from nothing, as git's is cloned from an empty repository.
+      const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(work, `server-${size}`), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
+      servers.push(server)
       const base = join(work, String(size))
       const [ja, jb, ga, gb, bare] = ['jarvis-a', 'jarvis-b', 'git-a', 'git-b', 'bare.git'].map((n) => join(base, n))
       for (const dir of [ja, jb]) {
@@ -122,7 +125,7 @@ export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
       wire.push([`${size} files`, String(sent), String(received), String(sent + received)])
     }
   } finally {
-    await server.close()
+    for (const server of servers) await server.close()
     await rm(work, {recursive: true, force: true})
   }
   const markdown = [

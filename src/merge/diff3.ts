@@ -18,7 +18,8 @@ export interface Diff3Conflict {
  * Three-way merge of interned lines with the semantics of `git merge-file` (and GNU diff3): hunks
  * of the two sides that overlap *or touch* in the base form one region; a region changed by one
  * side takes that side; changed by both is clean only when both made the identical change.
- * Returns the clean result as segments of the inputs, or the conflicting regions.
+ * Returns the result as segments of the inputs, a conflicting region as the remote side's lines (what
+ * `git merge-file --theirs` writes), and the conflicting regions themselves.
  */
 export function diff3(base: readonly number[], local: readonly number[], remote: readonly number[]): {segments: Segment[]; conflicts: Diff3Conflict[]} {
   const mine = diffSequences(base, local)
@@ -45,7 +46,10 @@ export function diff3(base: readonly number[], local: readonly number[], remote:
       const ours = span(fromMine, start, end)
       const other = span(fromTheirs, start, end)
       if (sameLines(local, ours, remote, other)) segments.push({source: 'local', range: ours})
-      else conflicts.push({base: [start, end], local: ours, remote: other})
+      else {
+        conflicts.push({base: [start, end], local: ours, remote: other})
+        segments.push({source: 'remote', range: other})
+      }
     }
     done = end
   }

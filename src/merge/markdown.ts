@@ -22,9 +22,10 @@ export function splitLines(text: string): string[] {
 
 /**
  * Line-based three-way merge for Markdown and any other text (seed 000 §3.C). Non-overlapping
- * edits merge; on an overlap the remote text wins whole, as the server holds it, and the local
- * text is the backup. A null base (created on both sides) reads as empty, so two different
- * versions conflict. CRLF counts as LF, so a line-ending change alone is not an edit.
+ * edits merge; where both sides changed the same lines the remote lines win (as `git merge-file
+ * --theirs`), every other local edit is kept, and the whole local text is the backup. A null base
+ * (created on both sides) reads as empty, so two different versions conflict. CRLF counts as LF,
+ * so a line-ending change alone is not an edit.
  */
 export function mergeText(base: string | null, local: string, remote: string): MergeResult<string> {
   const lf = {base: normalizeEol(base ?? ''), local: normalizeEol(local), remote: normalizeEol(remote)}
@@ -39,10 +40,9 @@ export function mergeText(base: string | null, local: string, remote: string): M
   const ids = new Map<string, number>()
   const intern = (side: string[]) => side.map((line) => ids.get(line) ?? ids.set(line, ids.size).get(line)!)
   const {segments, conflicts} = diff3(intern(lines.base), intern(lines.local), intern(lines.remote))
-  if (conflicts.length > 0) {
-    return {merged: remote, conflicts: conflicts.map((c) => lineConflict(c.base, c.local, c.remote)), backup: local}
-  }
-  return {merged: segments.map(({source, range}) => lines[source].slice(range[0], range[1]).join('')).join(''), conflicts: [], backup: null}
+  const merged = segments.map(({source, range}) => lines[source].slice(range[0], range[1]).join('')).join('')
+  if (conflicts.length > 0) return {merged, conflicts: conflicts.map((c) => lineConflict(c.base, c.local, c.remote)), backup: local}
+  return {merged, conflicts: [], backup: null}
 }
 
 function lineConflict(base: LineRange, local: LineRange, remote: LineRange): MergeConflict {

@@ -36,6 +36,15 @@ describe('mergeText examples', () => {
     expect(result.conflicts).toEqual([{kind: 'lines', at: 'after line 9', winner: 'remote', local: 'line 10', remote: 'line 10'}])
   })
 
+  it('on an overlap keeps the local edits elsewhere in the file, taking the server’s side only where both changed', () => {
+    const local = memory.replace('- keep .nexus/ out of git', '- keep .nexus/ and backups out of git').replace('- release: 0.3 planned', '- release: 0.3 on Friday')
+    const remote = memory.replace('- release: 0.3 planned', '- release: 0.4 planned')
+    const result = mergeText(memory, local, remote)
+    expect(result.merged).toBe(remote.replace('- keep .nexus/ out of git', '- keep .nexus/ and backups out of git'))
+    expect(result.backup).toBe(local)
+    expect(result.conflicts).toEqual([{kind: 'lines', at: 'line 5', winner: 'remote', local: 'line 5', remote: 'line 5'}])
+  })
+
   it('treats edits to adjacent lines as a conflict, as git merge-file does', () => {
     const base = 'a\nb\nc\nd\n'
     expect(mergeText(base, 'a\nB\nc\nd\n', 'a\nb\nC\nd\n').conflicts).toHaveLength(1)
@@ -132,6 +141,19 @@ describe('mergeText properties', () => {
           if (!baseLines.has(line)) expect(kept.has(line) || result.backup === toText(local)).toBe(true)
         }
         expect(result.conflicts.length > 0).toBe(result.backup !== null)
+      }),
+      RUNS,
+    )
+  })
+
+  it('never loses the server’s side: every line the remote added is in the result', () => {
+    fc.assert(
+      fc.property(smallLines(), edits(), edits(), (base, mine, theirs) => {
+        const remote = toText(applyEdits(base, theirs))
+        const result = mergeText(toText(base), toText(applyEdits(base, mine)), remote)
+        const kept = new Set(splitLines(result.merged))
+        const baseLines = new Set(splitLines(toText(base)))
+        for (const line of splitLines(remote)) if (!baseLines.has(line)) expect(kept.has(line)).toBe(true)
       }),
       RUNS,
     )
