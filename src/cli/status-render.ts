@@ -31,7 +31,7 @@ export function renderStatus(status: StatusResult): string {
   } else lines.push('', 'No local changes since the last sync.')
   if (status.outbox > 0) lines.push(`${status.outbox} write(s) made offline wait in the outbox; the next jarvis sync sends them.`)
   if (status.hookFailures.length > 0) {
-    lines.push('', `Recent agent hook failures (.nexus/hooks.log):`)
+    lines.push('', `Recent hook failures, agents' and git's (.nexus/hooks.log):`)
     for (const failure of status.hookFailures) lines.push(`    ${failure.at} ${failure.agent} ${failure.event}: ${failure.reason}`)
   }
   const wired = status.agents.filter((a) => a.server.state !== 'not-registered')

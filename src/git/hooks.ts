@@ -7,6 +7,8 @@
  * - Our lines live in one delimited block (`# >>> jarvis >>>` … `# <<< jarvis <<<`) appended to an existing hook
  *   (its content is kept as it is) or in a new executable `#!/bin/sh` hook. Installing twice changes nothing;
  *   uninstalling removes only the block, and the file too when nothing but the shebang is left.
+ * - Failures are not silent: a sync that fails writes one line to the tree's `.nexus/hooks.log` (`jarvis status`
+ *   shows it), and when the recorded node or script is gone (a moved clone, a reinstalled node) `jarvis` on PATH runs.
  * - Never blocking: the block starts the sync in a background subshell whose standard streams are all on
  *   /dev/null, with `|| true`, so the hook returns at once whatever the server does, and nothing holds git's
  *   (or an IDE's) output pipe open — redirecting only the inner command would leave the subshell holding it,
@@ -20,7 +22,7 @@ import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
 import createDebug from 'debug'
 
 import {BadInputError, NotATreeError} from '../errors.js'
-import {jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
+import {type Invocation, jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
 import {findRoot, readTextIfExists} from '../store/index.js'
 
 const debug = createDebug('jarvis:hooks')
@@ -49,28 +51,43 @@ export interface HooksOptions {
   /** A directory inside the repository (default: the working directory). */
   cwd?: string
   uninstall?: boolean
-  /** The jarvis command the hooks run, as shell words; default {@link jarvisCommand}. */
-  command?: string
   /** `--dir`: where the repository and the jarvis tree are looked for (walking up); default `cwd`. */
   dir?: string
 }
 
-/**
- * How a hook should start jarvis: the running binary with this node (see {@link jarvisInvocation}); `jarvis` on
- * PATH when this process is not a jarvis binary (e.g. inside a test runner).
- */
-export async function jarvisCommand(argv1: string | undefined = process.argv[1]): Promise<string> {
-  const invocation = await jarvisInvocation(argv1)
-  return invocation ? shellLine(invocation) : 'jarvis'
+/** What the block runs, and where it writes a failure. */
+export interface HookTarget {
+  /** This jarvis by absolute path (node, then bin/run.js); undefined: `jarvis` on PATH only. */
+  invocation?: Invocation
+  /** ` --dir <tree>`, or '' when the tree is found from the work tree's top level. */
+  dirArgument: string
+  /** The tree's `.nexus/hooks.log`, from the top level (where git runs hooks) or absolute. */
+  log: string
 }
 
-/** The block a hook gets. */
-export function hookBlock(command: string): string {
+/**
+ * The block a hook gets. The recorded node and script first; when either is gone (the clone moved, node was
+ * reinstalled), `jarvis` on PATH. A failure is one line in the tree's `.nexus/hooks.log`, which `jarvis status`
+ * shows: git itself never waits and never fails.
+ */
+export function hookBlock(target: HookTarget | string): string {
+  // A string is a command line to run as it is (`jarvis` on PATH, or a test's own).
+  const {invocation, dirArgument, log} = typeof target === 'string' ? {invocation: undefined, dirArgument: '', log: '.nexus/hooks.log'} : target
+  const sync = `sync --quiet${dirArgument}`
+  const script = invocation?.args.at(-1)
+  const run = invocation && script
+    ? [`  if [ -x ${shellQuote(invocation.command)} ] && [ -f ${shellQuote(script)} ]; then ${shellLine(invocation)} ${sync}`, `  else jarvis ${sync}`, '  fi']
+    : [`  ${typeof target === 'string' ? target : 'jarvis'} ${sync}`]
+  const failed = `"$(date -u +%Y-%m-%dT%H:%M:%SZ) git sync jarvis sync from a git hook failed (exit $?): jarvis status and jarvis sync say why; if jarvis moved, run jarvis hooks install again"`
   return [
     BLOCK_START,
     '# Added by `jarvis hooks install`; `jarvis hooks install --uninstall` removes it.',
     '# Syncs the shared memory in the background: git never waits for it and never fails because of it.',
-    `(${command} sync --quiet || true) </dev/null >/dev/null 2>&1 &`,
+    '# A failure is a line in .nexus/hooks.log, which `jarvis status` shows.',
+    '(',
+    ...run.slice(0, -1),
+    `${run.at(-1)} || echo ${failed} >> ${shellQuote(log)}`,
+    ') </dev/null >/dev/null 2>&1 &',
     BLOCK_END,
   ].join('\n')
 }
@@ -175,16 +192,17 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).trim().split('\n')[0]
 }
 
-/** `--dir` for a tree that is not found from the top level by walking up (hooks run at the top level). */
-async function dirArgument(treeRoot: string | undefined, topLevel: string | null): Promise<string> {
-  if (!treeRoot || !topLevel) return ''
+/** `--dir` for a tree that is not found from the top level by walking up (hooks run at the top level), and its log. */
+async function treeLocation(treeRoot: string | undefined, topLevel: string | null): Promise<{dirArgument: string; log: string}> {
+  const log = (dir: string) => (dir === '' ? '.nexus/hooks.log' : `${dir}/.nexus/hooks.log`)
+  if (!treeRoot || !topLevel) return {dirArgument: '', log: log('')}
   const [tree, top] = await Promise.all([realpath(treeRoot).catch(() => treeRoot), realpath(topLevel).catch(() => topLevel)])
   const rel = relative(top, tree).split('\\').join('/')
   // The top level itself or one of its parents: `jarvis` finds it by walking up.
-  if (rel === '' || /^\.\.(\/\.\.)*$/.test(rel)) return ''
+  if (rel === '' || /^\.\.(\/\.\.)*$/.test(rel)) return {dirArgument: '', log: log(rel)}
   // Below the top level: relative, so that the hook survives moving the repository.
-  if (!isAbsolute(rel) && rel !== '..' && !rel.startsWith('../')) return ` --dir ${shellQuote(rel)}`
-  return ` --dir ${shellQuote(tree)}`
+  if (!isAbsolute(rel) && rel !== '..' && !rel.startsWith('../')) return {dirArgument: ` --dir ${shellQuote(rel)}`, log: log(rel)}
+  return {dirArgument: ` --dir ${shellQuote(tree)}`, log: log(tree)}
 }
 
 /** Installs (or with `uninstall`, removes) the jarvis block in the three hooks. */
@@ -197,8 +215,10 @@ export async function installHooks(options: HooksOptions = {}): Promise<HooksRes
   } catch (error) {
     if (!(error instanceof NotATreeError)) throw error
   }
-  const command = `${options.command ?? (await jarvisCommand())}${await dirArgument(treeRoot, topLevel)}`
-  const block = hookBlock(command)
+  const location = await treeLocation(treeRoot, topLevel)
+  const invocation = await jarvisInvocation()
+  const command = `${invocation ? shellLine(invocation) : 'jarvis'}${location.dirArgument}`
+  const block = hookBlock({invocation, ...location})
   const result: HooksResult = {hooksDir, installed: [], unchanged: [], removed: [], skipped: [], warnings: [], command}
   if (!treeRoot && !options.uninstall) result.warnings.push('no jarvis tree here yet: the hooks do nothing until `jarvis init`')
   if (!options.uninstall) await mkdir(hooksDir, {recursive: true})

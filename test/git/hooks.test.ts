@@ -189,6 +189,62 @@ describe('jarvis hooks install', () => {
       await server.close()
     }
   })
+
+  it('a sync that fails from a git hook is a line in .nexus/hooks.log, and jarvis status shows it', async () => {
+    // A port that was just free: nothing listens there.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const {port} = probe.address() as {port: number}
+    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    await initTree(repo, {server: `http://127.0.0.1:${port}`, agent: 'claude'})
+    expect((await hooks(repo)).result.installed).toHaveLength(3)
+    await writeFile(join(repo, '.memory', 'notes.md'), '# notes\n')
+    expect(git(repo, 'add', '-A').status).toBe(0)
+    expect(gitWith({JARVIS_TOKEN: TOKENS.claude, XDG_CONFIG_HOME: join(repo, 'xdg')}, repo, 'commit', '-q', '-m', 'memory').status).toBe(0)
+    const log = join(repo, '.nexus', 'hooks.log')
+    const end = Date.now() + 20_000 // a deadline for the background sync, not a timed assertion
+    while (!(await readFile(log, 'utf8').catch(() => '')).includes('git sync') && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await readFile(log, 'utf8')).toMatch(/^\S+ git sync jarvis sync from a git hook failed \(exit 3\)/m)
+    const status = await runJarvis(['status', '--offline', '--dir', repo])
+    expect(status.stdout).toContain('git sync: jarvis sync from a git hook failed (exit 3)')
+  })
+
+  it('survives a moved clone or a reinstalled node: the hook falls back to jarvis on PATH', async () => {
+    const server = await startTestServer()
+    dirs.push(server.dataDir)
+    const client = new MemoryClient({server: server.url, token: TOKENS.claude})
+    try {
+      await initTree(repo, {server: server.url, agent: 'claude'})
+      expect((await hooks(repo)).result.installed).toHaveLength(3)
+      // What a move does to the hook: the recorded script is no longer there.
+      const hook = join(repo, '.git', 'hooks', 'post-commit')
+      const text = await readFile(hook, 'utf8')
+      const recorded = /\[ -f '?([^' ]+)'? \]/.exec(text)![1]
+      await writeFile(hook, text.replaceAll(recorded, join(repo, 'moved-away', 'bin', 'run.js')))
+      // …and jarvis is on PATH (as `npm link` or `npm install -g` puts it).
+      const bin = join(repo, 'path-bin')
+      await mkdir(bin)
+      await writeFile(join(bin, 'jarvis'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(recorded)} "$@"\n`)
+      await chmod(join(bin, 'jarvis'), 0o755)
+      await writeFile(join(repo, '.memory', 'after-move.md'), 'synced through jarvis on PATH\n')
+      expect(git(repo, 'add', '-A').status).toBe(0)
+      const env = {JARVIS_TOKEN: TOKENS.claude, XDG_CONFIG_HOME: join(repo, 'xdg'), PATH: `${bin}:${process.env.PATH}`}
+      expect(gitWith(env, repo, 'commit', '-q', '-m', 'memory').status).toBe(0)
+      const end = Date.now() + 20_000 // a deadline for the background sync, not a timed assertion
+      let files: Record<string, unknown> = {}
+      while (!('after-move.md' in files) && Date.now() < end) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        files = (await client.status()).files
+      }
+      expect(Object.keys(files)).toContain('after-move.md')
+      while (Date.now() < end && ((await isTreeLockHeld(repo)) || !(await readFile(join(repo, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')).includes('"type":"sync"'))) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    } finally {
+      await client.close()
+      await server.close()
+    }
+  })
 })
 
 describe('the hook block', () => {
@@ -205,7 +261,7 @@ describe('the hook block', () => {
   it('replaces an older block in place', () => {
     const old = withBlock('#!/bin/sh\necho a\n', hookBlock('/old/node /old/run.js'))
     const updated = withBlock(old, block)
-    expect(updated).toContain('(jarvis sync --quiet')
+    expect(updated).toContain('\n  jarvis sync --quiet || echo')
     expect(updated).not.toContain('/old/run.js')
     expect(updated.split(BLOCK_END)).toHaveLength(2)
   })
