@@ -6,6 +6,7 @@ export {diffSequences, type Hunk} from './line-diff.js'
 export {compareStamps, lwwWinner, mergeLwwDocument, stampValue} from './lww.js'
 export {mergeText, normalizeEol, splitLines} from './markdown.js'
 export {joinRecentTasks, mergeRecentTasks, RECENT_TASK_LIMIT} from './recent-tasks.js'
+export {mergeByStrategy, type Strategy, strategyFor, type StrategyMerge} from './strategy.js'
 export {mergeTranscript, messageKey, planTranscriptMerge} from './transcript.js'
 export {mergeWorkerMemory} from './worker-memory.js'
 export type {

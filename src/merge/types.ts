@@ -13,8 +13,9 @@ export type MergeRule = 'active-project' | 'context-map' | 'worker-memory' | 'js
  * - `edit-delete`: one side deleted what the other edited; the edit won.
  * - `task`: both sides changed the same recent task differently; the newer version won.
  * - `lines`: overlapping line edits; remote won, local is in the backup.
+ * - `manual`: the path's strategy merges nothing; remote is in the file, local in the backup, for a person.
  */
-export type ConflictKind = 'lww' | 'key' | 'edit-delete' | 'task' | 'lines'
+export type ConflictKind = 'lww' | 'key' | 'edit-delete' | 'task' | 'lines' | 'manual'
 
 export interface MergeConflict {
   kind: ConflictKind

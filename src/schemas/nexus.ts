@@ -21,6 +21,10 @@ export const SYNC_SETTINGS_DEFAULTS = {
   requestTimeout: 60_000,
 } as const
 
+/** What a sync does with a file both sides changed: its own merge rule, the newer side whole, or nothing (a person decides). */
+export const syncStrategySchema = z.enum(['merge', 'lww', 'manual'])
+export type SyncStrategy = z.output<typeof syncStrategySchema>
+
 export const syncSettingsSchema = z.looseObject({
   enabled: z.boolean().default(SYNC_SETTINGS_DEFAULTS.enabled),
   autoSync: z.boolean().default(SYNC_SETTINGS_DEFAULTS.autoSync),
@@ -33,6 +37,8 @@ export const syncSettingsSchema = z.looseObject({
   lockTimeout: z.number().int().min(0).default(SYNC_SETTINGS_DEFAULTS.lockTimeout),
   /** Milliseconds to wait for the server's answer to one request. */
   requestTimeout: z.number().int().min(100).default(SYNC_SETTINGS_DEFAULTS.requestTimeout),
+  /** Per path pattern (glob, relative to .memory/; the first that matches wins), what a sync does when both sides changed a file. */
+  strategies: z.record(z.string().min(1), syncStrategySchema).optional(),
 })
 export type SyncSettings = z.output<typeof syncSettingsSchema>
 

@@ -1,7 +1,7 @@
 import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
-import {mergeFileText} from '../merge/index.js'
+import {mergeByStrategy, strategyFor} from '../merge/index.js'
 import {MemoryClient, StalePushError, type StatusResponse} from '../protocol/client.js'
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
@@ -288,16 +288,20 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
         if (!remote || localContent === null) break
         const baseText = await verifiedBase(root, state, path)
-        const merge = mergeFileText(path, baseText, localContent, remote.content)
+        const strategy = strategyFor(path, options.settings.strategies)
+        const modified = local.get(path)?.mtimeMs
+        const merge = mergeByStrategy(path, baseText, localContent, remote.content, strategy, {local: modified === undefined ? undefined : new Date(modified).toISOString(), remote: remote.entry.updatedAt})
+        const rule = merge.strategy === 'merge' ? merge.rule : merge.strategy
         if (merge.backup !== null) {
           const saved = await saveBackup(root, path, merge.backup)
           result.backups.push({path, backup: saved.path})
-          await appendAudit(root, {at: now().toISOString(), type: 'backup', path, backup: saved.path, rule: merge.rule})
+          await appendAudit(root, {at: now().toISOString(), type: 'backup', path, backup: saved.path, rule})
         }
         for (const conflict of merge.conflicts) {
-          const reason = `${conflict.kind} conflict at ${conflict.at}: ${conflict.winner} kept`
-          result.conflicts.push({path, rule: merge.rule, reason})
-          await appendAudit(root, {at: now().toISOString(), type: 'conflict', path, rule: merge.rule, reason})
+          const reason = conflict.kind === 'manual' ? 'both sides changed it and its strategy is manual: the server’s version is in the file, the local one in the backup' : `${conflict.kind} conflict at ${conflict.at}: ${conflict.winner} kept`
+          result.conflicts.push({path, rule, reason})
+          // The server's version that lost to a newer local one (lww) is kept here, in the audit log.
+          await appendAudit(root, {at: now().toISOString(), type: 'conflict', path, rule, reason, ...(merge.lost === undefined ? {} : {lost: merge.lost})})
         }
         if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
         if (merge.merged !== localContent) await writeMemoryFile(root, path, merge.merged)

@@ -4,7 +4,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
 import {ConflictLeftError, ExitCode, JarvisError, UnreachableError} from '../../src/errors.js'
 import {MemoryClient} from '../../src/protocol/client.js'
-import {readConfig, SYNC_RUNNING_FILE, withTreeLock} from '../../src/store/index.js'
+import {readConfig, SYNC_RUNNING_FILE, withTreeLock, writeConfig} from '../../src/store/index.js'
 import {runSync} from '../../src/sync/run.js'
 import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
 
@@ -309,6 +309,34 @@ describe('jarvis sync against a real jarvis serve', () => {
     const b = await client('gemini')
     await b.sync()
     expect(await b.read('notes.md')).toBe('# notes\nr3\nr2\nr1\nr0\n')
+  })
+
+  it('per-path strategies: manual leaves even a clean merge to a person; lww keeps the newer side and audits the other', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    const doc = '# Doc\n\n- one\n- two\n- three\n'
+    await a.write('decisions/db.md', doc)
+    await a.write('ops/deploy.log.md', doc)
+    await a.sync()
+    await b.sync()
+    const config = await readConfig(b.root)
+    await writeConfig(b.root, {...config, sync: {...config.sync, strategies: {'decisions/**': 'manual', '**/*.log.md': 'lww'}}})
+    // Edits that would merge cleanly, on both paths; B's are the newer.
+    for (const path of ['decisions/db.md', 'ops/deploy.log.md']) await a.write(path, doc.replace('- one', '- one (A)'))
+    await a.sync()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    for (const path of ['decisions/db.md', 'ops/deploy.log.md']) await b.write(path, doc.replace('- three', '- three (B)'))
+    const result = await b.sync()
+
+    expect(await b.read('decisions/db.md')).toBe(doc.replace('- one', '- one (A)'))
+    expect(result.backups.map((x) => x.path)).toEqual(['decisions/db.md'])
+    expect(await b.read('decisions/db.local.bak')).toBe(doc.replace('- three', '- three (B)'))
+
+    expect(await b.read('ops/deploy.log.md')).toBe(doc.replace('- three', '- three (B)'))
+    const audit = (await readFile(join(b.root, '.nexus', 'audit.jsonl'), 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line))
+    expect(audit.find((entry) => entry.type === 'conflict' && entry.path === 'ops/deploy.log.md')).toMatchObject({rule: 'lww', lost: doc.replace('- one', '- one (A)')})
+    await a.sync()
+    expect(await a.read('ops/deploy.log.md')).toBe(doc.replace('- three', '- three (B)'))
   })
 
   it('a merge retried after a 409 is reported once', async () => {
