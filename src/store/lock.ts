@@ -9,7 +9,8 @@
  *   `lockIno`/`lockBirthtimeMs` tie the record to that one lock directory, so a record left behind by an older
  *   lock is never mistaken for the current holder.
  * - A holder on this host whose pid is gone (kill -9, crash, power loss) is recovered at once, without waiting
- *   for the stale window: under a short second lock (`.nexus/lock-reclaim`, so two waiters never both reclaim)
+ *   for the stale window, and so is a lock directory more than 2 s old that no record describes (its creator
+ *   was killed before it could write one): under a short second lock (`.nexus/lock-reclaim`, so two waiters never both reclaim)
  *   the record and the directory are checked again and removed, and the lock is taken normally.
  * - Waiting: retried every 25–75 ms until `timeoutMs`, then LockedError (exit 6) naming the holder and since when.
  * - If the lock is lost while held (its directory removed, or the refresh could not run for 10 s — a suspended
@@ -137,10 +138,28 @@ function isDeadHere(owner: LockOwner): boolean {
   return owner.host === hostname() && owner.pid !== process.pid && !pidAlive(owner.pid)
 }
 
-/** Removes the lock of a holder on this host whose pid is dead. True when it did (or the lock vanished). */
+/**
+ * A holder writes its record within milliseconds of creating the lock directory: a directory older than this with
+ * no record of its own was left by a process killed in between, and is taken over without waiting the stale window.
+ */
+const OWNERLESS_GRACE_MS = 2000
+
+/** The lock directory's birth, when the filesystem records one (0 otherwise). */
+async function lockBirth(key: string): Promise<{ino: number; birthtimeMs: number} | null> {
+  try {
+    const info = await stat(join(key, LOCK_DIR))
+    return {ino: info.ino, birthtimeMs: info.birthtimeMs}
+  } catch {
+    return null
+  }
+}
+
+/** Removes the lock of a holder on this host whose pid is dead, or a lock nobody recorded. True when it did. */
 async function reclaimIfDead(key: string): Promise<boolean> {
   const owner = await currentOwner(key)
-  if (!owner || !isDeadHere(owner)) return false
+  const born = owner ? null : await lockBirth(key)
+  const ownerless = born !== null && born.birthtimeMs > 0 && Date.now() - born.birthtimeMs > OWNERLESS_GRACE_MS
+  if (!ownerless && (!owner || !isDeadHere(owner))) return false
   let release: (() => Promise<void>) | undefined
   try {
     release = await lockfile.lock(join(key, LOCK_RECLAIM_DIR), {
@@ -157,16 +176,18 @@ async function reclaimIfDead(key: string): Promise<boolean> {
   try {
     // Check again under the reclaim lock: another waiter may have reclaimed and re-taken it meanwhile.
     const again = await currentOwner(key)
-    if (!again || !sameOwner(again, owner) || !isDeadHere(again)) return false
-    // Record first, directory second: a crash in between leaves an ownerless lock (stale in 10 s), never a
-    // record that could be matched against somebody else's lock.
+    const bornAgain = owner ? null : await lockBirth(key)
+    if (owner ? !again || !sameOwner(again, owner) || !isDeadHere(again) : again !== null || bornAgain?.ino !== born?.ino || bornAgain?.birthtimeMs !== born?.birthtimeMs) return false
+    // Record first, directory second: a crash in between leaves an ownerless lock (taken over after
+    // OWNERLESS_GRACE_MS), never a record that could be matched against somebody else's lock.
     await rm(join(key, LOCK_OWNER_FILE), {force: true})
     try {
       await rmdir(join(key, LOCK_DIR))
     } catch (error) {
       if (errorCode(error) !== 'ENOENT') throw error
     }
-    debug('recovered the lock of dead process %d (held since %s)', owner.pid, owner.since)
+    if (owner) debug('recovered the lock of dead process %d (held since %s)', owner.pid, owner.since)
+    else debug('recovered a lock whose holder died before recording itself')
     return true
   } finally {
     await release().catch(() => {})

@@ -79,6 +79,18 @@ describe('withTreeLock (one process)', () => {
     await withTreeLock(root, {timeoutMs: 500}, async () => {})
   })
 
+  it('takes over, without the stale window, a lock whose creator was killed before it recorded itself', async () => {
+    const root = await tempTree()
+    const {mkdir} = await import('node:fs/promises')
+    await mkdir(lockDir(root)) // what a holder killed right after creating the lock leaves: the directory, no record
+    // Fresh, it may be a live holder about to write its record: waited for.
+    await expect(withTreeLock(root, {timeoutMs: 200}, async () => {})).rejects.toBeInstanceOf(LockedError)
+    await new Promise((resolve) => setTimeout(resolve, 2100))
+    // Older than any record would take, yet far from stale (10 s): taken over now, well inside a 1 s wait.
+    await withTreeLock(root, {timeoutMs: 1000}, async () => {})
+    expect(await isTreeLockHeld(root)).toBe(false)
+  })
+
   it('fails safely instead of crashing when the lock is lost while held', async () => {
     const root = await tempTree()
     const outcome = withTreeLock(root, {timeoutMs: 0}, async (lock) => {
