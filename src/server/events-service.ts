@@ -35,7 +35,7 @@ import {
   type StoredMemoryEvent,
 } from '../schemas/index.js'
 import {HttpError} from './http-error.js'
-import type {AppendEventRequest, CleanupQuery, EventRecord, EventStorage, NewEvent, ScopeFilter} from './storage/types.js'
+import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, NewEvent, ScopeFilter} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:events')
 
@@ -277,6 +277,7 @@ export class EventService {
     switch (outcome.status) {
       case 'duplicate':
       case 'key_reused':
+      case 'deleted':
         return this.duplicateAnswer(outcome)
       case 'supersedes_missing':
         throw badRequest('body/supersedes', `names ${JSON.stringify(event.supersedes)}, which is no event ${agentId} can see`)
@@ -295,7 +296,9 @@ export class EventService {
     return {event_id: outcome.event.event_id, status: 'created', warnings}
   }
 
-  private duplicateAnswer(found: {status: 'duplicate' | 'key_reused'; event: EventRecord}): AppendResponse {
+  private duplicateAnswer(found: EarlierAppend): AppendResponse {
+    // A late retry of an event a cleanup deleted: the same event, already decided about; not stored again.
+    if (found.status === 'deleted') return {event_id: found.event_id, status: 'duplicate', warnings: [`${found.event_id} was stored before and deleted by a cleanup at ${found.deleted_at}; it is not stored again`]}
     if (found.status === 'key_reused') {
       throw new HttpError(
         422,

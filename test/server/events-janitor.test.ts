@@ -197,6 +197,23 @@ describe('POST /v1/memory/cleanup', () => {
     expect(after.body.candidates.map((c: any) => c.event_id)).toEqual([expiredOlder])
   })
 
+  it('remembers what it deleted: a late retry of a deleted event is a duplicate, not stored again', async () => {
+    const j = await janitor()
+    const body = {run_id: 'run-late', scope: 'global', kind: 'todo', dedupe_key: 'todo:late', confidence: 'high', content_md: 'A todo that expires.', source: {system: 'cli'}, ttl_days: 1}
+    const first = await j.call('claude', 'POST', '/v1/memory/append', body)
+    expect(first.body.status).toBe('created')
+    j.clock.now = T0 + 40 * DAY
+    const removed = await j.call('claude', 'POST', '/v1/memory/cleanup', {older_than_days: 30, dry_run: false, event_ids: [first.body.event_id]})
+    expect(removed.body.deleted).toEqual([first.body.event_id])
+    // The agent's retry of that append arrives late (an outbox, a slow network): answered, never stored again.
+    const retry = await j.call('claude', 'POST', '/v1/memory/append', body)
+    expect(retry.status).toBe(200)
+    expect(retry.body).toMatchObject({event_id: first.body.event_id, status: 'duplicate', warnings: [expect.stringContaining('deleted by a cleanup')]})
+    const left = await j.call('claude', 'GET', '/v1/memory/events?limit=500&include_deprecated=true')
+    expect(left.body.events.map((e: any) => e.event_id)).not.toContain(first.body.event_id)
+    expect(left.body.total).toBe(0)
+  })
+
   it('refuses bad cleanup requests naming the field', async () => {
     const j = await janitor()
     const cases: [unknown, string][] = [

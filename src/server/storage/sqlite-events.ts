@@ -28,6 +28,7 @@ import type {
   CleanupQuery,
   ConsolidationApplied,
   ConsolidationChanges,
+  EarlierAppend,
   EventQuery,
   EventQueryResult,
   EventRecord,
@@ -37,6 +38,15 @@ import type {
   ScopeFilter,
   SnapshotRows,
 } from './types.js'
+
+export const DELETED_EVENTS_MIGRATION_SQL = `
+  CREATE TABLE deleted_events (
+    identity TEXT PRIMARY KEY,
+    idempotency_key TEXT UNIQUE,
+    event_id TEXT NOT NULL,
+    deleted_at TEXT NOT NULL
+  ) WITHOUT ROWID;
+`
 
 export const EVENTS_MIGRATION_SQL = `
   CREATE TABLE memory_events (
@@ -251,6 +261,9 @@ export class SqliteEventLog {
         'UPDATE memory_events SET content_md = ?, content_hash = ?, run_id = ?, source = ?, masked = 1, scanned = 1 WHERE event_id = ? AND content_hash = ?',
       ),
       remove: db.prepare<[number]>('DELETE FROM memory_events WHERE seq = ?'),
+      rememberDeleted: db.prepare<[string, string | null, string, string]>('INSERT OR REPLACE INTO deleted_events (identity, idempotency_key, event_id, deleted_at) VALUES (?, ?, ?, ?)'),
+      deletedByIdentity: db.prepare<[string], {event_id: string; deleted_at: string}>('SELECT event_id, deleted_at FROM deleted_events WHERE identity = ?'),
+      deletedByKey: db.prepare<[string], {event_id: string; deleted_at: string; identity: string}>('SELECT event_id, deleted_at, identity FROM deleted_events WHERE idempotency_key = ?'),
       count: db.prepare<[], {n: number}>('SELECT COUNT(*) AS n FROM memory_events'),
     }
   }
@@ -305,13 +318,16 @@ export class SqliteEventLog {
     else this.s.setPin.run(scope, key, newest.seq)
   }
 
-  findDuplicateSync(identity: string, idempotencyKey?: string): {status: 'duplicate' | 'key_reused'; event: EventRecord} | null {
+  findDuplicateSync(identity: string, idempotencyKey?: string): EarlierAppend | null {
     if (idempotencyKey !== undefined) {
       const row = this.s.byIdempotencyKey.get(idempotencyKey)
       if (row !== undefined) return {status: row.identity === identity ? 'duplicate' : 'key_reused', event: toRecord(row)}
     }
     const row = this.s.byIdentity.get(identity)
-    return row === undefined ? null : {status: 'duplicate', event: toRecord(row)}
+    if (row !== undefined) return {status: 'duplicate', event: toRecord(row)}
+    // Deleted by a cleanup since: a late retry of it must not bring it back.
+    const gone = (idempotencyKey === undefined ? undefined : this.s.deletedByKey.get(idempotencyKey)) ?? this.s.deletedByIdentity.get(identity)
+    return gone === undefined ? null : {status: 'deleted', event_id: gone.event_id, deleted_at: gone.deleted_at}
   }
 
   /** Appends one event, durably, in a transaction of its own or (group commit) shared with others. */
@@ -530,6 +546,7 @@ export class SqliteEventLog {
         const outcome = this.appendOne(request)
         if (outcome.status === 'created') applied.resolutions.set(key, {event_id: outcome.event.event_id, created: true})
         else if (outcome.status === 'duplicate' || outcome.status === 'key_reused') applied.resolutions.set(key, {event_id: outcome.event.event_id, created: false})
+        else if (outcome.status === 'deleted') applied.resolutions.set(key, {event_id: outcome.event_id, created: false})
       }
       for (const mask of changes.masks) {
         const row = this.s.byId.get(mask.event_id)
@@ -569,6 +586,7 @@ export class SqliteEventLog {
         if (row === undefined) continue
         this.s.remove.run(row.seq)
         this.s.ftsDelete.run(row.seq)
+        this.s.rememberDeleted.run(row.identity, row.idempotency_key, row.event_id, new Date().toISOString())
         const pin = this.s.pin.get(row.scope, row.dedupe_key)
         if (pin !== undefined && pin.event_seq === row.seq) this.repin(row.scope, row.dedupe_key)
         deleted.push(id)

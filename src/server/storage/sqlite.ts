@@ -16,7 +16,7 @@ import Database from 'better-sqlite3'
 
 import {JarvisError, ExitCode} from '../../errors.js'
 import {hashText} from '../../store/hash.js'
-import {EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
+import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 import type {
   AppendEventOutcome,
@@ -29,6 +29,7 @@ import type {
   CommitResult,
   ConsolidationApplied,
   ConsolidationChanges,
+  EarlierAppend,
   EventQuery,
   EventQueryResult,
   EventRecord,
@@ -84,6 +85,11 @@ const MIGRATIONS: readonly Migration[] = [
     version: 2,
     description: 'shared event log: memory_events, memory_pins, memory_events_fts (FTS5)',
     sql: EVENTS_MIGRATION_SQL,
+  },
+  {
+    version: 3,
+    description: 'identities and idempotency keys of events a cleanup deleted, so a late retry is not stored again',
+    sql: DELETED_EVENTS_MIGRATION_SQL,
   },
 ]
 
@@ -362,7 +368,7 @@ export class SqliteStorage implements ServerStorage {
 
   // The event log (docs/event-log.md); the SQL lives in sqlite-events.ts.
 
-  async findDuplicate(identity: string, idempotencyKey?: string): Promise<{status: 'duplicate' | 'key_reused'; event: EventRecord} | null> {
+  async findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
     return this.events.findDuplicateSync(identity, idempotencyKey)
   }
 

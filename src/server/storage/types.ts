@@ -193,8 +193,20 @@ export type AppendEventOutcome =
   | {status: 'duplicate'; event: EventRecord}
   /** The idempotency key was used for a different event: nothing was written. */
   | {status: 'key_reused'; event: EventRecord}
+  /** Stored before and since deleted by a cleanup: a late retry, nothing was written. */
+  | DeletedDuplicate
   /** `supersedes` names no event the writer can see: nothing was written. */
   | {status: 'supersedes_missing'}
+
+/** An event a cleanup deleted: its identity and idempotency key are remembered, so a late retry is not stored again. */
+export interface DeletedDuplicate {
+  status: 'deleted'
+  event_id: string
+  deleted_at: string
+}
+
+/** What an append finds of an earlier one: the same event stored, its key used for another, or it deleted since. */
+export type EarlierAppend = {status: 'duplicate' | 'key_reused'; event: EventRecord} | DeletedDuplicate
 
 export interface EventQuery {
   /** Scopes the caller may read (always applied). */
@@ -282,7 +294,7 @@ export interface CleanupCandidate extends EventRecord {
 /** Event-log operations. Like MemoryStorage, async so that a networked backend fits. */
 export interface EventStorage {
   /** Looks up an earlier append of the same event (by idempotency key first, then identity) without writing. */
-  findDuplicate(identity: string, idempotencyKey?: string): Promise<{status: 'duplicate' | 'key_reused'; event: EventRecord} | null>
+  findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null>
   /**
    * Appends one event in ONE transaction: duplicate check, `supersedes` check (the target must exist and be
    * visible; it becomes deprecated), the insert, the pin of its scope and dedupe_key, the text index.
