@@ -32,7 +32,6 @@ import type {
   EarlierAppend,
   EventQuery,
   EventQueryResult,
-  EventRecord,
   FileMeta,
   FileRecord,
   ImportedEvent,
