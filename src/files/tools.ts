@@ -2,10 +2,12 @@
  * The memory-file tools of seed 004 §6: ls, read, write, edit, grep, delete. Every call goes through the store
  * (path guard, atomic writes) and holds the tree lock; every write is scanned for secrets and personal data first.
  */
+import {join} from 'node:path'
+
 import {assertNoSensitive} from '../events/index.js'
 import {BadInputError, ConflictLeftError, SecretRefusedError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
-import {hashText, readBase, readMemoryFile, readNexusFile, readSyncState, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile, deleteMemoryFile, formatJson} from '../store/index.js'
+import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readStatCache, readSyncState, readTextIfExists, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
@@ -80,7 +82,8 @@ export async function assertClean(path: string, text: string): Promise<void> {
 }
 
 async function markdownFiles(root: string, prefix: string) {
-  const scanned = await scanMemory(root)
+  // The stat cache spares hashing files that did not change since the last scan.
+  const scanned = await scanMemory(root, await readStatCache(root))
   return [...scanned].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
 }
 
@@ -95,11 +98,13 @@ export async function listFiles(root: string, prefix?: string, limit?: number): 
   const checkedPrefix = checkPrefix(prefix)
   const max = checkLimit(limit, DEFAULT_LIST_LIMIT)
   return withTreeLock(root, lockOptions('ls'), async () => {
-    const listed: ListedFile[] = []
-    for (const [path, stat] of (await markdownFiles(root, checkedPrefix)).slice(0, max)) {
+    const files = (await markdownFiles(root, checkedPrefix)).slice(0, max)
+    const listed: Array<ListedFile | null> = new Array(files.length).fill(null)
+    // The paths come from the scan, which never follows a symlink: read side by side, straight from .memory/.
+    await forEachConcurrently(files, LIST_CONCURRENCY, async ([path, stat], i) => {
       const entry: ListedFile = {path, tags: [], size: stat.size, updatedAt: new Date(stat.mtimeMs).toISOString()}
-      const text = await readMemoryFile(root, path)
-      if (text === null) continue // removed meanwhile
+      const text = await readTextIfExists(join(memoryDir(root), ...path.split('/')))
+      if (text === null) return // removed meanwhile
       try {
         const {frontMatter} = parseMemoryFile(path, text)
         if (typeof frontMatter.title === 'string') entry.title = frontMatter.title
@@ -107,11 +112,14 @@ export async function listFiles(root: string, prefix?: string, limit?: number): 
       } catch (error) {
         entry.problem = (error as Error).message
       }
-      listed.push(entry)
-    }
-    return listed
+      listed[i] = entry
+    })
+    return listed.filter((entry): entry is ListedFile => entry !== null)
   })
 }
+
+/** Files read at once by `memory ls`. */
+const LIST_CONCURRENCY = 32
 
 async function readParsed(root: string, path: string): Promise<MemoryFile> {
   const text = await readMemoryFile(root, path)

@@ -12,7 +12,7 @@ import createDebug from 'debug'
 import MiniSearch, {type AsPlainObject, type Options, type SearchResult as MiniResult} from 'minisearch'
 import {z} from 'zod'
 
-import {hashBytes, isIgnoredMemoryPath, memoryDir, readNexusFile, readTextIfExists, scanMemory, type StatCache, writeNexusFile} from '../store/index.js'
+import {forEachConcurrently, hashBytes, isIgnoredMemoryPath, memoryDir, readNexusFile, readTextIfExists, scanMemory, type StatCache, writeNexusFile} from '../store/index.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
 
 const debug = createDebug('jarvis:search')
@@ -104,14 +104,9 @@ export interface KeywordHit {
 async function readAll(root: string, paths: string[]): Promise<Array<string | null>> {
   const texts: Array<string | null> = new Array(paths.length).fill(null)
   const base = memoryDir(root)
-  let next = 0
-  const worker = async () => {
-    while (next < paths.length) {
-      const i = next++
-      texts[i] = await readTextIfExists(join(base, ...paths[i].split('/')))
-    }
-  }
-  await Promise.all(Array.from({length: Math.min(READ_CONCURRENCY, paths.length)}, worker))
+  await forEachConcurrently(paths, READ_CONCURRENCY, async (path, i) => {
+    texts[i] = await readTextIfExists(join(base, ...path.split('/')))
+  })
   return texts
 }
 

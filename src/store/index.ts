@@ -2,6 +2,7 @@
 export {appendLineDurable, fsyncDir, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
+export {forEachConcurrently} from './concurrency.js'
 export {backupPathFor, type BackupResult, filesOfBackup, findBackups, listBackups, saveBackup} from './backup.js'
 export {hashBytes, hashText} from './hash.js'
 export {GITIGNORE_LINE, gitignoreWithNexus, type InitOptions, type InitResult, initTree} from './init.js'

@@ -10,6 +10,7 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
+import {forEachConcurrently} from './concurrency.js'
 import {hashBytes} from './hash.js'
 import {realTreeRoot, resolveInside} from './inside.js'
 import {isBackupName, isTempName, TEMP_NAME} from './paths.js'
@@ -117,11 +118,7 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
     found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs}])
   }
   // Stat (and, on a cache miss, read) many files at once: a sequential await per file dominated a no-op sync.
-  let next = 0
-  const worker = async () => {
-    while (next < candidates.length) await examine(candidates[next++])
-  }
-  await Promise.all(Array.from({length: Math.min(SCAN_CONCURRENCY, candidates.length)}, worker))
+  await forEachConcurrently(candidates, SCAN_CONCURRENCY, examine)
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   debug('scan: %d files, %d hashes reused from the stat cache', found.length, reused)
   return new Map(found)

@@ -11,6 +11,7 @@ import {
   deleteMemoryFile,
   endSyncRun,
   findBackups,
+  forEachConcurrently,
   hashText,
   readBase,
   readMemoryFile,
@@ -440,14 +441,6 @@ async function* pushBatches(root: string, items: PushItem[], deletes: string[]):
     bytes += size
   }
   if (batch.length > 0 || deletes.length > 0) yield {files: batch, deletes}
-}
-
-async function forEachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++])
-  }
-  await Promise.all(Array.from({length: Math.min(limit, items.length)}, worker))
 }
 
 function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {
