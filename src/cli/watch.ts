@@ -5,7 +5,7 @@ import {isJarvisError} from '../errors.js'
 import {startWatch, type SyncInfo, type WatchEvent, type WatchStats} from '../sync/watch.js'
 import type {SyncResult} from '../sync/run.js'
 import {exitCodeOf} from './base-command.js'
-import {connect, openTree} from '../ops/index.js'
+import {assertSyncEnabled, connect, openTree} from '../ops/index.js'
 import {renderSync} from './render.js'
 import type {SyncOnceOptions} from '../ops/index.js'
 
@@ -60,6 +60,7 @@ export function nextSignal(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): {
 /** `jarvis sync --watch`: starts the watch on this tree, runs until a signal, stops cleanly, returns a summary. */
 export async function watchUntilSignal(options: WatchCommandOptions, output: WatchOutput = {}): Promise<WatchSummary> {
   const tree = await openTree(options.dir)
+  assertSyncEnabled(tree)
   const {client, identity} = await connect(tree, options)
   const signals = options.until ? {signal: options.until, dispose() {}} : nextSignal()
   const until = signals.signal

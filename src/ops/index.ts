@@ -30,7 +30,7 @@ export {
 } from './files.js'
 export type {CompactResult, DeleteResult, WriteResult} from '../files/index.js'
 export {agentPrompt, PROMPT_PLACEMENT, type PromptOptions, type PromptResult} from './prompt.js'
-export {syncOnce, type SyncOnceOptions, type SyncOnceResult} from './sync.js'
+export {assertSyncEnabled, syncOnce, type SyncOnceOptions, type SyncOnceResult} from './sync.js'
 export type {SyncResult} from '../sync/run.js'
 export {completeTask, readTaskResult, switchProject, type QueuedWrite, type SwitchProjectOptions, type TaskCompleteOptions, type TaskCompleteResult, type TaskFields} from './task.js'
 export {sessionList, sessionSync, type SessionListEntry, type SessionListResult, type SessionSyncResult} from './session.js'

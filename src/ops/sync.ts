@@ -1,9 +1,10 @@
+import {BadInputError} from '../errors.js'
 import {assertNoSensitive} from '../events/index.js'
 import {runReplicas} from '../replica/ops.js'
 import type {ReplicaReport} from '../replica/run.js'
 import {runSync, type SyncResult} from '../sync/run.js'
 import {withTreeLock} from '../store/index.js'
-import {connect, openTree} from './context.js'
+import {connect, openTree, type TreeContext} from './context.js'
 
 export interface SyncOnceOptions {
   dir?: string
@@ -24,6 +25,7 @@ export type SyncOnceResult = SyncResult & {replicas?: ReplicaReport[]}
  */
 export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult> {
   const tree = await openTree(options.dir)
+  assertSyncEnabled(tree)
   const {client} = await connect(tree, options)
   // A replica that fails (its directory unreadable, a secret refused) is reported, never a reason to stop the sync.
   const replicate = async () => (await runReplicas({dir: tree.root, dryRun: options.dryRun, force: options.force, screen: assertNoSensitive})).replicas
@@ -46,5 +48,12 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult
     })
   } finally {
     await client.close()
+  }
+}
+
+/** `sync.enabled: false` in `.nexus/config.json` switches syncing off for the tree: every door refuses, saying so. */
+export function assertSyncEnabled(tree: TreeContext): void {
+  if (tree.config.sync.enabled === false) {
+    throw new BadInputError(`sync is switched off for this tree (sync.enabled is false in .nexus/config.json): nothing was sent or fetched; set it to true to sync again`, {field: 'sync.enabled'})
   }
 }

@@ -8,6 +8,8 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {MemoryClient} from '../../src/protocol/client.js'
+import {readConfig, writeConfig} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
 import {cleanEnv} from './memory-helpers.js'
@@ -110,5 +112,19 @@ describe('jarvis status and jarvis resolve', () => {
     const human = await a.run(['status', '--offline'])
     expect(human.stdout).toContain('never synced: run jarvis sync')
     expect(human.stdout).toContain('No agent is wired to this memory: jarvis agents install')
+  })
+
+  it('sync.enabled false switches syncing off: sync and sync --watch refuse, saying where, and send nothing', async () => {
+    const a = await tree('claude')
+    await writeFile(join(a.root, '.memory', 'switched-off.md'), 'stays here\n')
+    const config = await readConfig(a.root)
+    await writeConfig(a.root, {...config, sync: {...config.sync, enabled: false}})
+    for (const args of [['sync'], ['sync', '--watch']]) {
+      const run = await a.run(args)
+      expect(run.code).toBe(2)
+      expect(run.stderr.replace(/\s*›\s*/g, ' ')).toContain('sync is switched off for this tree (sync.enabled is false in .nexus/config.json)')
+    }
+    const onServer = await new MemoryClient({server: server.url, token: TOKENS.claude}).status()
+    expect(Object.keys(onServer.files)).not.toContain('switched-off.md')
   })
 })
