@@ -99,8 +99,9 @@ function insideGitRepo(dir: string): boolean {
   }
 }
 
-async function wiringInput(context: Context, agent: HookAgent, scope: Scope): Promise<WiringInput> {
-  const {text: instructions} = await agentPrompt({dir: context.root, agent: agentIdOf(agent), bin: 'jarvis'})
+/** `withText: false` (status, which only looks for the block): the instruction text is not built. */
+async function wiringInput(context: Context, agent: HookAgent, scope: Scope, withText = true): Promise<WiringInput> {
+  const instructions = withText ? (await agentPrompt({dir: context.root, agent: agentIdOf(agent), bin: 'jarvis'})).text : ''
   return {agent, scope, root: context.root, home: context.home, codexHome: context.codexHome, jarvis: context.jarvis, gitRepo: context.gitRepo, instructions, openclawWorkspace: existsSync(join(context.home, '.openclaw', 'workspace', 'AGENTS.md'))}
 }
 
@@ -337,7 +338,7 @@ export async function agentsStatus(options: AgentsStatusOptions): Promise<Agents
       for (const scope of scopes) {
         // OpenClaw has one configuration: its project scope is the user's file.
         if (agent === 'openclaw' && scope === 'project') continue
-        const {changes} = wiringFor(await wiringInput(context, agent, scope))
+        const {changes} = wiringFor(await wiringInput(context, agent, scope, false))
         const scoped = await Promise.all(changes.map(async (change) => ({scope, what: describe(change), file: change.file, present: await present(change)})))
         const hooks = scoped.filter((item) => item.what.startsWith('hook '))
         const merged = [...scoped.filter((item) => !item.what.startsWith('hook ')), ...(hooks.length > 0 ? [{scope, what: `hooks (${hooks.filter((h) => h.present).length}/${hooks.length})`, file: hooks[0].file, present: hooks.some((h) => h.present)}] : [])]

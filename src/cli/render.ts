@@ -9,7 +9,8 @@ export function progressLine(done: number, total: number): void {
   process.stderr.write(`\rsyncing ${done}/${total}${done === total ? '\n' : ''}`)
 }
 
-function list(label: string, paths: string[]): string[] {
+/** `  <label> <n>:` and the first ten paths, one per line. */
+export function pathList(label: string, paths: string[]): string[] {
   if (paths.length === 0) return []
   const shown = paths.slice(0, 10).map((p) => `    ${p}`)
   if (paths.length > 10) shown.push(`    … and ${paths.length - 10} more`)
@@ -21,13 +22,13 @@ export function renderSync(result: SyncOnceResult): string {
   if (result.dryRun && result.plan) {
     const plan = result.plan
     const lines = [`dry run against ${result.server} (${result.mode} mode); nothing was changed`]
-    lines.push(...list('would push', plan.push), ...list('would pull', plan.pull), ...list('would merge', plan.merge))
-    lines.push(...list('would delete on the server', plan['delete-remote']), ...list('would delete here', plan['delete-local']))
+    lines.push(...pathList('would push', plan.push), ...pathList('would pull', plan.pull), ...pathList('would merge', plan.merge))
+    lines.push(...pathList('would delete on the server', plan['delete-remote']), ...pathList('would delete here', plan['delete-local']))
     if (lines.length === 1) lines.push('  already in sync')
     return lines.join('\n')
   }
   const lines = [`synced with ${result.server}${result.mode === 'timestamp' ? ' (timestamp mode: the server has no revisions, decided against the recorded base)' : ''}`]
-  lines.push(...list('pushed', result.pushed), ...list('pulled', result.pulled), ...list('merged', result.merged), ...list('deleted', result.deleted))
+  lines.push(...pathList('pushed', result.pushed), ...pathList('pulled', result.pulled), ...pathList('merged', result.merged), ...pathList('deleted', result.deleted))
   for (const backup of result.backups) lines.push(`  conflict in ${backup.path}: the server's version won, yours is kept in ${backup.backup}`)
   if (result.outbox.sent > 0) lines.push(`  sent ${result.outbox.sent} queued write(s)`)
   if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting`)

@@ -1,12 +1,6 @@
 import type {ResolveResult} from '../status/resolve.js'
 import type {StatusResult} from '../status/ops.js'
-
-function list(label: string, paths: string[], limit = 10): string[] {
-  if (paths.length === 0) return []
-  const shown = paths.slice(0, limit).map((p) => `    ${p}`)
-  if (paths.length > limit) shown.push(`    … and ${paths.length - limit} more`)
-  return [`  ${label} (${paths.length}):`, ...shown]
-}
+import {pathList} from './render.js'
 
 /** The human `jarvis status`, most urgent first; `--json` prints the result itself. */
 export function renderStatus(status: StatusResult): string {
@@ -27,7 +21,7 @@ export function renderStatus(status: StatusResult): string {
   }
   const {added, modified, deleted} = status.changes
   if (added.length + modified.length + deleted.length > 0) {
-    lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...list('new', added), ...list('modified', modified), ...list('deleted', deleted))
+    lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...pathList('new', added), ...pathList('modified', modified), ...pathList('deleted', deleted))
   } else lines.push('', 'No local changes since the last sync.')
   if (status.outbox > 0) lines.push(`${status.outbox} write(s) made offline wait in the outbox; the next jarvis sync sends them.`)
   if (status.hookFailures.length > 0) {

@@ -20,7 +20,7 @@ import {
   type WorkerMemory,
   workerMemorySchema,
 } from '../schemas/index.js'
-import type {MemoryClient} from '../protocol/client.js'
+import {type MemoryClient, pulledText} from '../protocol/client.js'
 import {appendOutbox, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {connect, openTreeIfAny, type TreeContext} from './context.js'
 import {worthQueueing} from './events/common.js'
@@ -160,8 +160,7 @@ async function bringDownActiveProject(tree: TreeContext, client: MemoryClient): 
     const {files} = await client.pull([ACTIVE_PROJECT_FILE])
     const file = files[ACTIVE_PROJECT_FILE]
     if (!file || file.deleted) return
-    const text = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
-    await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: 'jarvis switch-project'}, () => writeMemoryFile(tree.root, ACTIVE_PROJECT_FILE, text))
+    await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: 'jarvis switch-project'}, () => writeMemoryFile(tree.root, ACTIVE_PROJECT_FILE, pulledText(file)))
   } catch (error) {
     debug('active_project.json left for the next sync: %s', (error as Error).message)
   }

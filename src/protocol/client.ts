@@ -16,6 +16,11 @@ const debug = createDebug('jarvis:protocol')
 
 export type StatusResponse = z.output<typeof statusResponseSchema>
 export type PullResponse = z.output<typeof pullResponseSchema>
+
+/** A pulled file's text: a seed-style server may send a `.json` file as a JSON value, which is written pretty-printed. */
+export function pulledText(file: PullResponse['files'][string]): string {
+  return typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
+}
 /**
  * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything
  * (the seed does not say), so the client reads only what it can use and asks `status` for the rest.

@@ -80,7 +80,7 @@ export async function filesOfBackup(root: string, backupRel: string): Promise<st
   const clean = checkRelativePath(backupRel)
   const slash = clean.lastIndexOf('/')
   const dirRel = slash === -1 ? '' : clean.slice(0, slash + 1)
-  const stem = clean.slice(slash + 1).replace(/\.local(?:\.\d+)?\.bak$/, '')
+  const stem = clean.slice(slash + 1).replace(BACKUP_NAME, '')
   let names: string[]
   try {
     names = await readdir(dirname(await resolveInside(memoryDir(root), clean)))

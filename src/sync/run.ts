@@ -2,7 +2,7 @@ import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
 import {mergeByStrategy, strategyFor} from '../merge/index.js'
-import {MemoryClient, StalePushError, type StatusResponse} from '../protocol/client.js'
+import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../protocol/client.js'
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
@@ -407,7 +407,7 @@ async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<str
   for (const path of paths) {
     const file = files[path]
     if (!file || file.deleted) continue
-    const content = typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
+    const content = pulledText(file)
     texts.set(path, {content, entry: {rev: file.rev, hash: file.hash ?? hashText(content), updatedAt: file.updatedAt}})
   }
   return texts

@@ -44,6 +44,23 @@ async function hooks(repo: string, ...extra: string[]) {
   return {run, env, result: env.result!}
 }
 
+/**
+ * The files on the server once the hook's background sync pushed `path` (a 20 s deadline, not a timed assertion),
+ * after that sync finished its bookkeeping (bases, audit line, lock), so the tree can be removed.
+ */
+async function backgroundSyncPushed(repo: string, client: MemoryClient, path: string): Promise<string[]> {
+  const end = Date.now() + 20_000
+  let files: Record<string, unknown> = {}
+  while (!(path in files) && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    files = (await client.status()).files
+  }
+  while (Date.now() < end && ((await isTreeLockHeld(repo)) || !(await readFile(join(repo, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')).includes('"type":"sync"'))) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return Object.keys(files)
+}
+
 const isExecutable = async (path: string) => ((await stat(path)).mode & 0o111) !== 0
 
 describe('jarvis hooks install', () => {
@@ -172,18 +189,7 @@ describe('jarvis hooks install', () => {
       expect(git(repo, 'add', '-A').status).toBe(0)
       const commit = gitWith({JARVIS_TOKEN: TOKENS.claude, XDG_CONFIG_HOME: join(repo, 'xdg')}, repo, 'commit', '-q', '-m', 'memory')
       expect(commit.status, commit.stderr).toBe(0)
-      // A deadline for the background sync, not a timed assertion.
-      const end = Date.now() + 20_000
-      let files: Record<string, unknown> = {}
-      while (!('from-hook.md' in files) && Date.now() < end) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        files = (await client.status()).files
-      }
-      expect(Object.keys(files)).toContain('from-hook.md')
-      // Let the background sync finish its bookkeeping (bases, audit line, lock) before the tree is removed.
-      while (Date.now() < end && ((await isTreeLockHeld(repo)) || !(await readFile(join(repo, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')).includes('"type":"sync"'))) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      expect(await backgroundSyncPushed(repo, client, 'from-hook.md')).toContain('from-hook.md')
     } finally {
       await client.close()
       await server.close()
@@ -230,16 +236,7 @@ describe('jarvis hooks install', () => {
       expect(git(repo, 'add', '-A').status).toBe(0)
       const env = {JARVIS_TOKEN: TOKENS.claude, XDG_CONFIG_HOME: join(repo, 'xdg'), PATH: `${bin}:${process.env.PATH}`}
       expect(gitWith(env, repo, 'commit', '-q', '-m', 'memory').status).toBe(0)
-      const end = Date.now() + 20_000 // a deadline for the background sync, not a timed assertion
-      let files: Record<string, unknown> = {}
-      while (!('after-move.md' in files) && Date.now() < end) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        files = (await client.status()).files
-      }
-      expect(Object.keys(files)).toContain('after-move.md')
-      while (Date.now() < end && ((await isTreeLockHeld(repo)) || !(await readFile(join(repo, '.nexus', 'audit.jsonl'), 'utf8').catch(() => '')).includes('"type":"sync"'))) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      expect(await backgroundSyncPushed(repo, client, 'after-move.md')).toContain('after-move.md')
     } finally {
       await client.close()
       await server.close()

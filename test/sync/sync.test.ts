@@ -27,6 +27,27 @@ afterEach(async () => {
   await removeAll(cleanup.splice(0))
 })
 
+/** `c`'s sync (as gemini) with `race` run once between its status and its first push: that push is stale. */
+async function syncRacing(c: TestClient, race: () => Promise<unknown>) {
+  class Interleaved extends MemoryClient {
+    private raced = false
+    async push(...args: Parameters<MemoryClient['push']>): ReturnType<MemoryClient['push']> {
+      if (!this.raced) {
+        this.raced = true
+        await race()
+      }
+      return super.push(...args)
+    }
+  }
+  const config = await readConfig(c.root)
+  const racing = new Interleaved({server: server.url, token: TOKENS.gemini})
+  try {
+    return await withTreeLock(c.root, {timeoutMs: 5000}, () => runSync({root: c.root, client: racing, settings: {...config.sync, retryDelay: 1}}))
+  } finally {
+    await racing.close()
+  }
+}
+
 const memo = (lines: string[]) => `${lines.join('\n')}\n`
 const base = memo(['# Project', '', '## Decisions', '- one', '- two', '', '## Notes', '- alpha', '- beta'])
 
@@ -241,20 +262,7 @@ describe('jarvis sync against a real jarvis serve', () => {
     await a.write('PROJECT_MEMORY.md', base.replace('- one\n', '- one\n- from A\n'))
     await b.write('PROJECT_MEMORY.md', base.replace('- beta\n', '- beta\n- from B\n'))
     // B reads the status, then A's push lands before B's: B's push is stale.
-    class Interleaved extends MemoryClient {
-      private raced = false
-      async push(...args: Parameters<MemoryClient['push']>) {
-        if (!this.raced) {
-          this.raced = true
-          await a.sync()
-        }
-        return super.push(...args)
-      }
-    }
-    const config = await readConfig(b.root)
-    const racing = new Interleaved({server: server.url, token: TOKENS.gemini})
-    const result = await withTreeLock(b.root, {timeoutMs: 5000}, () => runSync({root: b.root, client: racing, settings: {...config.sync, retryDelay: 1}}))
-    await racing.close()
+    const result = await syncRacing(b, () => a.sync())
     expect(result.attempts).toBe(2)
     await a.sync()
     for (const each of [a, b]) {
@@ -349,21 +357,10 @@ describe('jarvis sync against a real jarvis serve', () => {
     await a.write('PROJECT_MEMORY.md', base.replace('- one\n', '- one\n- from A\n'))
     await a.sync()
     await b.write('PROJECT_MEMORY.md', base.replace('- beta\n', '- beta\n- from B\n'))
-    class Interleaved extends MemoryClient {
-      private raced = false
-      async push(...args: Parameters<MemoryClient['push']>) {
-        if (!this.raced) {
-          this.raced = true
-          await a.write('PROJECT_MEMORY.md', (await a.read('PROJECT_MEMORY.md'))!.replace('- from A\n', '- from A\n- again from A\n'))
-          await a.sync()
-        }
-        return super.push(...args)
-      }
-    }
-    const config = await readConfig(b.root)
-    const racing = new Interleaved({server: server.url, token: TOKENS.gemini})
-    const result = await withTreeLock(b.root, {timeoutMs: 5000}, () => runSync({root: b.root, client: racing, settings: {...config.sync, retryDelay: 1}}))
-    await racing.close()
+    const result = await syncRacing(b, async () => {
+      await a.write('PROJECT_MEMORY.md', (await a.read('PROJECT_MEMORY.md'))!.replace('- from A\n', '- from A\n- again from A\n'))
+      await a.sync()
+    })
     expect(result.attempts).toBe(2)
     expect(result.merged).toEqual(['PROJECT_MEMORY.md'])
     expect(await b.read('PROJECT_MEMORY.md')).toContain('- again from A')

@@ -263,7 +263,7 @@ export class SqliteEventLog {
       remove: db.prepare<[number]>('DELETE FROM memory_events WHERE seq = ?'),
       rememberDeleted: db.prepare<[string, string | null, string, string]>('INSERT OR REPLACE INTO deleted_events (identity, idempotency_key, event_id, deleted_at) VALUES (?, ?, ?, ?)'),
       deletedByIdentity: db.prepare<[string], {event_id: string; deleted_at: string}>('SELECT event_id, deleted_at FROM deleted_events WHERE identity = ?'),
-      deletedByKey: db.prepare<[string], {event_id: string; deleted_at: string; identity: string}>('SELECT event_id, deleted_at, identity FROM deleted_events WHERE idempotency_key = ?'),
+      deletedByKey: db.prepare<[string], {event_id: string; deleted_at: string}>('SELECT event_id, deleted_at FROM deleted_events WHERE idempotency_key = ?'),
       count: db.prepare<[], {n: number}>('SELECT COUNT(*) AS n FROM memory_events'),
     }
   }
