@@ -18,6 +18,12 @@ export default tseslint.config(
     },
   },
   {
+    // Every start loads what the command imports: the ops barrel would load every operation (yaml, search, the
+    // session formats…) into `jarvis memory snapshot`. Commands and their helpers import the operation's module.
+    files: ['src/commands/**', 'src/cli/**'],
+    rules: {'no-restricted-imports': ['error', {patterns: [{group: ['**/ops/index.js'], message: "Import the operation's own module (ops/events/snapshot.js…): the barrel loads every operation at start-up."}]}]},
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {globals: {process: 'readonly', URL: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly'}},
   },

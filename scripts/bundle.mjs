@@ -6,11 +6,26 @@
  * node_modules. tsc's per-module output stays beside it for what is started by path (dist/hook/background-sync.js).
  */
 import {readdirSync} from 'node:fs'
+import {join, sep} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {build} from 'esbuild'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+/**
+ * zod's `z` namespace re-exports its 40-odd translations of error messages, so every bundle that uses zod would
+ * parse ~250 kB of locales at each start. jarvis speaks English only (and words its own messages): keep `en`.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(bundle) {
+    bundle.onResolve({filter: /\/locales\/index\.js$/}, ({importer, resolveDir}) =>
+      importer.includes(`${sep}node_modules${sep}zod${sep}`) ? {path: join(resolveDir, '..', 'locales', 'en.js'), namespace: 'zod-english-only'} : undefined,
+    )
+    bundle.onLoad({filter: /.*/, namespace: 'zod-english-only'}, ({path}) => ({contents: `export {default as en} from ${JSON.stringify(path)}`, loader: 'js', resolveDir: root}))
+  },
+}
+
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
 await build({
@@ -41,5 +56,6 @@ await build({
   ],
   // A bundled CommonJS dependency may call require(): give ES modules one.
   banner: {js: "import {createRequire as __jarvisCreateRequire} from 'node:module'; const require = __jarvisCreateRequire(import.meta.url);"},
+  plugins: [zodEnglishOnly],
   logLevel: 'warning',
 })

@@ -24,7 +24,9 @@ import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellLine} from '../invocation.js'
 import {readTextIfExists, writeFileAtomic} from '../store/index.js'
-import {agentPrompt, openTreeIfAny, userConfigDir} from '../ops/index.js'
+import {agentPrompt} from '../ops/prompt.js'
+import {openTreeIfAny} from '../ops/context.js'
+import {userConfigDir} from '../ops/identity.js'
 
 export const AGENTS_MANIFEST = 'agents.json'
 

@@ -1,18 +1,15 @@
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
-import {ExitCode, isJarvisError} from '../errors.js'
+import {isJarvisError} from '../errors.js'
+import {errorEnvelope, errorLines, exitCodeOf, hasOclifExit, isUsageError, type JsonEnvelope, successEnvelope} from './envelope.js'
+import type {CommandOutput} from './actions/output.js'
 
 export type JarvisFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof JarvisCommand)['baseFlags'] & T['flags']>
 export type JarvisArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
 
-/** The one envelope every command prints under `--json`. */
-export type JsonEnvelope<R> =
-  | {status: 0; result: R; warnings: string[]}
-  | {status: number; error: {code: string; name: string; message: string; data?: Record<string, unknown>}; warnings: string[]}
-
 /**
- * The base of every jarvis command: `--json` with one envelope, `--dir`, flags parsed once in `init()`,
- * and the single place where typed errors become the contract's exit codes.
+ * The base of every jarvis command under oclif: `--json` with one envelope, `--dir`, flags parsed once in
+ * `init()`, typed errors turned into the contract's exit codes (by cli/envelope.ts, shared with the fast door).
  */
 export abstract class JarvisCommand<T extends typeof Command> extends Command {
   static enableJsonFlag = true
@@ -49,17 +46,17 @@ export abstract class JarvisCommand<T extends typeof Command> extends Command {
     return input
   }
 
+  /** What an action (cli/actions/) prints through, the same whichever door runs it. */
+  protected get output(): CommandOutput {
+    return {json: this.jsonEnabled(), log: (text) => this.log(text), logToStderr: (text) => this.logToStderr(text), warn: (message) => this.warn(message)}
+  }
+
   protected toSuccessJson(result: unknown): JsonEnvelope<unknown> {
-    return {status: 0, result, warnings: this.warnings}
+    return successEnvelope(result, this.warnings)
   }
 
   protected toErrorJson(error: unknown): JsonEnvelope<never> {
-    const exit = exitCodeOf(error)
-    if (isJarvisError(error)) {
-      return {status: exit, error: {code: error.code, name: error.name, message: error.message, data: error.data}, warnings: this.warnings}
-    }
-    const message = error instanceof Error ? error.message : String(error)
-    return {status: exit, error: {code: exit === ExitCode.badInput ? 'USAGE' : 'FAILED', name: 'Error', message}, warnings: this.warnings}
+    return errorEnvelope(error, this.warnings)
   }
 
   protected async catch(error: Error & {exitCode?: number}): Promise<void> {
@@ -74,24 +71,6 @@ export abstract class JarvisCommand<T extends typeof Command> extends Command {
       if (isUsageError(error)) (error as {oclif?: {exit: number}}).oclif = {exit}
       throw error
     }
-    this.logToStderr(`jarvis: ${error.message}`)
-    if (!isJarvisError(error) && process.env.DEBUG && error.stack) this.logToStderr(error.stack)
+    for (const line of errorLines(error)) this.logToStderr(line)
   }
-}
-
-function hasOclifExit(error: unknown): error is {oclif: {exit: number}} {
-  return typeof error === 'object' && error !== null && 'oclif' in error && typeof (error as {oclif?: {exit?: unknown}}).oclif?.exit === 'number'
-}
-
-/** oclif's flag and argument errors; some of them (an option outside its list) carry no exit code at all. */
-function isUsageError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'parse' in error && 'showHelp' in error
-}
-
-/** The contract's exit code for anything a command may throw. */
-export function exitCodeOf(error: unknown): number {
-  if (isJarvisError(error)) return error.exit
-  if (isUsageError(error)) return ExitCode.badInput
-  if (hasOclifExit(error)) return error.oclif.exit
-  return ExitCode.failed
 }

@@ -1,4 +1,4 @@
-import type {CleanupCandidate} from '../ops/index.js'
+import type {CleanupCandidate} from '../ops/events/cleanup.js'
 
 /** A y/N question on the terminal, when there is one to ask on (stdin and stdout both TTYs); null otherwise. */
 export function terminalConfirm(): ((candidates: CleanupCandidate[]) => Promise<boolean>) | null {

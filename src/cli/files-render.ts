@@ -1,5 +1,6 @@
 /** Human output of the memory-file commands; `--json` prints their results instead. */
-import type {CompactResult, ContextMapResult, DeleteResult, GrepResult, LsResult, ReadResult, WriteResult} from '../ops/index.js'
+import type {CompactResult, DeleteResult, WriteResult} from '../files/index.js'
+import type {ContextMapResult, GrepResult, LsResult, ReadResult} from '../ops/files.js'
 
 export function renderLs(result: LsResult): string {
   if (result.files.length === 0) return result.prefix ? `no memory files under ${result.prefix}` : 'no memory files'

@@ -1,6 +1,11 @@
 /** Human output of the `jarvis memory` commands; `--json` prints their results instead. */
 import type {StoredMemoryEvent} from '../schemas/index.js'
-import {type AppendResult, type CleanupCandidate, type CleanupResult, type ConsolidateResult, formatAge, type ListResult, type MemorySearchResult, type SnapshotResult} from '../ops/index.js'
+import type {AppendResult} from '../ops/events/append.js'
+import type {CleanupCandidate, CleanupResult} from '../ops/events/cleanup.js'
+import type {ConsolidateResult} from '../ops/events/consolidate.js'
+import {formatAge, type SnapshotResult} from '../ops/events/snapshot.js'
+import type {ListResult} from '../ops/events/list.js'
+import type {MemorySearchResult} from '../ops/search.js'
 
 export function renderAppend(result: AppendResult): string {
   return result.events

@@ -1,4 +1,4 @@
-import type {SyncOnceResult} from '../ops/index.js'
+import type {SyncOnceResult} from '../ops/sync.js'
 import {renderReplicaReport} from './replica-render.js'
 
 const PROGRESS_THRESHOLD = 50

@@ -1,6 +1,6 @@
 /** Human output of `jarvis session`; `--json` prints the results instead. */
 import {PROVIDER_LABEL} from '../session/sync.js'
-import type {SessionListResult, SessionSyncResult} from '../ops/index.js'
+import type {SessionListResult, SessionSyncResult} from '../ops/session.js'
 
 /** The reader's warnings worth showing: the first ten, then how many more (all of them are in the result). */
 export function sessionWarnings(result: SessionSyncResult): string[] {

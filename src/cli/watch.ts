@@ -4,10 +4,11 @@ import createDebug from 'debug'
 import {isJarvisError} from '../errors.js'
 import {startWatch, type SyncInfo, type WatchEvent, type WatchStats} from '../sync/watch.js'
 import type {SyncResult} from '../sync/run.js'
-import {exitCodeOf} from './base-command.js'
-import {assertSyncEnabled, connect, openTree} from '../ops/index.js'
+import {exitCodeOf} from './envelope.js'
+import {assertSyncEnabled} from '../ops/sync.js'
+import {connect, openTree} from '../ops/context.js'
 import {renderSync} from './render.js'
-import type {SyncOnceOptions} from '../ops/index.js'
+import type {SyncOnceOptions} from '../ops/sync.js'
 
 const debug = createDebug('jarvis:watch')
 

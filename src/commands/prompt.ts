@@ -1,6 +1,6 @@
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
-import {agentPrompt, PROMPT_PLACEMENT, type PromptResult} from '../ops/index.js'
+import {agentPrompt, PROMPT_PLACEMENT, type PromptResult} from '../ops/prompt.js'
 
 export default class Prompt extends JarvisCommand<typeof Prompt> {
   static summary = 'Print the shared-memory instructions for an agent’s system prompt.'

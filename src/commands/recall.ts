@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
-import {recallMemory, type RecallResult} from '../ops/index.js'
+import {DEFAULT_RECALL_LIMIT, run} from '../cli/actions/recall.js'
+import type {RecallResult} from '../ops/recall.js'
 
 export default class Recall extends JarvisCommand<typeof Recall> {
   static summary = 'Print the [MEMORY CONTEXT] block of the memory files that best match a query.'
@@ -11,16 +12,13 @@ export default class Recall extends JarvisCommand<typeof Recall> {
   static args = {query: Args.string({description: 'What the agent is about to work on.', required: true})}
 
   static flags = {
-    limit: Flags.integer({description: 'At most this many files (1–10).', default: 3, min: 1, max: 10}),
+    limit: Flags.integer({description: 'At most this many files (1–10).', default: DEFAULT_RECALL_LIMIT, min: 1, max: 10}),
     tag: Flags.string({description: 'Only files with this tag (repeatable: every tag given).', multiple: true}),
     prefix: Flags.string({description: 'Only files under this path of .memory/ (episodes/, projects/x/).'}),
     since: Flags.string({description: 'Only files dated from then on: 2026-02-01, or a duration back from now (7d, 2w).'}),
   }
 
   async run(): Promise<RecallResult> {
-    const result = await recallMemory({dir: this.flags.dir, query: this.args.query, limit: this.flags.limit, tags: this.flags.tag, prefix: this.flags.prefix, since: this.flags.since})
-    this.log(result.block)
-    if (result.note && !this.jsonEnabled()) this.logToStderr(`jarvis: ${result.note}`)
-    return result
+    return run({flags: this.flags, args: this.args}, this.output)
   }
 }

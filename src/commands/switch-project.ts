@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
-import {switchProject} from '../ops/index.js'
+import {switchProject} from '../ops/task.js'
 import type {ActiveProject} from '../schemas/index.js'
 
 export default class SwitchProject extends JarvisCommand<typeof SwitchProject> {

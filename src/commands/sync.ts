@@ -2,9 +2,8 @@ import {Flags, ux} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
-import {progressLine, renderSync} from '../cli/render.js'
-import {ConflictLeftError} from '../errors.js'
-import {syncOnce, type SyncOnceResult} from '../ops/index.js'
+import {run} from '../cli/actions/sync.js'
+import type {SyncOnceResult} from '../ops/sync.js'
 import type {WatchSummary} from '../cli/watch.js'
 
 export default class Sync extends JarvisCommand<typeof Sync> {
@@ -40,19 +39,7 @@ export default class Sync extends JarvisCommand<typeof Sync> {
       })
       return watchUntilSignal({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent}, output)
     }
-    const result = await syncOnce({
-      dir: this.flags.dir,
-      server: this.flags.server,
-      agent: this.flags.agent,
-      dryRun: this.flags['dry-run'],
-      force: this.flags.force,
-      onProgress: !this.flags.quiet && !this.jsonEnabled() && process.stderr.isTTY ? progressLine : undefined,
-    })
-    if (!this.flags.quiet) this.log(renderSync(result))
-    // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
-    if (result.backups.length > 0) throw new ConflictLeftError(conflictsLeft(result), {result})
-    if (result.waiting.length > 0 && !this.flags.quiet) this.warn(`${result.waiting.length} earlier conflict(s) still wait for you: ${result.waiting.map((b) => `.memory/${b}`).join(', ')}; see jarvis status, decide with jarvis resolve <file> --keep server|local`)
-    return result
+    return run({flags: this.flags}, this.output)
   }
 
   /** `--watch --json` is JSON Lines: the final summary is one line too. */
@@ -60,9 +47,4 @@ export default class Sync extends JarvisCommand<typeof Sync> {
     if (this.flags?.watch) ux.stdout(JSON.stringify(json))
     else super.logJson(json)
   }
-}
-
-function conflictsLeft(result: SyncOnceResult): string {
-  const each = result.backups.map((b) => `  ${b.path}: the server's version is in the file, yours in .memory/${b.backup}`)
-  return [`the sync finished, and ${result.backups.length} conflict(s) wait for you:`, ...each, 'decide each one: jarvis resolve <file> --keep server (drop your version) or --keep local (your version back, pushed by the next sync)'].join('\n')
 }

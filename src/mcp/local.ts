@@ -4,21 +4,15 @@
  * keeping warm: the search index (a file watcher tells it what changed, see watch.ts) and the texts the agent has
  * read (the base of a later write's three-way merge).
  */
-import {
-  agentPrompt,
-  appendMemory,
-  completeTask,
-  memoryEdit,
-  memoryGrep,
-  memoryLs,
-  memoryRead,
-  memoryWrite,
-  openTreeIfAny,
-  readSnapshot,
-  recallMemory,
-  searchMemory,
-  syncOnce,
-} from '../ops/index.js'
+import {agentPrompt} from '../ops/prompt.js'
+import {appendMemory} from '../ops/events/append.js'
+import {completeTask} from '../ops/task.js'
+import {memoryEdit, memoryGrep, memoryLs, memoryRead, memoryWrite} from '../ops/files.js'
+import {openTreeIfAny} from '../ops/context.js'
+import {readSnapshot} from '../ops/events/snapshot.js'
+import {recallMemory} from '../ops/recall.js'
+import {searchMemory} from '../ops/search.js'
+import {syncOnce} from '../ops/sync.js'
 import {hashText} from '../store/index.js'
 import {type McpBackend, ReadTexts} from './backend.js'
 import {eventOf} from './events.js'

@@ -6,7 +6,8 @@
 import {agentsStatus, type AgentStatus} from '../agents/ops.js'
 import {HOOK_AGENTS} from '../hook/events.js'
 import {type HookLogEntry, readHookFailures} from '../hook/index.js'
-import {openTree, readUserConfig, resolveIdentity} from '../ops/index.js'
+import {openTree} from '../ops/context.js'
+import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient} from '../protocol/client.js'
 import {readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
 

@@ -7,7 +7,7 @@
 import {basename} from 'node:path'
 
 import {BadInputError} from '../errors.js'
-import {openTree} from '../ops/index.js'
+import {openTree} from '../ops/context.js'
 import {
   appendAudit,
   checkRelativePath,

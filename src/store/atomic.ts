@@ -53,6 +53,12 @@ export interface WriteAtomicOptions {
    * is checked before use: base copies (verified against the hash in sync-state) and the stat cache.
    */
   durable?: boolean
+  /**
+   * Leave the directory fsync to the caller, who adds the directory here and calls `fsyncDirs` on the set once
+   * for many files — before anything records the new file as written (a pull of N files in a few folders then
+   * costs N file fsyncs and a few directory fsyncs, not 2N). The file's own data is still fsynced before the rename.
+   */
+  syncDirLater?: Set<string>
 }
 
 /**
@@ -86,7 +92,14 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     await rm(temp, {force: true}).catch(() => {})
     throw error
   }
-  if (options.durable !== false) await fsyncDir(dir)
+  if (options.durable === false) return
+  if (options.syncDirLater) options.syncDirLater.add(dir)
+  else await fsyncDir(dir)
+}
+
+/** fsyncs each directory once (see `syncDirLater`). */
+export async function fsyncDirs(dirs: Iterable<string>): Promise<void> {
+  await Promise.all([...new Set(dirs)].map((dir) => fsyncDir(dir)))
 }
 
 /** The text of `path`, or null when it (or a parent directory) does not exist. */

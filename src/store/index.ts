@@ -1,5 +1,5 @@
 /** store/: the only code that touches `.memory/` and `.nexus/` (docs/architecture.md, docs/store-format.md). */
-export {appendLineDurable, fsyncDir, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
+export {appendLineDurable, fsyncDir, fsyncDirs, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'

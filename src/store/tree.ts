@@ -135,10 +135,13 @@ export async function readMemoryFile(root: string, rel: string): Promise<string 
   }
 }
 
-/** Writes a memory file atomically (creating parent directories). The path is checked (PathRefusedError). */
-export async function writeMemoryFile(root: string, rel: string, content: string | Uint8Array): Promise<void> {
+/**
+ * Writes a memory file atomically (creating parent directories). The path is checked (PathRefusedError).
+ * `syncDirLater`: see writeFileAtomic — the caller fsyncs the folders of many files at once.
+ */
+export async function writeMemoryFile(root: string, rel: string, content: string | Uint8Array, options: {syncDirLater?: Set<string>} = {}): Promise<void> {
   const path = await resolveInside(memoryDir(root), rel)
-  await writeFileAtomic(path, content)
+  await writeFileAtomic(path, content, {syncDirLater: options.syncDirLater})
 }
 
 /** Removes empty directories from `dir` upwards, stopping at (and never removing) `stop`. */

@@ -12,6 +12,7 @@ import {
   endSyncRun,
   findBackups,
   forEachConcurrently,
+  fsyncDirs,
   hashText,
   readBase,
   readMemoryFile,
@@ -232,15 +233,18 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   for (let start = 0; start < pulls.length; start += PULL_BATCH_FILES) {
     const batch = pulls.slice(start, start + PULL_BATCH_FILES)
     const remoteText = await pullTexts(client, batch)
+    const renamedIn = new Set<string>()
     await forEachConcurrently(batch, PULL_CONCURRENCY, async (path) => {
       options.onProgress?.(++done, total)
       const remote = remoteText.get(path)
       if (!remote) return // vanished between status and pull: the next sync sees it
       if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
-      await writeMemoryFile(root, path, remote.content)
+      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn})
       await recordBase(root, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
+    // One fsync per folder of the batch, not per file; the sync state that records these pulls is written later.
+    await fsyncDirs(renamedIn)
   }
   result.pulled.sort()
   const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)

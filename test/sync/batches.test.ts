@@ -3,14 +3,16 @@
  * limit than the client's batches gets halves, and a sync stopped halfway resumes without sending again what
  * the server already acknowledged.
  */
+import {spawn} from 'node:child_process'
 import {readdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {PUSH_BATCH_FILES} from '../../src/sync/run.js'
+import {PULL_BATCH_FILES, PUSH_BATCH_FILES} from '../../src/sync/run.js'
 import {startServer} from '../../src/server/start.js'
-import {makeClient, removeAll, tempDir, tokenMap} from '../helpers/world.js'
+import {jarvisBin} from '../helpers/cli.js'
+import {makeClient, removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
 
 const dirs: string[] = []
 const servers: Array<{close(): Promise<void>}> = []
@@ -92,3 +94,50 @@ describe('a sync stopped halfway', () => {
     expect(await b.read('zz-big.md')).toBe('small now\n')
   })
 })
+
+describe('a pull fsyncs each folder once, not each file twice', () => {
+  it('pulling 200 files in 4 folders: one fsync per file (its data, before the rename) and a few for the folders', async () => {
+    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+    const a = await makeClient(url, 'claude')
+    const b = await makeClient(url, 'gemini')
+    dirs.push(a.root, b.root)
+    const FILES = 200
+    for (let i = 0; i < FILES; i++) await a.write(`folder${i % 4}/note-${i}.md`, `# Note ${i}\n`)
+    await a.sync()
+    // The pull as a process of its own, every fsync counted by strace (a whole process: what the user runs).
+    const trace = join(b.root, '..', `fsyncs-${process.pid}.txt`)
+    dirs.push(trace)
+    const run = await runStraced(trace, b.root)
+    expect(run.code, run.stderr).toBe(0)
+    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+    const fsyncs = countCalls(await readFile(trace, 'utf8'), ['fsync', 'fdatasync'])
+    // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch of 64
+    // (4 batches); the sync state, the stat cache, the audit log and the lock a few more. Two per file was 400+.
+    expect(fsyncs).toBeGreaterThanOrEqual(FILES)
+    expect(fsyncs).toBeLessThan(FILES + 4 * Math.ceil(FILES / PULL_BATCH_FILES) + 20)
+  })
+})
+
+function runStraced(trace: string, cwd: string): Promise<{code: number | null; stderr: string}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('strace', ['-f', '-qq', '-c', '-o', trace, '-e', 'trace=fsync,fdatasync', process.execPath, jarvisBin, 'sync', '--quiet'], {
+      cwd,
+      env: {...process.env, JARVIS_TOKEN: TOKENS.gemini, NO_COLOR: '1'},
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({code, stderr}))
+  })
+}
+
+/** The calls column of `strace -c` for these system calls. */
+function countCalls(summary: string, names: string[]): number {
+  let total = 0
+  for (const line of summary.split('\n')) {
+    const columns = line.trim().split(/\s+/)
+    if (names.includes(columns.at(-1) ?? '')) total += Number(columns[3])
+  }
+  return total
+}

@@ -1,5 +1,5 @@
 import {JarvisCommand} from '../../cli/base-command.js'
-import {contextMap, type ContextMapResult} from '../../ops/index.js'
+import {contextMap, type ContextMapResult} from '../../ops/files.js'
 import {renderContextMap} from '../../cli/files-render.js'
 
 export default class ContextMap extends JarvisCommand<typeof ContextMap> {

@@ -2,9 +2,8 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {appendMemory, type AppendResult} from '../../ops/index.js'
-import {renderAppend} from '../../cli/memory-render.js'
-import {readNamedInput, readStdin} from '../../cli/input.js'
+import {run} from '../../cli/actions/memory-append.js'
+import type {AppendResult} from '../../ops/events/append.js'
 
 const fieldFlag = {exclusive: ['from-file'], helpGroup: 'EVENT'}
 
@@ -33,16 +32,6 @@ When the server cannot be reached the event is queued in .nexus/outbox.jsonl, th
   }
 
   async run(): Promise<AppendResult> {
-    const {flags} = this
-    const result = await appendMemory({
-      dir: flags.dir,
-      server: flags.server,
-      agent: flags.agent,
-      eventsText: flags['from-file'] === undefined ? undefined : await readNamedInput(flags['from-file'], 'the events'),
-      fields: {kind: flags.kind, key: flags.key, content: flags.content === '-' ? await readStdin() : flags.content, scope: flags.scope, confidence: flags.confidence, supersedes: flags.supersedes, ttlDays: flags['ttl-days']},
-      warn: (message) => this.warn(message),
-    })
-    this.log(renderAppend(result))
-    return result
+    return run({flags: this.flags}, this.output)
   }
 }

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {cleanupMemory, type CleanupResult} from '../../ops/index.js'
+import {cleanupMemory, type CleanupResult} from '../../ops/events/cleanup.js'
 import {terminalConfirm} from '../../cli/confirm.js'
 import {renderCleanup} from '../../cli/memory-render.js'
 

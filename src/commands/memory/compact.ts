@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryCompact} from '../../ops/index.js'
+import {memoryCompact} from '../../ops/files.js'
 import {renderCompact} from '../../cli/files-render.js'
 import type {CompactResult} from '../../files/index.js'
 

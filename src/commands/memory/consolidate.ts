@@ -1,6 +1,6 @@
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {consolidateMemory, type ConsolidateResult} from '../../ops/index.js'
+import {consolidateMemory, type ConsolidateResult} from '../../ops/events/consolidate.js'
 import {renderConsolidate} from '../../cli/memory-render.js'
 
 export default class MemoryConsolidate extends JarvisCommand<typeof MemoryConsolidate> {

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryDelete} from '../../ops/index.js'
+import {memoryDelete} from '../../ops/files.js'
 import {renderDelete} from '../../cli/files-render.js'
 import type {DeleteResult} from '../../files/index.js'
 

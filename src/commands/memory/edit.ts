@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryEdit} from '../../ops/index.js'
+import {memoryEdit} from '../../ops/files.js'
 import {renderEdit} from '../../cli/files-render.js'
 
 export default class MemoryEdit extends JarvisCommand<typeof MemoryEdit> {

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryEpisode} from '../../ops/index.js'
+import {memoryEpisode} from '../../ops/files.js'
 import {renderWrite} from '../../cli/files-render.js'
 import type {WriteResult} from '../../files/index.js'
 import {readContent} from '../../cli/input.js'

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {type GrepResult, memoryGrep} from '../../ops/index.js'
+import {type GrepResult, memoryGrep} from '../../ops/files.js'
 import {renderGrep} from '../../cli/files-render.js'
 
 export default class MemoryGrep extends JarvisCommand<typeof MemoryGrep> {

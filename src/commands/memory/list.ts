@@ -1,5 +1,5 @@
 import {JarvisCommand} from '../../cli/base-command.js'
-import {listEvents, type ListResult} from '../../ops/index.js'
+import {listEvents, type ListResult} from '../../ops/events/list.js'
 import {eventFilterFlags, eventFilterOptions} from '../../cli/memory-flags.js'
 import {renderEvents} from '../../cli/memory-render.js'
 

@@ -1,8 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {type LsResult, memoryLs} from '../../ops/index.js'
-import {renderLs} from '../../cli/files-render.js'
+import {DEFAULT_LS_LIMIT, run} from '../../cli/actions/memory-ls.js'
+import type {LsResult} from '../../ops/files.js'
 
 export default class MemoryLs extends JarvisCommand<typeof MemoryLs> {
   static summary = 'List memory files (.memory/**/*.md) under a path prefix.'
@@ -14,12 +14,10 @@ export default class MemoryLs extends JarvisCommand<typeof MemoryLs> {
   }
 
   static flags = {
-    limit: Flags.integer({description: 'At most this many files.', default: 100, min: 1}),
+    limit: Flags.integer({description: 'At most this many files.', default: DEFAULT_LS_LIMIT, min: 1}),
   }
 
   async run(): Promise<LsResult> {
-    const result = await memoryLs({dir: this.flags.dir, prefix: this.args.prefix, limit: this.flags.limit})
-    this.log(renderLs(result))
-    return result
+    return run({flags: this.flags, args: this.args}, this.output)
   }
 }

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryRead, type ReadResult} from '../../ops/index.js'
+import {memoryRead, type ReadResult} from '../../ops/files.js'
 import {renderRead} from '../../cli/files-render.js'
 
 export default class MemoryRead extends JarvisCommand<typeof MemoryRead> {

@@ -3,7 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {JarvisCommand} from '../../cli/base-command.js'
 import {eventFilterFlags, eventFilterOptions} from '../../cli/memory-flags.js'
 import {renderMemorySearch} from '../../cli/memory-render.js'
-import {searchMemory, type MemorySearchResult} from '../../ops/index.js'
+import {searchMemory, type MemorySearchResult} from '../../ops/search.js'
 
 export default class MemorySearch extends JarvisCommand<typeof MemorySearch> {
   static summary = 'Search the memory files of this tree and the shared event log, most relevant first.'

@@ -2,8 +2,8 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {DEFAULT_LIMIT_RECENT, readSnapshot, type SnapshotResult} from '../../ops/index.js'
-import {renderSnapshot} from '../../cli/memory-render.js'
+import {run} from '../../cli/actions/memory-snapshot.js'
+import {DEFAULT_LIMIT_RECENT, type SnapshotResult} from '../../ops/events/snapshot.js'
 
 export default class MemorySnapshot extends JarvisCommand<typeof MemorySnapshot> {
   static summary = 'Print the shared memory as an agent reads it at the start of a run: pinned memory, then recent events.'
@@ -27,17 +27,6 @@ When the memory cannot be read (server down, token refused, another agent's priv
   }
 
   async run(): Promise<SnapshotResult> {
-    const {flags} = this
-    const result = await readSnapshot({
-      dir: flags.dir,
-      server: flags.server,
-      agent: flags.agent,
-      scopes: flags.scopes?.map((scope) => scope.trim()).filter(Boolean),
-      limitRecent: flags['limit-recent'],
-      offline: flags.offline,
-      warn: (message) => this.warn(message),
-    })
-    this.log(renderSnapshot(result))
-    return result
+    return run({flags: this.flags}, this.output)
   }
 }

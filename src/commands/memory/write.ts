@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {readContent} from '../../cli/input.js'
 import {JarvisCommand} from '../../cli/base-command.js'
-import {memoryWrite} from '../../ops/index.js'
+import {memoryWrite} from '../../ops/files.js'
 import {renderWrite} from '../../cli/files-render.js'
 import type {WriteResult} from '../../files/index.js'
 

@@ -1,5 +1,5 @@
 import {JarvisCommand} from '../../cli/base-command.js'
-import {sessionList, type SessionListResult} from '../../ops/index.js'
+import {sessionList, type SessionListResult} from '../../ops/session.js'
 import {renderSessionList} from '../../cli/session-render.js'
 
 export default class SessionList extends JarvisCommand<typeof SessionList> {

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {sessionSync, type SessionSyncResult} from '../../ops/index.js'
+import {sessionSync, type SessionSyncResult} from '../../ops/session.js'
 import {renderSessionSync, sessionWarnings} from '../../cli/session-render.js'
 import {BadInputError} from '../../errors.js'
 import type {Provider} from '../../schemas/index.js'

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {serverFlags} from '../../cli/flags.js'
-import {completeTask, type TaskCompleteResult} from '../../ops/index.js'
+import {completeTask, type TaskCompleteResult} from '../../ops/task.js'
 import {readNamedInput} from '../../cli/input.js'
 
 const fieldFlag = {exclusive: ['file'], helpGroup: 'TASK'}

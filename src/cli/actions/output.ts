@@ -1,0 +1,9 @@
+/** Where an action (a command's work once its flags are parsed) prints: oclif's command or the fast door. */
+export interface CommandOutput {
+  /** `--json`: the door prints the result as the envelope; `log` and `logToStderr` then print nothing. */
+  json: boolean
+  log(text: string): void
+  logToStderr(text: string): void
+  /** `warning: …` on stderr for people, and into the envelope's warnings for scripts. */
+  warn(message: string): void
+}

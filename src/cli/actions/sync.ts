@@ -1,0 +1,42 @@
+/** One `jarvis sync` (not `--watch`) once its flags are parsed: run by its oclif command and by the fast door. */
+import {ConflictLeftError} from '../../errors.js'
+import {syncOnce, type SyncOnceResult} from '../../ops/sync.js'
+import {progressLine, renderSync} from '../render.js'
+import type {CommandOutput} from './output.js'
+import {type ActionSpec, serverFlagSpecs} from './spec.js'
+
+export interface SyncFlags {
+  dir?: string
+  server?: string
+  agent?: string
+  'dry-run'?: boolean
+  quiet?: boolean
+  force?: boolean
+}
+
+/** Without `--watch`, which runs until Ctrl-C: oclif's start-up is nothing beside it. */
+export const spec: ActionSpec = {
+  flags: {...serverFlagSpecs, 'dry-run': {type: 'boolean'}, quiet: {type: 'boolean', char: 'q'}, force: {type: 'boolean'}},
+  args: [],
+}
+
+export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): Promise<SyncOnceResult> {
+  const result = await syncOnce({
+    dir: flags.dir,
+    server: flags.server,
+    agent: flags.agent,
+    dryRun: flags['dry-run'],
+    force: flags.force,
+    onProgress: !flags.quiet && !output.json && process.stderr.isTTY ? progressLine : undefined,
+  })
+  if (!flags.quiet) output.log(renderSync(result))
+  // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
+  if (result.backups.length > 0) throw new ConflictLeftError(conflictsLeft(result), {result})
+  if (result.waiting.length > 0 && !flags.quiet) output.warn(`${result.waiting.length} earlier conflict(s) still wait for you: ${result.waiting.map((b) => `.memory/${b}`).join(', ')}; see jarvis status, decide with jarvis resolve <file> --keep server|local`)
+  return result
+}
+
+function conflictsLeft(result: SyncOnceResult): string {
+  const each = result.backups.map((b) => `  ${b.path}: the server's version is in the file, yours in .memory/${b.backup}`)
+  return [`the sync finished, and ${result.backups.length} conflict(s) wait for you:`, ...each, 'decide each one: jarvis resolve <file> --keep server (drop your version) or --keep local (your version back, pushed by the next sync)'].join('\n')
+}
