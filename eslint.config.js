@@ -28,6 +28,11 @@ export default tseslint.config(
     languageOptions: {globals: {process: 'readonly', URL: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly'}},
   },
   {
+    files: ['**/*.cjs'],
+    languageOptions: {sourceType: 'commonjs', globals: {process: 'readonly', require: 'readonly'}},
+    rules: {'@typescript-eslint/no-require-imports': 'off'},
+  },
+  {
     // Tests, benchmarks and scripts print on purpose and may use loose helpers.
     files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'],
     rules: {'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off'},

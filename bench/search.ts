@@ -15,11 +15,13 @@ import {pathToFileURL} from 'node:url'
 import {INDEX_FILE, refreshSearchIndex, resetSearchCache, searchMemory} from '../src/search/index.js'
 import {initTree} from '../src/store/index.js'
 import {largeCorpus, QUERIES, writeCorpusFast} from '../test/search/corpus.js'
+import {runJarvis, runProcess} from './process.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
 const FILES = 10_000
 const QUERY_COUNT = 30
 const ROUNDS = 5
+const PROCESS_QUERIES = 15
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -51,6 +53,10 @@ function timeTool(tool: 'grep' | 'rg', memory: string, queries: string[]): numbe
     durations.push(performance.now() - start)
   }
   return durations
+}
+
+function runGrep(memory: string, query: string) {
+  return runProcess('grep', ['-ril', '-F', ...query.split(/\s+/).flatMap((w) => ['-e', w]), memory], {cwd: memory, alsoFine: [1]})
 }
 
 export async function benchSearch(): Promise<BenchSection> {
@@ -95,6 +101,21 @@ export async function benchSearch(): Promise<BenchSection> {
     } else rows.push(['`rg -il`', 'not installed', '—'])
     const grepVersion = execFileSync('grep', ['--version'], {encoding: 'utf8'}).split('\n')[0]
 
+    // As a user runs them: `jarvis recall` (a new process: load the index, check the tree, rank) and `grep -ril`,
+    // alternated query by query.
+    const env = {...process.env, XDG_CONFIG_HOME: join(dir, 'xdg'), JARVIS_DIR: '', NO_COLOR: '1'}
+    await runJarvis(['recall', queries[0]], {cwd: root, env})
+    const recallRuns: number[] = []
+    const grepRuns: number[] = []
+    for (const query of queries.slice(0, PROCESS_QUERIES)) {
+      recallRuns.push((await runJarvis(['recall', query, '--limit', '10'], {cwd: root, env})).ms)
+      grepRuns.push((await runGrep(memory, query)).ms)
+    }
+    const processRows = [
+      ['`jarvis recall <query>` (ranked top 10 with summaries)', ms(median(recallRuns)), ms(percentile(recallRuns, 95)), `${(median(recallRuns) / median(grepRuns)).toFixed(2)}×`],
+      ['`grep -ril` (unranked file list)', ms(median(grepRuns)), ms(percentile(grepRuns, 95)), '1×'],
+    ]
+
     const markdown = [
       `${FILES.toLocaleString('en')} memory files (${(indexBytes / 2 ** 20).toFixed(1)} MiB index in \`.nexus/search/index.json\`), ${queries.length} queries × ${ROUNDS} rounds, keyword mode (no embeddings provider). ${grepVersion}.`,
       '',
@@ -109,6 +130,10 @@ export async function benchSearch(): Promise<BenchSection> {
       ),
       '',
       table(['query', 'median', 'p95'], rows),
+      '',
+      `Whole processes, as a user or an agent's hook runs them (warm index and disk cache, ${PROCESS_QUERIES} queries alternated):`,
+      '',
+      table(['process', 'median', 'p95', 'vs grep'], processRows),
     ].join('\n')
     return {title: 'Memory-file search (10,000 files)', markdown}
   } finally {

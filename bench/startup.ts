@@ -4,34 +4,24 @@
  * machine. A tree of 1,000 memory files synced with a real `jarvis serve` on 127.0.0.1.
  * Standalone: `node --import tsx bench/startup.ts`.
  */
-import {spawn} from 'node:child_process'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {performance} from 'node:perf_hooks'
-import {fileURLToPath, pathToFileURL} from 'node:url'
+import {pathToFileURL} from 'node:url'
 
 import {startServer} from '../src/server/start.js'
 import {initTree} from '../src/store/index.js'
 import {largeCorpus, writeCorpusFast} from '../test/search/corpus.js'
+import {jarvisBin, runProcess} from './process.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
 const FILES = 1_000
 const RUNS = 15
 const TOKEN = `bench-startup-${process.pid}-${Date.now()}`
-const bin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+const bin = jarvisBin
 
-/** One process to its end; its duration in ms. Fails loudly on a non-zero exit. */
-function timedProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now()
-    const child = spawn(process.execPath, args, {cwd, env, stdio: ['pipe', 'ignore', 'pipe']})
-    let stderr = ''
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`${args.join(' ')} exited ${code}: ${stderr}`))))
-    child.stdin.end(input)
-  })
+async function timedProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<number> {
+  return (await runProcess(process.execPath, args, {cwd, env, input})).ms
 }
 
 export async function benchStartup(): Promise<BenchSection> {
@@ -67,7 +57,7 @@ export async function benchStartup(): Promise<BenchSection> {
       title: 'Start-up: hot commands against `node -e 0`',
       markdown: [
         `Each command as a whole process in a tree of ${FILES.toLocaleString('en')} memory files, synced with \`jarvis serve\` on 127.0.0.1; ${RUNS} runs of each, alternated with \`node -e 0\` (medians).`,
-        '`--version` and `hook` are answered without loading oclif (src/cli/fast.ts); the rest go through oclif. See docs/decisions/startup.md.',
+        'Every call below is answered without loading oclif (src/cli/fast.ts); see docs/decisions/startup.md.',
         '',
         table(['process', 'jarvis', '`node -e 0`', 'ratio'], rows),
       ].join('\n'),

@@ -1,11 +1,14 @@
 /**
- * `jarvis sync` against git on the same tree (issue 3): initial sync, no-op sync, 10 changed files,
- * at 1,000 and 10,000 small JSON/Markdown files; bytes on the wire for a no-op; both measured as
- * whole processes, as a user or a hook runs them. git uses a bare repository on local disk.
+ * `jarvis sync` against git on the same tree: initial sync, no-op sync, 10 changed files, at 1,000 and 10,000
+ * small JSON/Markdown files, and a 96 MiB tree of 300 large files; bytes on the wire for a no-op; the client's
+ * peak memory. Both measured as whole processes, as a user or a hook runs them: jarvis against a real
+ * `jarvis serve` on 127.0.0.1, git against `git daemon` on 127.0.0.1 (a server process each).
  */
-import {execFile} from 'node:child_process'
-import {mkdir, rm, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {execFile, spawn, type ChildProcess} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {createServer} from 'node:net'
+import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 
@@ -13,14 +16,21 @@ import {MemoryClient} from '../src/protocol/client.js'
 import {startServer} from '../src/server/start.js'
 import {initTree, readConfig, withTreeLock} from '../src/store/index.js'
 import {runSync} from '../src/sync/run.js'
+import {runJarvis} from './process.js'
 import {median, ms, ratio, table, timeRuns, type BenchSection} from './stats.js'
 
 const exec = promisify(execFile)
-const bin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const TOKEN = `bench-${process.pid}-${Date.now()}`
+const LARGE_FILES = 300
+const LARGE_FILE_BYTES = 320 * 1024
+
+/** The highest peak memory of any jarvis process of this section, in MiB, per tree. */
+const peaks = new Map<string, number>()
 
 async function jarvis(cwd: string, ...args: string[]): Promise<void> {
-  await exec(process.execPath, [bin, ...args], {cwd, env: {...process.env, JARVIS_TOKEN: TOKEN}, maxBuffer: 64 * 1024 * 1024})
+  const run = await runJarvis(args, {cwd, env: {...process.env, JARVIS_TOKEN: TOKEN}})
+  const tree = relative(join(cwd, '..', '..'), join(cwd, '..'))
+  peaks.set(tree, Math.max(peaks.get(tree) ?? 0, run.peakMiB ?? 0))
 }
 
 async function git(cwd: string, ...args: string[]): Promise<void> {
@@ -47,34 +57,88 @@ async function editTen(dir: string, count: number, round: number): Promise<void>
   }
 }
 
-export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
+/** 300 files of 320 KiB (96 MiB) of text that neither side can compress much. */
+async function writeLargeTree(dir: string): Promise<void> {
+  for (let i = 0; i < LARGE_FILES; i++) {
+    const folder = join(dir, `large-${i % 10}`)
+    await mkdir(folder, {recursive: true})
+    await writeFile(join(folder, `dump-${i}.md`), `# Dump ${i}\n\n${randomBytes((LARGE_FILE_BYTES * 3) / 4).toString('base64')}\n`.slice(0, LARGE_FILE_BYTES))
+  }
+}
+
+/** sha256 of every file under `dir`, by relative path: two trees are byte-identical when these are equal. */
+async function treeDigest(dir: string): Promise<string> {
+  const hash = createHash('sha256')
+  const entries = (await readdir(dir, {recursive: true, withFileTypes: true})).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort()
+  for (const file of entries) hash.update(`${relative(dir, file)}\0`).update(await readFile(file))
+  return hash.digest('hex')
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** `git daemon` on 127.0.0.1 serving (and accepting pushes to) every repository under `base`. */
+async function startGitDaemon(base: string): Promise<{url: string; child: ChildProcess}> {
+  const port = await freePort()
+  const child = spawn('git', ['daemon', '--reuseaddr', '--export-all', '--enable=receive-pack', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${base}`, base], {stdio: ['ignore', 'ignore', 'pipe']})
+  // Ready when it answers: ls-remote on a repository that is not there yet fails until the daemon listens.
+  await mkdir(join(base, 'probe.git'), {recursive: true})
+  await git(join(base, 'probe.git'), 'init', '-q', '--bare')
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await exec('git', ['ls-remote', `git://127.0.0.1:${port}/probe.git`])
+      break
+    } catch (error) {
+      if (attempt > 100) throw error
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  return {url: `git://127.0.0.1:${port}`, child}
+}
+
+export async function benchSync(sizes: Array<number | 'large'> = [1000, 10_000, 'large']): Promise<BenchSection> {
   const work = join(process.env.TMPDIR ?? '/tmp', `jarvis-bench-sync-${process.pid}`)
   await rm(work, {recursive: true, force: true})
+  await mkdir(work, {recursive: true})
   const rows: string[][] = []
   const wire: string[][] = []
+  const memory: string[][] = []
   const servers: Array<{close(): Promise<void>}> = []
+  const daemon = await startGitDaemon(work)
   try {
     for (const size of sizes) {
+      const label = size === 'large' ? `${LARGE_FILES} files of ${LARGE_FILE_BYTES / 1024} KiB (${(LARGE_FILES * LARGE_FILE_BYTES) / 2 ** 20} MiB)` : `${size} files`
       // A server of its own per size: a tree is synced from nothing, as git's is cloned from an empty repository.
       const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(work, `server-${size}`), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
       servers.push(server)
       const base = join(work, String(size))
       const [ja, jb, ga, gb, bare] = ['jarvis-a', 'jarvis-b', 'git-a', 'git-b', 'bare.git'].map((n) => join(base, n))
+      const remote = `${daemon.url}/${size}/bare.git`
       for (const dir of [ja, jb]) {
         await mkdir(dir, {recursive: true})
         await initTree(dir, {server: server.url, agent: 'claude'})
       }
       await mkdir(bare, {recursive: true})
       await git(bare, 'init', '-q', '--bare', '-b', 'main')
-      await git(base, 'clone', '-q', bare, ga)
-      await git(base, 'clone', '-q', bare, gb)
+      await git(base, 'clone', '-q', remote, ga)
+      await git(base, 'clone', '-q', remote, gb)
       for (const repo of [ga, gb]) {
         await git(repo, 'config', 'user.email', 'bench@localhost')
         await git(repo, 'config', 'user.name', 'bench')
         await git(repo, 'checkout', '-q', '-b', 'main')
       }
-      await writeTree(join(ja, '.memory'), size)
-      await writeTree(ga, size)
+      if (size === 'large') {
+        await writeLargeTree(join(ja, '.memory'))
+        await writeLargeTree(ga)
+      } else {
+        await writeTree(join(ja, '.memory'), size)
+        await writeTree(ga, size)
+      }
 
       const jarvisInitial = (await timeRuns(1, async () => {
         await jarvis(ja, 'sync', '--quiet')
@@ -86,14 +150,20 @@ export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
         await git(ga, 'push', '-q', 'origin', 'main')
         await git(gb, 'pull', '-q', 'origin', 'main')
       }))[0]
-      rows.push([`${size} files`, 'initial sync (A pushes, B pulls)', ms(jarvisInitial), ms(gitInitial), ratio(jarvisInitial, gitInitial)])
+      rows.push([label, 'initial sync (A pushes, B pulls)', ms(jarvisInitial), ms(gitInitial), ratio(jarvisInitial, gitInitial)])
+      const identical = (await treeDigest(join(ja, '.memory'))) === (await treeDigest(join(jb, '.memory')))
+      if (!identical) throw new Error(`${label}: B's tree differs from A's after the initial sync`)
+      if (size === 'large') {
+        memory.push([label, `${peaks.get(String(size))?.toFixed(0)} MiB`, 'byte-identical on B'])
+        continue
+      }
 
       const jarvisNoop = median(await timeRuns(7, () => jarvis(ja, 'sync', '--quiet'), 1))
       const gitNoop = median(await timeRuns(7, async () => {
         await git(ga, 'pull', '-q', 'origin', 'main')
         await git(ga, 'push', '-q', 'origin', 'main')
       }, 1))
-      rows.push([`${size} files`, 'no-op sync (`jarvis sync` vs `git pull && git push`)', ms(jarvisNoop), ms(gitNoop), ratio(jarvisNoop, gitNoop)])
+      rows.push([label, 'no-op sync (`jarvis sync` vs `git pull && git push`)', ms(jarvisNoop), ms(gitNoop), ratio(jarvisNoop, gitNoop)])
 
       let round = 0
       const jarvisTen = median(await timeRuns(3, async () => {
@@ -109,7 +179,7 @@ export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
         await git(ga, 'push', '-q', 'origin', 'main')
         await git(gb, 'pull', '-q', 'origin', 'main')
       }))
-      rows.push([`${size} files`, '10 files changed (A pushes, B pulls)', ms(jarvisTen), ms(gitTen), ratio(jarvisTen, gitTen)])
+      rows.push([label, '10 files changed (A pushes, B pulls)', ms(jarvisTen), ms(gitTen), ratio(jarvisTen, gitTen)])
 
       // The engine alone, without process start-up, and what a no-op costs on the wire.
       let sent = 0
@@ -121,26 +191,32 @@ export async function benchSync(sizes = [1000, 10_000]): Promise<BenchSection> {
       received = 0
       await withTreeLock(ja, {timeoutMs: 5000}, () => runSync({root: ja, client, settings}))
       await client.close()
-      rows.push([`${size} files`, 'no-op sync, in-process (no Node start-up)', ms(inProcess), '', ''])
-      wire.push([`${size} files`, String(sent), String(received), String(sent + received)])
+      rows.push([label, 'no-op sync, in-process (no Node start-up)', ms(inProcess), '', ''])
+      wire.push([label, String(sent), String(received), String(sent + received)])
+      memory.push([label, `${peaks.get(String(size))?.toFixed(0)} MiB`, 'byte-identical on B'])
     }
   } finally {
+    daemon.child.kill()
     for (const server of servers) await server.close()
     await rm(work, {recursive: true, force: true})
   }
   const markdown = [
-    'Both tools run as whole processes, as a shell or a git hook runs them; every figure is a median (initial sync: one run). `jarvis` talks to a real `jarvis serve` on 127.0.0.1; git to a bare repository on local disk.',
+    'Both tools run as whole processes, as a shell or a git hook runs them; every figure is a median (initial sync: one run). `jarvis` talks to a real `jarvis serve` on 127.0.0.1; git to `git daemon` on 127.0.0.1.',
     '',
     table(['tree', 'operation', 'jarvis', 'git', 'jarvis vs git'], rows),
     '',
     'Bytes on the wire for one no-op `jarvis sync` (request line and bodies, without HTTP headers). It asks `GET /api/memory/status?since=<seq>`, so it does not grow with the number of files:',
     '',
     table(['tree', 'sent', 'received', 'total bytes'], wire),
+    '',
+    "The client's peak memory: the highest resident memory of any `jarvis sync` process of that tree (A and B, every operation above):",
+    '',
+    table(['tree', 'jarvis peak memory', 'after the initial sync'], memory),
   ].join('\n')
   return {title: 'Sync: jarvis against git', markdown}
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const sizes = process.argv.slice(2).map(Number).filter(Boolean)
+  const sizes = process.argv.slice(2).map((arg) => (arg === 'large' ? ('large' as const) : Number(arg))).filter(Boolean)
   process.stdout.write(`${(await benchSync(sizes.length ? sizes : undefined)).markdown}\n`)
 }

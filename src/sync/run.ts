@@ -35,12 +35,15 @@ const debug = createDebug('jarvis:sync')
 const PULL_CONCURRENCY = 16
 /**
  * Requests stay bounded whatever the tree's size: a push carries at most this many bytes of JSON (half the
- * server's default body limit, whose files hold at most 4 MiB each) and files; a pull asks for this many files
- * (the status says nothing of sizes), so the client holds one batch at a time.
+ * server's default body limit, whose files hold at most 4 MiB each) and files; a pull asks for at most this many
+ * files, fewer after an answer of more than PULL_BATCH_BYTES (the status says nothing of sizes), so the client
+ * holds one bounded batch at a time.
  */
 export const PUSH_BATCH_BYTES = 8 * 1024 * 1024
 export const PUSH_BATCH_FILES = 500
 export const PULL_BATCH_FILES = 64
+export const PULL_BATCH_BYTES = 4 * 1024 * 1024
+const PULL_FIRST_BATCH_FILES = 8
 /** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
 const KEEP_TEXT_BYTES = 64 * 1024
 
@@ -230,9 +233,13 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
 
   // Pulls go in batches, each written before the next is asked for; files side by side, mostly waiting on fsync.
   const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
-  for (let start = 0; start < pulls.length; start += PULL_BATCH_FILES) {
-    const batch = pulls.slice(start, start + PULL_BATCH_FILES)
+  // Small first: an answer of large files stays bounded before any size is known.
+  let batchFiles = PULL_FIRST_BATCH_FILES
+  for (let start = 0; start < pulls.length; ) {
+    const batch = pulls.slice(start, start + batchFiles)
+    start += batch.length
     const remoteText = await pullTexts(client, batch)
+    batchFiles = nextPullBatchFiles(batch.length, remoteText)
     const renamedIn = new Set<string>()
     await forEachConcurrently(batch, PULL_CONCURRENCY, async (path) => {
       options.onProgress?.(++done, total)
@@ -404,6 +411,14 @@ interface RemoteText {
 }
 
 /** The server's texts of `paths` (one request); a path it no longer has is left out. */
+/** As many files as the last answer's sizes suggest fit in PULL_BATCH_BYTES: fewer after large files, at most twice as many after small ones. */
+function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): number {
+  let bytes = 0
+  for (const {content} of answer.values()) bytes += content.length
+  const fit = bytes === 0 ? PULL_BATCH_FILES : Math.floor((asked * PULL_BATCH_BYTES) / bytes)
+  return Math.max(1, Math.min(PULL_BATCH_FILES, asked * 2, fit))
+}
+
 async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<string, RemoteText>> {
   const texts = new Map<string, RemoteText>()
   if (paths.length === 0) return texts

@@ -9,7 +9,9 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {PULL_BATCH_FILES, PUSH_BATCH_FILES} from '../../src/sync/run.js'
+import {MemoryClient} from '../../src/protocol/client.js'
+import {readConfig, withTreeLock} from '../../src/store/index.js'
+import {PULL_BATCH_BYTES, PULL_BATCH_FILES, PUSH_BATCH_FILES, runSync} from '../../src/sync/run.js'
 import {startServer} from '../../src/server/start.js'
 import {jarvisBin} from '../helpers/cli.js'
 import {makeClient, removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
@@ -69,6 +71,33 @@ describe('sync in batches', () => {
   })
 })
 
+describe('a pull of large files', () => {
+  it('asks for fewer files at a time once answers grow large, so no answer holds the whole tree', async () => {
+    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+    const a = await makeClient(url, 'claude')
+    const b = await makeClient(url, 'gemini')
+    dirs.push(a.root, b.root)
+    const FILE_BYTES = 1000 * 1024
+    for (let i = 0; i < 30; i++) await a.write(`dumps/d${i}.md`, `# Dump ${i}\n${'x'.repeat(FILE_BYTES)}\n`)
+    await a.sync()
+    const answers: number[] = []
+    const client = new MemoryClient({server: url, token: TOKENS.gemini, onBytes: (_sent, received) => answers.push(received)})
+    try {
+      const settings = {...(await readConfig(b.root)).sync, retryDelay: 10}
+      const pulled = await withTreeLock(b.root, {timeoutMs: 10_000}, () => runSync({root: b.root, client, settings}))
+      expect(pulled.pulled).toHaveLength(30)
+    } finally {
+      await client.close()
+    }
+    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+    // 30 MB in one answer before; now the largest is a handful of files, and each after the first stays near the bound.
+    const pulls = answers.filter((bytes) => bytes > FILE_BYTES)
+    expect(pulls.length).toBeGreaterThan(3)
+    for (const bytes of pulls.slice(1)) expect(bytes).toBeLessThan(PULL_BATCH_BYTES * 1.1 + FILE_BYTES)
+    expect(Math.max(...pulls)).toBeLessThan(10 * FILE_BYTES)
+  })
+})
+
 describe('a sync stopped halfway', () => {
   it('resumes with what the server has not acknowledged, and sends nothing twice', async () => {
     const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
@@ -111,10 +140,11 @@ describe('a pull fsyncs each folder once, not each file twice', () => {
     expect(run.code, run.stderr).toBe(0)
     expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
     const fsyncs = countCalls(await readFile(trace, 'utf8'), ['fsync', 'fdatasync'])
-    // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch of 64
-    // (4 batches); the sync state, the stat cache, the audit log and the lock a few more. Two per file was 400+.
+    // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch (8, 16,
+    // 32, then up to PULL_BATCH_FILES files); the sync state, the audit log and the lock a few more. Two per file was 400+.
+    const batches = 3 + Math.ceil((FILES - 8 - 16 - 32) / PULL_BATCH_FILES)
     expect(fsyncs).toBeGreaterThanOrEqual(FILES)
-    expect(fsyncs).toBeLessThan(FILES + 4 * Math.ceil(FILES / PULL_BATCH_FILES) + 20)
+    expect(fsyncs).toBeLessThan(FILES + 4 * batches + 20)
   })
 })
 
