@@ -7,7 +7,7 @@ export function renderStatus(status: StatusResult): string {
   const lines = [`tree ${status.root}${status.project ? `, project ${status.project}` : ''}, agent ${status.agent ?? '(none: pass --agent or set it with jarvis init --agent)'}`]
   const remote = status.remote
   const server = status.server ?? '(none: jarvis init --server URL)'
-  if (remote.state === 'answers') lines.push(`server ${server}: answers (${remote.files} files)`)
+  if (remote.state === 'answers') lines.push(`server ${server}: answers (${remote.files} file${remote.files === 1 ? '' : 's'})`)
   else if (remote.state === 'unreachable') lines.push(`server ${server}: does not answer — ${remote.detail}`)
   else if (remote.state === 'not-asked') lines.push(`server ${server}: not asked (--offline)`)
   else lines.push(`server: ${server}`)
@@ -22,7 +22,7 @@ export function renderStatus(status: StatusResult): string {
   const {added, modified, deleted} = status.changes
   if (added.length + modified.length + deleted.length > 0) {
     lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...pathList('new', added), ...pathList('modified', modified), ...pathList('deleted', deleted))
-  } else lines.push('', 'No local changes since the last sync.')
+  } else lines.push('', status.backups.length > 0 ? 'No other local changes since the last sync.' : 'No local changes since the last sync.')
   if (status.outbox > 0) lines.push(`${status.outbox} write(s) made offline wait in the outbox; the next jarvis sync sends them.`)
   if (status.hookFailures.length > 0) {
     lines.push('', `Recent hook failures, agents' and git's (.nexus/hooks.log):`)

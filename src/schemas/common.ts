@@ -26,11 +26,13 @@ export const sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must 
  * no empty, `.` or `..` segment, no backslash or control character. store/paths.ts applies the same rule to
  * the file system; checking it here too means a bad path in any body is refused before it reaches the store.
  */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what a path may not hold
+export const MEMORY_PATH_PATTERN = /^(?!\/)(?!.*\/$)(?!.*\/\/)(?!(?:.*\/)?\.{1,2}(?:\/|$))[^\\\u0000-\u001f]+$/
+export const MEMORY_PATH_MAX = 1024
 export const memoryPathSchema = z
   .string()
-  .max(1024, {error: 'a path is at most 1024 characters'})
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what a path may not hold
-  .regex(/^(?!\/)(?!.*\/$)(?!.*\/\/)(?!(?:.*\/)?\.{1,2}(?:\/|$))[^\\\u0000-\u001f]+$/, {
+  .max(MEMORY_PATH_MAX, {error: 'a path is at most 1024 characters'})
+  .regex(MEMORY_PATH_PATTERN, {
     error: 'must be a path inside .memory/ using "/", without "..", ".", empty segments or a leading "/"',
   })
 
