@@ -3,6 +3,7 @@
  * the janitor. The server and the CLI import from here, never from the files behind it.
  */
 export * from './conflicts.js'
+export * from './duration.js'
 export * from './janitor.js'
 export * from './redact.js'
 export * from './rules.js'

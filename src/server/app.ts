@@ -3,7 +3,7 @@
  * MemoryStorage. Tests use it with `inject`; `startServer` (start.ts) adds the data directory, tokens and listen.
  */
 import websocket from '@fastify/websocket'
-import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions} from 'fastify'
+import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController} from 'fastify'
 
 import {SchemaError} from '../errors.js'
 import {parseJsonText} from '../schemas/index.js'
@@ -19,12 +19,18 @@ import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
 import {MemoryService} from './service.js'
-import type {ServerStorage} from './storage/types.js'
+import type {KeyRole, ServerStorage} from './storage/types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The agent of the request's bearer token (set by the auth hook before anything else runs). */
     agentId: string
+    /** What the token may do: a `read` key is refused by every route marked {writes: true}. */
+    role: KeyRole
+  }
+  interface FastifyContextConfig {
+    /** The route changes the memory: a `read` key gets 403. */
+    writes?: boolean
   }
 }
 
@@ -120,8 +126,10 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     // Validation checks shapes and never rewrites the body: no type coercion, no removed or defaulted fields.
     ajv: {customOptions: {coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false}},
     return503OnClosing: true,
+    // One line per request, with its id, written when it is answered (below), instead of fastify's two.
+    logController: new LogController({disableRequestLogging: true}),
   })
-  const auth = new TokenAuthenticator(options.tokens)
+  const auth = new TokenAuthenticator(options.tokens, options.storage, now)
   const broadcaster = new Broadcaster()
   const service = new MemoryService({
     storage: options.storage,
@@ -156,6 +164,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   })
 
   app.decorateRequest('agentId', '')
+  app.decorateRequest('role', 'read')
 
   app.setErrorHandler((error, request, reply) => {
     const http = toHttpError(error, bodyLimit)
@@ -165,6 +174,15 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   })
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({error: 'not_found', message: `no route ${request.method} ${redactUrl(request.url)}`}),
+  )
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, agent: request.agentId || undefined}, 'request')
+  })
+  // For a load balancer or an orchestrator: no token needed. Alive, and able to reach its storage.
+  app.get('/healthz', async () => ({status: 'ok'}))
+  app.get('/readyz', async (_request, reply) =>
+    (await options.storage.ping()) ? {status: 'ready'} : reply.code(503).send({status: 'unavailable', message: 'the storage does not answer'}),
   )
 
   let forceTimer: NodeJS.Timeout | undefined
@@ -197,16 +215,16 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         const fromQuery = (request.query as {token?: unknown}).token
         if (typeof fromQuery === 'string') token = fromQuery
       }
-      const agentId = auth.authenticate(token)
-      if (agentId === null) {
+      const answer = await auth.authenticate(token)
+      if ('refused' in answer) {
         void reply.header('www-authenticate', 'Bearer realm="jarvis"')
-        throw new HttpError(
-          401,
-          'unauthorized',
-          token === null ? 'missing Authorization: Bearer <token> header' : 'the token is not known to this server',
-        )
+        throw new HttpError(401, 'unauthorized', answer.refused)
       }
-      request.agentId = agentId
+      request.agentId = answer.identity.agentId
+      request.role = answer.identity.role
+      if (answer.identity.role === 'read' && request.routeOptions.config.writes) {
+        throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${request.routeOptions.url} changes the memory; ask for a write key`)
+      }
     })
 
     memoryRoutes(scope, service)

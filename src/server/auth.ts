@@ -1,11 +1,22 @@
 /**
- * Bearer-token identity: every token maps to one agent id. Lookup hashes the presented token and compares it
- * with every known token's hash in constant time, so neither the comparison nor an early exit leaks how much
- * of a token was right.
+ * Bearer-token identity. A token is one of the tokens file's (an agent, role `write`) or an API key's (made by
+ * `jarvis serve token create`: an agent, a role, maybe an expiry or a revocation). Lookup hashes the presented
+ * token: the tokens file's are compared with every known hash in constant time, so neither the comparison nor an
+ * early exit leaks how much of a token was right; a key is found by the sha256 of its token, which says nothing
+ * of any other token, and read at every request, so a revoked key is refused by every process at once.
  */
 import {createHash, timingSafeEqual} from 'node:crypto'
 
 import type {TokenMap} from './config.js'
+import {keyRefusal} from './keys.js'
+import type {KeyRole, KeyStorage} from './storage/types.js'
+
+export interface Identity {
+  agentId: string
+  role: KeyRole
+}
+
+export type Authentication = {identity: Identity} | {refused: string}
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest()
@@ -14,22 +25,30 @@ function digest(token: string): Buffer {
 export class TokenAuthenticator {
   private readonly entries: ReadonlyArray<{digest: Buffer; agentId: string}>
 
-  constructor(tokens: TokenMap) {
+  constructor(
+    tokens: TokenMap,
+    private readonly keys?: Pick<KeyStorage, 'keyByTokenHash'>,
+    private readonly now: () => Date = () => new Date(),
+  ) {
     this.entries = Object.entries(tokens).map(([token, agentId]) => ({digest: digest(token), agentId}))
   }
 
-  /** The agent of `token`, or null. Always compares against every entry. */
-  authenticate(token: string | undefined | null): string | null {
-    if (typeof token !== 'string' || token.length === 0) return null
+  /** Who holds `token`, or why it is refused. Always compares against every tokens-file entry. */
+  async authenticate(token: string | undefined | null): Promise<Authentication> {
+    if (typeof token !== 'string' || token.length === 0) return {refused: 'missing Authorization: Bearer <token> header'}
     const presented = digest(token)
     let found: string | null = null
     for (const entry of this.entries) {
       if (timingSafeEqual(presented, entry.digest) && found === null) found = entry.agentId
     }
-    return found
+    if (found !== null) return {identity: {agentId: found, role: 'write'}}
+    const key = await this.keys?.keyByTokenHash(presented.toString('hex'))
+    if (!key) return {refused: 'the token is not known to this server'}
+    const refusal = keyRefusal(key, this.now())
+    return refusal === null ? {identity: {agentId: key.agentId, role: key.role}} : {refused: refusal}
   }
 
-  /** The agent ids that hold at least one token. */
+  /** The agent ids that hold at least one tokens-file token. */
   agents(): string[] {
     return [...new Set(this.entries.map((entry) => entry.agentId))].sort()
   }

@@ -4,6 +4,7 @@ import {randomUUID} from 'node:crypto'
 import {z} from 'zod'
 
 import {BadInputError, SecretRefusedError, UnreachableError} from '../../errors.js'
+import {DURATION, parseDuration} from '../../events/duration.js'
 import {describeFindings, type SensitiveFinding} from '../../events/index.js'
 import {EventsClient} from '../../protocol/events.js'
 import {agentIdSchema, isoDateTimeSchema, scopeSchema} from '../../schemas/index.js'
@@ -71,15 +72,7 @@ export function asSecretRefusal(error: unknown, where: string): unknown {
 // ---------------------------------------------------------------------------------------------------------------
 // durations and times
 
-const DURATION = /^(\d+(?:\.\d+)?)(h|d|w)$/
-const HOURS_PER_UNIT = {h: 1, d: 24, w: 24 * 7} as const
-
-/** `30d`, `12h`, `2w` → days (12h → 0.5); anything else is a usage error naming the flag. */
-export function parseDuration(text: string, flag: string): number {
-  const match = DURATION.exec(text.trim())
-  if (!match) throw new BadInputError(`${flag}: ${JSON.stringify(text)} is not a duration: use a number and h, d or w, e.g. 12h, 30d, 2w`, {field: flag})
-  return (Number(match[1]) * HOURS_PER_UNIT[match[2] as keyof typeof HOURS_PER_UNIT]) / 24
-}
+export {parseDuration}
 
 /** `--since`: an ISO date-time, a date (`2026-02-01`, midnight UTC), or a duration back from now (`7d`). */
 export function parseSince(text: string, flag: string, now: Date): string {

@@ -29,11 +29,22 @@ async function mapped<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-export function hostedServices(options: {agentId: string; url?: string; events: EventService; memory: MemoryService}): HostedServices {
+/** A `read` key through MCP: the tools that change the memory answer what `/v1/memory/append` would, 403. */
+function readOnly(what: string): Promise<never> {
+  return Promise.reject(asJarvisError(new HttpError(403, 'forbidden', `this key can only read (role read): ${what} changes the memory; ask for a write key`)))
+}
+
+export function hostedServices(options: {agentId: string; url?: string; events: EventService; memory: MemoryService; readOnly?: boolean}): HostedServices {
   const {agentId, events, memory} = options
+  const services = hostedServicesFor(agentId, options.url, events, memory)
+  if (!options.readOnly) return services
+  return {...services, append: () => readOnly('memory_append'), write: () => readOnly('writing a memory file'), syncTask: () => readOnly('task_complete')}
+}
+
+function hostedServicesFor(agentId: string, url: string | undefined, events: EventService, memory: MemoryService): HostedServices {
   return {
     agentId,
-    url: options.url,
+    url,
     snapshot: (query) =>
       mapped(() => events.snapshot(query, agentId)).catch((error: unknown) => {
         // As `memory snapshot` says it: whatever stops a snapshot means the memory cannot be read (exit 3).

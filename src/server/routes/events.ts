@@ -17,7 +17,7 @@ function idempotencyHeader(value: string | string[] | undefined): string | undef
 }
 
 export function eventRoutes(app: FastifyInstance, events: EventService): void {
-  app.post('/v1/memory/append', {schema: {body: objectBody}}, async (request) =>
+  app.post('/v1/memory/append', {schema: {body: objectBody}, config: {writes: true}}, async (request) =>
     events.append(request.body, request.agentId, idempotencyHeader(request.headers['idempotency-key'])),
   )
 
@@ -26,7 +26,7 @@ export function eventRoutes(app: FastifyInstance, events: EventService): void {
   app.get('/v1/memory/events', async (request) => events.list(request.query as ListQuery, request.agentId))
 
   // The body is optional (nothing in it is read); an empty POST with no content-type is fine.
-  app.post('/v1/memory/consolidate', async (request) => events.consolidate(request.agentId))
+  app.post('/v1/memory/consolidate', {config: {writes: true}}, async (request) => events.consolidate(request.agentId))
 
-  app.post('/v1/memory/cleanup', {schema: {body: objectBody}}, async (request) => events.cleanup(request.body, request.agentId))
+  app.post('/v1/memory/cleanup', {schema: {body: objectBody}, config: {writes: true}}, async (request) => events.cleanup(request.body, request.agentId))
 }

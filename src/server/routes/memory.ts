@@ -61,11 +61,11 @@ export function memoryRoutes(app: FastifyInstance, service: MemoryService): void
     return service.pull(body.files)
   })
 
-  app.post('/api/memory/push', {schema: {body: pushBody}}, async (request) => {
+  app.post('/api/memory/push', {schema: {body: pushBody}, config: {writes: true}}, async (request) => {
     return service.push(request.body as PushBody, request.agentId)
   })
 
-  app.post('/api/memory/sync-task', {schema: {body: syncTaskBody}}, async (request, reply) => {
+  app.post('/api/memory/sync-task', {schema: {body: syncTaskBody}, config: {writes: true}}, async (request, reply) => {
     const {agentId: namedAgent, ...rest} = request.body as Record<string, unknown>
     for (const [key, named] of [['agentId', namedAgent], ['workerId', rest.workerId]] as const) {
       if (named !== undefined && named !== request.agentId) {

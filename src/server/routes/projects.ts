@@ -19,7 +19,7 @@ const switchBody = {
 export function projectRoutes(app: FastifyInstance, service: MemoryService): void {
   app.get('/api/projects/active', async () => service.activeProject())
 
-  app.post('/api/projects/active', {schema: {body: switchBody}}, async (request) => {
+  app.post('/api/projects/active', {schema: {body: switchBody}, config: {writes: true}}, async (request) => {
     const body = request.body as {projectId: string; switchedBy?: ActiveProject['switchedBy']}
     return service.switchProject(body.projectId, body.switchedBy ?? DEFAULT_SWITCHED_BY, request.agentId)
   })

@@ -17,8 +17,10 @@ import Database from 'better-sqlite3'
 import {JarvisError, ExitCode} from '../../errors.js'
 import {hashText} from '../../store/hash.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
+import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 import type {
+  ApiKey,
   AppendEventOutcome,
   AppendEventRequest,
   BaseRev,
@@ -90,6 +92,11 @@ const MIGRATIONS: readonly Migration[] = [
     description: 'identities and idempotency keys of events a cleanup deleted, so a late retry is not stored again',
     sql: DELETED_EVENTS_MIGRATION_SQL,
   },
+  {
+    version: 4,
+    description: 'API keys: the sha256 of each token, its agent, role, expiry and revocation',
+    sql: KEYS_MIGRATION_SQL,
+  },
 ]
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -152,6 +159,7 @@ export class SqliteStorage implements ServerStorage {
   private closed = false
   private readonly statements
   private readonly events: SqliteEventLog
+  private readonly keys: SqliteKeyStore
   private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
@@ -215,6 +223,7 @@ export class SqliteStorage implements ServerStorage {
     }
     this.walSync = walSync
     this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
+    this.keys = new SqliteKeyStore(this.db)
   }
 
   private migrate(): void {
@@ -405,6 +414,31 @@ export class SqliteStorage implements ServerStorage {
 
   async countEvents(): Promise<number> {
     return this.events.count()
+  }
+
+  async addKey(key: ApiKey, tokenHash: string): Promise<void> {
+    this.keys.add(key, tokenHash)
+  }
+
+  async listKeys(): Promise<ApiKey[]> {
+    return this.keys.list()
+  }
+
+  async revokeKey(id: string, now: string): Promise<ApiKey | null> {
+    return this.keys.revoke(id, now)
+  }
+
+  async keyByTokenHash(tokenHash: string): Promise<ApiKey | null> {
+    return this.keys.byTokenHash(tokenHash)
+  }
+
+  async ping(): Promise<boolean> {
+    if (this.closed) return false
+    try {
+      return this.statements.seq.get() !== undefined
+    } catch {
+      return false
+    }
   }
 
   async close(): Promise<void> {

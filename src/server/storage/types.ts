@@ -328,5 +328,32 @@ export interface ImportedEvent extends NewEvent {
   scanned?: boolean
 }
 
-/** What `jarvis serve` needs from a backend: the memory files and the event log. */
-export type ServerStorage = MemoryStorage & EventStorage
+/** What a key may do: `read` reads only; `write` also pushes and appends; `admin` also manages keys. */
+export const KEY_ROLES = ['read', 'write', 'admin'] as const
+export type KeyRole = (typeof KEY_ROLES)[number]
+
+/** An API key as stored: never the token itself, only its sha256. */
+export interface ApiKey {
+  /** `key_…`: names the key in `token list` and `token revoke` (not secret). */
+  id: string
+  agentId: string
+  role: KeyRole
+  createdAt: string
+  expiresAt: string | null
+  revokedAt: string | null
+}
+
+/** API keys made by `jarvis serve token create`, shared by every process on the same database. */
+export interface KeyStorage {
+  addKey(key: ApiKey, tokenHash: string): Promise<void>
+  listKeys(): Promise<ApiKey[]>
+  /** The key, revoked now (or earlier); null when there is no such key. */
+  revokeKey(id: string, now: string): Promise<ApiKey | null>
+  /** The key whose token has this sha256 (hex), revoked or expired ones included: the caller decides. */
+  keyByTokenHash(tokenHash: string): Promise<ApiKey | null>
+  /** True when the storage answers (for `/readyz`). */
+  ping(): Promise<boolean>
+}
+
+/** What `jarvis serve` needs from a backend: the memory files, the event log and the API keys. */
+export type ServerStorage = MemoryStorage & EventStorage & KeyStorage

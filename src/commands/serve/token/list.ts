@@ -1,0 +1,20 @@
+import {Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../../../cli/base-command.js'
+import {renderKeys} from '../../../cli/keys-render.js'
+import {type ApiKey, listKeys} from '../../../server/keys.js'
+
+export default class ServeTokenList extends JarvisCommand<typeof ServeTokenList> {
+  static summary = "List the server's API keys: id, agent, role, expiry, revocation (never a token)."
+  static examples = ['<%= config.bin %> serve token list', '<%= config.bin %> serve token list --data /srv/jarvis --json']
+
+  static flags = {
+    data: Flags.string({description: 'Data directory of the server (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
+  }
+
+  async run(): Promise<{keys: ApiKey[]}> {
+    const keys = await listKeys({dataDir: this.flags.data})
+    this.log(renderKeys(keys))
+    return {keys}
+  }
+}

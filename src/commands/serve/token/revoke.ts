@@ -1,0 +1,22 @@
+import {Args, Flags} from '@oclif/core'
+
+import {JarvisCommand} from '../../../cli/base-command.js'
+import {renderKeyRevoked} from '../../../cli/keys-render.js'
+import {type ApiKey, revokeKey} from '../../../server/keys.js'
+
+export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRevoke> {
+  static summary = 'Revoke an API key: refused from its next request on, by every server on the data directory.'
+  static examples = ['<%= config.bin %> serve token revoke key_3f9a1c2b7d4e']
+
+  static args = {id: Args.string({description: 'The key id, as `jarvis serve token list` shows it.', required: true})}
+
+  static flags = {
+    data: Flags.string({description: 'Data directory of the server (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
+  }
+
+  async run(): Promise<ApiKey> {
+    const key = await revokeKey({dataDir: this.flags.data, id: this.args.id})
+    this.log(renderKeyRevoked(key))
+    return key
+  }
+}

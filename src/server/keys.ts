@@ -1,0 +1,71 @@
+/**
+ * API keys a team hands out and takes back: `jarvis serve token create|list|revoke` on the server's data
+ * directory, while the server runs or not (every process reads the same database, so a revoked key is refused
+ * at its next request). A token is printed once and stored only as its sha256; the tokens file keeps working
+ * beside them (its tokens act as `write` keys).
+ */
+import {createHash, randomBytes} from 'node:crypto'
+
+import {BadInputError} from '../errors.js'
+import {parseDuration} from '../events/duration.js'
+import {agentIdSchema, defaultDataDir} from './config.js'
+import {openSqliteStorage} from './storage/sqlite.js'
+import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
+
+export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
+
+/** What tells a key's token apart from a tokens-file token in a log or a leak scanner. */
+const TOKEN_PREFIX = 'jvk_'
+
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex')
+}
+
+/** Why a key is not usable now, or null when it is. */
+export function keyRefusal(key: ApiKey, now: Date): string | null {
+  if (key.revokedAt !== null) return `the key ${key.id} was revoked at ${key.revokedAt}`
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime()) return `the key ${key.id} expired at ${key.expiresAt}`
+  return null
+}
+
+export interface CreateKeyOptions {
+  dataDir?: string
+  agent: string
+  role?: string
+  /** `90d`, `12h`, `2w`; none: the key does not expire. */
+  expires?: string
+  now?: Date
+}
+
+/** A new key: its token (shown once, never stored) and what is stored of it. */
+export async function createKey(options: CreateKeyOptions): Promise<{token: string; key: ApiKey}> {
+  const agent = agentIdSchema.safeParse(options.agent)
+  if (!agent.success) throw new BadInputError(`--agent: ${JSON.stringify(options.agent)} ${agent.error.issues[0]?.message ?? 'is not an agent id'}`, {field: 'agent'})
+  const role = (options.role ?? 'write') as KeyRole
+  if (!KEY_ROLES.includes(role)) throw new BadInputError(`--role: ${JSON.stringify(options.role)} is not a role: use read, write or admin`, {field: 'role'})
+  const now = options.now ?? new Date()
+  const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
+  const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
+  const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
+  await withStorage(options.dataDir, (storage) => storage.addKey(key, tokenHash(token)))
+  return {token, key}
+}
+
+export async function listKeys(options: {dataDir?: string}): Promise<ApiKey[]> {
+  return withStorage(options.dataDir, (storage) => storage.listKeys())
+}
+
+export async function revokeKey(options: {dataDir?: string; id: string; now?: Date}): Promise<ApiKey> {
+  const key = await withStorage(options.dataDir, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
+  if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
+  return key
+}
+
+async function withStorage<T>(dataDir: string | undefined, use: (storage: ReturnType<typeof openSqliteStorage>) => Promise<T>): Promise<T> {
+  const storage = openSqliteStorage(dataDir ?? defaultDataDir())
+  try {
+    return await use(storage)
+  } finally {
+    await storage.close()
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * API keys a team hands out and takes back (`jarvis serve token create|list|revoke`), against a running server on
+ * the same data directory: a read key reads and is refused every write (HTTP, a command, an MCP tool), a revoked
+ * or expired key is refused at its next request, the token is never stored, and the tokens file keeps working.
+ */
+import {execFile} from 'node:child_process'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {createKey} from '../../src/server/keys.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {makeClient, removeAll, startTestServer, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {httpSession, textOf} from '../mcp/helpers.js'
+
+const run = promisify(execFile)
+
+describe('API keys', () => {
+  let server: TestServer
+  let tree: TestClient
+  let home: string
+
+  beforeAll(async () => {
+    server = await startTestServer()
+    tree = await makeClient(server.url, 'claude')
+    home = await tempDir('jarvis-keys-home-')
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await removeAll([server?.dataDir, tree?.root, home].filter(Boolean) as string[])
+  })
+
+  const env = (token: string, agent = '') => ({JARVIS_TOKEN: token, JARVIS_AGENT: agent, JARVIS_SERVER: '', JARVIS_DIR: '', XDG_CONFIG_HOME: join(home, 'xdg'), XDG_DATA_HOME: join(home, 'data')})
+
+  async function create(...args: string[]): Promise<{id: string; token: string}> {
+    const run = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--json', ...args], {env: env('')})
+    expect(run.code, run.stderr).toBe(0)
+    return envelope<{id: string; token: string}>(run).result!
+  }
+
+  const get = (path: string, token?: string) => fetch(`${server.url}${path}`, {headers: token ? {authorization: `Bearer ${token}`} : {}})
+
+  it('a key made while the server runs works at once; the token is shown once and stored only as its hash', async () => {
+    const {id, token} = await create('--agent', 'claude')
+    expect(token).toMatch(/^jvk_[\w-]{40,}$/)
+    const appended = await runJarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:keys_write', '--content', 'Written with a key.'], {cwd: tree.root, env: env(token)})
+    expect(appended.code, appended.stderr).toBe(0)
+
+    const listed = await runJarvis(['serve', 'token', 'list', '--data', server.dataDir], {env: env('')})
+    expect(listed.stdout).toContain(`${id}  claude  write`)
+    expect(listed.stdout).not.toContain(token)
+    // grep in a process of its own: a file of a SQLite database opened and closed by the server's own process
+    // drops SQLite's POSIX locks on it, and the server's connection then reads an old snapshot.
+    const grep = await run('grep', ['-rlF', token, server.dataDir]).then(() => 0, (error: {code: number}) => error.code)
+    expect(grep, 'grep exits 1 when no file holds the token').toBe(1)
+  })
+
+  it('a read key reads, and every write is refused with 403 — over HTTP, by a command, by an MCP tool', async () => {
+    const {token} = await create('--agent', 'gemini', '--role', 'read')
+    expect((await get('/v1/memory/snapshot', token)).status).toBe(200)
+    const snapshot = await runJarvis(['memory', 'snapshot'], {cwd: tree.root, env: env(token, 'gemini')})
+    expect(snapshot.code, snapshot.stderr).toBe(0)
+
+    const refused = await fetch(`${server.url}/v1/memory/append`, {
+      method: 'POST',
+      headers: {authorization: `Bearer ${token}`, 'content-type': 'application/json'},
+      body: JSON.stringify({kind: 'fact', dedupe_key: 'fact:read_key', content: 'x', scope: 'global', confidence: 'high', agent_id: 'gemini', run_id: 'r1', source: 'CLI'}),
+    })
+    expect(refused.status).toBe(403)
+    expect(((await refused.json()) as {message: string}).message).toContain('this key can only read')
+
+    const append = await runJarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:read_key', '--content', 'Not allowed.'], {cwd: tree.root, env: env(token, 'gemini')})
+    expect(append.code).toBe(2)
+    expect(append.stderr).toContain('this key can only read')
+
+    await tree.write('notes/read-key.md', '# Pushed with a read key?\n')
+    const sync = await runJarvis(['sync'], {cwd: tree.root, env: env(token, 'gemini')})
+    expect(sync.code).toBe(2)
+    expect(sync.stderr).toContain('this key can only read')
+    expect(((await (await get('/api/memory/status', TOKENS.claude)).json()) as {files: Record<string, unknown>}).files['notes/read-key.md']).toBeUndefined()
+
+    const mcp = await httpSession(server.url, token)
+    try {
+      const tool = await mcp.call('memory_append', {kind: 'fact', dedupe_key: 'fact:read_key_mcp', content: 'Not allowed either.'})
+      expect(tool.isError).toBe(true)
+      expect(textOf(tool)).toContain('this key can only read')
+      expect((await mcp.call('memory_snapshot', {})).isError).toBeFalsy()
+    } finally {
+      await mcp.close()
+    }
+  })
+
+  it('a revoked key is refused at its next request; an expired one too, saying why', async () => {
+    const {id, token} = await create('--agent', 'openclaw')
+    const before = await get('/api/memory/status', token)
+    expect(before.status, await before.clone().text()).toBe(200)
+    const revoked = await runJarvis(['serve', 'token', 'revoke', id, '--data', server.dataDir], {env: env('')})
+    expect(revoked.code, revoked.stderr).toBe(0)
+    const after = await get('/api/memory/status', token)
+    expect(after.status).toBe(401)
+    expect(((await after.json()) as {message: string}).message).toContain(`the key ${id} was revoked`)
+
+    // Made two days ago to last one day: expired now.
+    const old = await createKey({dataDir: server.dataDir, agent: 'chatgpt', expires: '1d', now: new Date(Date.now() - 2 * 86_400_000)})
+    const expired = await get('/api/memory/status', old.token)
+    expect(expired.status).toBe(401)
+    expect(((await expired.json()) as {message: string}).message).toContain(`the key ${old.key.id} expired at`)
+
+    const unknown = await runJarvis(['serve', 'token', 'revoke', 'key_000000000000', '--data', server.dataDir], {env: env('')})
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain('jarvis serve token list')
+  })
+
+  it('bad input: an unknown role or a duration that is not one exits 2 naming the flag', async () => {
+    const role = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--agent', 'claude', '--role', 'owner'], {env: env('')})
+    expect(role.code).toBe(2)
+    expect(role.stderr).toContain('--role')
+    const expires = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--agent', 'claude', '--expires', 'soon'], {env: env('')})
+    expect(expires.code).toBe(2)
+    expect(expires.stderr).toContain('--expires: "soon" is not a duration')
+  })
+
+  it('the tokens file keeps working beside the keys; /healthz and /readyz answer without a token', async () => {
+    expect((await get('/api/memory/status', TOKENS.claude)).status).toBe(200)
+    expect((await get('/api/memory/status', 'not-a-token-at-all')).status).toBe(401)
+    expect(await (await get('/healthz')).json()).toEqual({status: 'ok'})
+    expect(await (await get('/readyz')).json()).toEqual({status: 'ready'})
+  })
+})
