@@ -14,9 +14,10 @@ import {join} from 'node:path'
 
 import Database from 'better-sqlite3'
 
-import {JarvisError, ExitCode} from '../../errors.js'
+import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {hashText} from '../../store/hash.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
+import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 import type {
@@ -430,6 +431,17 @@ export class SqliteStorage implements ServerStorage {
 
   async keyByTokenHash(tokenHash: string): Promise<ApiKey | null> {
     return this.keys.byTokenHash(tokenHash)
+  }
+
+  /** Every row, in one read transaction (sqlite-dump.ts). */
+  dumpRows(): Iterable<DumpRow> {
+    return exportRows(this.db)
+  }
+
+  /** Loads a dump into this storage, which must hold no file, event or key yet. */
+  async loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>> {
+    if (!isEmpty(this.db)) throw new BadInputError(`${this.file} already holds memory: import into a new data directory`, {file: this.file})
+    return importRows(this.db, rows)
   }
 
   async ping(): Promise<boolean> {

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../../cli/base-command.js'
-import {renderKeyCreated} from '../../../cli/keys-render.js'
+import {renderKeyCreated} from '../../../cli/serve-render.js'
 import {type ApiKey, createKey, KEY_ROLES} from '../../../server/keys.js'
 
 export default class ServeTokenCreate extends JarvisCommand<typeof ServeTokenCreate> {

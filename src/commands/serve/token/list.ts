@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../../cli/base-command.js'
-import {renderKeys} from '../../../cli/keys-render.js'
+import {renderKeys} from '../../../cli/serve-render.js'
 import {type ApiKey, listKeys} from '../../../server/keys.js'
 
 export default class ServeTokenList extends JarvisCommand<typeof ServeTokenList> {

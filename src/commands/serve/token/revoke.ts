@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../../cli/base-command.js'
-import {renderKeyRevoked} from '../../../cli/keys-render.js'
+import {renderKeyRevoked} from '../../../cli/serve-render.js'
 import {type ApiKey, revokeKey} from '../../../server/keys.js'
 
 export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRevoke> {

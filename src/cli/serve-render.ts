@@ -1,4 +1,4 @@
-/** Human output of `jarvis serve token …`; `--json` prints their results instead. */
+/** Human output of `jarvis serve token …`, `export` and `import`; `--json` prints their results instead. */
 import type {ApiKey} from '../server/keys.js'
 
 function state(key: ApiKey, now: Date): string {
@@ -22,4 +22,10 @@ export function renderKeys(keys: ApiKey[], now = new Date()): string {
 
 export function renderKeyRevoked(key: ApiKey): string {
   return `revoked ${key.id} (agent ${key.agentId}, role ${key.role}): every server on this data directory refuses it from now on`
+}
+
+/** `12 files, 30 events, 2 keys` of a dump. */
+export function describeCounts(counts: {files: number; memory_events: number; api_keys: number}): string {
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+  return [plural(counts.files, 'file'), plural(counts.memory_events, 'event'), plural(counts.api_keys, 'key')].join(', ')
 }

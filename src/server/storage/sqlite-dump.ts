@@ -1,0 +1,85 @@
+/**
+ * A whole SQLite storage as rows, and back: what `jarvis serve export|import` move between data directories (and,
+ * once there is one, between backends: the tables and columns are the protocol's, not SQLite's). Files keep their
+ * revisions and sequence numbers, events their ids, the server its id and change sequence, so a client syncs on
+ * against the imported copy with nothing to transfer. The full-text index is rebuilt, never dumped.
+ */
+import type Database from 'better-sqlite3'
+
+import {ftsText} from './fts.js'
+
+/** Every table a dump carries, in the order an import writes them. */
+export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys'] as const
+export type DumpTable = (typeof DUMP_TABLES)[number]
+
+export interface DumpRow {
+  table: DumpTable
+  row: Record<string, unknown>
+}
+
+const ORDER: Record<DumpTable, string> = {
+  server_state: 'id',
+  files: 'seq, path',
+  idempotency_keys: 'seq, key',
+  memory_events: 'seq',
+  memory_pins: 'scope, dedupe_key',
+  deleted_events: 'deleted_at, identity',
+  api_keys: 'created_at, id',
+}
+
+/** Every row, read in one transaction: a consistent copy even while a server writes. */
+export function* exportRows(db: Database.Database): Generator<DumpRow> {
+  db.exec('BEGIN DEFERRED')
+  try {
+    for (const table of DUMP_TABLES) {
+      for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ORDER BY ${ORDER[table]}`).iterate()) yield {table, row}
+    }
+  } finally {
+    db.exec('COMMIT')
+  }
+}
+
+/** True when the storage holds no file, no event and no key (an import goes only into such a one). */
+export function isEmpty(db: Database.Database): boolean {
+  return ['files', 'memory_events', 'api_keys'].every((table) => db.prepare<[], {n: number}>(`SELECT COUNT(*) AS n FROM ${table}`).get()?.n === 0)
+}
+
+/**
+ * Writes rows as they come, all in one transaction (all or nothing); the caller checked that the storage is
+ * empty. A row of an unknown table or with an unknown column is refused by name (`where` says which line).
+ */
+export async function importRows(db: Database.Database, rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>> {
+  const columns = new Map<string, Set<string>>(DUMP_TABLES.map((table) => [table, new Set(db.prepare<[], {name: string}>(`SELECT name FROM pragma_table_info('${table}')`).all().map((c) => c.name))]))
+  const counts = Object.fromEntries(DUMP_TABLES.map((table) => [table, 0])) as Record<DumpTable, number>
+  const statements = new Map<string, Database.Statement>()
+  const ftsInsert = db.prepare<[number, string, string]>('INSERT INTO memory_events_fts (rowid, body, key) VALUES (?, ?, ?)')
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    for await (const {row: {table, row}, where} of rows) {
+      const known = columns.get(table)
+      if (!known) throw new Error(`${where}: unknown table ${JSON.stringify(table)}`)
+      const names = Object.keys(row)
+      const unknown = names.find((name) => !known.has(name))
+      if (unknown !== undefined) throw new Error(`${where}: ${table} has no column ${JSON.stringify(unknown)}`)
+      // The one row of server_state exists from the first migration: it is replaced, not added.
+      const sql =
+        table === 'server_state'
+          ? `UPDATE server_state SET ${names.filter((n) => n !== 'id').map((n) => `${n} = @${n}`).join(', ')} WHERE id = 1`
+          : `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`
+      let statement = statements.get(sql)
+      if (!statement) statements.set(sql, (statement = db.prepare(sql)))
+      try {
+        statement.run(row)
+      } catch (error) {
+        throw new Error(`${where}: ${table}: ${(error as Error).message}`)
+      }
+      if (table === 'memory_events') ftsInsert.run(row.seq as number, ftsText(String(row.content_md)), String(row.dedupe_key))
+      counts[table]++
+    }
+    db.exec('COMMIT')
+  } catch (error) {
+    db.exec('ROLLBACK')
+    throw error
+  }
+  return counts
+}
