@@ -1,4 +1,4 @@
-/** Human output of `jarvis serve token …`, `export` and `import`; `--json` prints their results instead. */
+/** Human output of the `jarvis serve` subcommands (token, export, import, backup, restore); `--json` prints their results instead. */
 import type {ApiKey} from '../server/keys.js'
 
 function state(key: ApiKey, now: Date): string {
@@ -28,4 +28,17 @@ export function renderKeyRevoked(key: ApiKey): string {
 export function describeCounts(counts: {files: number; memory_events: number; api_keys: number}): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
   return [plural(counts.files, 'file'), plural(counts.memory_events, 'event'), plural(counts.api_keys, 'key')].join(', ')
+}
+
+export function renderBackup(result: {file: string; bytes: number; removed: string[]}): string {
+  const lines = [`backed up to ${result.file} (${(result.bytes / 1024).toFixed(0)} KiB)`]
+  if (result.removed.length > 0) lines.push(`removed ${result.removed.length} older backup(s): ${result.removed.join(', ')}`)
+  return lines.join('\n')
+}
+
+export function renderRestore(result: {file: string; dataDir: string; movedAside?: string}): string {
+  const lines = [`restored ${result.file} into ${result.dataDir}`]
+  if (result.movedAside) lines.push(`the database that was there is kept as ${result.movedAside}`)
+  lines.push('start the server: jarvis serve --data ' + result.dataDir)
+  return lines.join('\n')
 }

@@ -1,0 +1,124 @@
+/**
+ * `jarvis serve backup` and `jarvis serve restore`: consistent copies of the server's database taken while it
+ * serves, kept N at a time, and one of them brought back. Nothing is ever deleted but older backups beyond
+ * `--keep`: a restore moves the database it replaces aside, it does not remove it.
+ */
+import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
+import {join, resolve} from 'node:path'
+
+import Database from 'better-sqlite3'
+
+import {BadInputError} from '../errors.js'
+import {fsyncDir} from '../store/atomic.js'
+import {defaultDataDir} from './config.js'
+import {openSqliteStorage, SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
+
+const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.sqlite$/
+
+async function fsyncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r+')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** `jarvis-20261125T181500123Z.sqlite`: sorts by time. */
+function backupName(now: Date): string {
+  return `jarvis-${now.toISOString().replace(/[-:.]/g, '')}.sqlite`
+}
+
+export interface BackupResult {
+  file: string
+  bytes: number
+  /** Older backups removed to keep `keep`. */
+  removed: string[]
+}
+
+export async function backupData(options: {dataDir?: string; to: string; keep?: number; now?: Date}): Promise<BackupResult> {
+  if (options.keep !== undefined && (!Number.isInteger(options.keep) || options.keep < 1)) throw new BadInputError(`--keep must be a whole number of 1 or more, not ${options.keep}`, {field: 'keep'})
+  const to = resolve(options.to)
+  await mkdir(to, {recursive: true, mode: 0o700})
+  const file = join(to, backupName(options.now ?? new Date()))
+  const partial = `${file}.partial`
+  await rm(partial, {force: true})
+  const storage = openSqliteStorage(options.dataDir ?? defaultDataDir())
+  try {
+    await storage.copyTo(partial)
+  } finally {
+    await storage.close()
+  }
+  // Under its final name only once complete and on disk: a backup killed halfway never looks like one.
+  await fsyncFile(partial)
+  await rename(partial, file)
+  await fsyncDir(to)
+  const removed: string[] = []
+  if (options.keep !== undefined) {
+    const backups = (await readdir(to)).filter((name) => BACKUP_NAME.test(name)).sort()
+    for (const name of backups.slice(0, Math.max(0, backups.length - options.keep))) {
+      await rm(join(to, name))
+      removed.push(join(to, name))
+    }
+    if (removed.length > 0) await fsyncDir(to)
+  }
+  return {file, bytes: (await stat(file)).size, removed}
+}
+
+export interface RestoreResult {
+  file: string
+  dataDir: string
+  /** Where the database that was there went (never deleted). */
+  movedAside?: string
+}
+
+/** Checks `file` is a whole jarvis database this version reads; throws BadInputError naming what is wrong. */
+function checkBackup(file: string): void {
+  let db
+  try {
+    db = new Database(file, {readonly: true, fileMustExist: true})
+  } catch (error) {
+    throw new BadInputError(`${file}: cannot open it as a database: ${(error as Error).message}`, {file})
+  }
+  try {
+    const integrity = db.pragma('integrity_check', {simple: true})
+    if (integrity !== 'ok') throw new BadInputError(`${file}: damaged (${String(integrity)}); pick another backup`, {file})
+    const version = db.prepare<[], {v: number | null}>('SELECT MAX(version) AS v FROM schema_migrations').get()?.v
+    if (typeof version !== 'number') throw new BadInputError(`${file}: not a jarvis server database`, {file})
+    if (version > SQLITE_SCHEMA_VERSION) throw new BadInputError(`${file}: written by a newer jarvis (schema ${version}); upgrade jarvis first`, {file})
+  } catch (error) {
+    if (error instanceof BadInputError) throw error
+    throw new BadInputError(`${file}: not a jarvis server database (${(error as Error).message})`, {file})
+  } finally {
+    db.close()
+  }
+}
+
+/**
+ * Brings a backup back as the data directory's database. Stop the server first. A database already there is
+ * refused unless `force`, and then moved aside (with its -wal and -shm) under `<name>.replaced-<time>`.
+ */
+export async function restoreData(options: {file: string; dataDir?: string; force?: boolean; now?: Date}): Promise<RestoreResult> {
+  const file = resolve(options.file)
+  checkBackup(file)
+  const dataDir = resolve(options.dataDir ?? defaultDataDir())
+  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  const target = join(dataDir, SQLITE_FILE_NAME)
+  const exists = await stat(target).then(
+    () => true,
+    () => false,
+  )
+  let movedAside: string | undefined
+  if (exists) {
+    if (!options.force) throw new BadInputError(`${target} exists: stop the server, then run again with --force (it is moved aside, not deleted)`, {file: target})
+    movedAside = `${target}.replaced-${(options.now ?? new Date()).toISOString().replace(/[-:.]/g, '')}`
+    for (const suffix of ['-wal', '-shm']) await rename(`${target}${suffix}`, `${movedAside}${suffix}`).catch(() => {})
+    await rename(target, movedAside)
+  }
+  const partial = `${target}.restoring`
+  await copyFile(file, partial)
+  await fsyncFile(partial)
+  await rename(partial, target)
+  await fsyncDir(dataDir)
+  return {file, dataDir, ...(movedAside ? {movedAside} : {})}
+}
