@@ -51,7 +51,7 @@ async function runAction(action: Action, argv: string[]): Promise<boolean> {
   if (input === undefined) return false
   const json = input.flags.json === true
   const warnings: string[] = []
-  // oclif prints each line with console.log(format(line)); so does this.
+  // oclif prints each line as util.format(line) and a newline; so does this.
   const stdout = (text: string) => process.stdout.write(`${format(text)}\n`)
   const stderr = (text: string) => process.stderr.write(`${format(text)}\n`)
   const output: CommandOutput = {
