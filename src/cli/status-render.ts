@@ -16,7 +16,11 @@ export function renderStatus(status: StatusResult): string {
 
   if (status.backups.length > 0) {
     lines.push('', `Conflicts waiting for you (${status.backups.length}): the file holds the server's version, the backup yours.`)
-    for (const backup of status.backups) lines.push(`    .memory/${backup}`)
+    for (const group of status.backupsByFile) {
+      for (const backup of group.backups) {
+        lines.push(group.file === null ? `    .memory/${backup}   (left by an older jarvis; it may be ${group.candidates?.join(' or ')}: copy what you want by hand, then delete it)` : `    .memory/${backup}   (${group.file})`)
+      }
+    }
     lines.push('  decide each one: jarvis resolve <file> --keep server   (drop the backup)', '                  jarvis resolve <file> --keep local    (your version back, pushed by the next sync)')
   }
   const {added, modified, deleted} = status.changes

@@ -22,14 +22,24 @@ export function pulledText(file: PullResponse['files'][string]): string {
   return typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
 }
 /**
- * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything
- * (the seed does not say), so the client reads only what it can use and asks `status` for the rest.
+ * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything (the seed
+ * does not say), so the client reads only what it can use and asks `status` for the rest.
  */
 const pushAnswerSchema = z.union([
   pushResponseSchema,
   z.looseObject({files: z.record(z.string(), z.looseObject({rev: z.number().optional(), hash: z.string().optional(), updatedAt: z.string().optional()})).optional()}),
 ])
 export type PushResponse = z.output<typeof pushAnswerSchema>
+/**
+ * A push without `base` goes to a seed-style server (timestamp mode), whose 2xx answer may be `{success: true}`, a
+ * list of paths or no body at all. The push was accepted, so an answer the client cannot read is not an error:
+ * the files are stored by then, and a failed command would only send them again.
+ */
+const seedPushAnswerSchema = z.unknown().transform((answer): PushResponse => {
+  const usable = pushAnswerSchema.safeParse(answer)
+  if (!usable.success) debug('push answer not used: %s', formatIssues(usable.error.issues).join('; '))
+  return usable.success ? usable.data : {}
+})
 
 /** The server refused a push because some `base` revisions are stale (HTTP 409). */
 export class StalePushError extends JarvisError {
@@ -78,7 +88,7 @@ export class MemoryClient {
     const body: Record<string, unknown> = {files}
     if (base && Object.keys(base).length > 0) body.base = base
     if (deletes && deletes.length > 0) body.deletes = deletes
-    return this.call('POST', '/api/memory/push', body, pushAnswerSchema)
+    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema)
   }
 
   syncTask<S extends z.ZodType>(task: unknown, answer: S): Promise<z.output<S>> {

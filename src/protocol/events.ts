@@ -14,6 +14,18 @@ import {
 } from '../schemas/index.js'
 import {type ClientOptions, MemoryClient} from './client.js'
 
+/**
+ * The answer of an append as read here. The seed says only that it carries `event_id / status`, naming no values:
+ * `duplicate` means the event was stored before, any other word (a seed-style gateway's `ok`) that it is stored
+ * now; a missing `warnings` is none.
+ */
+const appendAnswerSchema = appendResponseSchema.extend({
+  status: z
+    .string()
+    .min(1)
+    .transform((status): AppendResponse['status'] => (status === 'duplicate' ? 'duplicate' : 'created')),
+})
+
 /** Filters of `GET /v1/memory/events`; every one is optional. */
 export interface EventQuery {
   scope?: string
@@ -91,7 +103,7 @@ export class EventsClient extends MemoryClient {
 
   /** Appends one event; `idempotencyKey` makes a retry (the outbox, a lost answer) count once. */
   append(event: MemoryEvent, idempotencyKey?: string): Promise<AppendResponse> {
-    return this.call('POST', '/v1/memory/append', event, appendResponseSchema, idempotencyKey ? {'idempotency-key': idempotencyKey} : {})
+    return this.call('POST', '/v1/memory/append', event, appendAnswerSchema, idempotencyKey ? {'idempotency-key': idempotencyKey} : {})
   }
 
   snapshot(query: {agentId: string; scopes: string[]; limitRecent?: number}): Promise<SnapshotResponse> {

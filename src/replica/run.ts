@@ -12,12 +12,12 @@ import {SecretRefusedError} from '../errors.js'
 import {parseJsonFile, type ReplicaState, replicaStateSchema} from '../schemas/index.js'
 import {
   appendAudit,
-  backupPathFor,
   deleteMemoryFile,
   deleteNexusFile,
   formatJson,
   fsyncDir,
   hashText,
+  nextBackupPath,
   readMemoryFile,
   readNexusFile,
   readStatCache,
@@ -168,7 +168,7 @@ export async function runReplica(options: ReplicaRunOptions): Promise<ReplicaRep
   if (options.dryRun) {
     for (const action of plan.actions) {
       if (action.kind !== 'record') report.changes.push(change(action))
-      if (action.backup !== null) report.backups.push({path: action.memoryPath, backup: backupPathFor(action.memoryPath)})
+      if (action.backup !== null) report.backups.push({path: action.memoryPath, backup: await nextBackupPath(root, action.memoryPath)})
       for (const conflict of action.conflicts) report.conflicts.push({path: action.memoryPath, reason: reasonOf(conflict)})
     }
     return report

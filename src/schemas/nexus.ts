@@ -4,7 +4,7 @@
  */
 import {z} from 'zod'
 
-import {agentIdSchema, isoDateTimeSchema, pathRecord, projectSlugSchema, revisionSchema, sha256HexSchema} from './common.js'
+import {agentIdSchema, isoDateTimeSchema, memoryPathSchema, pathRecord, projectSlugSchema, revisionSchema, sha256HexSchema} from './common.js'
 import {memoryEventSchema} from './events.js'
 import {taskResultSchema} from './memory.js'
 import {projectActiveRequestSchema} from './protocol.js'
@@ -118,6 +118,18 @@ export const replicaStateSchema = z
   })
   .meta({title: 'Replica state', description: '.nexus/replicas/<id>/state.json'})
 export type ReplicaState = z.output<typeof replicaStateSchema>
+
+/**
+ * `.nexus/backup-owners.json`: which memory file each conflict backup in `.memory/` belongs to, by the backup's
+ * path. A backup's name alone cannot say it when two files share a stem (`notes.md`, `notes.json`).
+ */
+export const backupOwnersSchema = z
+  .looseObject({
+    version: z.literal(1).default(1),
+    backups: pathRecord(memoryPathSchema).default(() => ({})),
+  })
+  .meta({title: 'Backup owners', description: '.nexus/backup-owners.json'})
+export type BackupOwners = z.output<typeof backupOwnersSchema>
 
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
 export const syncedFileStateSchema = z.looseObject({

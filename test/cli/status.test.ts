@@ -63,7 +63,7 @@ describe('jarvis status and jarvis resolve', () => {
     const status = await b.run(['status'])
     expect(status.code).toBe(0)
     expect(status.stdout).toContain('Conflicts waiting for you (1)')
-    expect(status.stdout).toContain('.memory/notes/plan.local.bak')
+    expect(status.stdout).toContain('.memory/notes/plan.local.bak   (notes/plan.md)')
     expect(status.stdout).toMatch(/server http:\/\/127\.0\.0\.1:\d+: answers \(1 file\)/)
 
     const again = await b.run(['sync'])

@@ -169,7 +169,15 @@ export class SqliteStorage implements ServerStorage {
     try {
       this.db = new Database(this.file)
     } catch (error) {
-      throw new JarvisError(`cannot open the server database ${this.file}: ${(error as Error).message}`, {
+      const message = (error as Error).message
+      // better-sqlite3 is native code built for the Node that installed it: after a switch of Node it cannot load.
+      if ((error as NodeJS.ErrnoException).code === 'ERR_DLOPEN_FAILED' || message.includes('NODE_MODULE_VERSION')) {
+        throw new JarvisError(
+          `jarvis serve cannot load its SQLite module (better-sqlite3): it was built for another Node than this one (${process.version}). Rebuild it for this Node with \`npm rebuild better-sqlite3\` in the jarvis package directory, or start jarvis serve with the Node jarvis was installed with`,
+          {code: 'STORAGE', exit: ExitCode.failed, data: {file: this.file}, cause: error},
+        )
+      }
+      throw new JarvisError(`cannot open the server database ${this.file}: ${message}`, {
         code: 'STORAGE',
         exit: ExitCode.failed,
         data: {file: this.file},
