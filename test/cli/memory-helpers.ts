@@ -4,7 +4,8 @@ import {join} from 'node:path'
 
 import {EventsClient} from '../../src/protocol/events.js'
 import type {StoredMemoryEvent} from '../../src/schemas/index.js'
-import {TOKENS} from '../helpers/world.js'
+import {runJarvis} from '../helpers/cli.js'
+import {tempDir, TOKENS} from '../helpers/world.js'
 
 /** A port nothing listens on: bound by the OS, then released. */
 export async function closedPort(): Promise<number> {
@@ -22,6 +23,16 @@ export async function closedPort(): Promise<number> {
 export function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const blank = Object.fromEntries(Object.keys(process.env).filter((name) => name.startsWith('JARVIS_')).map((name) => [name, '']))
   return {...blank, XDG_CONFIG_HOME: join(home, 'xdg'), ...extra}
+}
+
+/** A tree `jarvis init`-ed against `server` as `agent`, and `run` to run jarvis in it with that agent's token only. */
+export async function initedTree(server: string, agent: 'claude' | 'gemini', prefix: string): Promise<{root: string; run: (args: string[]) => ReturnType<typeof runJarvis>}> {
+  const root = await tempDir(`${prefix}-${agent}-`)
+  const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
+  const run = (args: string[]) => runJarvis(args, {cwd: root, env})
+  const init = await run(['init', '--agent', agent, '--server', server])
+  if (init.code !== 0) throw new Error(`jarvis init failed (exit ${init.code}): ${init.stderr}`)
+  return {root, run}
 }
 
 /** The env of an agent talking to a server, outside any tree. */

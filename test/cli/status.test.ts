@@ -11,8 +11,8 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig, writeConfig} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
-import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
-import {cleanEnv} from './memory-helpers.js'
+import {removeAll, startTestServer, type TestServer, TOKENS} from '../helpers/world.js'
+import {initedTree} from './memory-helpers.js'
 
 let server: TestServer
 const dirs: string[] = []
@@ -28,12 +28,9 @@ afterAll(async () => {
 })
 
 async function tree(agent: 'claude' | 'gemini'): Promise<{root: string; run: (args: string[]) => ReturnType<typeof runJarvis>}> {
-  const root = await tempDir(`jarvis-status-${agent}-`)
-  dirs.push(root)
-  const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
-  const run = (args: string[]) => runJarvis(args, {cwd: root, env})
-  expect((await run(['init', '--agent', agent, '--server', server.url])).code).toBe(0)
-  return {root, run}
+  const made = await initedTree(server.url, agent, 'jarvis-status')
+  dirs.push(made.root)
+  return made
 }
 
 const note = (root: string) => join(root, '.memory', 'notes', 'plan.md')
