@@ -143,6 +143,15 @@ describe('jarvis against a server with only the seed’s fields', () => {
     expect(json.status).toBe(0)
     expect(json.result!.recent_events.map((event) => event.content_md)).toEqual(['Deploys go out on Tuesdays.'])
     expect(json.result!.ruleset_stamp).toBe('JARVIS_RULESET=v1.0')
+
+    // Such a server keeps no event list to filter: listing or searching events cannot read the memory (exit 3),
+    // and says what still works, rather than blame the user's input (exit 2).
+    for (const args of [['memory', 'list'], ['memory', 'search', 'deploys']]) {
+      const listed = await b.run(args)
+      expect(listed.code, `${args.join(' ')}: ${listed.stderr}`).toBe(3)
+      expect(listed.stderr).toContain('has no event list')
+      expect(listed.stderr).toContain('jarvis memory snapshot')
+    }
   })
 
   it('a finished task and a project switch, answered as the seed describes them', async () => {

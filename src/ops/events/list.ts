@@ -1,5 +1,5 @@
 /** `jarvis memory list` / the event half of `memory search`. */
-import {BadInputError} from '../../errors.js'
+import {BadInputError, JarvisError, UnreachableError} from '../../errors.js'
 import {canRead} from '../../events/index.js'
 import type {EventQuery} from '../../protocol/events.js'
 import {eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
@@ -63,7 +63,13 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
   }
   const {client, identity} = await openEvents(tree, {server: options.server})
   try {
-    const answer = await client.events(filters)
+    const answer = await client.events(filters).catch((error: unknown) => {
+      // A server with only the basic protocol keeps the log but offers no list of it.
+      if (error instanceof JarvisError && error.data.status === 404) {
+        throw new UnreachableError(`the server at ${identity.server} has no event list (GET /v1/memory/events answered 404), so events cannot be listed or searched there; \`jarvis memory snapshot\` shows its recent events`, {server: identity.server, status: 404}, error)
+      }
+      throw error
+    })
     return {server: identity.server, ...(options.query === undefined ? {} : {query: options.query}), filters, total: answer.total ?? answer.events.length, events: answer.events}
   } finally {
     await client.close()
