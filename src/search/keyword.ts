@@ -17,7 +17,14 @@ import {type SearchDocument, toSearchDocument} from './document.js'
 const debug = createDebug('jarvis:search')
 
 export const INDEX_FILE = 'search/index.json'
-const INDEX_VERSION = 1
+/** 2: bodies capped at INDEXED_BODY_CHARS (an index of version 1 may hold whole large files: it is rebuilt once). */
+const INDEX_VERSION = 2
+/**
+ * How much of a file's body the keyword index holds. Memory files are notes of a few kB; a log or a dump kept
+ * in `.memory/` made the index as large as the tree (95 MB for 94 MB of dumps) and every prompt's search seconds
+ * long. Past this, a file is still listed, read and snippeted, but its words are not indexed.
+ */
+export const INDEXED_BODY_CHARS = 64 * 1024
 /** Re-save the index when this many files had only their stat hints refreshed, so the next process skips re-hashing them. */
 const HINT_RESAVE = 100
 const READ_CONCURRENCY = 32
@@ -93,7 +100,7 @@ const MINI_OPTIONS: Options<MiniDoc> = {
 }
 
 function miniDoc(doc: SearchDocument): MiniDoc {
-  return {id: doc.path, title: doc.title ?? '', tags: doc.tags.join(' '), path: doc.path.replace(/\.md$/, ''), body: doc.body}
+  return {id: doc.path, title: doc.title ?? '', tags: doc.tags.join(' '), path: doc.path.replace(/\.md$/, ''), body: doc.body.slice(0, INDEXED_BODY_CHARS)}
 }
 
 export interface RefreshStats {

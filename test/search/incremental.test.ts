@@ -1,9 +1,10 @@
-import {appendFile} from 'node:fs/promises'
+import {appendFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {INDEX_FILE, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {INDEXED_BODY_CHARS} from '../../src/search/keyword.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {largeCorpus, writeCorpusFast} from './corpus.js'
@@ -32,5 +33,24 @@ describe('incremental index over 10,000 files', () => {
     const reloaded = await searchMemory(root, 'quokkaplatypus', {embeddings: false})
     expect(reloaded.stats).toMatchObject({indexed: 0, files: 10_000, rebuilt: false})
     expect(reloaded.hits.map((h) => h.path)).toEqual([edited])
+  })
+})
+
+describe('a large file in the memory', () => {
+  it('is indexed by its first 64 KiB only, so the index stays small', async () => {
+    const dir = await tempDir('jarvis-search-large-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    // 2 MiB of words that occur once each (a log, a dump), then one word past the indexed part.
+    const words = Array.from({length: 180_000}, (_, i) => `tok${i.toString(36)}x`).join(' ')
+    await writeFile(join(root, '.memory', 'dump.md'), `# Dump\n\nstartword ${words}\nfarawayword\n`)
+    await writeFile(join(root, '.memory', 'note.md'), '# Note\n\nThe pgbouncer rollout is on Tuesday.\n')
+
+    const first = await searchMemory(root, 'startword', {embeddings: false})
+    expect(first.hits.map((h) => h.path)).toEqual(['dump.md'])
+    expect((await searchMemory(root, 'pgbouncer', {embeddings: false})).hits.map((h) => h.path)).toEqual(['note.md'])
+    expect((await searchMemory(root, 'farawayword', {embeddings: false})).hits).toEqual([])
+    // The whole file's words would make a multi-megabyte index; its first 64 KiB make a small one.
+    expect((await stat(join(root, '.nexus', INDEX_FILE))).size).toBeLessThan(8 * INDEXED_BODY_CHARS)
   })
 })

@@ -95,7 +95,7 @@ describe('the index in .nexus/', () => {
     const root = await tree()
     const first = await searchMemory(root, 'redis', {embeddings: false})
     expect(first.stats).toMatchObject({indexed: 220, files: 220, rebuilt: true})
-    expect(JSON.parse(await readFile(join(root, '.nexus', INDEX_FILE), 'utf8')).version).toBe(1)
+    expect(JSON.parse(await readFile(join(root, '.nexus', INDEX_FILE), 'utf8')).version).toBe(2)
 
     resetSearchCache() // a new process: loads the saved index, re-indexes nothing
     const second = await searchMemory(root, 'redis', {embeddings: false})
@@ -111,7 +111,7 @@ describe('the index in .nexus/', () => {
     resetSearchCache()
     expect((await searchMemory(root, 'zanzibar', {embeddings: false})).stats.indexed).toBe(0)
 
-    await writeFile(join(root, '.nexus', INDEX_FILE), '{"version":1,"files":{"a.md":') // a torn write by hand
+    await writeFile(join(root, '.nexus', INDEX_FILE), '{"version":2,"files":{"a.md":') // a torn write by hand
     resetSearchCache()
     const rebuilt = await searchMemory(root, 'zanzibar', {embeddings: false})
     expect(rebuilt.stats).toMatchObject({indexed: 219, rebuilt: true})
