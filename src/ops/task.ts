@@ -124,16 +124,19 @@ export interface SwitchProjectOptions {
   server?: string
   agent?: string
   projectId: string
+  /** Who switched: `user-cli` (default), or `user-web` for a person using another client (the dashboard, a chat bot). */
+  switchedBy?: 'user-cli' | 'user-web'
 }
 
 /** `jarvis switch-project`: the server records it and tells every client (STATE_CHANGED); offline it is queued. */
 export async function switchProject(options: SwitchProjectOptions): Promise<ActiveProject> {
-  const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy: 'user-cli'}, 'projectId')
+  const switchedBy = options.switchedBy ?? 'user-cli'
+  const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy}, 'projectId')
   const tree = await openTreeIfAny(options.dir)
   const {client} = await connect(tree, options)
   let answer: ActiveProject
   try {
-    answer = await client.switchProject(body.projectId, 'user-cli')
+    answer = await client.switchProject(body.projectId, switchedBy)
   } catch (error) {
     if (!worthQueueing(error)) throw error
     const id = await queue(tree, 'active-project', body, error)

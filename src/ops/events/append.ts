@@ -29,7 +29,9 @@ export interface AppendOptions extends IdentityOptions {
   /** One event or a JSON array of events (at most MAX_EVENTS_PER_RUN), as text, and where it came from. Exclusive with fields. */
   eventsText?: {name: string; text: string}
   /** Who wrote it, recorded as the event's `source.system`. */
-  source?: 'cli' | 'mcp' | 'hook'
+  source?: 'cli' | 'mcp' | 'hook' | 'telegram'
+  /** Where in that system: `thread_id` (a Telegram chat), `message_id`. */
+  sourceDetail?: {thread_id?: string; message_id?: string}
   warn?: Warn
 }
 
@@ -66,8 +68,8 @@ const FLAG_OF: Record<string, string> = {
 }
 
 /** The events a command line describes, validated (zod) and within the per-run limit; nothing is sent yet. */
-export function readEvents(options: Pick<AppendOptions, 'fields' | 'eventsText' | 'source'>, agentId: string, runId: string): MemoryEvent[] {
-  const defaults = {agent_id: agentId, run_id: runId, scope: 'global', confidence: 'high', source: {system: options.source ?? 'cli'}, ttl_days: 0}
+export function readEvents(options: Pick<AppendOptions, 'fields' | 'eventsText' | 'source' | 'sourceDetail'>, agentId: string, runId: string): MemoryEvent[] {
+  const defaults = {agent_id: agentId, run_id: runId, scope: 'global', confidence: 'high', source: {system: options.source ?? 'cli', ...options.sourceDetail}, ttl_days: 0}
   if (options.eventsText !== undefined) return parseEventsText(options.eventsText, defaults, agentId)
 
   const {fields} = options
