@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {assertNoSensitive} from '../events/index.js'
 import {BadInputError, ConflictLeftError, SecretRefusedError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
-import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readStatCache, readSyncState, readTextIfExists, scanMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
+import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readSyncState, readTextIfExists, statMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
@@ -82,9 +82,9 @@ export async function assertClean(path: string, text: string): Promise<void> {
 }
 
 async function markdownFiles(root: string, prefix: string) {
-  // The stat cache spares hashing files that did not change since the last scan.
-  const scanned = await scanMemory(root, await readStatCache(root))
-  return [...scanned].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
+  // A listing needs sizes and times, never hashes: no file is read but the ones listed.
+  const found = await statMemory(root)
+  return [...found].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
 }
 
 function checkLimit(limit: number | undefined, fallback: number): number {

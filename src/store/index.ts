@@ -62,6 +62,7 @@ export {
   readMemoryFile,
   type ScanOptions,
   scanMemory,
+  statMemory,
   type StatCache,
   sweepTempFiles,
   writeMemoryFile,

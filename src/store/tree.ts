@@ -58,13 +58,14 @@ function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: num
 }
 
 /**
- * Walks `.memory/` and returns every memory file (relative `/` path → hash, size, mtime, inode, checkedAtMs),
- * sorted by path. Skips backups (`*.local.bak`, `*.local.N.bak`), temp files, symlinks (never followed) and
- * anything that is not a regular file. The returned map can be stored and passed back as the next `statCache`.
+ * The walk every scan does: each memory file under `.memory/` as [relative "/" path, absolute path], temp files
+ * apart, the conflict backups it meets added to `backups`. Never follows a symlink; skips anything that is not a
+ * regular file or a directory.
  */
-export async function scanMemory(root: string, statCache?: StatCache, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
+async function walkMemory(root: string, backups?: string[]): Promise<{candidates: Array<[string, string]>; temps: string[]}> {
   const base = memoryDir(root)
   const candidates: Array<[string, string]> = []
+  const temps: string[] = []
   const walk = async (dir: string): Promise<void> => {
     let entries
     try {
@@ -82,14 +83,35 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
       }
       if (entry.isDirectory()) subdirs.push(full)
       else if (!entry.isFile()) continue
-      else if (isBackupName(entry.name)) options.backups?.push(relative(base, full).split('\\').join('/'))
+      else if (isBackupName(entry.name)) backups?.push(relative(base, full).split('\\').join('/'))
       else if (isTempName(entry.name)) temps.push(full)
       else candidates.push([relative(base, full).split('\\').join('/'), full])
     }
     await Promise.all(subdirs.map(walk))
   }
-  const temps: string[] = []
   await walk(base)
+  return {candidates, temps}
+}
+
+/** Size and mtime of every memory file, sorted by path, without reading any: for listings, which need no hash. */
+export async function statMemory(root: string): Promise<Map<string, {size: number; mtimeMs: number}>> {
+  const {candidates} = await walkMemory(root)
+  const found: Array<[string, {size: number; mtimeMs: number}]> = []
+  for (const [rel, full] of candidates) {
+    const info = lstatSync(full, {throwIfNoEntry: false})
+    if (info?.isFile()) found.push([rel, {size: info.size, mtimeMs: info.mtimeMs}])
+  }
+  found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return new Map(found)
+}
+
+/**
+ * Walks `.memory/` and returns every memory file (relative `/` path → hash, size, mtime, inode, checkedAtMs),
+ * sorted by path. Skips backups (`*.local.bak`, `*.local.N.bak`), temp files, symlinks (never followed) and
+ * anything that is not a regular file. The returned map can be stored and passed back as the next `statCache`.
+ */
+export async function scanMemory(root: string, statCache?: StatCache, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
+  const {candidates, temps} = await walkMemory(root, options.backups)
   // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).
   await Promise.all(temps.filter((path) => !pidAlive(Number(TEMP_NAME.exec(basename(path))![1]))).map((path) => rm(path, {force: true})))
 
