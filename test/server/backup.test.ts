@@ -72,6 +72,7 @@ describe('serve backup and restore', () => {
 
     // Let the load build up, then back up while it goes on.
     while (acknowledgedEvents.length < 40) await new Promise((resolve) => setTimeout(resolve, 20))
+    // Everything acknowledged up to this moment (this same millisecond included: recorded before this line ran).
     const began = Date.now()
     const backup = await runJarvis(['serve', 'backup', '--data', server.dataDir, '--to', join(work, 'backups'), '--json'])
     const ended = Date.now()
@@ -86,10 +87,10 @@ describe('serve backup and restore', () => {
     const restore = await runJarvis(['serve', 'restore', file, '--data', restored])
     expect(restore.code, restore.stderr).toBe(0)
     const {events, files} = await contents(restored)
-    const before = acknowledgedEvents.filter((event) => event.at < began)
+    const before = acknowledgedEvents.filter((event) => event.at <= began)
     expect(before.length).toBeGreaterThanOrEqual(40)
     expect(before.filter((event) => !events.has(event.id))).toEqual([])
-    for (const {path, hash} of acknowledgedFiles.filter((f) => f.at < began)) expect(files.get(path)).toBe(hash)
+    for (const {path, hash} of acknowledgedFiles.filter((f) => f.at <= began)) expect(files.get(path)).toBe(hash)
 
     // The restored directory serves: a client of it finds the same memory.
     const copy = await startServerProcess(restored)
