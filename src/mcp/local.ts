@@ -70,7 +70,7 @@ export class LocalBackend implements McpBackend {
   }
 
   append(input: AppendInput) {
-    return appendMemory({...this.identity, fields: {}, eventsText: {name: 'memory_append', text: JSON.stringify(eventOf(input))}, source: 'mcp'})
+    return appendMemory({...this.identity, fields: {}, eventsText: {name: 'memory_append', text: JSON.stringify(eventOf(input))}})
   }
 
   async search(input: {query: string; limit?: number; scope?: string; kind?: string}): Promise<SearchOutput> {

@@ -46,10 +46,4 @@ export async function eventsOnServer(server: string, agent: string, query: Recor
   return (await client.events({limit: 500, include_deprecated: true, ...query})).events
 }
 
-/** A fake secret built at run time (never committed): a GitHub personal access token shape. */
-export function fakeGithubToken(): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
-  let body = ''
-  for (let i = 0; i < 36; i++) body += alphabet[Math.floor(Math.random() * alphabet.length)]
-  return `ghp_${body}`
-}
+export {fakeGithubToken} from '../files/helpers.js'

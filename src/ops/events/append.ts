@@ -28,8 +28,8 @@ export interface AppendOptions extends IdentityOptions {
   fields: AppendFields
   /** One event or a JSON array of events (at most MAX_EVENTS_PER_RUN), as text, and where it came from. Exclusive with fields. */
   eventsText?: {name: string; text: string}
-  /** Who wrote it, recorded as the event's `source.system`. */
-  source?: 'cli' | 'mcp' | 'hook' | 'telegram'
+  /** Who wrote it, recorded as the event's `source.system` unless the event names its own. */
+  source?: MemoryEvent['source']['system']
   /** Where in that system: `thread_id` (a Telegram chat), `message_id`. */
   sourceDetail?: {thread_id?: string; message_id?: string}
   warn?: Warn
