@@ -7,7 +7,6 @@
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
-import {createServer} from 'node:net'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
@@ -16,6 +15,7 @@ import {MemoryClient} from '../src/protocol/client.js'
 import {startServer} from '../src/server/start.js'
 import {initTree, readConfig, withTreeLock} from '../src/store/index.js'
 import {runSync} from '../src/sync/run.js'
+import {closedPort} from '../test/cli/memory-helpers.js'
 import {runJarvis} from './process.js'
 import {median, ms, ratio, table, timeRuns, type BenchSection} from './stats.js'
 
@@ -74,17 +74,10 @@ async function treeDigest(dir: string): Promise<string> {
   return hash.digest('hex')
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** `git daemon` on 127.0.0.1 serving (and accepting pushes to) every repository under `base`. */
 async function startGitDaemon(base: string): Promise<{url: string; child: ChildProcess}> {
-  const port = await freePort()
+  const port = await closedPort()
   const child = spawn('git', ['daemon', '--reuseaddr', '--export-all', '--enable=receive-pack', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${base}`, base], {stdio: ['ignore', 'ignore', 'pipe']})
   // Ready when it answers: ls-remote on a repository that is not there yet fails until the daemon listens.
   await mkdir(join(base, 'probe.git'), {recursive: true})

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3'
 import {BadInputError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
-import {openSqliteStorage, SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
+import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.sqlite$/
 
@@ -43,12 +43,7 @@ export async function backupData(options: {dataDir?: string; to: string; keep?: 
   const file = join(to, backupName(options.now ?? new Date()))
   const partial = `${file}.partial`
   await rm(partial, {force: true})
-  const storage = openSqliteStorage(options.dataDir ?? defaultDataDir())
-  try {
-    await storage.copyTo(partial)
-  } finally {
-    await storage.close()
-  }
+  await withSqliteStorage(options.dataDir, (storage) => storage.copyTo(partial))
   // Under its final name only once complete and on disk: a backup killed halfway never looks like one.
   await fsyncFile(partial)
   await rename(partial, file)

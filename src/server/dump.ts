@@ -8,8 +8,7 @@ import {createInterface} from 'node:readline'
 import type {Readable} from 'node:stream'
 
 import {BadInputError} from '../errors.js'
-import {defaultDataDir} from './config.js'
-import {openSqliteStorage, SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
+import {SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
 import {DUMP_TABLES, type DumpRow, type DumpTable} from './storage/sqlite-dump.js'
 
 const DUMP_FORMAT = 1
@@ -18,31 +17,25 @@ export type DumpCounts = Record<DumpTable, number>
 
 /** Writes the dump line by line through `write` (which may wait for the output to drain). */
 export async function exportData(options: {dataDir?: string; write: (line: string) => Promise<void> | void; now?: Date}): Promise<DumpCounts> {
-  const storage = openSqliteStorage(options.dataDir ?? defaultDataDir())
   const counts = Object.fromEntries(DUMP_TABLES.map((table) => [table, 0])) as DumpCounts
-  try {
+  await withSqliteStorage(options.dataDir, async (storage) => {
     await options.write(JSON.stringify({jarvis_dump: DUMP_FORMAT, schema: SQLITE_SCHEMA_VERSION, exported_at: (options.now ?? new Date()).toISOString()}))
     for (const row of storage.dumpRows()) {
       await options.write(JSON.stringify(row))
       counts[row.table]++
     }
-  } finally {
-    await storage.close()
-  }
+  })
   return counts
 }
 
 /** Loads a dump (`source` names it in messages) into a data directory that holds no memory yet. */
 export async function importData(options: {dataDir?: string; input: Readable; source: string}): Promise<DumpCounts> {
-  const storage = openSqliteStorage(options.dataDir ?? defaultDataDir())
-  try {
-    return await storage.loadRows(dumpRows(options.input, options.source)).catch((error: unknown) => {
+  return withSqliteStorage(options.dataDir, (storage) =>
+    storage.loadRows(dumpRows(options.input, options.source)).catch((error: unknown) => {
       if (error instanceof BadInputError) throw error
       throw new BadInputError(`${(error as Error).message}; nothing was imported`, {file: options.source})
-    })
-  } finally {
-    await storage.close()
-  }
+    }),
+  )
 }
 
 async function* dumpRows(input: Readable, source: string): AsyncGenerator<{row: DumpRow; where: string}> {

@@ -8,8 +8,8 @@ import {createHash, randomBytes} from 'node:crypto'
 
 import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
-import {agentIdSchema, defaultDataDir} from './config.js'
-import {openSqliteStorage} from './storage/sqlite.js'
+import {agentIdSchema} from './config.js'
+import {withSqliteStorage} from './storage/sqlite.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
 
 export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
@@ -47,25 +47,16 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
-  await withStorage(options.dataDir, (storage) => storage.addKey(key, tokenHash(token)))
+  await withSqliteStorage(options.dataDir, (storage) => storage.addKey(key, tokenHash(token)))
   return {token, key}
 }
 
 export async function listKeys(options: {dataDir?: string}): Promise<ApiKey[]> {
-  return withStorage(options.dataDir, (storage) => storage.listKeys())
+  return withSqliteStorage(options.dataDir, (storage) => storage.listKeys())
 }
 
 export async function revokeKey(options: {dataDir?: string; id: string; now?: Date}): Promise<ApiKey> {
-  const key = await withStorage(options.dataDir, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
+  const key = await withSqliteStorage(options.dataDir, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   return key
-}
-
-async function withStorage<T>(dataDir: string | undefined, use: (storage: ReturnType<typeof openSqliteStorage>) => Promise<T>): Promise<T> {
-  const storage = openSqliteStorage(dataDir ?? defaultDataDir())
-  try {
-    return await use(storage)
-  } finally {
-    await storage.close()
-  }
 }

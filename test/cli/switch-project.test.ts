@@ -1,5 +1,4 @@
 import {readFile} from 'node:fs/promises'
-import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {WebSocket} from 'undici'
@@ -9,14 +8,8 @@ import {MemoryClient} from '../../src/protocol/client.js'
 import {initTree, readOutbox} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
+import {closedPort} from './memory-helpers.js'
 
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 /** No user config from the developer's machine. */
 function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -1,5 +1,4 @@
 import {writeFile} from 'node:fs/promises'
-import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
@@ -9,15 +8,9 @@ import {workerMemorySchema} from '../../src/schemas/index.js'
 import {initTree, readOutbox} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
+import {closedPort} from './memory-helpers.js'
 
 /** A port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 /**
  * The environment of a command run: no user config. (runJarvis starts from process.env; an empty JARVIS_SERVER

@@ -11,6 +11,7 @@ import {initTree, isTreeLockHeld} from '../../src/store/index.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {startTestServer, TOKENS} from '../helpers/world.js'
+import {closedPort} from '../cli/memory-helpers.js'
 
 const tempDir = (prefix: string) => mkdtemp(join(tmpdir(), prefix))
 const removeAll = (paths: string[]) => Promise.all(paths.map((p) => rm(p, {recursive: true, force: true, maxRetries: 5, retryDelay: 100})))
@@ -197,11 +198,7 @@ describe('jarvis hooks install', () => {
   })
 
   it('a sync that fails from a git hook is a line in .nexus/hooks.log, and jarvis status shows it', async () => {
-    // A port that was just free: nothing listens there.
-    const probe = createServer()
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-    const {port} = probe.address() as {port: number}
-    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    const port = await closedPort()
     await initTree(repo, {server: `http://127.0.0.1:${port}`, agent: 'claude'})
     expect((await hooks(repo)).result.installed).toHaveLength(3)
     await writeFile(join(repo, '.memory', 'notes.md'), '# notes\n')

@@ -15,6 +15,7 @@ import {join} from 'node:path'
 import Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
+import {defaultDataDir} from '../config.js'
 import {hashText} from '../../store/hash.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
@@ -476,6 +477,19 @@ export class SqliteStorage implements ServerStorage {
     this.closed = true
     await this.walSync?.close()
     this.db.close()
+  }
+}
+
+/**
+ * The data directory's storage (default: the server's own) for one piece of work of a `jarvis serve` subcommand
+ * (token, export, import, backup), closed after it whatever happens.
+ */
+export async function withSqliteStorage<T>(dataDir: string | undefined, use: (storage: SqliteStorage) => Promise<T>): Promise<T> {
+  const storage = openSqliteStorage(dataDir ?? defaultDataDir())
+  try {
+    return await use(storage)
+  } finally {
+    await storage.close()
   }
 }
 
