@@ -42,21 +42,21 @@ function hasTool(tool: string): boolean {
   return spawnSync(tool, ['--version'], {stdio: 'ignore'}).status === 0
 }
 
-/** One external search per query: every word an `-e` pattern (any word matches, like our OR query). */
-function timeTool(tool: 'grep' | 'rg', memory: string, queries: string[]): number[] {
-  const durations: number[] = []
-  for (const query of queries) {
-    const patterns = query.split(/\s+/).flatMap((w) => ['-e', w])
-    const args = tool === 'grep' ? ['-ril', '-F', ...patterns, memory] : ['-il', '-F', ...patterns, memory]
-    const start = performance.now()
-    spawnSync(tool, args, {stdio: ['ignore', 'ignore', 'ignore']})
-    durations.push(performance.now() - start)
-  }
-  return durations
+/** The command line of one external search: every word an `-e` pattern (any word matches, like our OR query). */
+function toolArgs(tool: 'grep' | 'rg', memory: string, query: string): string[] {
+  const patterns = query.split(/\s+/).flatMap((w) => ['-e', w])
+  return tool === 'grep' ? ['-ril', '-F', ...patterns, memory] : ['-il', '-F', ...patterns, memory]
 }
 
-function runGrep(memory: string, query: string) {
-  return runProcess('grep', ['-ril', '-F', ...query.split(/\s+/).flatMap((w) => ['-e', w]), memory], {cwd: memory, alsoFine: [1]})
+/** One external search as a process (exit 1 is "nothing found", not a failure). */
+function runTool(tool: 'grep' | 'rg', memory: string, query: string) {
+  return runProcess(tool, toolArgs(tool, memory, query), {cwd: memory, alsoFine: [1]})
+}
+
+async function timeTool(tool: 'grep' | 'rg', memory: string, queries: string[]): Promise<number[]> {
+  const durations: number[] = []
+  for (const query of queries) durations.push((await runTool(tool, memory, query)).ms)
+  return durations
 }
 
 export async function benchSearch(): Promise<BenchSection> {
@@ -93,10 +93,10 @@ export async function benchSearch(): Promise<BenchSection> {
       [`jarvis: warm index, ranked top 10 with snippets`, ms(median(warm)), ms(percentile(warm, 95))],
       [`jarvis: same, re-checking ${FILES.toLocaleString('en')} files for changes first`, ms(median(withScan)), ms(percentile(withScan, 95))],
     ]
-    const grep = timeTool('grep', memory, queries)
+    const grep = await timeTool('grep', memory, queries)
     rows.push([`\`grep -ril\` (unranked file list)`, ms(median(grep)), ms(percentile(grep, 95))])
     if (hasTool('rg')) {
-      const rg = timeTool('rg', memory, queries)
+      const rg = await timeTool('rg', memory, queries)
       rows.push([`\`rg -il\` (unranked file list)`, ms(median(rg)), ms(percentile(rg, 95))])
     } else rows.push(['`rg -il`', 'not installed', '—'])
     const grepVersion = execFileSync('grep', ['--version'], {encoding: 'utf8'}).split('\n')[0]
@@ -109,7 +109,7 @@ export async function benchSearch(): Promise<BenchSection> {
     const grepRuns: number[] = []
     for (const query of queries.slice(0, PROCESS_QUERIES)) {
       recallRuns.push((await runJarvis(['recall', query, '--limit', '10'], {cwd: root, env})).ms)
-      grepRuns.push((await runGrep(memory, query)).ms)
+      grepRuns.push((await runTool('grep', memory, query)).ms)
     }
     const processRows = [
       ['`jarvis recall <query>` (ranked top 10 with summaries)', ms(median(recallRuns)), ms(percentile(recallRuns, 95)), `${(median(recallRuns) / median(grepRuns)).toFixed(2)}×`],

@@ -4,10 +4,11 @@
  * at its next request). A token is printed once and stored only as its sha256; the tokens file keeps working
  * beside them (its tokens act as `write` keys).
  */
-import {createHash, randomBytes} from 'node:crypto'
+import {randomBytes} from 'node:crypto'
 
 import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
+import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
 import {withSqliteStorage} from './storage/sqlite.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
@@ -16,10 +17,6 @@ export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
 
 /** What tells a key's token apart from a tokens-file token in a log or a leak scanner. */
 const TOKEN_PREFIX = 'jvk_'
-
-export function tokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex')
-}
 
 /** Why a key is not usable now, or null when it is. */
 export function keyRefusal(key: ApiKey, now: Date): string | null {
@@ -47,7 +44,7 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
-  await withSqliteStorage(options.dataDir, (storage) => storage.addKey(key, tokenHash(token)))
+  await withSqliteStorage(options.dataDir, (storage) => storage.addKey(key, hashText(token)))
   return {token, key}
 }
 
