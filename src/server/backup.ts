@@ -6,12 +6,11 @@
 import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
-import Database from 'better-sqlite3'
-
 import {BadInputError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
+import {openSqlite} from './storage/sqlite-open.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.sqlite$/
 
@@ -71,7 +70,7 @@ export interface RestoreResult {
 function checkBackup(file: string): void {
   let db
   try {
-    db = new Database(file, {readonly: true, fileMustExist: true})
+    db = openSqlite(file, {readonly: true, fileMustExist: true})
   } catch (error) {
     throw new BadInputError(`${file}: cannot open it as a database: ${(error as Error).message}`, {file})
   }

@@ -155,6 +155,32 @@ async function serveOn(node: string, script: string): Promise<Served> {
   }
 }
 
+/**
+ * What the server's storage does all day, in a loop, on Node 24: event queries of every shape (each list of scopes
+ * a different length) and the database opened and closed again, while the program allocates. better-sqlite3 12
+ * aborts Node 24 when the garbage collector frees one of its statements or databases; the storage keeps them
+ * (sqlite-open.ts). Before that, this loop died with `Assertion failed: (env) != nullptr` within seconds.
+ */
+const STORAGE_CHURN = `
+import {mkdtempSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+const {SqliteStorage} = await import(join(process.cwd(), 'dist/server/storage/sqlite.js'))
+const dir = mkdtempSync(join(tmpdir(), 'jarvis-node24-churn-'))
+let allocated = []
+for (let round = 0; round < 40; round++) {
+  const storage = new SqliteStorage({dataDir: dir})
+  for (let i = 0; i < 75; i++) {
+    const exact = Array.from({length: 1 + ((round * 75 + i) % 700)}, (_, k) => 'project:p' + k)
+    await storage.queryEvents({visible: {exact, prefixes: ['agent:']}, includeDeprecated: false, limit: 5})
+    allocated = Array.from({length: 5000}, (_, j) => ({round, j}))
+  }
+  await storage.close()
+  await new Promise((resolve) => setImmediate(resolve))
+}
+process.stdout.write('3000 queries, 40 opens: ' + allocated.length + '\\n')
+`
+
 describe('jarvis serve on Node 24', () => {
   it('with better-sqlite3 built for Node 20, stops at start with exit 1 and a message that says what to run', async () => {
     const served = await serveOn(node24, runJs)
@@ -203,5 +229,23 @@ describe('jarvis serve on Node 24', () => {
     } finally {
       await served.stop()
     }
+  }, 600_000)
+
+  it('with better-sqlite3 rebuilt for Node 24, the storage survives thousands of queries of every shape and reopening while memory churns', async () => {
+    const copy = await tempDir('jarvis-node24-churn-copy-')
+    dirs.push(copy)
+    await jarvisForNode24(node24, copy)
+    const ran = await new Promise<Ran>((resolve, reject) => {
+      const child = spawn(node24, ['--input-type=module', '-e', STORAGE_CHURN], {cwd: copy, stdio: ['ignore', 'pipe', 'pipe']})
+      let stdout = ''
+      let stderr = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+      child.on('error', reject)
+      child.on('close', (code) => resolve({code, stdout, stderr}))
+    })
+    expect(ran.stderr).not.toContain('Assertion failed')
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(ran.stdout).toBe('3000 queries, 40 opens: 5000\n')
   }, 600_000)
 })

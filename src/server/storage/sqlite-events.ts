@@ -156,15 +156,27 @@ function prefixEnd(prefix: string): string {
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
 
+/**
+ * `values` repeated at the end up to the next power of two. A list of values in SQL matches the same rows with
+ * its last value repeated, and the statements of the filter cache (every one kept for the life of the process:
+ * sqlite-open.ts) then number a few per filter shape instead of one per list length.
+ */
+function padded<T>(values: readonly T[]): T[] {
+  if (values.length === 0) return []
+  const size = 2 ** Math.ceil(Math.log2(values.length))
+  return [...values, ...Array.from({length: size - values.length}, () => values.at(-1) as T)]
+}
+
 /** `(scope IN (...) OR scope range ...)` for a ScopeFilter; `1` when a prefix is empty (every scope). */
 function scopeSql(filter: ScopeFilter, params: unknown[], column = 'scope'): string {
   if (filter.prefixes.includes('')) return '1'
   const parts: string[] = []
-  if (filter.exact.length > 0) {
-    parts.push(`${column} IN (${filter.exact.map(() => '?').join(', ')})`)
-    params.push(...filter.exact)
+  const exact = padded(filter.exact)
+  if (exact.length > 0) {
+    parts.push(`${column} IN (${exact.map(() => '?').join(', ')})`)
+    params.push(...exact)
   }
-  for (const prefix of filter.prefixes) {
+  for (const prefix of padded(filter.prefixes)) {
     parts.push(`(${column} >= ? AND ${column} < ?)`)
     params.push(prefix, prefixEnd(prefix))
   }
@@ -268,12 +280,14 @@ export class SqliteEventLog {
     }
   }
 
-  /** A prepared statement for dynamic SQL (filters), prepared once per distinct text. */
+  /**
+   * A prepared statement for dynamic SQL (filters), prepared once per distinct text and never dropped (a dropped
+   * statement can abort the process: sqlite-open.ts); the texts are few because lists are padded.
+   */
   private prepared<R>(sql: string): Database.Statement<unknown[], R> {
     let statement = this.cache.get(sql)
     if (statement === undefined) {
       statement = this.db.prepare(sql)
-      if (this.cache.size > 500) this.cache.clear()
       this.cache.set(sql, statement)
     }
     return statement as Database.Statement<unknown[], R>

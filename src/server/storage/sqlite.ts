@@ -12,7 +12,7 @@
 import {chmodSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
-import Database from 'better-sqlite3'
+import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
@@ -20,6 +20,7 @@ import {hashText} from '../../store/hash.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
+import {openSqlite} from './sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 import type {
   ApiKey,
@@ -168,7 +169,7 @@ export class SqliteStorage implements ServerStorage {
     mkdirSync(options.dataDir, {recursive: true, mode: 0o700})
     this.file = join(options.dataDir, options.fileName ?? SQLITE_FILE_NAME)
     try {
-      this.db = new Database(this.file)
+      this.db = openSqlite(this.file)
     } catch (error) {
       const message = (error as Error).message
       // better-sqlite3 is native code built for the Node that installed it: after a switch of Node it cannot load.

@@ -1,0 +1,45 @@
+/**
+ * Opening a SQLite database through better-sqlite3 so that none of its native objects is ever garbage collected.
+ *
+ * better-sqlite3 12 (the last major that runs on Node 20) aborts the whole process on Node 24 when the garbage
+ * collector frees one of its objects — a database, a statement or an iterator: the native destructor asks Node for
+ * the current environment, gets none, and an assertion fails (`(env) != nullptr` in RemoveEnvironmentCleanupHook).
+ * It happens whenever a collection runs outside JavaScript, so a server died at a random moment after it had made a
+ * throwaway statement (`db.pragma()` makes one per call). better-sqlite3 13 fixes it but needs Node 22.
+ *
+ * So every such object is kept reachable until the process exits, when Node's own clean-up frees them without
+ * the garbage collector. The cost is a few hundred bytes per statement; callers prepare their statements once (the
+ * event log's filter cache pads its lists so that the number of distinct statements stays small).
+ */
+import Database from 'better-sqlite3'
+
+const kept: object[] = []
+
+function keep<T extends object>(handle: T): T {
+  kept.push(handle)
+  return handle
+}
+
+/** `new Database(file, options)` whose databases, statements and iterators live until the process exits. */
+export function openSqlite(file: string, options?: Database.Options): Database.Database {
+  const db = keep(new Database(file, options))
+  const prepare = db.prepare.bind(db)
+  db.prepare = ((sql: string) => {
+    const statement = keep(prepare(sql))
+    const iterate = statement.iterate.bind(statement)
+    statement.iterate = ((...params: unknown[]) => keep(iterate(...params))) as typeof statement.iterate
+    return statement
+  }) as typeof db.prepare
+  // better-sqlite3's own pragma() prepares a new statement on every call; these are prepared once per text.
+  const pragmas = new Map<string, Database.Statement>()
+  db.pragma = ((source: string, pragmaOptions?: Database.PragmaOptions) => {
+    let statement = pragmas.get(source)
+    if (statement === undefined) pragmas.set(source, (statement = db.prepare(`PRAGMA ${source}`)))
+    if (!statement.reader) {
+      statement.run()
+      return []
+    }
+    return pragmaOptions?.simple ? statement.pluck(true).get() : statement.pluck(false).all()
+  }) as typeof db.pragma
+  return db
+}
