@@ -6,7 +6,7 @@
 import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
-import {BadInputError} from '../errors.js'
+import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
@@ -89,6 +89,28 @@ function checkBackup(file: string): void {
 }
 
 /**
+ * Refuses a database that another connection has open — a running `jarvis serve`, most likely: moved aside under
+ * it, every write it acknowledged afterwards would go to the old file. SQLite tells: leaving WAL mode needs the
+ * only connection, so it fails at once with SQLITE_BUSY while any other is open (and is undone when it succeeds).
+ */
+function assertNotOpen(file: string): void {
+  const db = openSqlite(file, {fileMustExist: true, timeout: 0})
+  try {
+    db.pragma('journal_mode = DELETE')
+    db.pragma('journal_mode = WAL')
+  } catch (error) {
+    if ((error as {code?: string}).code !== 'SQLITE_BUSY') throw error
+    throw new JarvisError(`${file} is open in another process, most likely a running jarvis serve: stop it, then run the restore again`, {
+      code: 'IN_USE',
+      exit: ExitCode.locked,
+      data: {file},
+    })
+  } finally {
+    db.close()
+  }
+}
+
+/**
  * Brings a backup back as the data directory's database. Stop the server first. A database already there is
  * refused unless `force`, and then moved aside (with its -wal and -shm) under `<name>.replaced-<time>`.
  */
@@ -105,6 +127,7 @@ export async function restoreData(options: {file: string; dataDir?: string; forc
   let movedAside: string | undefined
   if (exists) {
     if (!options.force) throw new BadInputError(`${target} exists: stop the server, then run again with --force (it is moved aside, not deleted)`, {file: target})
+    assertNotOpen(target)
     movedAside = `${target}.replaced-${(options.now ?? new Date()).toISOString().replace(/[-:.]/g, '')}`
     for (const suffix of ['-wal', '-shm']) await rename(`${target}${suffix}`, `${movedAside}${suffix}`).catch(() => {})
     await rename(target, movedAside)

@@ -1,7 +1,8 @@
 /**
  * `jarvis serve backup` and `jarvis serve restore` under load: a backup taken while four agents append and sync
  * restores to a server holding every event and file acknowledged before the backup began; retention keeps the
- * newest N; a restore never deletes the database it replaces and refuses a damaged file.
+ * newest N; a restore never deletes the database it replaces, refuses one a running server has open, and refuses a
+ * damaged file.
  */
 import {randomUUID} from 'node:crypto'
 import {readdir, writeFile} from 'node:fs/promises'
@@ -112,6 +113,15 @@ describe('serve backup and restore', () => {
       made.push((JSON.parse(run.stdout) as {result: {file: string}}).result.file)
     }
     expect((await readdir(join(work, 'backups'))).sort()).toEqual(made.slice(1).map((file) => file.split('/').pop()).sort())
+
+    // Under a running server even --force is refused: the server would go on writing to the file moved aside.
+    const underServer = await runJarvis(['serve', 'restore', made[2], '--data', data, '--force'])
+    expect(underServer.code).toBe(6)
+    expect(underServer.stderr).toContain('jarvis serve')
+    expect(underServer.stderr).not.toMatch(/^\s+at /m)
+    expect((await readdir(data)).some((name) => name.includes('replaced'))).toBe(false)
+    const stillServing = await fetch(`${server.url}/api/memory/status`, {headers: {authorization: `Bearer ${TOKENS.claude}`}})
+    expect(stillServing.status).toBe(200)
     await server.stop()
 
     const refused = await runJarvis(['serve', 'restore', made[2], '--data', data])

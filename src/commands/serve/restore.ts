@@ -6,7 +6,7 @@ import {restoreData, type RestoreResult} from '../../server/backup.js'
 
 export default class ServeRestore extends JarvisCommand<typeof ServeRestore> {
   static summary = 'Bring a backup of `jarvis serve backup` back as the server’s database.'
-  static description = `Stop the server first. The backup is checked (integrity, a jarvis database this version reads) before anything moves. A database already in the data directory is refused unless --force, and then moved aside as jarvis.sqlite.replaced-<time>, never deleted.`
+  static description = `Stop the server first: a database a running server has open is refused (exit 6). The backup is checked (integrity, a jarvis database this version reads) before anything moves. A database already in the data directory is refused unless --force, and then moved aside as jarvis.sqlite.replaced-<time>, never deleted.`
   static examples = ['<%= config.bin %> serve restore /backups/jarvis/jarvis-20261125T181500123Z.sqlite --data /srv/jarvis --force']
 
   static args = {file: Args.string({description: 'The backup file.', required: true})}
