@@ -15,6 +15,7 @@ import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
 import {benchStartup} from './startup.js'
 import {benchSync} from './sync.js'
+import {benchTeam} from './team.js'
 import {benchWatch} from './watch.js'
 import type {BenchSection} from './stats.js'
 
@@ -24,7 +25,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 }
 
 const sections: BenchSection[] = []
-for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp]] as const) {
+for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()]] as const) {
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }
