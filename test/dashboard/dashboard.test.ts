@@ -124,7 +124,7 @@ describe('the dashboard', () => {
     await page.getByLabel('Token').fill(TOKENS.claude)
     await page.getByRole('button', {name: 'Sign in'}).click()
     await page.getByText('signed in as claude').waitFor()
-    expect(await page.evaluate(() => [sessionStorage.getItem('jarvis.token'), localStorage.length])).toEqual([TOKENS.claude, 0])
+    expect(await page.evaluate("[sessionStorage.getItem('jarvis.token'), localStorage.length]")).toEqual([TOKENS.claude, 0])
     // A new tab is a new session: signed out.
     const other = await browser.newPage()
     await other.goto(`${server.url}/`)

@@ -254,7 +254,7 @@ export function FilesPage({path}: {path: string}) {
             <h2 id="file-title">{path}</h2>
             {shown || entry ? (
               <p class="meta">
-                revision {shown?.rev ?? entry?.rev} · by {entry?.author ?? '—'} · <Time iso={shown?.updatedAt ?? entry?.updatedAt} />
+                revision {entry?.rev ?? shown?.rev} · by {entry?.author ?? '—'} · <Time iso={entry?.updatedAt ?? shown?.updatedAt} />
               </p>
             ) : null}
             {notice ? <Notice tone={notice.tone}>{notice.text}</Notice> : null}

@@ -54,7 +54,6 @@ export function PinnedPage() {
       {error ? <Notice tone="error">{error}</Notice> : null}
       {snapshot ? (
         <>
-          <h2>Pinned</h2>
           {snapshot.pinned_md.trim() === '' ? <p>Nothing is pinned in these scopes.</p> : <Markdown text={snapshot.pinned_md} class="pinned" />}
           <p class="meta">
             {snapshot.ruleset_stamp} · snapshot {snapshot.snapshot_id}
