@@ -13,6 +13,9 @@ import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
+import type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
+
+export type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
 
 const debug = createDebug('jarvis:server')
 
@@ -20,57 +23,10 @@ export const ACTIVE_PROJECT_PATH = ACTIVE_PROJECT_FILE
 /** Optimistic retries of sync-task when another write to the same worker memory wins the race. */
 const SYNC_TASK_ATTEMPTS = 8
 
-export interface StatusFileEntry {
-  updatedAt: string
-  rev: number
-  hash?: string
-  deleted?: true
-  author: string
-}
-
-export interface StatusAnswer {
-  serverTime: string
-  seq: number
-  serverId: string
-  full: boolean
-  files: Record<string, StatusFileEntry>
-  activeProjectId: string | null
-}
-
-export interface PullAnswer {
-  files: Record<string, {content: string; updatedAt: string; hash: string; rev: number}>
-  /** Tombstones among the asked paths, so a client can tell "deleted" from "never existed" (absent from both). */
-  deleted: Record<string, {rev: number; updatedAt: string}>
-}
-
 export interface PushBody {
   files?: Record<string, string>
   base?: Record<string, number | null>
   deletes?: string[]
-}
-
-export interface PushAnswer {
-  files: Record<string, {rev: number; hash: string; updatedAt: string}>
-  deleted: Record<string, {rev: number; updatedAt: string}>
-  seq: number
-}
-
-/** What one file's write answers: its new revision. */
-export interface WriteAnswer {
-  path: string
-  rev: number
-  hash: string
-  updatedAt: string
-  seq: number
-}
-
-/** The file as the server holds it now, sent with a stale write's 409 so that the writer can merge against it. */
-export interface CurrentFile {
-  content: string | null
-  rev: number
-  updatedAt: string
-  author: string
-  deleted: boolean
 }
 
 export interface ServiceOptions {

@@ -2,6 +2,7 @@
  * The dashboard's one way to the memory: jarvis's own HTTP API, with the signed-in token. Every failure becomes an
  * ApiError carrying the server's own message (a refused secret reads exactly as the CLI says it).
  */
+import type {PullAnswer, StatusAnswer, StatusFileEntry} from '../../../src/server/wire.js'
 import {savedToken} from './session.js'
 
 export class ApiError extends Error {
@@ -63,72 +64,22 @@ export function messageOf(error: unknown): string {
 }
 
 // ------------------------------------------------------------------------------------------------ wire types
+// The server's own definitions (type-only imports: nothing of the server is bundled).
 
-export interface FileEntry {
-  updatedAt: string
-  rev: number
-  hash?: string
-  deleted?: true
-  author: string
-}
-
-export interface StatusAnswer {
-  seq: number
-  files: Record<string, FileEntry>
-  activeProjectId: string | null
-}
-
-export interface PulledFile {
-  content: string
-  rev: number
-  updatedAt: string
-}
-
-export interface PullAnswer {
-  files: Record<string, PulledFile>
-}
-
-export interface CurrentFile {
-  content: string | null
-  rev: number
-  updatedAt: string
-  author: string
-  deleted: boolean
-}
-
-export interface StoredEvent {
-  event_id: string
-  agent_id: string
-  run_id: string
-  scope: string
-  kind: string
-  dedupe_key: string
-  confidence: 'high' | 'med' | 'low'
-  content_md: string
-  supersedes?: string | null
-  ttl_days: number
-  created_at?: string
-  deprecated: boolean
-  masked?: boolean
-  ttl_candidate?: boolean
-}
-
-export interface ActiveProject {
-  projectId: string
-  switchedAt: string
-  switchedBy: string
-}
+export type {CurrentFile, PullAnswer, StatusAnswer, StatusFileEntry as FileEntry, WriteAnswer} from '../../../src/server/wire.js'
+export type {ActiveProject, RecentTask, WorkerMemory} from '../../../src/schemas/memory.js'
+export type {StoredMemoryEvent as StoredEvent} from '../../../src/schemas/events.js'
 
 export const EVENT_KINDS = ['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'] as const
 export const AGENT_IDS = ['claude', 'gemini', 'chatgpt', 'openclaw'] as const
 
 /** The paths of live files, from the status. */
-export async function liveFiles(): Promise<Record<string, FileEntry>> {
+export async function liveFiles(): Promise<Record<string, StatusFileEntry>> {
   const status = await api<StatusAnswer>('GET', '/api/memory/status')
   return Object.fromEntries(Object.entries(status.files).filter(([, entry]) => !entry.deleted))
 }
 
-export async function pullFiles(paths: string[]): Promise<Record<string, PulledFile>> {
+export async function pullFiles(paths: string[]): Promise<PullAnswer['files']> {
   if (paths.length === 0) return {}
   return (await api<PullAnswer>('POST', '/api/memory/pull', {files: paths})).files
 }

@@ -1,27 +1,8 @@
 /** Agents: each one's worker memory (`jarvis/<agent>.json`): status, last active, recent tasks. */
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
-import {liveFiles, messageOf, pullFiles} from '../api.js'
+import {liveFiles, messageOf, pullFiles, type WorkerMemory} from '../api.js'
 import {Notice, Time, useLive} from '../ui.js'
-
-interface RecentTask {
-  taskId: string
-  timestamp: string
-  type: string
-  success: boolean
-  description?: string
-}
-
-interface WorkerMemory {
-  workerId?: string
-  modelId?: string
-  status?: string
-  lastActive?: string
-  totalTasks?: number
-  successRate?: number
-  recentTasks?: RecentTask[]
-  context?: {lastFiles?: string[]; lastTopics?: string[]; knownIssues?: string[]}
-}
 
 const SHOWN_TASKS = 10
 const WORKER_FILE = /^jarvis\/([^/]+)\.json$/
@@ -101,7 +82,7 @@ export function AgentsPage() {
                   <tbody>
                     {tasks.slice(0, SHOWN_TASKS).map((task) => (
                       <tr key={task.taskId}>
-                        <td>{task.description ?? task.taskId}</td>
+                        <td>{task.input ?? task.taskId}</td>
                         <td>{task.type}</td>
                         <td>{task.success ? 'succeeded' : 'failed'}</td>
                         <td>

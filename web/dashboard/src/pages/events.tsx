@@ -20,6 +20,23 @@ type Pending = {action: 'forget'; event: StoredEvent} | {action: 'supersede'; ev
 
 const LIST_LIMIT = 100
 
+/** A labelled choice of one of `options`, or any (the empty value). */
+function AnyOf(props: {id: string; label: string; options: readonly string[]; value: string; onChange: (value: string) => void}) {
+  return (
+    <div>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {props.options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </div>
+  )
+}
+
 export function EventsPage() {
   const {agentId} = useSession()
   const [filters, setFilters] = useState<Filters>({scope: '', kind: '', agent: '', q: '', includeDeprecated: false})
@@ -114,28 +131,8 @@ export function EventsPage() {
             {agentId ? <option value={`agent:${agentId}`} /> : null}
           </datalist>
         </div>
-        <div>
-          <label for="f-kind">Kind</label>
-          <select id="f-kind" value={filters.kind} onChange={(e) => set({kind: e.currentTarget.value})}>
-            <option value="">any</option>
-            {EVENT_KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {kind}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="f-agent">Agent</label>
-          <select id="f-agent" value={filters.agent} onChange={(e) => set({agent: e.currentTarget.value})}>
-            <option value="">any</option>
-            {AGENT_IDS.map((agent) => (
-              <option key={agent} value={agent}>
-                {agent}
-              </option>
-            ))}
-          </select>
-        </div>
+        <AnyOf id="f-kind" label="Kind" options={EVENT_KINDS} value={filters.kind} onChange={(kind) => set({kind})} />
+        <AnyOf id="f-agent" label="Agent" options={AGENT_IDS} value={filters.agent} onChange={(agent) => set({agent})} />
         <div class="grow">
           <label for="f-text">Text</label>
           <input id="f-text" type="search" value={filters.q} onInput={(e) => set({q: e.currentTarget.value})} />

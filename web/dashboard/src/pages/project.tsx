@@ -32,7 +32,7 @@ export function ProjectPage() {
   useEffect(() => void load(), [load])
   useLive((message) => {
     if (message.type === 'STATE_CHANGED') {
-      setActive({projectId: String(message.projectId), switchedAt: String(message.switchedAt), switchedBy: String(message.switchedBy)})
+      setActive({projectId: String(message.projectId), switchedAt: String(message.switchedAt), switchedBy: message.switchedBy as ActiveProject['switchedBy']})
       setNotice({tone: 'info', text: `The active project is now ${String(message.projectId)} (switched by ${String(message.switchedBy)}).`})
     } else if (message.type === 'RECONNECTED') void load()
   })
