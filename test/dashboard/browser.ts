@@ -8,7 +8,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {chromium, type BrowserContext, type Page} from 'playwright-core'
+import {chromium, type BrowserContext, type Locator, type Page} from 'playwright-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
@@ -49,13 +49,13 @@ export async function launchBrowser(): Promise<Browser> {
   }
 }
 
-/** docs/screenshots/<name>-desktop.png and <name>-phone.png of the page as it is now. */
-export async function screenshots(page: Page, name: string): Promise<void> {
+/** docs/screenshots/<name>-desktop.png and <name>-phone.png of the page as it is now; `mask` hides what must not be committed. */
+export async function screenshots(page: Page, name: string, mask: Locator[] = []): Promise<void> {
   await mkdir(SCREENSHOTS, {recursive: true})
   const before = page.viewportSize() ?? DESKTOP
   for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
     await page.setViewportSize(viewport)
-    await page.screenshot({path: join(SCREENSHOTS, `${name}-${size}.png`), fullPage: true, animations: 'disabled'})
+    await page.screenshot({path: join(SCREENSHOTS, `${name}-${size}.png`), fullPage: true, animations: 'disabled', mask, maskColor: '#9aa3ad'})
   }
   await page.setViewportSize(before)
 }

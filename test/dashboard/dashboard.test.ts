@@ -121,9 +121,12 @@ describe('the dashboard', () => {
     await page.getByLabel('Token').fill('not-a-token-of-this-server')
     await page.getByRole('button', {name: 'Sign in'}).click()
     await expect(page.getByRole('alert').textContent()).resolves.toContain('This token was refused: the token is not known to this server.')
+    // By keyboard: the token field, then Enter.
     await page.getByLabel('Token').fill(TOKENS.claude)
-    await page.getByRole('button', {name: 'Sign in'}).click()
+    await page.getByLabel('Token').press('Enter')
     await page.getByText('signed in as claude').waitFor()
+    await page.keyboard.press('Tab')
+    await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe('jarvis')
     expect(await page.evaluate("[sessionStorage.getItem('jarvis.token'), localStorage.length]")).toEqual([TOKENS.claude, 0])
     // A new tab is a new session: signed out.
     const other = await browser.newPage()
@@ -217,7 +220,8 @@ describe('the dashboard', () => {
     expect((await alert.textContent())?.trim()).toBe(cliMessage)
     expect(await editor.inputValue()).toBe(secret)
     expect(await serverFile('notes/plan.md')).toEqual(before)
-    await screenshots(page, 'files-secret-refused')
+    // Even a fake token never goes into the repository, a picture of one included.
+    await screenshots(page, 'files-secret-refused', [editor])
     await page.getByRole('button', {name: 'Discard edit'}).click()
     await page.close()
   })
@@ -365,9 +369,11 @@ describe('the dashboard', () => {
     await page.getByRole('button', {name: 'Save'}).click()
     await page.getByText(/The jarvis server does not answer .* Nothing you typed is lost/).first().waitFor()
     expect(await editor.inputValue()).toBe(typed)
-    // A reload while the server is down keeps the draft too (the tab's session storage).
     server = await startServerProcess(dataDir, port)
     await page.getByText('Live', {exact: true}).waitFor()
+    // A reload of the tab keeps the draft too (the tab's session storage).
+    await page.reload()
+    expect(await page.getByLabel('Content of PROJECT_MEMORY.md').inputValue()).toBe(typed)
     await page.getByRole('button', {name: 'Save'}).click()
     await page.getByText('Saved PROJECT_MEMORY.md as revision 2.').waitFor()
     expect((await serverFile('PROJECT_MEMORY.md'))?.content).toBe(typed)

@@ -79,7 +79,12 @@ function Dashboard({token, onSignOut}: {token: string; onSignOut: () => void}) {
   const [agentId, setAgentId] = useState<string | null>(live.agentId)
   const [route, setRoute] = useState(currentRoute)
   useEffect(() => {
-    const offState = live.onState(setLiveState)
+    const offState = live.onState((state) => {
+      setLiveState(state)
+      // A socket refused at the upgrade looks like a network failure to a browser: ask the API, whose 401
+      // (a revoked or expired key) brings up the sign-in; any other failure leaves the page as it is.
+      if (state === 'down') api<StatusAnswer>('GET', '/api/memory/status').catch(() => undefined)
+    })
     setLiveState(live.state)
     setAgentId(live.agentId)
     const offHello = live.subscribe((message) => {

@@ -235,7 +235,7 @@ export function FilesPage({path}: {path: string}) {
   const tree = files ? buildTree(Object.keys(files)) : null
   const entry = files?.[path]
   return (
-    <div class="files">
+    <div class={path === '' ? 'files' : 'files has-file'}>
       <section class="tree" aria-labelledby="tree-title">
         <h1 id="tree-title">Memory files</h1>
         {treeError ? <Notice tone="error">{treeError}</Notice> : null}
