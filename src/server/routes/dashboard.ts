@@ -31,13 +31,16 @@ export function dashboardDir(): string {
   return join(jarvisPackageRoot(import.meta.url), 'dist', 'dashboard')
 }
 
-export function dashboardRoutes(app: FastifyInstance, dir = dashboardDir()): void {
+/** `dir`: where the built files are; default dist/dashboard/ of jarvis's package, found at the first request. */
+export function dashboardRoutes(app: FastifyInstance, dir?: string): void {
   const cache = new Map<string, Buffer>()
+  let where = dir
   const load = async (file: string): Promise<Buffer | null> => {
     const held = cache.get(file)
     if (held) return held
     try {
-      const content = await readFile(join(dir, file))
+      where ??= dashboardDir()
+      const content = await readFile(join(where, file))
       cache.set(file, content)
       return content
     } catch (error) {
@@ -58,7 +61,7 @@ export function dashboardRoutes(app: FastifyInstance, dir = dashboardDir()): voi
     app.get(path, async (_request, reply) => {
       const content = await load(asset.file)
       if (content === null) {
-        return send(reply.code(503), 'text/plain; charset=utf-8', `The dashboard is not built (${join(dir, asset.file)} is missing): run npm run build.\n`)
+        return send(reply.code(503), 'text/plain; charset=utf-8', `The dashboard is not built (${asset.file} is missing from ${where ?? 'dist/dashboard/'}): run npm run build.\n`)
       }
       return send(reply, asset.type, content)
     })
