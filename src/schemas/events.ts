@@ -51,7 +51,8 @@ export const memoryEventSchema = z
     confidence: confidenceSchema,
     content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}),
     source: z.looseObject({
-      system: z.enum(['telegram', 'cli', 'web', 'other']),
+      /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
+      system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
       thread_id: z.string().optional(),
       message_id: z.string().optional(),
     }),

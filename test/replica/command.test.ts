@@ -50,10 +50,10 @@ describe('jarvis replicate', () => {
   })
 
   it('an unknown kind in .nexus/config.json is exit 2 naming the field', async () => {
-    const {run} = await setup([{kind: 'obsidian', path: '~/vault'}])
+    const {run} = await setup([{kind: 'notion', path: '~/vault'}])
     const bad = await run('--json')
     expect(bad.code).toBe(2)
-    expect(envelope(bad).error!.message).toContain('.nexus/config.json: replicas.0.kind: unknown replica kind "obsidian"')
+    expect(envelope(bad).error!.message).toContain('.nexus/config.json: replicas.0.kind: unknown replica kind "notion"')
     const human = await run()
     expect(human.code).toBe(2)
     expect(human.stderr).toContain('replicas.0.kind')
