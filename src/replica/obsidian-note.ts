@@ -41,7 +41,7 @@ export function blockIdOf(eventId: string): string {
 export function renderBlockBody(entries: readonly NoteEntry[], options: RenderOptions): string {
   const lines = [`## ${options.heading}`, '']
   for (const entry of [...entries].sort((a, b) => byTime(a.event, b.event))) lines.push(...renderEntry(entry, options))
-  return lines.join('\n')
+  return lines.join('\n').trimEnd()
 }
 
 function renderEntry({event, after, supersededBy}: NoteEntry, options: RenderOptions): string[] {
@@ -148,26 +148,33 @@ export function withFrontMatter(text: string, add: FrontMatterAdditions): string
   if (doc.errors.length > 0 || (doc.contents !== null && !isMap(doc.contents))) return null
   let changed = false
   for (const [key, values] of [['tags', add.tags], ['aliases', add.aliases]] as const) {
-    const merged = mergedList(doc.get(key, true), values)
+    const node = doc.get(key, true)
+    const merged = mergedList(node, values)
     if (merged === 'unreadable') return null
-    if (merged !== null) {
-      doc.set(key, doc.createNode(merged))
-      changed = true
-    }
+    if (merged.length === 0) continue
+    // Added to the person's own list where there is one, so its style (block or [flow]) and comments stay.
+    if (isSeq(node)) for (const value of merged) node.add(doc.createNode(value))
+    else doc.set(key, doc.createNode([...scalarValues(node), ...merged]))
+    changed = true
   }
   if (!changed) return text
   return `---\n${doc.toString({lineWidth: 0}).replace(/\n$/, '')}\n---\n${split?.rest ?? text}`
 }
 
-/** The list a front-matter key should hold with `values` added; null when it holds them all already. */
-function mergedList(node: unknown, values: readonly string[]): string[] | null | 'unreadable' {
-  if (values.length === 0) return null
+/** The values of `values` a front-matter key lacks; 'unreadable' when it is neither empty, one value nor a list. */
+function mergedList(node: unknown, values: readonly string[]): string[] | 'unreadable' {
   let have: string[]
-  if (node === undefined || node === null || (isScalar(node) && (node.value === null || node.value === ''))) have = []
-  else if (isSeq(node)) have = node.items.map((item) => String(isScalar(item) ? item.value : item))
-  // `tags: work` or `tags: a, b` (Obsidian reads both): its values stay, first, in a list.
-  else if (isScalar(node)) have = String(node.value).split(',').map((v) => v.trim()).filter(Boolean)
+  if (isSeq(node)) have = node.items.map((item) => String(isScalar(item) ? item.value : item))
+  else if (node === undefined || node === null || isScalar(node)) have = scalarValues(node)
   else return 'unreadable'
-  const missing = values.filter((v) => !have.includes(v))
-  return missing.length === 0 ? null : [...have, ...missing]
+  return values.filter((v) => !have.includes(v))
+}
+
+/** `tags: work` or `tags: a, b` (Obsidian reads both): its values, which stay first when it becomes a list. */
+function scalarValues(node: unknown): string[] {
+  if (!isScalar(node) || node.value === null || node.value === undefined) return []
+  return String(node.value)
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean)
 }

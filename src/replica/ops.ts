@@ -62,7 +62,11 @@ export async function runReplicas(input: RunReplicasInput): Promise<ReplicasResu
   }
   const work = async () => {
     try {
-      for (const replica of replicas) result.replicas.push(await runOne(root, config, replica, input, dryRun, eventLog))
+      // An obsidian replica turns a person's edits into events: it runs first, so that the others show them in this same run.
+      const order = replicas.map((replica, index) => ({replica, index})).sort((a, b) => Number(b.replica.kind === 'obsidian') - Number(a.replica.kind === 'obsidian'))
+      const reports: ReplicaReport[] = []
+      for (const {replica, index} of order) reports[index] = await runOne(root, config, replica, input, dryRun, eventLog)
+      result.replicas.push(...reports)
     } finally {
       if (log) await (await log.catch(() => undefined))?.close()
     }
