@@ -5,9 +5,7 @@
 import {ExitCode, JarvisError, SecretRefusedError} from '../errors.js'
 import type {NexusConfig, Replica} from '../schemas/index.js'
 import {findRoot, hashText, isTreeLockHeld, readConfig, withTreeLock} from '../store/index.js'
-import {runAiMemory} from './ai-memory.js'
 import type {EventReplicaRunOptions, ReplicaEventLog} from './event-log.js'
-import {runObsidian} from './obsidian.js'
 import {expandHome, openclawLayout} from './openclaw.js'
 import {emptyReport, type ReplicaReport, runReplica, type Screen} from './run.js'
 
@@ -93,8 +91,9 @@ async function runOne(root: string, config: NexusConfig, replica: Replica, input
       return await runReplica({root, id, folder, layout: openclawLayout(dir), now, dryRun, force: Boolean(input.force), screen: input.screen})
     }
     const options: EventReplicaRunOptions = {root, id, dir, scopes: replica.scopes ?? defaultReplicaScopes(config), log: await eventLog(), now, dryRun, screen: input.screen}
-    if (replica.kind === 'ai-memory') return await runAiMemory({...options, minConfidence: replica.minConfidence})
-    return await runObsidian({...options, heading: replica.heading})
+    // Loaded only when configured: a sync with no such replica (the hot path of git hooks) never loads them or yaml.
+    if (replica.kind === 'ai-memory') return await (await import('./ai-memory.js')).runAiMemory({...options, minConfidence: replica.minConfidence})
+    return await (await import('./obsidian.js')).runObsidian({...options, heading: replica.heading})
   } catch (error) {
     if (error instanceof JarvisError && error.code.startsWith('LOCK_')) throw error
     // One broken replica (unreadable directory, damaged state, server away) must not stop the others, nor a sync.

@@ -6,6 +6,7 @@
 import {mkdir, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
+import fc from 'fast-check'
 import moment from 'moment'
 import {afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi} from 'vitest'
 
@@ -271,4 +272,54 @@ describe('obsidian: the day’s events in the daily note', () => {
     await configure([{kind: 'obsidian', path: join(out, 'nope')}])
     expect((await go()).replicas[0].skipped).toContain('is not a directory')
   })
+})
+
+describe('property: a person’s text around the block, against the real server', () => {
+  /** Lines a person may write around the block: anything but jarvis's marker lines, and no leading front matter. */
+  const line = fc
+    .oneof(fc.string({maxLength: 20}), fc.constantFrom('# Notes', '## Jarvis', '- [ ] buy milk', '  - nested', '---', '', '^evt-x', '- 09:14 · log · fake'))
+    .filter((l) => !/[\r\n]/.test(l) && !/^<!-- jarvis:(?:begin|end) -->[ \t]*$/.test(l))
+  const text = fc.array(line, {maxLength: 5}).map((lines) => (lines.length ? `${lines.join('\n')}\n` : ''))
+  const step = fc.oneof(
+    fc.record({op: fc.constant('event' as const), n: fc.integer({min: 1, max: 3})}),
+    fc.constant({op: 'run' as const}),
+    fc.record({op: fc.constant('edit-inside' as const), words: fc.constantFrom('moved to Thursday', 'ask Sam', 'done ✓')}),
+  )
+
+  it('survives any sequence of events, runs and edits inside the block; a last run writes nothing', async () => {
+    let round = 0
+    await fc.assert(
+      fc.asyncProperty(text, text, fc.array(step, {minLength: 1, maxLength: 6}), async (before, after, steps) => {
+        fc.pre(!/^---[ \t]*$/.test(`${before}${after}`.split('\n')[0]))
+        round++
+        const vault = join(out, `vault-${round}`)
+        await mkdir(join(vault, '.obsidian'), {recursive: true})
+        const project = `prop-${run}-${round}`
+        const file = join(root, '.nexus/config.json')
+        await writeFile(file, JSON.stringify({...JSON.parse(await readFile(file, 'utf8')), project, replicas: [{kind: 'obsidian', path: vault, scopes: [`project:${project}`]}]}, null, 2))
+        const note = join(vault, `${moment().format('YYYY-MM-DD')}.md`)
+        await writeFile(note, `${before}<!-- jarvis:begin -->\n<!-- jarvis:end -->\n${after}`)
+        let events = 0
+        for (const s of steps) {
+          if (s.op === 'event') {
+            for (let i = 0; i < s.n; i++) await append({scope: `project:${project}`, kind: 'log', dedupe_key: `log:e${events++}`, content_md: `event ${events}`})
+          } else if (s.op === 'edit-inside') {
+            const current = (await read(note))!
+            await writeFile(note, current.replace(/\n {2}event (\d+)\n/, `\n  event $1, ${s.words}\n`).replace('<!-- jarvis:end -->', `- ${s.words}\n<!-- jarvis:end -->`))
+          } else await go()
+          // Between any two steps the person's text is where they wrote it.
+          const current = (await read(note))!
+          const body = current.startsWith('---\n') ? current.slice(current.indexOf('\n---\n', 3) + 5) : current
+          expect(body.startsWith(before)).toBe(true)
+          expect(body.endsWith(after)).toBe(true)
+        }
+        await go()
+        const settled = await read(note)
+        const last = await go()
+        expect(last.replicas[0]).toMatchObject({written: [], appended: [], refused: []})
+        expect(await read(note)).toBe(settled)
+      }),
+      {numRuns: 25},
+    )
+  }, 120_000)
 })
