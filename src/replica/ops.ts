@@ -107,7 +107,9 @@ export function replicaFailure(result: ReplicasResult): JarvisError | undefined 
   const failed = result.replicas.filter((r) => r.error)
   if (failed.length > 0) {
     const lines = failed.map((r) => `${r.workspace}: ${r.error!.message}`)
-    return new JarvisError(`replication failed:\n${lines.join('\n')}`, {code: 'REPLICA_FAILED', exit: ExitCode.failed, data: {result}})
+    // Only the server away (an event-log replica cannot read the log) is "cannot be reached"; anything else failed.
+    const exit = failed.every((r) => r.error!.code === 'UNREACHABLE') ? ExitCode.unreachable : ExitCode.failed
+    return new JarvisError(`replication failed:\n${lines.join('\n')}`, {code: 'REPLICA_FAILED', exit, data: {result}})
   }
   const refused = result.replicas.flatMap((r) => r.refused)
   if (refused.length > 0) {

@@ -17,6 +17,7 @@ import {blockIdOf} from '../../src/replica/obsidian-note.js'
 import type {MemoryEventInput, StoredMemoryEvent} from '../../src/schemas/index.js'
 import {memoryEventSchema} from '../../src/schemas/index.js'
 import {initTree} from '../../src/store/index.js'
+import {closedPort} from '../cli/memory-helpers.js'
 import {fakeGithubToken} from '../files/helpers.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
 
@@ -271,6 +272,36 @@ describe('obsidian: the day’s events in the daily note', () => {
     expect(await read(note())).toBeNull()
     await configure([{kind: 'obsidian', path: join(out, 'nope')}])
     expect((await go()).replicas[0].skipped).toContain('is not a directory')
+  })
+})
+
+describe('dry run, and a server that does not answer', () => {
+  it('--dry-run says what it would write and which edits would become events, and changes nothing', async () => {
+    await mkdir(join(out, 'vault/.obsidian'), {recursive: true})
+    await configure([{kind: 'obsidian', path: join(out, 'vault'), scopes: [scope()]}, {kind: 'ai-memory', path: join(out, 'ai'), scopes: [scope()]}])
+    await append({dedupe_key: 'decision:db', content_md: 'PostgreSQL.'})
+    await go()
+    const note = join(out, 'vault', `${moment().format('YYYY-MM-DD')}.md`)
+    const edited = (await read(note))!.replace('  PostgreSQL.', '  PostgreSQL 17.')
+    await writeFile(note, edited)
+    await append({dedupe_key: 'decision:lang', content_md: 'TypeScript.'})
+    const dry = await replicate({dir: root, dryRun: true})
+    expect(dry.replicas[0].appended).toEqual([{path: `${moment().format('YYYY-MM-DD')}.md`, event_id: '(dry run)', dedupe_key: 'decision:db', status: 'planned'}])
+    expect(dry.replicas[1].written).toEqual([`${scope().replace(':', '.')}/decision.lang.md`])
+    expect(await read(note)).toBe(edited)
+    expect(await read(join(out, 'ai', scope().replace(':', '.'), 'decision.lang.md'))).toBeNull()
+    expect(await eventsOf('decision:db')).toHaveLength(1)
+  })
+
+  it('exit 3 when the event log cannot be read; an openclaw replica beside it still runs', async () => {
+    const ws = join(out, 'openclaw')
+    await put(join(ws, 'MEMORY.md'), '# long-term\n')
+    await configure([{kind: 'ai-memory', path: join(out, 'ai')}, {kind: 'openclaw', path: ws}])
+    vi.stubEnv('JARVIS_SERVER', `http://127.0.0.1:${await closedPort()}`)
+    const result = await go()
+    expect(result.replicas[0].error).toMatchObject({code: 'UNREACHABLE'})
+    expect(result.replicas[1].changes).toEqual([expect.objectContaining({action: 'to-memory', memoryPath: 'openclaw/MEMORY.md'})])
+    expect(replicaFailure(result)).toMatchObject({exit: 3})
   })
 })
 
