@@ -77,6 +77,8 @@ interface NoteWork {
   settings: DailyNoteSettings
   state: EventReplicaState
   report: ReplicaReport
+  /** Every event of a (scope, key), asked once per run for the links between entries. */
+  keyEvents: Map<string, Promise<StoredMemoryEvent[]>>
 }
 
 export async function runObsidian(options: EventReplicaRunOptions & {heading: string}): Promise<ReplicaReport> {
@@ -87,7 +89,7 @@ export async function runObsidian(options: EventReplicaRunOptions & {heading: st
     return report
   }
   const {default: moment} = await import('moment')
-  const work: NoteWork = {options, moment, settings: await readDailyNoteSettings(dir), state: await readEventState(root, id, 'obsidian', dir), report}
+  const work: NoteWork = {options, moment, settings: await readDailyNoteSettings(dir), state: await readEventState(root, id, 'obsidian', dir), report, keyEvents: new Map()}
   const today = moment(options.now()).format('YYYY-MM-DD')
   const notes = new Map<string, {day: string; recent: boolean}>()
   for (const [path, file] of Object.entries(work.state.files)) if (file.day) notes.set(path, {day: file.day, recent: false})
@@ -188,7 +190,13 @@ async function linkEntries(work: NoteWork, events: StoredMemoryEvent[], path: st
   const keyEvents = new Map<string, StoredMemoryEvent[]>()
   for (const event of events) {
     const key = JSON.stringify([event.scope, event.dedupe_key])
-    if (!keyEvents.has(key)) keyEvents.set(key, await work.options.log.list({scope: event.scope, dedupeKey: event.dedupe_key}))
+    if (keyEvents.has(key)) continue
+    // Asked again after this run appended (a person's edit adds a version of its key); else once per run.
+    const cached = work.keyEvents.get(key)
+    const known = cached ? await cached : []
+    const fresh = known.some((e) => e.event_id === event.event_id) ? cached! : work.options.log.list({scope: event.scope, dedupeKey: event.dedupe_key})
+    work.keyEvents.set(key, fresh)
+    keyEvents.set(key, await fresh)
   }
   const written = new Set(Object.keys(work.state.files))
   for (const all of keyEvents.values()) {

@@ -153,3 +153,22 @@ describe('where the daily note is', () => {
     }
   })
 })
+
+describe('property: an entry reads back as the text it shows', () => {
+  it('any event text, rendered and parsed, is the same text (so an untouched entry is never taken for an edit)', () => {
+    const lines = fc.array(fc.oneof(fc.string({maxLength: 20}), fc.constantFrom('', '   ', '- item', '\tcode', '## heading', '<!-- jarvis:end -->', '^evt-1', '  two spaces')), {minLength: 1, maxLength: 6})
+    const content = fc
+      .tuple(lines, fc.constantFrom('\n', '\r\n'))
+      .map(([parts, eol]) => parts.join(eol))
+      .filter((text) => /\S/.test(text))
+    fc.assert(
+      fc.property(content, (text) => {
+        const events = [event(1, {content_md: text})]
+        const body = render(events.map((e) => ({event: e})))
+        expect(editsOf(body, null, events)).toEqual({edited: [], added: []})
+        expect(parseBlockBody(body).entries).toHaveLength(1)
+      }),
+      {numRuns: 500},
+    )
+  })
+})
