@@ -76,12 +76,15 @@ export interface ParsedEntry {
 export function parseBlockBody(body: string): {entries: ParsedEntry[]; loose: string} {
   const entries: {id: string | null; head: string; rest: string[]}[] = []
   const loose: string[] = []
-  for (const line of body.replace(/\r\n?/g, '\n').split('\n')) {
+  const lines = body.replace(/\r\n?/g, '\n').split('\n')
+  // The first line is jarvis's heading (whatever it says now); a heading a person adds below it is their text.
+  if (/^#{1,6}\s/.test(lines[0] ?? '')) lines.shift()
+  for (const line of lines) {
     if (line.startsWith('- ') || line === '-') {
       const id = / \^([A-Za-z0-9-]+)[ \t]*$/.exec(line)
       entries.push({id: id ? id[1] : null, head: line.slice(2).replace(/ \^[A-Za-z0-9-]+[ \t]*$/, ''), rest: []})
     } else if (entries.length > 0) entries.at(-1)!.rest.push(line.replace(/^ {1,2}|^\t/, ''))
-    else if (!/^#{1,6}\s/.test(line)) loose.push(line)
+    else loose.push(line)
   }
   return {
     entries: entries.map(({id, head, rest}) => ({id, content: normaliseContent(id === null ? [head, ...rest].join('\n') : rest.join('\n'))})),
