@@ -67,6 +67,8 @@ export type MemoryEventInput = z.input<typeof memoryEventSchema>
 
 /** An event as the log holds it: the server adds its id and the time it was stored. */
 export const storedMemoryEventSchema = memoryEventSchema.extend({
+  /** Read as any name: a newer server may store a source this version does not know yet (obsidian came later than telegram). */
+  source: z.looseObject({system: z.string().min(1), thread_id: z.string().optional(), message_id: z.string().optional()}),
   event_id: z.string().min(1),
   /** Optional because a seed-style gateway may leave it out of a snapshot. */
   created_at: isoDateTimeSchema.optional(),
