@@ -19,7 +19,7 @@ export function renderReplicaReport(report: ReplicaReport, dryRun: boolean): str
   // A backup line already tells of its conflict; the others (an edit that beat a deletion) get their own.
   for (const c of report.conflicts.filter((c) => !report.backups.some((b) => b.path === c.path))) lines.push(`  ${c.path}: ${c.reason}`)
   for (const h of report.held) lines.push(`  held back (too many deletions at once; --force lets them through): ${VERB[h.action]} ${h.memoryPath}`)
-  for (const r of report.refused) lines.push(`  not replicated: ${r.path}: ${r.reason}`)
+  for (const r of report.refused) lines.push(report.kind === 'openclaw' ? `  not replicated: ${r.path}: ${r.reason}` : `  left as you wrote it: ${r.path}: ${r.reason}`)
   for (const path of report.left) lines.push(`  changed during the run, left for the next one: ${path}`)
   for (const path of report.written) lines.push(`  ${dryRun ? 'would write' : 'wrote'}: ${path}`)
   for (const a of report.appended) lines.push(`  ${dryRun ? 'would become an event' : `became event ${a.event_id} (${a.status})`}: ${a.dedupe_key}, your edit in ${a.path}`)

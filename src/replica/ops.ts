@@ -2,6 +2,8 @@
  * The replicas operation: every `replicas` entry of `.nexus/config.json`, one after the other, under the tree
  * lock. Called by `jarvis replicate`, and by `jarvis sync` and the agents installer when replicas are configured.
  */
+import {join} from 'node:path'
+
 import {ExitCode, JarvisError, SecretRefusedError} from '../errors.js'
 import type {NexusConfig, Replica} from '../schemas/index.js'
 import {findRoot, hashText, isTreeLockHeld, readConfig, withTreeLock} from '../store/index.js'
@@ -111,10 +113,10 @@ export function replicaFailure(result: ReplicasResult): JarvisError | undefined 
     const exit = failed.every((r) => r.error!.code === 'UNREACHABLE') ? ExitCode.unreachable : ExitCode.failed
     return new JarvisError(`replication failed:\n${lines.join('\n')}`, {code: 'REPLICA_FAILED', exit, data: {result}})
   }
-  const refused = result.replicas.flatMap((r) => r.refused)
-  if (refused.length > 0) {
-    const lines = refused.map((r) => `.memory/${r.path}: ${r.reason}`)
-    return new SecretRefusedError(`not replicated, left as they are on both sides:\n${lines.join('\n')}`, {result})
+  // An openclaw file is named in .memory/; a note of an event-log replica, where the person wrote it.
+  const lines = result.replicas.flatMap((r) => r.refused.map(({path, reason}) => `${r.kind === 'openclaw' ? `.memory/${path}` : join(r.workspace, path)}: ${reason}`))
+  if (lines.length > 0) {
+    return new SecretRefusedError(`not replicated, left as they are:\n${lines.join('\n')}`, {result})
   }
   return undefined
 }

@@ -153,7 +153,10 @@ describe('jarvis replicate and jarvis sync with the event-log replicas', () => {
       await writeFile(note, (await readFile(note, 'utf8')).replace('  Deploys go out on Wednesdays.', `  Deploys go out on Wednesdays. Key ${fakeGithubToken()}`))
       const refused = await jarvis('replicate', '--json')
       expect(refused.code).toBe(5)
-      expect(envelope(refused).error!.message).toContain(`${day}: refused:`)
+      expect(envelope(refused).error!.message).toContain(`not replicated, left as they are:\n${note}: refused: the event holds a GitHub token in ${day} (decision:deploy_day)`)
+      const human = await jarvis('replicate')
+      expect(human.code).toBe(5)
+      expect(human.stdout).toContain(`  left as you wrote it: ${day}: refused: the event holds a GitHub token`)
     } finally {
       await server.close()
     }
