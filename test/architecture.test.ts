@@ -25,7 +25,7 @@ const allowed: Record<string, string[]> = {
   // A door like a command: a person's text in, the commands' own renderings out.
   telegram: ['telegram', 'cli', 'ops', 'errors.ts'],
   status: ['status', 'agents', 'hook', 'ops', 'protocol', 'store', 'schemas', 'errors.ts'],
-  agents: ['agents', 'hook', 'ops', 'store', 'schemas', 'errors.ts', 'invocation.ts'],
+  agents: ['agents', 'hook', 'ops', 'merge', 'store', 'schemas', 'errors.ts', 'invocation.ts'],
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],

@@ -13,7 +13,7 @@ import JSON5 from 'json5'
 import {parse as parseToml} from 'smol-toml'
 
 import {unifiedDiff} from './diff.js'
-import {hasBlock} from './instruction-block.js'
+import {hasBlock} from '../merge/marked-block.js'
 import {valueAt} from './json-edit.js'
 import {formatOf, installInto, isEmptyFile, removeFrom} from './plan.js'
 import {probeServer} from './probe.js'

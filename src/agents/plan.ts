@@ -3,7 +3,7 @@
  * A malformed file stops everything with exit 2 before anything is written (the caller plans every file first).
  * PURE: text in, text out.
  */
-import {putBlock, removeBlock} from './instruction-block.js'
+import {putBlock, removeBlock} from '../merge/marked-block.js'
 import {EMPTY_JSON, parseSettings, putInArray, removeFromArray, removeValue, setValue} from './json-edit.js'
 import {putServerTable, removeServerTable, serverTable} from './toml-edit.js'
 import {type Change, isJarvisHookGroup, SERVER_NAME} from './wiring.js'

@@ -10,7 +10,7 @@ const VERB: Record<ReplicaChange['action'], string> = {
 }
 
 export function renderReplicaReport(report: ReplicaReport, dryRun: boolean): string[] {
-  const lines = [`${report.kind} ${report.workspace} ↔ .memory/${report.folder}/`]
+  const lines = [report.kind === 'openclaw' ? `${report.kind} ${report.workspace} ↔ .memory/${report.folder}/` : `${report.kind} ${report.workspace} ← the event log`]
   if (report.skipped) return [...lines, `  skipped: ${report.skipped}`]
   if (report.error) return [...lines, `  failed: ${report.error.message}`]
   const would = dryRun ? 'would be ' : ''
@@ -19,8 +19,11 @@ export function renderReplicaReport(report: ReplicaReport, dryRun: boolean): str
   // A backup line already tells of its conflict; the others (an edit that beat a deletion) get their own.
   for (const c of report.conflicts.filter((c) => !report.backups.some((b) => b.path === c.path))) lines.push(`  ${c.path}: ${c.reason}`)
   for (const h of report.held) lines.push(`  held back (too many deletions at once; --force lets them through): ${VERB[h.action]} ${h.memoryPath}`)
-  for (const r of report.refused) lines.push(`  not replicated: ${r.path}: ${r.reason}`)
+  for (const r of report.refused) lines.push(report.kind === 'openclaw' ? `  not replicated: ${r.path}: ${r.reason}` : `  left as you wrote it: ${r.path}: ${r.reason}`)
   for (const path of report.left) lines.push(`  changed during the run, left for the next one: ${path}`)
+  for (const path of report.written) lines.push(`  ${dryRun ? 'would write' : 'wrote'}: ${path}`)
+  for (const a of report.appended) lines.push(`  ${dryRun ? 'would become an event' : `became event ${a.event_id} (${a.status})`}: ${a.dedupe_key}, your edit in ${a.path}`)
+  for (const k of report.kept) lines.push(`  kept as you left it: ${k.path}: ${k.reason}`)
   if (lines.length === 1) lines.push('  already in step')
   return lines
 }

@@ -85,10 +85,16 @@ export interface ReplicaReport {
   refused: {path: string; reason: string}[]
   /** Changed while this run worked on it: left alone for the next run. */
   left: string[]
+  /** ai-memory, obsidian: files jarvis wrote (or in a dry run, would write), relative to the replica's directory. */
+  written: string[]
+  /** ai-memory, obsidian: files (or blocks) a person changed, kept as they are; why, and what was not written there. */
+  kept: {path: string; reason: string}[]
+  /** obsidian: a person's edits in jarvis's block, now events of the log (`source: obsidian`). */
+  appended: {path: string; event_id: string; dedupe_key: string; status: string}[]
 }
 
 export function emptyReport(id: string, layout: Pick<ReplicaLayout, 'kind' | 'dir'>, folder: string): ReplicaReport {
-  return {id, kind: layout.kind, workspace: layout.dir, folder, changes: [], conflicts: [], backups: [], held: [], refused: [], left: []}
+  return {id, kind: layout.kind, workspace: layout.dir, folder, changes: [], conflicts: [], backups: [], held: [], refused: [], left: [], written: [], kept: [], appended: []}
 }
 
 const statePath = (id: string) => `replicas/${id}/state.json`

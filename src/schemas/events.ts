@@ -51,7 +51,8 @@ export const memoryEventSchema = z
     confidence: confidenceSchema,
     content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}),
     source: z.looseObject({
-      system: z.enum(['telegram', 'cli', 'web', 'other']),
+      /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
+      system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
       thread_id: z.string().optional(),
       message_id: z.string().optional(),
     }),
@@ -66,6 +67,8 @@ export type MemoryEventInput = z.input<typeof memoryEventSchema>
 
 /** An event as the log holds it: the server adds its id and the time it was stored. */
 export const storedMemoryEventSchema = memoryEventSchema.extend({
+  /** Read as any name: a newer server may store a source this version does not know yet (obsidian came later than telegram). */
+  source: z.looseObject({system: z.string().min(1), thread_id: z.string().optional(), message_id: z.string().optional()}),
   event_id: z.string().min(1),
   /** Optional because a seed-style gateway may leave it out of a snapshot. */
   created_at: isoDateTimeSchema.optional(),

@@ -5,7 +5,7 @@
 import {z} from 'zod'
 
 import {agentIdSchema, isoDateTimeSchema, memoryPathSchema, pathRecord, projectSlugSchema, revisionSchema, sha256HexSchema} from './common.js'
-import {memoryEventSchema} from './events.js'
+import {confidenceSchema, memoryEventSchema, scopeSchema} from './events.js'
 import {taskResultSchema} from './memory.js'
 import {projectActiveRequestSchema} from './protocol.js'
 
@@ -68,10 +68,38 @@ export const openclawReplicaSchema = z.looseObject({
 })
 export type OpenclawReplica = z.output<typeof openclawReplicaSchema>
 
-export const REPLICA_KINDS = ['openclaw'] as const
+/** Which scopes an event replica shows; default: `global`, and `project:<slug>` when the tree has a project. */
+const replicaScopesSchema = z.array(scopeSchema).min(1).optional().meta({description: 'Scopes of the events shown (default: global and the project of the tree)'})
 
-/** One entry of `replicas`; issue 15 adds `ai-memory` and `obsidian` beside `openclaw`. */
-export const replicaSchema = z.discriminatedUnion('kind', [openclawReplicaSchema], {
+/**
+ * The confirmed decisions of the event log as one Markdown file per decision key, in a folder of the user's
+ * choice (an AI_MEMORY folder, a notes app, a git repository); docs/replicas.md.
+ */
+export const aiMemoryReplicaSchema = z.looseObject({
+  kind: z.literal('ai-memory'),
+  path: replicaPathSchema.meta({description: 'Folder the decision files are written to', examples: ['~/AI_MEMORY']}),
+  scopes: replicaScopesSchema,
+  /** A decision below this confidence is not yet a confirmed one. */
+  minConfidence: confidenceSchema.default('med').meta({description: 'Lowest confidence of a decision written (high, med or low)'}),
+  enabled: z.boolean().default(true),
+})
+export type AiMemoryReplica = z.output<typeof aiMemoryReplicaSchema>
+
+/** The day's events in an Obsidian vault's daily note, inside a block jarvis owns; docs/replicas.md. */
+export const obsidianReplicaSchema = z.looseObject({
+  kind: z.literal('obsidian'),
+  path: replicaPathSchema.meta({description: 'The Obsidian vault (the folder that holds .obsidian/)', examples: ['~/Documents/Vault']}),
+  scopes: replicaScopesSchema,
+  /** The heading of jarvis's block in the note. */
+  heading: z.string().trim().min(1).max(100).regex(/^[^\r\n#]+$/, 'must be one line of text without #').default('Jarvis').meta({description: "Heading of jarvis's block in the daily note"}),
+  enabled: z.boolean().default(true),
+})
+export type ObsidianReplica = z.output<typeof obsidianReplicaSchema>
+
+export const REPLICA_KINDS = ['openclaw', 'ai-memory', 'obsidian'] as const
+
+/** One entry of `replicas`: files mirrored with `.memory/` (openclaw), or the event log written out (ai-memory, obsidian). */
+export const replicaSchema = z.discriminatedUnion('kind', [openclawReplicaSchema, aiMemoryReplicaSchema, obsidianReplicaSchema], {
   error: (issue) =>
     issue.code === 'invalid_union'
       ? `unknown replica kind ${JSON.stringify((issue.input as {kind?: unknown} | undefined)?.kind ?? null)} (this version knows: ${REPLICA_KINDS.join(', ')})`
@@ -80,9 +108,16 @@ export const replicaSchema = z.discriminatedUnion('kind', [openclawReplicaSchema
 export type Replica = z.output<typeof replicaSchema>
 
 const replicasSchema = z.array(replicaSchema).superRefine((replicas, ctx) => {
+  // Only an openclaw replica owns a folder of .memory/; the event replicas write outside the tree.
+  const folderOf = (replica: Replica) => (replica.kind === 'openclaw' ? replica.folder : null)
   replicas.forEach((replica, i) => {
-    const clash = replicas.findIndex((other, j) => j < i && (other.folder === replica.folder || other.folder.startsWith(`${replica.folder}/`) || replica.folder.startsWith(`${other.folder}/`)))
-    if (clash !== -1) ctx.addIssue({code: 'custom', path: [i, 'folder'], message: `.memory/${replica.folder}/ overlaps replicas.${clash}.folder (.memory/${replicas[clash].folder}/); give each replica its own folder`})
+    const folder = folderOf(replica)
+    if (folder === null) return
+    const clash = replicas.findIndex((other, j) => {
+      const theirs = folderOf(other)
+      return j < i && theirs !== null && (theirs === folder || theirs.startsWith(`${folder}/`) || folder.startsWith(`${theirs}/`))
+    })
+    if (clash !== -1) ctx.addIssue({code: 'custom', path: [i, 'folder'], message: `.memory/${folder}/ overlaps replicas.${clash}.folder (.memory/${folderOf(replicas[clash])}/); give each replica its own folder`})
   })
 })
 
@@ -118,6 +153,24 @@ export const replicaStateSchema = z
   })
   .meta({title: 'Replica state', description: '.nexus/replicas/<id>/state.json'})
 export type ReplicaState = z.output<typeof replicaStateSchema>
+
+/**
+ * `.nexus/replicas/<id>/state.json` of an event replica (ai-memory, obsidian): the hash of what jarvis last wrote
+ * to each of its files (a file whose text no longer has that hash was edited by a person, and is theirs), by its
+ * path under the replica's directory; for obsidian, what jarvis wrote is its block of the note.
+ */
+export const eventReplicaStateSchema = z
+  .looseObject({
+    version: z.literal(1).default(1),
+    kind: z.string().min(1),
+    path: z.string().min(1),
+    updatedAt: isoDateTimeSchema.optional(),
+    /** obsidian: the last day (YYYY-MM-DD, local time) whose note was written; the next run starts there. */
+    lastDay: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional(),
+    files: z.record(z.string(), z.looseObject({hash: sha256HexSchema, day: z.string().optional()})).default(() => ({})),
+  })
+  .meta({title: 'Event replica state', description: '.nexus/replicas/<id>/state.json of an ai-memory or obsidian replica'})
+export type EventReplicaState = z.output<typeof eventReplicaStateSchema>
 
 /**
  * `.nexus/backup-owners.json`: which memory file each conflict backup in `.memory/` belongs to, by the backup's

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {unifiedDiff} from '../../src/agents/diff.js'
-import {putBlock, removeBlock} from '../../src/agents/instruction-block.js'
+import {putBlock, removeBlock} from '../../src/merge/marked-block.js'
 import {parseSettings} from '../../src/agents/json-edit.js'
 import {installInto, removeFrom} from '../../src/agents/plan.js'
 import {putServerTable, removeServerTable, serverTable} from '../../src/agents/toml-edit.js'

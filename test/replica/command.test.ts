@@ -50,10 +50,10 @@ describe('jarvis replicate', () => {
   })
 
   it('an unknown kind in .nexus/config.json is exit 2 naming the field', async () => {
-    const {run} = await setup([{kind: 'obsidian', path: '~/vault'}])
+    const {run} = await setup([{kind: 'notion', path: '~/vault'}])
     const bad = await run('--json')
     expect(bad.code).toBe(2)
-    expect(envelope(bad).error!.message).toContain('.nexus/config.json: replicas.0.kind: unknown replica kind "obsidian"')
+    expect(envelope(bad).error!.message).toContain('.nexus/config.json: replicas.0.kind: unknown replica kind "notion"')
     const human = await run()
     expect(human.code).toBe(2)
     expect(human.stderr).toContain('replicas.0.kind')
@@ -106,6 +106,57 @@ describe('jarvis sync with an OpenClaw replica', () => {
       )
       const again = await sync(root, 'openclaw')
       expect(envelope<SyncOnceResult>(again).result!.replicas!.flatMap((r) => r.changes)).toEqual([])
+    } finally {
+      await server.close()
+    }
+  })
+})
+
+describe('jarvis replicate and jarvis sync with the event-log replicas', () => {
+  it('writes the decisions and the daily note, a person’s edit in the note becomes an event the other agents read, and a secret is exit 5', async () => {
+    const server = await startTestServer()
+    try {
+      const {home, root, env} = await setup([
+        {kind: 'ai-memory', path: '~/AI_MEMORY'},
+        {kind: 'obsidian', path: '~/vault'},
+      ])
+      await mkdir(join(home, 'vault/.obsidian'), {recursive: true})
+      const as = {...env, JARVIS_TOKEN: TOKENS.openclaw, JARVIS_AGENT: 'openclaw', JARVIS_SERVER: server.url}
+      const jarvis = (...args: string[]) => runJarvis(args, {cwd: root, env: as})
+      const appended = await jarvis('memory', 'append', '--kind', 'decision', '--key', 'decision:deploy_day', '--content', 'Deploys go out on Tuesdays.', '--json')
+      expect(appended.code, appended.stderr).toBe(0)
+
+      const first = await jarvis('replicate', '--json')
+      expect(first.code, first.stderr).toBe(0)
+      const reports = envelope<ReplicasResult>(first).result!.replicas
+      const day = reports[1].written[0]
+      expect(reports.map((r) => [r.kind, r.written])).toEqual([
+        ['ai-memory', ['global/decision.deploy_day.md']],
+        ['obsidian', [expect.stringMatching(/^\d{4}-\d{2}-\d{2}\.md$/)]],
+      ])
+      expect(await readFile(join(home, 'AI_MEMORY/global/decision.deploy_day.md'), 'utf8')).toContain('Deploys go out on Tuesdays.')
+      const note = join(home, 'vault', day)
+      await writeFile(note, (await readFile(note, 'utf8')).replace('  Deploys go out on Tuesdays.', '  Deploys go out on Wednesdays.'))
+
+      const synced = await jarvis('sync', '--json')
+      expect(synced.code, synced.stderr).toBe(0)
+      const syncReports = envelope<SyncOnceResult>(synced).result!.replicas!
+      expect(syncReports[1].appended).toEqual([expect.objectContaining({dedupe_key: 'decision:deploy_day', status: 'created'})])
+      const snapshot = await runJarvis(['memory', 'snapshot', '--json'], {cwd: root, env: {...as, JARVIS_TOKEN: TOKENS.claude, JARVIS_AGENT: 'claude'}})
+      expect(envelope<{pinned_md: string}>(snapshot).result!.pinned_md).toContain('decision:deploy_day: Deploys go out on Wednesdays.')
+      expect(await readFile(join(home, 'AI_MEMORY/global/decision.deploy_day.md'), 'utf8')).toContain('Deploys go out on Wednesdays.')
+
+      const quiet = await jarvis('replicate')
+      expect(quiet.code, quiet.stderr).toBe(0)
+      expect(quiet.stdout).toBe(`ai-memory ${join(home, 'AI_MEMORY')} ← the event log\n  already in step\nobsidian ${join(home, 'vault')} ← the event log\n  already in step\n`)
+
+      await writeFile(note, (await readFile(note, 'utf8')).replace('  Deploys go out on Wednesdays.', `  Deploys go out on Wednesdays. Key ${fakeGithubToken()}`))
+      const refused = await jarvis('replicate', '--json')
+      expect(refused.code).toBe(5)
+      expect(envelope(refused).error!.message).toContain(`not replicated, left as they are:\n${note}: refused: the event holds a GitHub token in ${day} (decision:deploy_day)`)
+      const human = await jarvis('replicate')
+      expect(human.code).toBe(5)
+      expect(human.stdout).toContain(`  left as you wrote it: ${day}: refused: the event holds a GitHub token`)
     } finally {
       await server.close()
     }

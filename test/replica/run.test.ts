@@ -179,7 +179,7 @@ describe('runReplicas on a real tree and an OpenClaw workspace', () => {
   })
 
   it.each([
-    [{kind: 'obsidian', path: '/vault'}, '.nexus/config.json: replicas.0.kind: unknown replica kind "obsidian" (this version knows: openclaw)'],
+    [{kind: 'notion', path: '/vault'}, '.nexus/config.json: replicas.0.kind: unknown replica kind "notion" (this version knows: openclaw, ai-memory, obsidian)'],
     [{kind: 'openclaw', path: 'relative/ws'}, '.nexus/config.json: replicas.0.path: must be an absolute path or start with ~/'],
     [{kind: 'openclaw', path: '/ws', folder: '../out'}, '.nexus/config.json: replicas.0.folder: must be a relative folder'],
     [{kind: 'openclaw', path: '/ws', folder: 'jarvis'}, '.nexus/config.json: replicas.0.folder: jarvis/ holds worker memory'],

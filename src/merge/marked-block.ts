@@ -1,5 +1,6 @@
 /**
- * The shared-memory instructions in an agent's instruction file (CLAUDE.md, GEMINI.md, AGENTS.md), inside
+ * A block jarvis owns inside a person's file — the shared-memory instructions in an agent's instruction file
+ * (CLAUDE.md, GEMINI.md, AGENTS.md), jarvis's part of an Obsidian daily note — inside
  * `<!-- jarvis:begin -->` … `<!-- jarvis:end -->`: rewritten in place on upgrade, the user's text untouched.
  * PURE: text in, text out.
  */
@@ -12,19 +13,30 @@ export function instructionBlock(body: string): string {
   return `${BLOCK_BEGIN}\n${body.trimEnd()}\n${BLOCK_END}\n`
 }
 
+/** Where each marker stands on a line of its own (a marker quoted inside a line, or indented, is text). */
+function markerOffsets(text: string, marker: string): number[] {
+  const offsets: number[] = []
+  const line = new RegExp(`^${marker.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[ \t]*\r?$`, 'gm')
+  for (const match of text.matchAll(line)) offsets.push(match.index)
+  return offsets
+}
+
 /** Offsets of the block (with its trailing newline and the blank line jarvis put before it), or undefined. */
-function blockSpan(text: string, file: string): {start: number; end: number; separated: boolean} | undefined {
-  const begin = text.indexOf(BLOCK_BEGIN)
-  const end = text.indexOf(BLOCK_END)
-  if (begin === -1 && end === -1) return undefined
-  if (begin === -1 || end === -1 || end < begin || text.indexOf(BLOCK_BEGIN, begin + 1) !== -1) {
+export function blockSpan(text: string, file: string): {start: number; end: number; separated: boolean} | undefined {
+  const begins = markerOffsets(text, BLOCK_BEGIN)
+  const ends = markerOffsets(text, BLOCK_END)
+  if (begins.length === 0 && ends.length === 0) return undefined
+  const [begin, end] = [begins[0] ?? -1, ends[0] ?? -1]
+  if (begins.length !== 1 || ends.length !== 1 || end < begin) {
     const at = begin === -1 ? end : begin
     const line = text.slice(0, at).split('\n').length
     throw new BadInputError(`${file} line ${line}: the jarvis block's markers (${BLOCK_BEGIN} … ${BLOCK_END}) are not one pair; fix them and run again, nothing was changed`, {file, line})
   }
-  let stop = end + BLOCK_END.length
-  if (text.startsWith('\r\n', stop)) stop += 2
-  else if (text[stop] === '\n') stop += 1
+  const afterEnd = text.indexOf('\n', end)
+  return spanOf(text, begin, afterEnd === -1 ? text.length : afterEnd + 1)
+}
+
+function spanOf(text: string, begin: number, stop: number): {start: number; end: number; separated: boolean} {
   const separated = begin >= 2 && text.slice(begin - 2, begin) === '\n\n'
   return {start: separated ? begin - 1 : begin, end: stop, separated}
 }
@@ -46,5 +58,5 @@ export function removeBlock(text: string, file: string): string {
 
 /** Whether the file holds a jarvis block (markers in any state). */
 export function hasBlock(text: string): boolean {
-  return text.includes(BLOCK_BEGIN) && text.includes(BLOCK_END)
+  return markerOffsets(text, BLOCK_BEGIN).length > 0 && markerOffsets(text, BLOCK_END).length > 0
 }
