@@ -79,8 +79,13 @@ function responses(res: ServerResponse, body: {model?: string}, reply: string): 
   ])
 }
 
-export async function startModelStandIn(options: {reply?: string} = {}): Promise<ModelStandIn> {
-  const reply = options.reply ?? 'Stand-in model reply.'
+/**
+ * `reply`: the text of every answer, or a function of the answer's number (1, 2, …) when a test needs answers that
+ * differ, as a real model's do.
+ */
+export async function startModelStandIn(options: {reply?: string | ((n: number) => string)} = {}): Promise<ModelStandIn> {
+  const replyOf = typeof options.reply === 'function' ? options.reply : () => (options.reply as string | undefined) ?? 'Stand-in model reply.'
+  let answers = 0
   const requests: RecordedRequest[] = []
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -96,11 +101,12 @@ export async function startModelStandIn(options: {reply?: string} = {}): Promise
         // not JSON: answered below like any other request
       }
       if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) return json(res, 200, {input_tokens: 10})
-      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) return anthropic(res, parsed, reply)
-      if (req.method === 'POST' && /\/v1\/responses$/.test(path)) return responses(res, parsed, reply)
+      const reply = () => replyOf(++answers)
+      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) return anthropic(res, parsed, reply())
+      if (req.method === 'POST' && /\/v1\/responses$/.test(path)) return responses(res, parsed, reply())
       if (req.method === 'GET' && /\/v1\/models$/.test(path)) return json(res, 200, {object: 'list', data: [], models: []})
-      if (req.method === 'POST' && /:streamGenerateContent$/.test(path)) return sse(res, [[undefined, geminiCandidate(body, reply)]])
-      if (req.method === 'POST' && /:generateContent$/.test(path)) return json(res, 200, geminiCandidate(body, reply))
+      if (req.method === 'POST' && /:streamGenerateContent$/.test(path)) return sse(res, [[undefined, geminiCandidate(body, reply())]])
+      if (req.method === 'POST' && /:generateContent$/.test(path)) return json(res, 200, geminiCandidate(body, reply()))
       if (req.method === 'POST' && /:countTokens$/.test(path)) return json(res, 200, {totalTokens: 10})
       if (req.method === 'POST' && /:(batchEmbedContents|embedContent)$/.test(path)) return json(res, 200, {embeddings: [{values: [0, 0, 0]}]})
       json(res, 404, {error: {type: 'not_found_error', message: `the stand-in model does not serve ${req.method} ${path}`}})
