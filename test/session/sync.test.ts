@@ -2,6 +2,7 @@
  * `syncSession` end to end on real files: a jarvis tree, and Claude Code / Gemini CLI homes in temp dirs
  * (CLAUDE_CONFIG_DIR, GEMINI_CLI_HOME), with sessions written the way the tools write them.
  */
+import {readFileSync} from 'node:fs'
 import {copyFile, mkdir, readFile, rm, stat, utimes, writeFile} from 'node:fs/promises'
 import {basename, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -10,7 +11,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {syncSettingsSchema, type SyncSettings, type UniversalMessage} from '../../src/schemas/index.js'
 import {appendClaudeSession, claudeProjectDir, readClaudeSession, writeClaudeSession} from '../../src/session/claude.js'
 import {geminiProjectDirs, readGeminiSession} from '../../src/session/gemini.js'
-import {geminiSessionProblems} from '../../src/session/check.js'
+import {codexRolloutProblems, geminiSessionProblems} from '../../src/session/check.js'
 import {readRegistry} from '../../src/session/registry.js'
 import {listSessions, type SessionSyncOptions, syncSession} from '../../src/session/sync.js'
 import {initTree, readSyncState, withTreeLock} from '../../src/store/index.js'
@@ -187,6 +188,50 @@ describe('jarvis session sync (in-process)', () => {
     const later = new Date()
     await utimes(path, later, later)
     expect(await w.sync({ref: 'busy', to: 'claude'})).toMatchObject({added: 0, written: false})
+  })
+
+  it('Codex both ways: a rollout carried to Claude and Gemini, then back; only new messages travel; the source is never written', async () => {
+    const w = await world()
+    const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
+    const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
+    // A thread Codex started in this project (its cwd), and one of another project that must stay out of it.
+    const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
+    await mkdir(day, {recursive: true})
+    const rollout = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8')
+    const source = join(day, 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl')
+    await writeFile(source, rollout.replaceAll('/home/dev/acme-api', w.root))
+    await writeFile(join(day, 'rollout-2026-08-20T10-00-00-0198c1d2-0000-7000-8000-000000000002.jsonl'), rollout.replaceAll('0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', '0198c1d2-0000-7000-8000-000000000002'))
+    const original = await readFile(source, 'utf8')
+    await idle(source) // Codex finished with it a while ago
+
+    const toClaude = await sync({ref: '0198c1d2-7a3b', to: 'claude'})
+    expect(toClaude).toMatchObject({tag: 'codex-0198c1d2', added: 12, from: {provider: 'codex', messageCount: 12}, to: {provider: 'claude', created: true}})
+    expect(toClaude.notCarried.join('\n')).toMatch(/redacted or encrypted reasoning|redacted thinking/)
+    const toGemini = await sync({ref: 'codex-0198c1d2', to: 'gemini'})
+    expect(toGemini).toMatchObject({added: 12, to: {provider: 'gemini', created: true}, checkpoint: {created: true}})
+    expect(await readFile(source, 'utf8')).toBe(original)
+
+    // The conversation goes on in Claude Code; carried back, only that turn is appended to the Codex thread.
+    await appendClaudeSession(toClaude.to.path, [say('user', 'claude follow-up'), say('assistant', 'claude answer')])
+    await idle(toClaude.to.path)
+    const now = new Date()
+    await utimes(source, now, now) // Codex CLI just wrote to it: it may be open
+    await expect(sync({ref: toClaude.to.sessionId, to: 'codex'})).rejects.toMatchObject({code: 'SESSION_IN_USE', exit: 4, message: expect.stringMatching(/Codex CLI.*--force/)})
+    expect(await readFile(source, 'utf8')).toBe(original)
+    await idle(source)
+    const back = await sync({ref: toClaude.to.sessionId, to: 'codex'})
+    expect(back).toMatchObject({from: {provider: 'claude'}, to: {provider: 'codex', sessionId: '0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', created: false}, added: 2})
+    const thread = await readFile(source, 'utf8')
+    expect(thread.startsWith(original)).toBe(true)
+    expect(codexRolloutProblems(thread, '0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f')).toEqual([])
+    expect(await sync({ref: toClaude.to.sessionId, to: 'codex'})).toMatchObject({added: 0, written: false})
+    expect(await sync({ref: '0198c1d2-7a3b', to: 'claude'})).toMatchObject({added: 0})
+
+    const list = await listSessions({root: w.root, settings, env})
+    expect(list.codexHome).toBe(env.CODEX_HOME)
+    expect(list.sessions.filter((s) => s.provider === 'codex').map((s) => [s.sessionId, s.messageCount, s.tag])).toEqual([['0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', 14, 'codex-0198c1d2']])
+    const entry = (await readRegistry(w.root)).sessions.find((e) => e.sessionTag === 'codex-0198c1d2')
+    expect(entry?.providers.map((p) => p.provider).sort()).toEqual(['claude', 'codex', 'gemini', 'gemini'])
   })
 
   it('an unknown name is exit 2; a held tree lock is exit 6 after sync.lockTimeout', async () => {
