@@ -6,7 +6,6 @@
  * A `compacted` line with its replacement history replaces what came before it, and a rollback drops the last turns,
  * as Codex does on resume.
  */
-import {readFile, stat} from 'node:fs/promises'
 import {basename} from 'node:path'
 
 import createDebug from 'debug'
@@ -14,6 +13,7 @@ import createDebug from 'debug'
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
 import {codexRolloutId} from './codex-paths.js'
+import {readTranscriptFile} from './files.js'
 import {toolFromProvider} from './tools.js'
 import {
   dataUrlParts,
@@ -320,17 +320,7 @@ export function parseCodexRollout(text: string, path: string, fallbackTimestamp 
 
 /** Reads a rollout file and what an append needs (its text). */
 export async function readCodexRollout(path: string): Promise<CodexRollout & {text: string}> {
-  let text: string
-  let mtime: string
-  try {
-    const [body, info] = await Promise.all([readFile(path, 'utf8'), stat(path)])
-    text = body
-    mtime = info.mtime.toISOString()
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new BadInputError(`${path}: no such transcript file`, {path}, error)
-    throw error
-  }
+  const {text, mtime} = await readTranscriptFile(path)
   return {...parseCodexRollout(text, path, mtime), text}
 }
 

@@ -8,8 +8,9 @@
  */
 import {stat} from 'node:fs/promises'
 
-import {BadInputError, ExitCode, JarvisError} from '../errors.js'
+import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {assertUnchangedSince} from './files.js'
 import {codexRolloutPath, uuidV7} from './codex-paths.js'
 import {readCodexRollout} from './codex-read.js'
 import {toolToProvider} from './tools.js'
@@ -161,10 +162,7 @@ export async function appendCodexSession(path: string, messages: UniversalMessag
   let text = rollout.text
   if (text !== '' && !text.endsWith('\n')) text += '\n'
   text += toText(rendered.lines)
-  const current = await stat(path)
-  if (current.size !== before.size || current.mtimeMs !== before.mtimeMs) {
-    throw new JarvisError(`${path} changed while jarvis was appending to it (is Codex CLI using this session?); nothing was written, try again`, {code: 'SESSION_IN_USE', exit: ExitCode.conflictLeft, data: {path}})
-  }
+  await assertUnchangedSince(path, before, 'Codex CLI')
   await writeFileAtomic(path, text)
   return {notCarried: rendered.notCarried}
 }

@@ -1,20 +1,16 @@
 /** Codex CLI rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<stamp>-<id>.jsonl` (research §3). */
 import {createReadStream} from 'node:fs'
-import {stat} from 'node:fs/promises'
 import {resolve} from 'node:path'
 import {createInterface} from 'node:readline'
 
-import createDebug from 'debug'
-
 import {codexRolloutFiles} from './codex-paths.js'
-import {readCodexRollout} from './codex-read.js'
+import {readCodexSession} from './codex-read.js'
+import {summarize} from './files.js'
 import {isRecord, type SessionSummary} from './universal.js'
 
 export {codexHome, codexRolloutFiles, codexRolloutId, codexRolloutPath, uuidV7} from './codex-paths.js'
 export {type CodexRollout, isCodexContextText, parseCodexRollout, readCodexRollout, readCodexSession} from './codex-read.js'
 export {appendCodexSession, CODEX_WRITER_VERSION, type CodexWriteOptions, toCodexRolloutJsonl, writeCodexSession} from './codex-write.js'
-
-const debug = createDebug('jarvis:session')
 
 /** The first line of a file (a rollout's `session_meta`), read without loading the rest. */
 async function firstLine(path: string): Promise<string> {
@@ -53,22 +49,6 @@ export async function codexProjectRollouts(projectRoot: string, env: NodeJS.Proc
 
 /** Every Codex thread of the project, newest first; [] when Codex CLI has no sessions directory. Unreadable files are skipped. */
 export async function listCodexSessions(projectRoot: string, env: NodeJS.ProcessEnv = process.env): Promise<SessionSummary[]> {
-  const summaries: SessionSummary[] = []
-  for (const {path} of await codexProjectRollouts(projectRoot, env)) {
-    try {
-      const {transcript} = await readCodexRollout(path)
-      const last = transcript.lastUpdated ?? transcript.messages.at(-1)?.timestamp ?? (await stat(path)).mtime.toISOString()
-      summaries.push({
-        provider: 'codex',
-        sessionId: transcript.sessionId,
-        path,
-        messageCount: transcript.messages.length,
-        lastActivity: last,
-        ...(transcript.title !== undefined ? {title: transcript.title} : {}),
-      })
-    } catch (error) {
-      debug('skipping %s: %s', path, error instanceof Error ? error.message : String(error))
-    }
-  }
-  return summaries.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.path.localeCompare(b.path))
+  const paths = (await codexProjectRollouts(projectRoot, env)).map((file) => file.path)
+  return summarize('codex', paths, readCodexSession, (t) => t.lastUpdated ?? t.messages.at(-1)?.timestamp)
 }

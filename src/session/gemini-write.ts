@@ -12,8 +12,9 @@
 import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {BadInputError, ExitCode, JarvisError} from '../errors.js'
+import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {assertUnchangedSince} from './files.js'
 import {geminiProjectDirs, geminiProjectHash} from './gemini-paths.js'
 import {isGeminiContextText} from './gemini-read.js'
 import {toolToProvider} from './tools.js'
@@ -330,10 +331,7 @@ export async function appendGeminiSession(path: string, messages: UniversalMessa
     if (!isRecord(whole) || !Array.isArray(whole.messages)) throw new BadInputError(`${path} is not a Gemini CLI session file (no "messages")`, {path})
     next = JSON.stringify({...whole, messages: [...whole.messages, ...records], lastUpdated: stamp}, null, 2)
   }
-  const current = await stat(path)
-  if (current.size !== before.size || current.mtimeMs !== before.mtimeMs) {
-    throw new JarvisError(`${path} changed while jarvis was appending to it (is Gemini CLI using this session?); nothing was written, try again`, {code: 'SESSION_IN_USE', exit: ExitCode.conflictLeft, data: {path}})
-  }
+  await assertUnchangedSince(path, before, 'Gemini CLI')
   await writeFileAtomic(path, next)
   return {notCarried}
 }
