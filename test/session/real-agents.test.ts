@@ -210,4 +210,23 @@ describe('a conversation continues in any agent (real Claude Code, Gemini CLI an
     expect(registry.sessions).toHaveLength(3)
     for (const entry of registry.sessions) expect(new Set(entry.providers.map((p) => p.provider))).toEqual(new Set(TOOLS))
   }, 1_800_000)
+
+  it('into a project Gemini CLI has never run in: its session list shows the carried conversation and --resume continues it', async () => {
+    // A second project of the same user, trusted for Gemini, where only Claude Code has run so far.
+    const other = await realpath(await tempDir('jarvis-handoff-fresh-'))
+    dirs.push(other)
+    await initTree(other, {})
+    await writeFile(join(home, '.gemini', 'trustedFolders.json'), JSON.stringify({[root]: 'TRUST_FOLDER', [other]: 'TRUST_FOLDER'}))
+    root = other
+    const word = codeword('claude', 'FRESH')
+    await turn('claude', `Remember the codeword ${word} for later.`)
+    const [started] = (await sessionsOf()).filter((s) => s.provider === 'claude')
+    const carried = await jarvis<SessionSyncResult>(['session', 'sync', started.sessionId, '--to', 'gemini'])
+    const listed = await run(bin.gemini!, ['--list-sessions'], agentEnv)
+    expect(listed.stdout + listed.stderr, said(listed)).toContain(carried.to.sessionId)
+    const {sent} = await turn('gemini', 'What was the codeword?', carried.to.sessionId)
+    expect(sent).toContain(word)
+    // Gemini CLI moved the session into the project's own directory; jarvis follows it there.
+    expect(await jarvis<SessionSyncResult>(['session', 'sync', started.sessionId, '--to', 'gemini'])).toMatchObject({to: {sessionId: carried.to.sessionId, created: false}, added: 0})
+  }, 600_000)
 })
