@@ -16,7 +16,7 @@ import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
 import {assertUnchangedSince} from './files.js'
 import {geminiProjectDirs, geminiProjectHash} from './gemini-paths.js'
-import {isGeminiContextText} from './gemini-read.js'
+import {isGeminiContextText, parseGeminiText} from './gemini-read.js'
 import {toolToProvider} from './tools.js'
 import {
   clockOf,
@@ -209,9 +209,10 @@ export async function writeGeminiCheckpoint(
 
 // ---- Session files ---------------------------------------------------------------------------------------------
 
-function sessionRecords(turns: readonly Turn[], w: Writer, newId: () => string, now: () => Date): Array<Record<string, unknown>> {
+function sessionRecords(turns: readonly Turn[], w: Writer, newId: () => string, now: () => Date, taken: ReadonlySet<string> = new Set()): Array<Record<string, unknown>> {
   const records: Array<Record<string, unknown>> = []
-  const ids = new Set<string>()
+  // A record id already in the file would replace that message (Gemini upserts by id): never reuse one.
+  const ids = new Set<string>(taken)
   const timestampOf = (m: UniversalMessage | undefined) => validTimestamp(m?.timestamp) ?? now().toISOString()
   for (const turn of turns) {
     const segment = turn.role === 'user' ? [turn.message] : [...turn.messages, ...turn.results]
@@ -281,10 +282,20 @@ export function geminiSessionFileName(sessionId: string, startTime: Date, format
 }
 
 /** The message records of `messages`, ending on a `gemini` text (a closing reply is added when they do not). */
-function geminiSessionRecords(messages: readonly UniversalMessage[], options: WriteClockOptions): {records: Array<Record<string, unknown>>; notCarried: string[]} {
-  const {now, newId} = clockOf(options)
+function geminiSessionRecords(
+  messages: readonly UniversalMessage[],
+  options: WriteClockOptions,
+  taken: ReadonlySet<string> = new Set(),
+): {records: Array<Record<string, unknown>>; notCarried: string[]} {
+  const clock = clockOf(options)
+  const {now} = clock
+  const newId = () => {
+    let id = clock.newId()
+    while (taken.has(id)) id = clock.newId()
+    return id
+  }
   const w: Writer = {notes: new NotCarried(), extra: [], originals: originalsByKey(messages)}
-  const records = sessionRecords(planTurns(messages, newId, w.extra), w, newId, now)
+  const records = sessionRecords(planTurns(messages, newId, w.extra), w, newId, now, taken)
   const last = records.at(-1)
   if (!last || last.type !== 'gemini' || typeof last.content !== 'string' || last.content === '') {
     records.push({id: newId(), timestamp: now().toISOString(), type: 'gemini', content: NO_REPLY_TEXT, thoughts: [], tokens: null})
@@ -321,7 +332,9 @@ export async function appendGeminiSession(path: string, messages: UniversalMessa
   const text = await readFile(path, 'utf8')
   if (messages.length === 0) return {notCarried: []}
   const {now} = clockOf(options)
-  const {records, notCarried} = geminiSessionRecords(messages, options)
+  const existing = parseGeminiText(text, path).transcript.messages.flatMap((m) => m.metadata.original ?? [])
+  const taken = new Set(existing.flatMap((r) => (isRecord(r) && typeof r.id === 'string' ? [r.id] : [])))
+  const {records, notCarried} = geminiSessionRecords(messages, options, taken)
   const stamp = now().toISOString()
   let next: string
   if (path.endsWith('.jsonl')) {

@@ -1,6 +1,6 @@
 /**
- * `jarvis session sync` and `jarvis session list` (seed 002, docs/session.md): carry a conversation between Claude
- * Code and Gemini CLI with the append-only transcript rule of src/merge/transcript.ts — content-keyed with
+ * `jarvis session sync` and `jarvis session list` (seed 002, docs/session.md): carry a conversation among Claude
+ * Code, Gemini CLI and Codex CLI with the append-only transcript rule of src/merge/transcript.ts — content-keyed with
  * occurrence numbers, order kept, duplicates dropped, linear.
  *
  * Incremental: for every carried pair (source session → target session) the sync state records how many source
@@ -43,8 +43,8 @@ import {
 import type {SessionSummary, SessionTranscript, UniversalMessage} from './universal.js'
 import {listDir} from './dir.js'
 
-/** A Claude session file changed less than this long ago, by anything but jarvis, is taken to be open in Claude Code. */
-export const CLAUDE_IN_USE_MS = 10_000
+/** A target session file changed less than this long ago, by anything but jarvis, is taken to be open in its tool. */
+export const IN_USE_MS = 10_000
 
 export const PROVIDER_LABEL: Record<Provider, string> = {claude: 'Claude Code', gemini: 'Gemini CLI', codex: 'Codex CLI'}
 export const PROVIDERS: readonly Provider[] = ['claude', 'gemini', 'codex']
@@ -52,7 +52,7 @@ export const PROVIDERS: readonly Provider[] = ['claude', 'gemini', 'codex']
 // ---------------------------------------------------------------------------------------------------------------
 // Keys and prefix marks
 
-/** The key two copies of one message share across both tools (readers speak Claude's tool vocabulary). */
+/** The key two copies of one message share across the tools (readers speak Claude's tool vocabulary). */
 export function syncKey(message: UniversalMessage): string {
   return messageKey(message)
 }
@@ -375,10 +375,10 @@ async function resolveWithLists(
 export interface SessionSyncOptions {
   root: string
   settings: SyncSettings
-  /** A registry tag, a Claude session id (or a unique prefix), a Gemini checkpoint tag or session id. */
+  /** A registry tag, a Claude Code or Codex CLI session id (or a unique prefix), a Gemini checkpoint tag or session id. */
   ref: string
   to: Provider
-  /** Append to a Claude session even though its file changed in the last seconds. */
+  /** Append to a target session even though its file changed in the last seconds. */
   force?: boolean
   /** The tag of a conversation that has none yet (default `claude-<id8>` / `gemini-<id8>`). */
   tag?: string
@@ -635,7 +635,7 @@ export async function syncSession(options: SessionSyncOptions): Promise<SessionS
       settings,
       force: options.force ?? false,
       now,
-      inUseMs: options.inUseMs ?? CLAUDE_IN_USE_MS,
+      inUseMs: options.inUseMs ?? IN_USE_MS,
       retry,
       assertLock: () => lock.assertHeld(),
     }
