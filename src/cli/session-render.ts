@@ -26,7 +26,7 @@ function pad(cells: string[][]): string[] {
 
 export function renderSessionList(result: SessionListResult, now = Date.now()): string {
   if (result.sessions.length === 0) {
-    return `no Claude Code or Gemini CLI session for ${result.projectRoot}\n  (looked in ${result.claudeHome} and ${result.geminiHome})`
+    return `no Claude Code, Gemini CLI or Codex CLI session for ${result.projectRoot}\n  (looked in ${result.claudeHome}, ${result.geminiHome} and ${result.codexHome})`
   }
   const rows = result.sessions.map((s) => [
     s.provider,
@@ -41,7 +41,7 @@ export function renderSessionList(result: SessionListResult, now = Date.now()): 
 
 export function renderSessionSync(result: SessionSyncResult): string {
   const from = result.from.tag ? `${PROVIDER_LABEL[result.from.provider]} checkpoint ${result.from.tag}` : `${PROVIDER_LABEL[result.from.provider]} session ${result.from.sessionId}`
-  const to = result.to.provider === 'gemini' ? `Gemini CLI checkpoint ${result.tag}` : `Claude Code session ${result.to.sessionId}`
+  const to = `${PROVIDER_LABEL[result.to.provider]} session ${result.to.sessionId}`
   const lines: string[] = []
   if (result.added === 0 && !result.to.created) lines.push(`${to} already holds every message of ${from}; nothing added`)
   else {
@@ -51,12 +51,17 @@ export function renderSessionSync(result: SessionSyncResult): string {
   if (result.duplicates > 0) lines.push(`  ${result.duplicates} already there, not added again`)
   if (result.mode === 'full' && result.reason) lines.push(`  full merge: ${result.reason}`)
   lines.push(`  file: ${result.to.path}`)
+  if (result.checkpoint) {
+    const {checkpoint} = result
+    lines.push(`  checkpoint ${checkpoint.tag}: ${checkpoint.created ? 'created' : checkpoint.added > 0 ? `${checkpoint.added} added` : 'unchanged'} (${checkpoint.path})`)
+  }
   if (result.backup) lines.push(`  backup: ${result.backup}`)
   if (result.notCarried.length > 0) {
     lines.push(`  not carried as is (${PROVIDER_LABEL[result.to.provider]} cannot hold it):`)
     for (const note of result.notCarried.slice(0, 20)) lines.push(`    ${note}`)
     if (result.notCarried.length > 20) lines.push(`    … and ${result.notCarried.length - 20} more`)
   }
-  lines.push(result.to.provider === 'gemini' ? `  resume: run \`${result.resume[0]}\`, then type \`${result.resume[1]}\`` : `  resume: ${result.resume[0]}`)
+  lines.push(`  resume: ${result.resume[0]}`)
+  if (result.resume[1]) lines.push(`    or, inside Gemini CLI: ${result.resume[1]}`)
   return lines.join('\n')
 }

@@ -1,12 +1,12 @@
 /**
- * Session hand-off between Claude Code and Gemini CLI (seed 002): the universal message every transcript is
+ * Session hand-off between Claude Code, Gemini CLI and Codex CLI (seed 002): the universal message every transcript is
  * converted to, and the cross-provider registry in `.nexus/sessions.json`.
  */
 import {z} from 'zod'
 
 import {isoDateTimeSchema} from './common.js'
 
-export const providerSchema = z.enum(['claude', 'gemini'])
+export const providerSchema = z.enum(['claude', 'gemini', 'codex'])
 export type Provider = z.output<typeof providerSchema>
 
 /**
@@ -20,7 +20,7 @@ export const universalContentSchema = z.looseObject({
       tool_name: z.string().min(1),
       /** Whatever the tool was called with; any JSON. */
       tool_input: z.unknown().optional(),
-      /** The provider's call id (Claude `tool_use.id`, Gemini `toolCalls[].id`); pairs the call with its result. */
+      /** The provider's call id (Claude `tool_use.id`, Gemini `toolCalls[].id`, Codex `call_id`); pairs the call with its result. */
       tool_use_id: z.string().min(1).optional(),
     })
     .optional(),
@@ -63,7 +63,7 @@ export type UniversalImageRef = z.output<typeof universalImageRefSchema>
 
 /** Which source record a message came from: `key` names the record, `index` of `size` messages made from it. */
 export const universalSourceSchema = z.looseObject({
-  format: z.enum(['claude-jsonl', 'gemini-json', 'gemini-jsonl', 'gemini-checkpoint']),
+  format: z.enum(['claude-jsonl', 'gemini-json', 'gemini-jsonl', 'gemini-checkpoint', 'codex-jsonl']),
   key: z.string(),
   index: z.number().int().nonnegative(),
   size: z.number().int().positive(),

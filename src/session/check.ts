@@ -183,3 +183,44 @@ export function geminiSessionProblems(text: string, fileName: string): string[] 
   if (!last || last.type !== 'gemini' || typeof last.content !== 'string' || last.content === '') problems.push('the session does not end on a gemini text')
   return problems
 }
+
+/**
+ * A Codex CLI rollout: every line `{timestamp, type, payload}`, a `session_meta` first naming the thread id and its
+ * cwd with an interactive `source` (so the resume picker lists it), timestamps that never go back, every tool call
+ * answered by an output with its `call_id` before the next user message, and a `user_message` event (the picker's
+ * preview; a thread without one is hidden).
+ */
+export function codexRolloutProblems(text: string, threadId: string): string[] {
+  const problems: string[] = []
+  const lines = parseLines(text, problems)
+  lines.forEach((line, index) => {
+    if (typeof line.timestamp !== 'string' || typeof line.type !== 'string' || !isRecord(line.payload)) problems.push(`line ${index + 1}: not a {timestamp, type, payload} rollout line`)
+  })
+  const meta = lines[0]
+  if (meta?.type !== 'session_meta' || !isRecord(meta.payload)) return [...problems, 'the first line is not session_meta']
+  if (meta.payload.id !== threadId) problems.push(`session_meta.id ${String(meta.payload.id)} is not the thread id ${threadId}`)
+  if (typeof meta.payload.cwd !== 'string' || meta.payload.cwd === '') problems.push('session_meta has no cwd')
+  if (meta.payload.source !== 'cli' && meta.payload.source !== 'vscode') problems.push(`session_meta.source ${JSON.stringify(meta.payload.source)} is hidden from the resume picker`)
+  let last = Number.NEGATIVE_INFINITY
+  for (const line of lines) {
+    const time = typeof line.timestamp === 'string' ? Date.parse(line.timestamp) : Number.NaN
+    if (!(time >= last)) problems.push(`timestamp ${String(line.timestamp)} goes back`)
+    if (!Number.isNaN(time)) last = time
+  }
+  const items = lines.filter((l) => l.type === 'response_item' && isRecord(l.payload)).map((l) => l.payload as Rec)
+  const open = new Set<string>()
+  const check = () => {
+    for (const id of open) problems.push(`tool call ${id} has no output before the next user message`)
+    open.clear()
+  }
+  for (const item of items) {
+    if (item.type === 'message' && item.role === 'user') check()
+    else if (item.type === 'function_call' || item.type === 'custom_tool_call' || item.type === 'local_shell_call') open.add(String(item.call_id))
+    else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
+      if (!open.delete(String(item.call_id))) problems.push(`output ${String(item.call_id)} answers no open tool call`)
+    }
+  }
+  check()
+  if (!lines.some((l) => l.type === 'event_msg' && isRecord(l.payload) && l.payload.type === 'user_message')) problems.push('no user_message event (the resume picker hides the thread)')
+  return problems
+}

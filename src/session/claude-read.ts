@@ -4,13 +4,13 @@
  * off the chain, leave sidechains and metadata lines out. Every entry on the chain is kept verbatim in
  * `metadata.original`; one universal message per content block.
  */
-import {readFile, stat} from 'node:fs/promises'
 import {basename} from 'node:path'
 
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
+import {readTranscriptFile} from './files.js'
 import {
   type Draft,
   imageRef,
@@ -420,17 +420,6 @@ export function parseClaudeTranscript(text: string, path: string, options: Claud
     gitBranch: typeof tail?.gitBranch === 'string' ? tail.gitBranch : undefined,
     lastPrompt,
     uuids: new Set(byUuid.keys()),
-  }
-}
-
-async function readTranscriptFile(path: string): Promise<{text: string; mtime: string}> {
-  try {
-    const [text, info] = await Promise.all([readFile(path, 'utf8'), stat(path)])
-    return {text, mtime: info.mtime.toISOString()}
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new BadInputError(`${path}: no such transcript file`, {path}, error)
-    throw error
   }
 }
 

@@ -9,8 +9,9 @@
 import {access, stat} from 'node:fs/promises'
 import {basename, join} from 'node:path'
 
-import {BadInputError, ExitCode, JarvisError} from '../errors.js'
+import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {assertUnchangedSince} from './files.js'
 import {claudeProjectDir} from './claude-paths.js'
 import {CLAUDE_CONVERSATION_TYPES, readClaudeChain} from './claude-read.js'
 import {
@@ -343,10 +344,7 @@ export async function appendClaudeSession(path: string, messages: UniversalMessa
   text += `${[...rendered.lines, ...closingLines(rendered, sessionId, rendered.lastPrompt ?? chain.lastPrompt)].join('\n')}\n`
   // The file is replaced whole (atomic); a line Claude Code appended since we read it would be lost, so
   // look again right before the rename and give up rather than overwrite it.
-  const current = await stat(path)
-  if (current.size !== before.size || current.mtimeMs !== before.mtimeMs) {
-    throw new JarvisError(`${path} changed while jarvis was appending to it (is Claude Code using this session?); nothing was written, try again`, {code: 'SESSION_IN_USE', exit: ExitCode.conflictLeft, data: {path}})
-  }
+  await assertUnchangedSince(path, before, 'Claude Code')
   await writeFileAtomic(path, text)
   return {notCarried: rendered.notCarried}
 }

@@ -1,19 +1,15 @@
 /** Claude Code transcripts: `$CLAUDE_CONFIG_DIR/projects/<slug>/<sessionId>.jsonl` (research §1). */
-import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
-
-import createDebug from 'debug'
 
 import {claudeHome, claudeProjectDir, claudeProjectSlug} from './claude-paths.js'
 import {readClaudeSession} from './claude-read.js'
 import type {SessionSummary} from './universal.js'
 import {listDir} from './dir.js'
+import {summarize} from './files.js'
 
 export {claudeHome, claudeProjectDir, claudeProjectSlug} from './claude-paths.js'
 export {type ClaudeChain, type ClaudeReadOptions, parseClaudeTranscript, readClaudeChain, readClaudeSession} from './claude-read.js'
 export {appendClaudeSession, CLAUDE_WRITER_VERSION, type ClaudeWriteOptions, lastPromptText, toClaudeSessionJsonl, writeClaudeSession} from './claude-write.js'
-
-const debug = createDebug('jarvis:session')
 
 
 /**
@@ -33,26 +29,9 @@ async function projectDirs(projectRoot: string, env: NodeJS.ProcessEnv): Promise
 
 /** Every main session of the project, newest first; [] when Claude Code has no directory for it. Unreadable files are skipped. */
 export async function listClaudeSessions(projectRoot: string, env: NodeJS.ProcessEnv = process.env): Promise<SessionSummary[]> {
-  const summaries: SessionSummary[] = []
+  const paths: string[] = []
   for (const dir of await projectDirs(projectRoot, env)) {
-    for (const name of (await listDir(dir)).sort()) {
-      if (!name.endsWith('.jsonl') || name.startsWith('agent-')) continue
-      const path = join(dir, name)
-      try {
-        const transcript = await readClaudeSession(path)
-        const last = transcript.messages.at(-1)?.timestamp ?? transcript.lastUpdated ?? (await stat(path)).mtime.toISOString()
-        summaries.push({
-          provider: 'claude',
-          sessionId: transcript.sessionId,
-          path,
-          messageCount: transcript.messages.length,
-          lastActivity: last,
-          ...(transcript.title !== undefined ? {title: transcript.title} : {}),
-        })
-      } catch (error) {
-        debug('skipping %s: %s', path, error instanceof Error ? error.message : String(error))
-      }
-    }
+    for (const name of (await listDir(dir)).sort()) if (name.endsWith('.jsonl') && !name.startsWith('agent-')) paths.push(join(dir, name))
   }
-  return summaries.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.path.localeCompare(b.path))
+  return summarize('claude', paths, (path) => readClaudeSession(path), (t) => t.messages.at(-1)?.timestamp ?? t.lastUpdated)
 }

@@ -5,13 +5,13 @@
  * The messages are what Gemini CLI sends on resume: `info`/`error`/`warning` notices, slash commands and the
  * hidden context turns are left out (kept in `original`), tool results duplicated by v0.44+ are read once.
  */
-import {readFile, stat} from 'node:fs/promises'
 import {basename, dirname} from 'node:path'
 
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning, UniversalSource} from '../schemas/index.js'
+import {readTranscriptFile} from './files.js'
 import {geminiProjectRootOf} from './gemini-paths.js'
 import {toolFromProvider} from './tools.js'
 import {
@@ -377,17 +377,7 @@ export function parseGeminiText(text: string, path: string, fallbackTimestamp = 
 
 /** Reads a file and the `tmp/<project>` directory facts around it. */
 export async function readGeminiFile(path: string): Promise<GeminiParse> {
-  let text: string
-  let mtime: string
-  try {
-    const [body, info] = await Promise.all([readFile(path, 'utf8'), stat(path)])
-    text = body
-    mtime = info.mtime.toISOString()
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new BadInputError(`${path}: no such transcript file`, {path}, error)
-    throw error
-  }
+  const {text, mtime} = await readTranscriptFile(path)
   const parsed = parseGeminiText(text, path, mtime)
   const projectDir = basename(dirname(path)) === 'chats' ? dirname(dirname(path)) : dirname(path)
   parsed.transcript.projectRoot = await geminiProjectRootOf(projectDir)

@@ -9,12 +9,14 @@
  * Records that came from the same format and are whole are written back verbatim. Thought signatures are never
  * invented: reasoning from elsewhere becomes thought text.
  */
+import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {assertUnchangedSince} from './files.js'
 import {geminiProjectDirs, geminiProjectHash} from './gemini-paths.js'
-import {isGeminiContextText} from './gemini-read.js'
+import {isGeminiContextText, parseGeminiText} from './gemini-read.js'
 import {toolToProvider} from './tools.js'
 import {
   clockOf,
@@ -207,9 +209,10 @@ export async function writeGeminiCheckpoint(
 
 // ---- Session files ---------------------------------------------------------------------------------------------
 
-function sessionRecords(turns: readonly Turn[], w: Writer, newId: () => string, now: () => Date): Array<Record<string, unknown>> {
+function sessionRecords(turns: readonly Turn[], w: Writer, newId: () => string, now: () => Date, taken: ReadonlySet<string> = new Set()): Array<Record<string, unknown>> {
   const records: Array<Record<string, unknown>> = []
-  const ids = new Set<string>()
+  // A record id already in the file would replace that message (Gemini upserts by id): never reuse one.
+  const ids = new Set<string>(taken)
   const timestampOf = (m: UniversalMessage | undefined) => validTimestamp(m?.timestamp) ?? now().toISOString()
   for (const turn of turns) {
     const segment = turn.role === 'user' ? [turn.message] : [...turn.messages, ...turn.results]
@@ -278,20 +281,37 @@ export function geminiSessionFileName(sessionId: string, startTime: Date, format
   return `session-${stamp}-${sessionId.slice(0, 8).replace(/[^a-zA-Z0-9_-]/g, '_')}.${format}`
 }
 
+/** The message records of `messages`, ending on a `gemini` text (a closing reply is added when they do not). */
+function geminiSessionRecords(
+  messages: readonly UniversalMessage[],
+  options: WriteClockOptions,
+  taken: ReadonlySet<string> = new Set(),
+): {records: Array<Record<string, unknown>>; notCarried: string[]} {
+  const clock = clockOf(options)
+  const {now} = clock
+  const newId = () => {
+    let id = clock.newId()
+    while (taken.has(id)) id = clock.newId()
+    return id
+  }
+  const w: Writer = {notes: new NotCarried(), extra: [], originals: originalsByKey(messages)}
+  const records = sessionRecords(planTurns(messages, newId, w.extra), w, newId, now, taken)
+  const last = records.at(-1)
+  if (!last || last.type !== 'gemini' || typeof last.content !== 'string' || last.content === '') {
+    records.push({id: newId(), timestamp: now().toISOString(), type: 'gemini', content: NO_REPLY_TEXT, thoughts: [], tokens: null})
+    if (last) w.extra.push('a closing gemini reply was added (Gemini needs the session to end on one)')
+  }
+  return {records, notCarried: w.notes.lines(w.extra)}
+}
+
 /** The text of a Gemini session file holding `messages` (what writeGeminiSession writes). */
 export function toGeminiSessionText(
   projectRoot: string,
   messages: readonly UniversalMessage[],
   options: Omit<GeminiSessionWriteOptions, 'env'> & {sessionId: string},
 ): {text: string; notCarried: string[]} {
-  const {now, newId} = clockOf(options)
-  const w: Writer = {notes: new NotCarried(), extra: [], originals: originalsByKey(messages)}
-  const records = sessionRecords(planTurns(messages, newId, w.extra), w, newId, now)
-  const last = records.at(-1)
-  if (!last || last.type !== 'gemini' || typeof last.content !== 'string' || last.content === '') {
-    records.push({id: newId(), timestamp: now().toISOString(), type: 'gemini', content: NO_REPLY_TEXT, thoughts: [], tokens: null})
-    if (last) w.extra.push('a closing gemini reply was added (Gemini needs the session to end on one)')
-  }
+  const {now} = clockOf(options)
+  const {records, notCarried} = geminiSessionRecords(messages, options)
   const stamp = now().toISOString()
   const meta = {sessionId: options.sessionId, projectHash: geminiProjectHash(projectRoot), startTime: stamp, lastUpdated: stamp}
   const title = options.title !== undefined && options.title !== '' ? options.title : undefined
@@ -299,7 +319,34 @@ export function toGeminiSessionText(
     options.format === 'jsonl'
       ? `${[{...meta, kind: 'main'}, ...records, ...(title ? [{$set: {summary: title}}] : [])].map((r) => JSON.stringify(r)).join('\n')}\n`
       : JSON.stringify({...meta, messages: records, ...(title ? {summary: title} : {}), kind: 'main'}, null, 2)
-  return {text, notCarried: w.notes.lines(w.extra)}
+  return {text, notCarried}
+}
+
+/**
+ * Appends `messages` to an existing session file: to a `.jsonl` as new message lines and a `$set` of `lastUpdated`
+ * (what Gemini CLI itself appends), to a `.json` inside its `messages`. The file is replaced atomically, and not at
+ * all when it changed while jarvis read it (Gemini CLI may have it open).
+ */
+export async function appendGeminiSession(path: string, messages: UniversalMessage[], options: WriteClockOptions = {}): Promise<{notCarried: string[]}> {
+  const before = await stat(path)
+  const text = await readFile(path, 'utf8')
+  if (messages.length === 0) return {notCarried: []}
+  const {now} = clockOf(options)
+  const existing = parseGeminiText(text, path).transcript.messages.flatMap((m) => m.metadata.original ?? [])
+  const taken = new Set(existing.flatMap((r) => (isRecord(r) && typeof r.id === 'string' ? [r.id] : [])))
+  const {records, notCarried} = geminiSessionRecords(messages, options, taken)
+  const stamp = now().toISOString()
+  let next: string
+  if (path.endsWith('.jsonl')) {
+    next = `${text}${text === '' || text.endsWith('\n') ? '' : '\n'}${[...records, {$set: {lastUpdated: stamp}}].map((r) => JSON.stringify(r)).join('\n')}\n`
+  } else {
+    const whole: unknown = JSON.parse(text)
+    if (!isRecord(whole) || !Array.isArray(whole.messages)) throw new BadInputError(`${path} is not a Gemini CLI session file (no "messages")`, {path})
+    next = JSON.stringify({...whole, messages: [...whole.messages, ...records], lastUpdated: stamp}, null, 2)
+  }
+  await assertUnchangedSince(path, before, 'Gemini CLI')
+  await writeFileAtomic(path, next)
+  return {notCarried}
 }
 
 /** A new session in the project's `chats/` that `gemini --resume <sessionId>` opens (startTime = now, so it is also `latest`). */

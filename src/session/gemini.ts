@@ -11,6 +11,7 @@ import type {SessionSummary} from './universal.js'
 export {geminiHome, geminiProjectDirs, geminiProjectHash, geminiProjectRootOf, readGeminiProjects} from './gemini-paths.js'
 export {type GeminiParse, isGeminiContextText, parseGeminiText, readGeminiFile, readGeminiSession} from './gemini-read.js'
 export {
+  appendGeminiSession,
   geminiPreamble,
   geminiSessionFileName,
   type GeminiSessionWriteOptions,

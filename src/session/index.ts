@@ -1,6 +1,7 @@
-/** session/: Claude Code and Gemini CLI readers and writers around the universal message (docs/session.md). */
+/** session/: Claude Code, Gemini CLI and Codex CLI readers and writers around the universal message (docs/session.md). */
 export * from './check.js'
 export * from './claude.js'
+export * from './codex.js'
 export * from './gemini.js'
 export * from './tools.js'
 export * from './universal.js'

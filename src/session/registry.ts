@@ -2,7 +2,7 @@
  * What `jarvis session` remembers between runs, both under `.nexus/` and both read and written under the tree lock:
  *
  * - `.nexus/sessions.json`, the cross-provider registry of seed 002 (§Storage): one entry per conversation,
- *   keyed by its tag, listing the Claude and Gemini sessions that carry it, their message counts and last sync.
+ *   keyed by its tag, listing the Claude Code, Gemini CLI and Codex CLI sessions that carry it, their message counts and last sync.
  * - the `sessions` field of `.nexus/sync-state.json`: for each carried pair (source session → target session),
  *   how far the source had been carried and what the target held at that point — counts plus the keys of the
  *   first and last message on both sides, so the next sync can verify that prefix and merge only the new tail.
@@ -69,15 +69,15 @@ export interface RegistrySide extends SessionRef {
 }
 
 /**
- * The registry after one sync: the entry of `tag` (created when new) lists both sessions with their message counts
+ * The registry after one sync: the entry of `tag` (created when new) lists the source and every target session with their message counts
  * and `lastSync`. Pure: returns a new registry. A session listed under another tag moves to this one.
  */
 export function recordSync(
   registry: SessionRegistry,
-  sync: {entryId: string; tag: string; projectPath: string; now: string; source: RegistrySide; target: RegistrySide; replaces?: SessionRef},
+  sync: {entryId: string; tag: string; projectPath: string; now: string; source: RegistrySide; target: RegistrySide; also?: RegistrySide[]; replaces?: SessionRef},
 ): SessionRegistry {
   const {tag, now} = sync
-  const sides = [sync.source, sync.target]
+  const sides = [sync.source, sync.target, ...(sync.also ?? [])]
   const old = entryOfTag(registry, tag)
   const others = registry.sessions
     .filter((entry) => entry !== old)

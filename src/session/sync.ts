@@ -1,6 +1,6 @@
 /**
- * `jarvis session sync` and `jarvis session list` (seed 002, docs/session.md): carry a conversation between Claude
- * Code and Gemini CLI with the append-only transcript rule of src/merge/transcript.ts — content-keyed with
+ * `jarvis session sync` and `jarvis session list` (seed 002, docs/session.md): carry a conversation among Claude
+ * Code, Gemini CLI and Codex CLI with the append-only transcript rule of src/merge/transcript.ts — content-keyed with
  * occurrence numbers, order kept, duplicates dropped, linear.
  *
  * Incremental: for every carried pair (source session → target session) the sync state records how many source
@@ -22,7 +22,8 @@ import {messageKey, planTranscriptMerge} from '../merge/index.js'
 import type {Provider, SessionRegistry, SessionRegistryEntry, SyncSettings, SyncState} from '../schemas/index.js'
 import {hashText, readNexusFile, readSyncState, withTreeLock, writeNexusFile, writeSyncState} from '../store/index.js'
 import {appendClaudeSession, claudeHome, claudeProjectDir, listClaudeSessions, readClaudeSession, writeClaudeSession} from './claude.js'
-import {geminiHome, geminiProjectDirs, listGeminiSessions, parseGeminiText, readGeminiSession, writeGeminiCheckpoint} from './gemini.js'
+import {appendCodexSession, codexHome, codexProjectRollouts, listCodexSessions, readCodexSession, writeCodexSession} from './codex.js'
+import {appendGeminiSession, geminiHome, geminiProjectDirs, listGeminiSessions, parseGeminiText, readGeminiSession, writeGeminiCheckpoint, writeGeminiSession} from './gemini.js'
 import {
   type CarriedMark,
   type CarriedPair,
@@ -42,15 +43,16 @@ import {
 import type {SessionSummary, SessionTranscript, UniversalMessage} from './universal.js'
 import {listDir} from './dir.js'
 
-/** A Claude session file changed less than this long ago, by anything but jarvis, is taken to be open in Claude Code. */
-export const CLAUDE_IN_USE_MS = 10_000
+/** A target session file changed less than this long ago, by anything but jarvis, is taken to be open in its tool. */
+export const IN_USE_MS = 10_000
 
-export const PROVIDER_LABEL: Record<Provider, string> = {claude: 'Claude Code', gemini: 'Gemini CLI'}
+export const PROVIDER_LABEL: Record<Provider, string> = {claude: 'Claude Code', gemini: 'Gemini CLI', codex: 'Codex CLI'}
+export const PROVIDERS: readonly Provider[] = ['claude', 'gemini', 'codex']
 
 // ---------------------------------------------------------------------------------------------------------------
 // Keys and prefix marks
 
-/** The key two copies of one message share across both tools (readers speak Claude's tool vocabulary). */
+/** The key two copies of one message share across the tools (readers speak Claude's tool vocabulary). */
 export function syncKey(message: UniversalMessage): string {
   return messageKey(message)
 }
@@ -218,11 +220,10 @@ export function refOf(summary: Pick<SessionSummary, 'provider' | 'sessionId' | '
 
 export class SessionNotFoundError extends JarvisError {
   constructor(ref: string) {
-    super(`no session ${JSON.stringify(ref)} in this project: not a tag of .nexus/sessions.json, a Claude Code session id, or a Gemini CLI checkpoint tag or session id (see \`jarvis session list\`)`, {
-      code: 'SESSION_NOT_FOUND',
-      exit: ExitCode.badInput,
-      data: {ref},
-    })
+    super(
+      `no session ${JSON.stringify(ref)} in this project: not a tag of .nexus/sessions.json, a Claude Code session id, a Codex CLI session id, or a Gemini CLI checkpoint tag or session id (see \`jarvis session list\`)`,
+      {code: 'SESSION_NOT_FOUND', exit: ExitCode.badInput, data: {ref}},
+    )
   }
 }
 
@@ -230,8 +231,10 @@ const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/
 
 export interface ResolvedSync {
   source: SessionSummary
-  /** The existing target session, if there is one. */
+  /** The existing target session, if there is one (for Gemini CLI: its chat session, not the checkpoint). */
   target?: SessionSummary
+  /** For Gemini CLI: the existing `/chat save` checkpoint of the tag, written beside the chat session. */
+  checkpoint?: SessionSummary
   tag: string
   entry?: SessionRegistryEntry
   /** A registered target session whose file is gone: replaced by the one this sync creates. */
@@ -242,10 +245,11 @@ function newest(sessions: SessionSummary[]): SessionSummary | undefined {
   return sessions.reduce<SessionSummary | undefined>((best, s) => (!best || Date.parse(s.lastActivity) > Date.parse(best.lastActivity) ? s : best), undefined)
 }
 
-function findLive(ref: string, claude: SessionSummary[], gemini: SessionSummary[]): SessionSummary | undefined {
-  const exact = [...gemini.filter((s) => s.tag === ref), ...claude.filter((s) => s.sessionId === ref), ...gemini.filter((s) => !s.tag && s.sessionId === ref)]
+function findLive(ref: string, lists: SessionLists): SessionSummary | undefined {
+  const {claude, gemini, codex} = lists
+  const exact = [...gemini.filter((s) => s.tag === ref), ...claude.filter((s) => s.sessionId === ref), ...codex.filter((s) => s.sessionId === ref), ...gemini.filter((s) => !s.tag && s.sessionId === ref)]
   if (exact.length > 0) return exact[0]
-  const prefixed = [...claude, ...gemini.filter((s) => !s.tag)].filter((s) => s.sessionId.startsWith(ref))
+  const prefixed = [...claude, ...codex, ...gemini.filter((s) => !s.tag)].filter((s) => s.sessionId.startsWith(ref))
   if (prefixed.length > 1) {
     throw new BadInputError(`${JSON.stringify(ref)} is ambiguous: it starts ${prefixed.length} session ids (${prefixed.map((s) => s.sessionId).join(', ')}); give more of the id`, {
       ref,
@@ -256,18 +260,19 @@ function findLive(ref: string, claude: SessionSummary[], gemini: SessionSummary[
 }
 
 /**
- * The source named by `ref` (a registry tag, a Claude session id or unique prefix, a Gemini checkpoint tag or
- * session id), the target of the other tool, and the tag of the conversation. Pure.
+ * The source named by `ref` (a registry tag, a Claude or Codex session id or unique prefix, a Gemini checkpoint tag or
+ * session id), the target in the tool `to`, and the tag of the conversation. Pure. A tag names the conversation: its
+ * newest session in a tool other than `to` is the source.
  */
-export function resolveSync(input: {ref: string; to: Provider; tag?: string; registry: SessionRegistry; claude: SessionSummary[]; gemini: SessionSummary[]}): ResolvedSync {
-  const {ref, to, registry, claude, gemini} = input
-  const from: Provider = to === 'claude' ? 'gemini' : 'claude'
-  const live = (provider: Provider, entry: SessionRegistryEntry | undefined) =>
-    (provider === 'claude' ? claude : gemini).filter((s) => entry?.providers.some((info) => sameSession(info, refOf(s))))
+export function resolveSync(input: {ref: string; to: Provider; tag?: string; registry: SessionRegistry; claude: SessionSummary[]; gemini: SessionSummary[]; codex?: SessionSummary[]}): ResolvedSync {
+  const {ref, to, registry} = input
+  const lists: SessionLists = {claude: input.claude, gemini: input.gemini, codex: input.codex ?? []}
+  const others = PROVIDERS.filter((p) => p !== to)
+  const live = (provider: Provider, entry: SessionRegistryEntry | undefined) => lists[provider].filter((s) => entry?.providers.some((info) => sameSession(info, refOf(s))))
   let entry = entryOfTag(registry, ref)
   let named: SessionSummary | undefined
   if (!entry) {
-    named = findLive(ref, claude, gemini)
+    named = findLive(ref, lists)
     entry = named ? entryOfSession(registry, refOf(named)) : registry.sessions.find((e) => e.providers.some((info) => info.sessionId === ref))
     if (!named && !entry) throw new SessionNotFoundError(ref)
   }
@@ -278,28 +283,32 @@ export function resolveSync(input: {ref: string; to: Provider; tag?: string; reg
     }
     entry ??= entryOfTag(registry, input.tag)
   }
-  const source = named?.provider === from ? named : newest(live(from, entry))
+  const source = named && named.provider !== to ? named : newest(others.flatMap((p) => live(p, entry)))
   if (!source) {
     if (named) {
       throw new BadInputError(
-        `${JSON.stringify(ref)} is a ${PROVIDER_LABEL[to]} session already and is not linked to a ${PROVIDER_LABEL[from]} one; to carry it, use --to ${from}`,
+        `${JSON.stringify(ref)} is a ${PROVIDER_LABEL[to]} session already and is not linked to a session of another tool; to carry it, use --to ${others.join(' or --to ')}`,
         {ref, provider: to},
       )
     }
-    throw new BadInputError(`the conversation ${JSON.stringify(entry!.sessionTag ?? ref)} has no ${PROVIDER_LABEL[from]} session in this project any more`, {ref})
+    throw new BadInputError(`the conversation ${JSON.stringify(entry!.sessionTag ?? ref)} has no session outside ${PROVIDER_LABEL[to]} in this project any more`, {ref})
   }
   const tag = entry?.sessionTag ?? input.tag ?? (source.provider === 'gemini' && source.tag ? source.tag : `${source.provider}-${source.sessionId.slice(0, 8)}`)
-  if (to === 'gemini') return {source, tag, entry, target: gemini.find((s) => s.tag === tag)}
-  const target = newest(live('claude', entry))
-  const gone = entry?.providers.find((info) => info.provider === 'claude' && !claude.some((s) => s.sessionId === info.sessionId))
-  return {source, tag, entry, target, ...(target === undefined && gone ? {replaces: {provider: 'claude', sessionId: gone.sessionId}} : {})}
+  const chats = (list: SessionSummary[]) => (to === 'gemini' ? list.filter((s) => !s.tag) : list)
+  const target = newest(chats(live(to, entry)))
+  const gone = entry?.providers.find((info) => info.provider === to && !(to === 'gemini' && info.sessionId === tag) && !lists[to].some((s) => sameSession(refOf(s), info)))
+  const checkpoint = to === 'gemini' ? lists.gemini.find((s) => s.tag === tag) : undefined
+  return {
+    source,
+    tag,
+    entry,
+    target,
+    ...(checkpoint ? {checkpoint} : {}),
+    ...(target === undefined && gone ? {replaces: {provider: to, sessionId: gone.sessionId}} : {}),
+  }
 }
 
-export interface SessionLists {
-  claude: SessionSummary[]
-  gemini: SessionSummary[]
-}
-
+export type SessionLists = Record<Provider, SessionSummary[]>
 
 async function lightSummary(provider: Provider, path: string, sessionId: string, tag?: string): Promise<SessionSummary | undefined> {
   try {
@@ -311,15 +320,16 @@ async function lightSummary(provider: Provider, path: string, sessionId: string,
 }
 
 /**
- * The sessions a name can point at, found by file name alone (no transcript is parsed, so a sync does not read
- * every session of the project): Claude Code `<sessionId>.jsonl` files and Gemini `checkpoint-<tag>.json` files.
- * `messageCount` is not known here (0); `lastActivity` is the file time.
+ * The sessions a name can point at, found without parsing a transcript (so a sync does not read every session of the
+ * project): Claude Code `<sessionId>.jsonl` files, Codex rollouts by their first line, and Gemini
+ * `checkpoint-<tag>.json` files. `messageCount` is not known here (0); `lastActivity` is the file time.
  */
 export async function locateByName(root: string, env: NodeJS.ProcessEnv): Promise<SessionLists> {
   const claudeDir = claudeProjectDir(root, env)
   const claude = (await listDir(claudeDir))
     .filter((name) => name.endsWith('.jsonl') && !name.startsWith('agent-'))
     .map((name) => lightSummary('claude', join(claudeDir, name), name.slice(0, -'.jsonl'.length)))
+  const codex = (await codexProjectRollouts(root, env)).map(({path, id}) => lightSummary('codex', path, id))
   const gemini: Array<Promise<SessionSummary | undefined>> = []
   for (const dir of await geminiProjectDirs(root, env)) {
     for (const name of await listDir(dir)) {
@@ -335,12 +345,12 @@ export async function locateByName(root: string, env: NodeJS.ProcessEnv): Promis
     }
   }
   const present = (list: Array<SessionSummary | undefined>) => list.filter((s): s is SessionSummary => s !== undefined)
-  return {claude: present(await Promise.all(claude)), gemini: present(await Promise.all(gemini))}
+  return {claude: present(await Promise.all(claude)), gemini: present(await Promise.all(gemini)), codex: present(await Promise.all(codex))}
 }
 
 /**
  * Resolves the names of a sync from file names first; the full listings (every transcript parsed) only when that
- * does not settle it: a Gemini session id, or a registered Gemini session that is not a checkpoint.
+ * does not settle it: a Gemini session id, or a registered session the quick look did not find (a Gemini chat session).
  */
 async function resolveWithLists(
   input: {ref: string; to: Provider; tag?: string; registry: SessionRegistry},
@@ -365,10 +375,10 @@ async function resolveWithLists(
 export interface SessionSyncOptions {
   root: string
   settings: SyncSettings
-  /** A registry tag, a Claude session id (or a unique prefix), a Gemini checkpoint tag or session id. */
+  /** A registry tag, a Claude Code or Codex CLI session id (or a unique prefix), a Gemini checkpoint tag or session id. */
   ref: string
   to: Provider
-  /** Append to a Claude session even though its file changed in the last seconds. */
+  /** Append to a target session even though its file changed in the last seconds. */
   force?: boolean
   /** The tag of a conversation that has none yet (default `claude-<id8>` / `gemini-<id8>`). */
   tag?: string
@@ -389,7 +399,10 @@ export interface SessionSide {
 export interface SessionSyncResult {
   tag: string
   from: SessionSide
+  /** The session the conversation was carried into (for Gemini CLI, its chat session). */
   to: SessionSide & {created: boolean}
+  /** For Gemini CLI: the `/chat save` checkpoint of the tag, written beside the chat session. */
+  checkpoint?: SessionSide & {created: boolean; added: number}
   /** `incremental`: only the new tails were merged; `full`: everything (first sync, or the recorded point no longer held). */
   mode: 'full' | 'incremental'
   /** Why the sync was a full merge. */
@@ -398,7 +411,7 @@ export interface SessionSyncResult {
   added: number
   /** New source messages the target already held (dropped). */
   duplicates: number
-  /** Whether the target file was written. */
+  /** Whether a target file was written. */
   written: boolean
   /** `.nexus/gemini-backup/<tag>.json` when the target is Gemini. */
   backup?: string
@@ -406,38 +419,43 @@ export interface SessionSyncResult {
   notCarried: string[]
   /** Lines of the transcripts that were skipped while reading. */
   warnings: string[]
-  /** How to open the conversation in the target tool, one step a line. */
+  /** How to open the conversation in the target tool: the shell command first, then (Gemini) the in-app alternative. */
   resume: string[]
 }
 
 /** A file holding its own session's messages, read with the reader of its tool. */
 function readSession(summary: Pick<SessionSummary, 'provider' | 'path'>): Promise<SessionTranscript> {
-  return summary.provider === 'claude' ? readClaudeSession(summary.path) : readGeminiSession(summary.path)
+  if (summary.provider === 'claude') return readClaudeSession(summary.path)
+  if (summary.provider === 'codex') return readCodexSession(summary.path)
+  return readGeminiSession(summary.path)
 }
 
 function shellQuote(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`
 }
 
+/** The commands that continue the conversation in the target tool. */
 export function resumeSteps(root: string, target: {provider: Provider; sessionId: string; tag?: string}): string[] {
-  return target.provider === 'gemini'
-    ? [`cd ${shellQuote(root)} && gemini`, `/chat resume ${target.tag ?? target.sessionId}`]
-    : [`cd ${shellQuote(root)} && claude --resume ${target.sessionId}`]
+  const cd = `cd ${shellQuote(root)} && `
+  if (target.provider === 'codex') return [`${cd}codex resume ${target.sessionId}`]
+  if (target.provider === 'claude') return [`${cd}claude --resume ${target.sessionId}`]
+  return [`${cd}gemini --resume ${target.sessionId}`, ...(target.tag ? [`/chat resume ${target.tag}`] : [])]
 }
 
-/** Refuses to append to a Claude session that something other than jarvis changed in the last seconds. */
+/** Refuses to append to a session that something other than jarvis changed in the last seconds (it may be open). */
 async function assertNotInUse(target: SessionSummary, pairs: Map<string, CarriedPair>, now: number, inUseMs: number, retry: Retry): Promise<void> {
   const info = await retry(`stat ${target.path}`, () => stat(target.path))
   const age = now - info.mtimeMs
   if (Math.abs(age) >= inUseMs) return
   const ours = [...pairs.values()].some(
-    (pair) => pair.to.provider === 'claude' && pair.to.sessionId === target.sessionId && pair.targetFile?.mtimeMs === info.mtimeMs && pair.targetFile.size === info.size,
+    (pair) => sameSession(pair.to, refOf(target)) && pair.targetFile?.mtimeMs === info.mtimeMs && pair.targetFile.size === info.size,
   )
   if (ours) return
   const seconds = Math.max(0, Math.round(age / 1000))
+  const label = PROVIDER_LABEL[target.provider]
   throw new JarvisError(
-    `the Claude Code session ${target.sessionId} changed ${seconds} s ago and may be open in Claude Code; appending now would fork it (${target.path}). ` +
-      'Close that Claude Code session and run again, or pass --force',
+    `the ${label} session ${target.sessionId} changed ${seconds} s ago and may be open in ${label}; appending now could fork it or lose its next lines (${target.path}). ` +
+      `Close that ${label} session and run again, or pass --force`,
     {code: 'SESSION_IN_USE', exit: ExitCode.conflictLeft, data: {sessionId: target.sessionId, path: target.path, changedMsAgo: Math.round(age)}},
   )
 }
@@ -466,9 +484,120 @@ function countedNotes(notes: string[]): string[] {
   return [...counts].map(([note, n]) => (n > 1 ? `${note} (×${n})` : note))
 }
 
+/** One file a sync carries the conversation into: a session of the target tool, or the Gemini checkpoint of the tag. */
+type TargetKind = Provider | 'gemini-checkpoint'
+
+/** What carrying into one target did. */
+interface Carried {
+  kind: TargetKind
+  ref: SessionRef
+  path: string
+  existed: boolean
+  plan: CarryPlan
+  previous?: CarriedPair
+  after: SessionTranscript
+  written: boolean
+  /** The checkpoint's bytes as written (also the backup). */
+  bytes?: Buffer
+  pair: CarriedPair
+  notCarried: string[]
+  warnings: string[]
+}
+
+interface CarryContext {
+  root: string
+  env: NodeJS.ProcessEnv
+  tag: string
+  source: SessionTranscript
+  sourceRef: SessionRef
+  pairs: Map<string, CarriedPair>
+  settings: SyncSettings
+  force: boolean
+  now: () => Date
+  inUseMs: number
+  retry: Retry
+  assertLock: () => void
+}
+
+/** Merges the source's new messages into one target (creating it the first time); the sync state is the caller's. */
+async function carryInto(kind: TargetKind, existing: SessionSummary | undefined, c: CarryContext): Promise<Carried> {
+  const {root, env, tag, source, retry} = c
+  const target = existing ? await retry(`read ${existing.path}`, () => readSession(existing)) : undefined
+  const targetMessages = target?.messages ?? []
+  const previous = existing ? c.pairs.get(pairKey(c.sourceRef, refOf(existing))) : undefined
+  const plan = planCarry({
+    source: keyedSide(source.messages),
+    target: keyedSide(targetMessages),
+    previous,
+    incremental: c.settings.incrementalSync,
+    deduplicate: c.settings.deduplicateMessages,
+  })
+  // Only an append can fork a session that is open in its tool; reading it is harmless. A checkpoint is a snapshot.
+  if (existing && kind !== 'gemini-checkpoint' && plan.added.length > 0 && !c.force) await assertNotInUse(existing, c.pairs, c.now().getTime(), c.inUseMs, retry)
+  const added = plan.added.map((index) => source.messages[index])
+  const title = source.title ?? `${tag} (from ${PROVIDER_LABEL[source.provider]})`
+  const notCarried: string[] = []
+  let path = existing?.path
+  let sessionId = existing ? refOf(existing).sessionId : undefined
+  let written = false
+  let bytes: Buffer | undefined
+  c.assertLock()
+  if (kind === 'gemini-checkpoint') {
+    if (!existing || added.length > 0) {
+      const merged = [...targetMessages.slice(0, plan.keep), ...plan.order.map((ref) => (ref.side === 'target' ? targetMessages[ref.index] : source.messages[ref.index]))]
+      const out = await retry(`write the Gemini CLI checkpoint ${tag}`, () => writeGeminiCheckpoint(root, tag, merged, {env}))
+      notCarried.push(...out.notCarried)
+      path = out.path
+      sessionId = tag
+      written = true
+      bytes = await retry(`read ${path}`, () => readFile(out.path))
+    }
+  } else if (!existing) {
+    const label = `write a new ${PROVIDER_LABEL[kind]} session`
+    const out =
+      kind === 'claude'
+        ? await retry(label, () => writeClaudeSession(root, added, {title, env}))
+        : kind === 'codex'
+          ? await retry(label, () => writeCodexSession(root, added, {env}))
+          : await retry(label, () => writeGeminiSession(root, added, {title, env, format: 'jsonl'}))
+    notCarried.push(...out.notCarried)
+    path = out.path
+    sessionId = out.sessionId
+    written = true
+  } else if (added.length > 0) {
+    const append = kind === 'claude' ? appendClaudeSession : kind === 'codex' ? appendCodexSession : appendGeminiSession
+    const out = await retry(`append to ${existing.path}`, () => append(existing.path, added))
+    notCarried.push(...out.notCarried)
+    written = true
+  }
+  if (!path || !sessionId) throw new JarvisError('session sync: the writer named no target file', {code: 'FAILED', exit: ExitCode.failed})
+  const provider: Provider = kind === 'gemini-checkpoint' ? 'gemini' : kind
+  const finalPath = path
+  // What the target holds now, as its reader sees it: the next sync checks its prefix against this.
+  const after = !written
+    ? target!
+    : bytes
+      ? parseGeminiText(bytes.toString('utf8'), finalPath).transcript
+      : await retry(`read ${finalPath}`, () => readSession({provider, path: finalPath}))
+  const ref: SessionRef = {provider, sessionId}
+  const targetFile = written && kind !== 'gemini-checkpoint' ? await retry(`stat ${finalPath}`, () => stat(finalPath)) : undefined
+  const pair: CarriedPair = {
+    tag,
+    from: c.sourceRef,
+    to: ref,
+    source: markOf(source.messages.length, keyedSide(source.messages).key),
+    target: markOf(after.messages.length, keyedSide(after.messages).key),
+    targetOwn: plan.targetOwn,
+    syncedAt: c.now().toISOString(),
+    ...(targetFile ? {targetFile: {mtimeMs: targetFile.mtimeMs, size: targetFile.size}} : previous?.targetFile && !written ? {targetFile: previous.targetFile} : {}),
+  }
+  return {kind, ref, path: finalPath, existed: existing !== undefined, plan, previous, after, written, bytes, pair, notCarried, warnings: target?.warnings ?? []}
+}
+
 /**
  * One `jarvis session sync`: under the tree lock, reads the source and the target, merges the new messages into
- * the target (creating it the first time), writes the Gemini backup, the registry and the sync state.
+ * the target (creating it the first time), and for Gemini CLI into the checkpoint of the tag too; writes the Gemini
+ * backup, the registry and the sync state.
  */
 export async function syncSession(options: SessionSyncOptions): Promise<SessionSyncResult> {
   const {root, settings, to} = options
@@ -481,151 +610,121 @@ export async function syncSession(options: SessionSyncOptions): Promise<SessionS
       {ref: options.ref, to, tag: options.tag, registry},
       () => retry('look for the sessions of this project', () => locateByName(root, env)),
       async () => {
-        const [claude, gemini] = await Promise.all([
+        const [claude, gemini, codex] = await Promise.all([
           retry('list the Claude Code sessions', () => listClaudeSessions(root, env)),
           retry('list the Gemini CLI sessions', () => listGeminiSessions(root, env)),
+          retry('list the Codex CLI sessions', () => listCodexSessions(root, env)),
         ])
-        return {claude, gemini}
+        return {claude, gemini, codex}
       },
     )
     const {tag} = resolved
     const pairs = carriedPairs(state)
     const source = await retry(`read ${resolved.source.path}`, () => readSession(resolved.source))
-    const target = resolved.target ? await retry(`read ${resolved.target.path}`, () => readSession(resolved.target!)) : undefined
-    if (!target && source.messages.length === 0) {
+    if (!resolved.target && source.messages.length === 0) {
       throw new BadInputError(`${resolved.source.path} holds no message to carry (only metadata, or nothing readable)`, {path: resolved.source.path})
     }
     const sourceRef = refOf(resolved.source)
-    const targetMessages = target?.messages ?? []
-    const previous = resolved.target ? pairs.get(pairKey(sourceRef, refOf(resolved.target))) : undefined
-    const sourceSide = keyedSide(source.messages)
-    const plan = planCarry({
-      source: sourceSide,
-      target: keyedSide(targetMessages),
-      previous,
-      incremental: settings.incrementalSync,
-      deduplicate: settings.deduplicateMessages,
-    })
-
-    // Only an append can fork a session that is open in Claude Code; reading it is harmless.
-    if (resolved.target && to === 'claude' && plan.added.length > 0 && !options.force) {
-      await assertNotInUse(resolved.target, pairs, now().getTime(), options.inUseMs ?? CLAUDE_IN_USE_MS, retry)
-    }
-    const notCarried: string[] = []
-    let written = false
-    let targetPath = resolved.target?.path
-    let targetId = resolved.target ? refOf(resolved.target).sessionId : undefined
-    const addedMessages = plan.added.map((index) => source.messages[index])
-    lock.assertHeld()
-    if (to === 'gemini') {
-      if (!target || plan.added.length > 0) {
-        const merged = [...targetMessages.slice(0, plan.keep), ...plan.order.map((ref) => (ref.side === 'target' ? targetMessages[ref.index] : source.messages[ref.index]))]
-        const out = await retry(`write the Gemini CLI checkpoint ${tag}`, () => writeGeminiCheckpoint(root, tag, merged, {env}))
-        notCarried.push(...out.notCarried)
-        targetPath = out.path
-        targetId = tag
-        written = true
-      }
-    } else if (!target) {
-      const out = await retry('write a new Claude Code session', () => writeClaudeSession(root, addedMessages, {title: source.title ?? `${tag} (from ${PROVIDER_LABEL[source.provider]})`, env}))
-      notCarried.push(...out.notCarried)
-      targetPath = out.path
-      targetId = out.sessionId
-      written = true
-    } else if (plan.added.length > 0) {
-      const out = await retry(`append to ${target.path}`, () => appendClaudeSession(target.path, addedMessages))
-      notCarried.push(...out.notCarried)
-      written = true
-    }
-    if (!targetPath || !targetId) throw new JarvisError('session sync: the writer named no target file', {code: 'FAILED', exit: ExitCode.failed})
-
-    // What the target holds now, as its reader sees it: the next sync checks its prefix against this.
-    const writtenBytes = written && to === 'gemini' ? await retry(`read ${targetPath}`, () => readFile(targetPath!)) : undefined
-    const after = !written
-      ? target!
-      : writtenBytes
-        ? parseGeminiText(writtenBytes.toString('utf8'), targetPath).transcript
-        : await retry(`read ${targetPath}`, () => readSession({provider: to, path: targetPath!}))
-    const targetRef: SessionRef = {provider: to, sessionId: targetId}
-    const targetSide = keyedSide(after.messages)
-    const syncedAt = now().toISOString()
-    const targetFile = written && to === 'claude' ? await retry(`stat ${targetPath}`, () => stat(targetPath!)) : undefined
-    const pair: CarriedPair = {
+    const context: CarryContext = {
+      root,
+      env,
       tag,
-      from: sourceRef,
-      to: targetRef,
-      source: markOf(source.messages.length, sourceSide.key),
-      target: markOf(after.messages.length, targetSide.key),
-      targetOwn: plan.targetOwn,
-      syncedAt,
-      ...(targetFile ? {targetFile: {mtimeMs: targetFile.mtimeMs, size: targetFile.size}} : previous?.targetFile && !written ? {targetFile: previous.targetFile} : {}),
+      source,
+      sourceRef,
+      pairs,
+      settings,
+      force: options.force ?? false,
+      now,
+      inUseMs: options.inUseMs ?? IN_USE_MS,
+      retry,
+      assertLock: () => lock.assertHeld(),
     }
-    let nextState: SyncState = withCarriedPair(resolved.replaces ? withoutPairsOf(state, resolved.replaces) : state, pair)
-    if (plan.targetOwn === 0) {
-      // The target now holds only what came from the source: carrying it back starts after all of it.
-      const reverse = pairs.get(pairKey(targetRef, sourceRef))
-      nextState = withCarriedPair(nextState, {
-        tag,
-        from: targetRef,
-        to: sourceRef,
-        source: pair.target,
-        target: pair.source,
-        targetOwn: 0,
-        syncedAt,
-        ...(reverse?.targetFile ? {targetFile: reverse.targetFile} : {}),
-      })
+    const main = await carryInto(to, resolved.target, context)
+    const checkpoint = to === 'gemini' ? await carryInto('gemini-checkpoint', resolved.checkpoint, context) : undefined
+    const carried = [main, ...(checkpoint ? [checkpoint] : [])]
+
+    let nextState: SyncState = resolved.replaces ? withoutPairsOf(state, resolved.replaces) : state
+    for (const one of carried) {
+      nextState = withCarriedPair(nextState, one.pair)
+      if (one.plan.targetOwn === 0) {
+        // The target now holds only what came from the source: carrying it back starts after all of it.
+        const reverse = pairs.get(pairKey(one.ref, sourceRef))
+        nextState = withCarriedPair(nextState, {
+          tag,
+          from: one.ref,
+          to: sourceRef,
+          source: one.pair.target,
+          target: one.pair.source,
+          targetOwn: 0,
+          syncedAt: one.pair.syncedAt,
+          ...(reverse?.targetFile ? {targetFile: reverse.targetFile} : {}),
+        })
+      }
     }
 
     let backup: string | undefined
-    if (to === 'gemini') {
+    if (checkpoint) {
       backup = `.nexus/${geminiBackupRel(tag)}`
-      if (written || (await readNexusFile(root, geminiBackupRel(tag))) === null) {
-        const bytes = writtenBytes ?? (await retry(`read ${targetPath}`, () => readFile(targetPath!)))
+      if (checkpoint.written || (await readNexusFile(root, geminiBackupRel(tag))) === null) {
+        const bytes = checkpoint.bytes ?? (await retry(`read ${checkpoint.path}`, () => readFile(checkpoint.path)))
         await retry(`write ${backup}`, () => writeNexusFile(root, geminiBackupRel(tag), bytes))
       }
     }
 
     const registered = resolved.entry?.providers ?? []
     const unchanged =
-      !written &&
-      previous !== undefined &&
-      samePair(previous, pair) &&
       resolved.entry?.sessionTag === tag &&
       registered.some((info) => sameSession(info, sourceRef) && info.messageCount === source.messages.length) &&
-      registered.some((info) => sameSession(info, targetRef) && info.messageCount === after.messages.length)
+      carried.every(
+        (one) =>
+          !one.written &&
+          one.previous !== undefined &&
+          samePair(one.previous, one.pair) &&
+          registered.some((info) => sameSession(info, one.ref) && info.messageCount === one.after.messages.length),
+      )
     if (!unchanged) {
       lock.assertHeld()
-      // The registry first: it is what links a Claude session to its tag. Without the sync state the next sync
-      // merges everything again (no duplicates); without the registry it would create a second Claude session.
+      const side = (one: Carried) => ({
+        ...one.ref,
+        messageCount: one.after.messages.length,
+        lastActivity: one.written ? one.pair.syncedAt : one.after.lastUpdated,
+        path: one.path,
+      })
+      // The registry first: it is what links a target session to its tag. Without the sync state the next sync
+      // merges everything again (no duplicates); without the registry it would create a second target session.
       await writeRegistry(
         root,
         recordSync(registry, {
           entryId: randomUUID(),
           tag,
           projectPath: root,
-          now: syncedAt,
+          now: main.pair.syncedAt,
           source: {...sourceRef, messageCount: source.messages.length, lastActivity: source.lastUpdated ?? resolved.source.lastActivity, path: resolved.source.path},
-          target: {...targetRef, messageCount: after.messages.length, lastActivity: written ? syncedAt : resolved.target?.lastActivity, path: targetPath},
+          target: side(main),
+          ...(checkpoint ? {also: [side(checkpoint)]} : {}),
           replaces: resolved.replaces,
         }),
       )
       await writeSyncState(root, nextState)
     }
 
-    const toSide = {provider: to, sessionId: targetId, ...(to === 'gemini' ? {tag} : {}), path: targetPath, messageCount: after.messages.length}
+    const toSide = {provider: to, sessionId: main.ref.sessionId, path: main.path, messageCount: main.after.messages.length}
     return {
       tag,
       from: {provider: source.provider, sessionId: sourceRef.sessionId, ...(resolved.source.tag ? {tag: resolved.source.tag} : {}), path: resolved.source.path, messageCount: source.messages.length},
-      to: {...toSide, created: !target},
-      mode: plan.mode,
-      ...(plan.reason && previous ? {reason: plan.reason} : {}),
-      added: plan.added.length,
-      duplicates: plan.considered - plan.added.length,
-      written,
+      to: {...toSide, created: !main.existed},
+      ...(checkpoint
+        ? {checkpoint: {provider: 'gemini' as const, sessionId: tag, tag, path: checkpoint.path, messageCount: checkpoint.after.messages.length, created: !checkpoint.existed, added: checkpoint.plan.added.length}}
+        : {}),
+      mode: main.plan.mode,
+      ...(main.plan.reason && main.previous ? {reason: main.plan.reason} : {}),
+      added: main.plan.added.length,
+      duplicates: main.plan.considered - main.plan.added.length,
+      written: carried.some((one) => one.written),
       ...(backup ? {backup} : {}),
-      notCarried: countedNotes([...source.notCarried, ...notCarried]),
-      warnings: [...source.warnings, ...(target?.warnings ?? [])],
-      resume: resumeSteps(root, toSide),
+      notCarried: countedNotes([...source.notCarried, ...main.notCarried]),
+      warnings: [...source.warnings, ...carried.flatMap((one) => one.warnings)],
+      resume: resumeSteps(root, {...toSide, ...(checkpoint ? {tag} : {})}),
     }
   })
 }
@@ -657,22 +756,24 @@ export interface SessionListResult {
   projectRoot: string
   claudeHome: string
   geminiHome: string
+  codexHome: string
   sessions: SessionListEntry[]
 }
 
-/** Both tools' sessions of this project, newest first, with their sync status from `.nexus/`. Reads only. */
+/** The three tools' sessions of this project, newest first, with their sync status from `.nexus/`. Reads only. */
 export async function listSessions(options: {root: string; settings: SyncSettings; env?: NodeJS.ProcessEnv; sleep?: (ms: number) => Promise<void>}): Promise<SessionListResult> {
   const {root, settings} = options
   const env = options.env ?? process.env
   const retry: Retry = (what, fn) => retryFileAccess(what, fn, {maxRetries: settings.maxRetries, retryDelay: settings.retryDelay, sleep: options.sleep})
-  const [registry, state, claude, gemini] = await Promise.all([
+  const [registry, state, claude, gemini, codex] = await Promise.all([
     readRegistry(root),
     readSyncState(root),
     retry('list the Claude Code sessions', () => listClaudeSessions(root, env)),
     retry('list the Gemini CLI sessions', () => listGeminiSessions(root, env)),
+    retry('list the Codex CLI sessions', () => listCodexSessions(root, env)),
   ])
   const pairs = [...carriedPairs(state).values()]
-  const sessions = [...claude, ...gemini].map((summary): SessionListEntry => {
+  const sessions = [...claude, ...gemini, ...codex].map((summary): SessionListEntry => {
     const ref = refOf(summary)
     const entry = entryOfSession(registry, ref)
     // The count this session had at its latest sync, as source or as target.
@@ -706,5 +807,5 @@ export async function listSessions(options: {root: string; settings: SyncSetting
     }
   })
   sessions.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.provider.localeCompare(b.provider))
-  return {projectRoot: root, claudeHome: claudeHome(env), geminiHome: geminiHome(env), sessions}
+  return {projectRoot: root, claudeHome: claudeHome(env), geminiHome: geminiHome(env), codexHome: codexHome(env), sessions}
 }

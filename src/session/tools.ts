@@ -1,6 +1,6 @@
 /**
- * Tool names and inputs between Claude Code and Gemini CLI (research §5.2). The universal vocabulary is Claude
- * Code's: a Gemini call is renamed on read and renamed back on write. Only key renames are applied, and only
+ * Tool names and inputs between Claude Code, Gemini CLI and Codex CLI (research §5.2). The universal vocabulary is
+ * Claude Code's: a Gemini or Codex call is renamed on read and renamed back on write. Only key renames are applied, and only
  * where both tools mean the same thing, so the mapping is a bijection: Gemini → Claude → Gemini gives back the
  * same name and input. A key without a counterpart stays as it is (the call is history, never re-run), and a
  * tool without a counterpart is carried as a generic call: its own name, its input untouched.
@@ -39,8 +39,19 @@ export const TOOL_MAPPINGS: readonly ToolMapping[] = [
   {claude: 'ExitPlanMode', gemini: 'exit_plan_mode', keys: []},
 ]
 
-const byClaude = new Map(TOOL_MAPPINGS.map((m) => [m.claude, m]))
-const byGemini = new Map(TOOL_MAPPINGS.map((m) => [m.gemini, m]))
+/**
+ * Codex CLI's tools that mean what a Claude Code tool means. Its shell tool takes `cmd` where Bash takes `command`;
+ * `apply_patch` (raw patch text), `update_plan`, `view_image` and the rest have no counterpart of the same shape.
+ */
+export const CODEX_TOOL_MAPPINGS: ReadonlyArray<{claude: string; codex: string; keys: Array<[string, string]>}> = [{claude: 'Bash', codex: 'exec_command', keys: [['command', 'cmd']]}]
+
+type OtherProvider = Exclude<Provider, 'claude'>
+const asMapping = (m: (typeof CODEX_TOOL_MAPPINGS)[number]): ToolMapping => ({claude: m.claude, gemini: m.codex, keys: m.keys})
+/** Per provider: its own name → mapping, and the universal name → mapping (`gemini` holds the provider's name). */
+const tables: Record<OtherProvider, {byClaude: Map<string, ToolMapping>; byOwn: Map<string, ToolMapping>}> = {
+  gemini: {byClaude: new Map(TOOL_MAPPINGS.map((m) => [m.claude, m])), byOwn: new Map(TOOL_MAPPINGS.map((m) => [m.gemini, m]))},
+  codex: {byClaude: new Map(CODEX_TOOL_MAPPINGS.map((m) => [m.claude, asMapping(m)])), byOwn: new Map(CODEX_TOOL_MAPPINGS.map((m) => [m.codex, asMapping(m)]))},
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -57,9 +68,9 @@ function renameKeys(input: Record<string, unknown>, pairs: Array<[string, string
   return out
 }
 
-function translate(mapping: ToolMapping, input: unknown, direction: 'toGemini' | 'toClaude'): unknown {
+function translate(mapping: ToolMapping, input: unknown, direction: 'toProvider' | 'toClaude'): unknown {
   if (!isRecord(input)) return input
-  const flip = (pairs: Array<[string, string]>): Array<[string, string]> => (direction === 'toGemini' ? pairs : pairs.map(([a, b]) => [b, a]))
+  const flip = (pairs: Array<[string, string]>): Array<[string, string]> => (direction === 'toProvider' ? pairs : pairs.map(([a, b]) => [b, a]))
   let out = renameKeys(input, flip(mapping.keys))
   if (out === undefined) return undefined
   if (mapping.items) {
@@ -77,7 +88,7 @@ function translate(mapping: ToolMapping, input: unknown, direction: 'toGemini' |
 /** A provider's tool call in the universal vocabulary. */
 export function toolFromProvider(provider: Provider, name: string, input: unknown): MappedTool {
   if (provider === 'claude') return {name, input, mapped: true}
-  const mapping = byGemini.get(name)
+  const mapping = tables[provider].byOwn.get(name)
   if (!mapping) return {name, input, mapped: false}
   const translated = translate(mapping, input, 'toClaude')
   return translated === undefined ? {name, input, mapped: false} : {name: mapping.claude, input: translated, mapped: true}
@@ -86,8 +97,8 @@ export function toolFromProvider(provider: Provider, name: string, input: unknow
 /** A universal tool call as the provider names it. */
 export function toolToProvider(provider: Provider, name: string, input: unknown): MappedTool {
   if (provider === 'claude') return {name, input, mapped: true}
-  const mapping = byClaude.get(name)
+  const mapping = tables[provider].byClaude.get(name)
   if (!mapping) return {name, input, mapped: false}
-  const translated = translate(mapping, input, 'toGemini')
+  const translated = translate(mapping, input, 'toProvider')
   return translated === undefined ? {name, input, mapped: false} : {name: mapping.gemini, input: translated, mapped: true}
 }

@@ -14,12 +14,12 @@ export type {Provider, UniversalImageRef, UniversalMessage, UniversalMetadata, U
 
 export interface SessionTranscript {
   provider: Provider
-  /** Claude: the session UUID (= file name); Gemini: the sessionId, or the checkpoint tag. */
+  /** Claude: the session UUID (= file name); Gemini: the sessionId, or the checkpoint tag; Codex: the thread id. */
   sessionId: string
   /** Gemini `/chat save` tag when read from a checkpoint. */
   tag?: string
   path: string
-  /** Claude: the `cwd` of the first entry; Gemini: `.project_root` or projects.json; '' when the file does not say. */
+  /** Claude: the `cwd` of the first entry; Gemini: `.project_root` or projects.json; Codex: `session_meta.cwd`; '' when the file does not say. */
   projectRoot: string
   title?: string
   startTime?: string
@@ -119,6 +119,12 @@ export function resolvePointer(root: unknown, pointer: string): unknown {
   return node
 }
 
+/** The base64 bytes of a `data:` URL (how Codex CLI stores an image), with its media type. */
+export function dataUrlParts(url: string): {mediaType: string; base64: string} | undefined {
+  const match = /^data:([^;,]+)?(?:;[^,]*)?;base64,(.*)$/s.exec(url)
+  return match ? {mediaType: match[1] ?? 'application/octet-stream', base64: match[2]} : undefined
+}
+
 /** The base64 bytes an image reference points at, found in the message's own `original` (or the first message of its record). */
 export function imageData(ref: UniversalImageRef, original: unknown[] | undefined): string | undefined {
   if (ref.at === undefined || original === undefined) return undefined
@@ -126,6 +132,7 @@ export function imageData(ref: UniversalImageRef, original: unknown[] | undefine
   if (!isRecord(block)) return undefined
   if (isRecord(block.source) && typeof block.source.data === 'string') return block.source.data // Claude image/document
   if (isRecord(block.inlineData) && typeof block.inlineData.data === 'string') return block.inlineData.data // Gemini part
+  if (typeof block.image_url === 'string') return dataUrlParts(block.image_url)?.base64 // Codex input_image
   return undefined
 }
 

@@ -8,7 +8,7 @@
  * changes no byte), `agents status` must agree with the agent, and uninstall must give back every file it touched
  * byte for byte.
  */
-import {type ChildProcessWithoutNullStreams, execFile, spawn} from 'node:child_process'
+import {execFile} from 'node:child_process'
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {lstat, mkdir, readdir, readFile, readlink, realpath, writeFile} from 'node:fs/promises'
@@ -17,6 +17,7 @@ import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {installAgentCli, installOpenClaw} from '../helpers/agent-clis.js'
+import {startAppServer} from '../helpers/codex-app-server.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
 import {assertBuilt, makeProject, runJarvisBuilt, runJs} from '../hook/helpers.js'
 import {TOOL_NAMES} from '../mcp/helpers.js'
@@ -363,100 +364,6 @@ describe('Gemini CLI: `gemini mcp list`', () => {
 
 // ---- Codex CLI -----------------------------------------------------------------------------------------------------
 
-interface RpcMessage {
-  id?: number
-  method?: string
-  params?: Record<string, any>
-  result?: Record<string, any>
-  error?: {code: number; message: string}
-}
-
-/**
- * `codex app-server` on stdio: JSON-RPC 2.0, one JSON object per line, without the `jsonrpc` field in its answers.
- * Every notification is kept, so a wait never misses one sent before it started.
- */
-class AppServer {
-  private readonly child: ChildProcessWithoutNullStreams
-  private readonly exited: Promise<void>
-  private readonly pending = new Map<number, (message: RpcMessage) => void>()
-  private readonly waiters = new Set<() => void>()
-  readonly notifications: RpcMessage[] = []
-  stderr = ''
-  private next = 0
-  private ended = false
-
-  constructor(codex: string, cwd: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn(codex, ['app-server'], {cwd, env, stdio: ['pipe', 'pipe', 'pipe']})
-    let buffer = ''
-    this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buffer += chunk
-      for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, i).trim()
-        buffer = buffer.slice(i + 1)
-        if (line) this.receive(JSON.parse(line) as RpcMessage)
-      }
-    })
-    this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-20_000)))
-    this.child.stdin.on('error', () => {})
-    this.exited = new Promise((resolve) =>
-      this.child.once('close', () => {
-        this.ended = true
-        for (const answer of this.pending.values()) answer({error: {code: -1, message: `codex app-server exited:\n${this.stderr}`}})
-        this.pending.clear()
-        for (const wake of this.waiters) wake()
-        resolve()
-      }),
-    )
-  }
-
-  private receive(message: RpcMessage): void {
-    if (message.id !== undefined && message.method === undefined) {
-      this.pending.get(message.id)?.(message)
-      this.pending.delete(message.id)
-      return
-    }
-    this.notifications.push(message)
-    for (const wake of this.waiters) wake()
-  }
-
-  async request(method: string, params: Record<string, unknown>): Promise<Record<string, any>> {
-    const id = ++this.next
-    const answer = new Promise<RpcMessage>((resolve) => this.pending.set(id, resolve))
-    this.child.stdin.write(JSON.stringify({jsonrpc: '2.0', id, method, params}) + '\n')
-    const message = await answer
-    if (message.error) throw new Error(`${method}: ${message.error.message}`)
-    return message.result ?? {}
-  }
-
-  notify(method: string): void {
-    this.child.stdin.write(JSON.stringify({jsonrpc: '2.0', method}) + '\n')
-  }
-
-  /** The first notification (already received or to come) that `match` accepts; fails if codex exits first. */
-  async waitFor(match: (message: RpcMessage) => boolean, what: string): Promise<RpcMessage> {
-    for (;;) {
-      const found = this.notifications.find(match)
-      if (found) return found
-      if (this.ended) throw new Error(`codex app-server exited before ${what}:\n${this.stderr}`)
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          this.waiters.delete(wake)
-          resolve()
-        }
-        this.waiters.add(wake)
-      })
-    }
-  }
-
-  async close(): Promise<void> {
-    if (!this.ended) {
-      this.child.stdin.end()
-      this.child.kill('SIGTERM')
-    }
-    await this.exited
-  }
-}
-
 describe('Codex CLI: `codex app-server` mcpServerStatus/list', () => {
   let codex: string
   beforeAll(async () => {
@@ -472,10 +379,8 @@ describe('Codex CLI: `codex app-server` mcpServerStatus/list', () => {
    * `mcpServer/startupStatus/updated` notification (ready or failed), then the list is asked again.
    */
   async function codexServers(user: User): Promise<CodexServer[]> {
-    const app = new AppServer(codex, user.root, user.env)
+    const app = await startAppServer(codex, user.root, user.env)
     try {
-      await app.request('initialize', {clientInfo: {name: 'jarvis-test', version: '1.0.0'}})
-      app.notify('initialized')
       const {thread} = await app.request('thread/start', {cwd: user.root})
       for (;;) {
         const data = (await app.request('mcpServerStatus/list', {threadId: thread.id})).data as CodexServer[]

@@ -41,9 +41,11 @@ describe('jarvis session', () => {
     const human = await runJarvis(['session', 'sync', claude.sessionId.slice(0, 8), '--to', 'gemini', '--tag', 'build'], {cwd: root, env})
     expect(human.stderr).toBe('')
     expect(human.code).toBe(0)
-    expect(human.stdout).toMatch(/created Gemini CLI checkpoint build: 2 messages carried/)
+    expect(human.stdout).toMatch(/created Gemini CLI session [0-9a-f-]{36}: 2 messages carried/)
+    expect(human.stdout).toMatch(/checkpoint build: created \(.*checkpoint-build\.json\)/)
     expect(human.stdout).toMatch(/backup: \.nexus\/gemini-backup\/build\.json/)
-    expect(human.stdout).toContain(`resume: run \`cd ${root} && gemini\`, then type \`/chat resume build\``)
+    const gemini = /created Gemini CLI session ([0-9a-f-]{36})/.exec(human.stdout)![1]
+    expect(human.stdout).toContain(`resume: cd ${root} && gemini --resume ${gemini}\n    or, inside Gemini CLI: /chat resume build`)
 
     const again = await runJarvis(['session', 'sync', 'build', '--to', 'gemini', '--json'], {cwd: root, env})
     expect(again.code).toBe(0)
@@ -55,6 +57,7 @@ describe('jarvis session', () => {
     const sessions = envelope<SessionListResult>(list).result!.sessions
     expect(sessions.map((s) => [s.provider, s.tag, s.messageCount, s.sync.status]).sort()).toEqual([
       ['claude', 'build', 2, 'in-sync'],
+      ['gemini', 'build', 2, 'in-sync'],
       ['gemini', 'build', 2, 'in-sync'],
     ])
     const table = await runJarvis(['session', 'list'], {cwd: root, env})
@@ -81,15 +84,15 @@ describe('jarvis session', () => {
     expect(json.code).toBe(2)
     expect(envelope(json)).toMatchObject({status: 2, error: {code: 'SESSION_NOT_FOUND'}})
     expect((await runJarvis(['session', 'sync', 'x'], {cwd: root, env})).code).toBe(2) // --to is required
-    expect((await runJarvis(['session', 'sync', 'x', '--to', 'codex'], {cwd: root, env})).code).toBe(2)
+    expect((await runJarvis(['session', 'sync', 'x', '--to', 'openclaw'], {cwd: root, env})).code).toBe(2)
   })
 
   it('a Claude session changed seconds ago: exit 4 unless --force', async () => {
     const {root, env, claude} = await project()
     const out = envelope<SessionSyncResult>(await runJarvis(['session', 'sync', claude.sessionId, '--to', 'gemini', '--tag', 'live', '--json'], {cwd: root, env})).result!
-    const checkpoint = JSON.parse(await readFile(out.to.path, 'utf8'))
+    const checkpoint = JSON.parse(await readFile(out.checkpoint!.path, 'utf8'))
     checkpoint.history.push({role: 'user', parts: [{text: 'added in gemini'}]}, {role: 'model', parts: [{text: 'noted'}]})
-    await writeFile(out.to.path, JSON.stringify(checkpoint, null, 2))
+    await writeFile(out.checkpoint!.path, JSON.stringify(checkpoint, null, 2))
     const now = new Date()
     await utimes(claude.path, now, now)
     const refused = await runJarvis(['session', 'sync', 'live', '--to', 'claude', '--json'], {cwd: root, env})

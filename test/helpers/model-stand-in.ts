@@ -1,8 +1,9 @@
 /**
  * A stand-in model on 127.0.0.1 for running the real agent CLIs in tests (agent-wiring research, "Proving it
- * end to end without a model"): it answers the Anthropic Messages API (Claude Code: `ANTHROPIC_BASE_URL`) and the
- * Gemini API (Gemini CLI: `GOOGLE_GEMINI_BASE_URL`) with a fixed short reply, and records every request body, so a
- * test can see exactly what the agent sent to its model.
+ * end to end without a model"): it answers the Anthropic Messages API (Claude Code: `ANTHROPIC_BASE_URL`), the
+ * Gemini API (Gemini CLI: `GOOGLE_GEMINI_BASE_URL`) and the OpenAI Responses API (Codex CLI: a model provider whose
+ * `base_url` is `<url>/v1`) with a fixed short reply, and records every request body, so a test can see exactly
+ * what the agent sent to its model.
  */
 import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -18,7 +19,7 @@ export interface RecordedRequest {
 export interface ModelStandIn {
   url: string
   requests: RecordedRequest[]
-  /** Every recorded body that reached a model endpoint (messages, generateContent, streamGenerateContent), joined. */
+  /** Every recorded body that reached a model endpoint (messages, generateContent, streamGenerateContent, responses), joined. */
   modelBodies(): string
   close(): Promise<void>
 }
@@ -63,8 +64,28 @@ function geminiCandidate(requestBody: string, reply: string) {
   }
 }
 
-export async function startModelStandIn(options: {reply?: string} = {}): Promise<ModelStandIn> {
-  const reply = options.reply ?? 'Stand-in model reply.'
+/** OpenAI Responses API, streamed (SSE): one assistant message holding the reply. */
+function responses(res: ServerResponse, body: {model?: string}, reply: string): void {
+  const id = `resp_standin_${Date.now()}`
+  const model = body.model ?? 'gpt-stand-in'
+  const item = {type: 'message', id: `msg_standin_${Date.now()}`, role: 'assistant', status: 'completed', content: [{type: 'output_text', text: reply, annotations: []}]}
+  const usage = {input_tokens: 10, input_tokens_details: {cached_tokens: 0}, output_tokens: 5, output_tokens_details: {reasoning_tokens: 0}, total_tokens: 15}
+  sse(res, [
+    ['response.created', {type: 'response.created', response: {id, object: 'response', model, status: 'in_progress', output: []}}],
+    ['response.output_item.added', {type: 'response.output_item.added', output_index: 0, item: {...item, status: 'in_progress', content: []}}],
+    ['response.output_text.delta', {type: 'response.output_text.delta', item_id: item.id, output_index: 0, content_index: 0, delta: reply}],
+    ['response.output_item.done', {type: 'response.output_item.done', output_index: 0, item}],
+    ['response.completed', {type: 'response.completed', response: {id, object: 'response', model, status: 'completed', output: [item], usage}}],
+  ])
+}
+
+/**
+ * `reply`: the text of every answer, or a function of the answer's number (1, 2, …) when a test needs answers that
+ * differ, as a real model's do.
+ */
+export async function startModelStandIn(options: {reply?: string | ((n: number) => string)} = {}): Promise<ModelStandIn> {
+  const replyOf = typeof options.reply === 'function' ? options.reply : () => (options.reply as string | undefined) ?? 'Stand-in model reply.'
+  let answers = 0
   const requests: RecordedRequest[] = []
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -80,9 +101,12 @@ export async function startModelStandIn(options: {reply?: string} = {}): Promise
         // not JSON: answered below like any other request
       }
       if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) return json(res, 200, {input_tokens: 10})
-      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) return anthropic(res, parsed, reply)
-      if (req.method === 'POST' && /:streamGenerateContent$/.test(path)) return sse(res, [[undefined, geminiCandidate(body, reply)]])
-      if (req.method === 'POST' && /:generateContent$/.test(path)) return json(res, 200, geminiCandidate(body, reply))
+      const reply = () => replyOf(++answers)
+      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) return anthropic(res, parsed, reply())
+      if (req.method === 'POST' && /\/v1\/responses$/.test(path)) return responses(res, parsed, reply())
+      if (req.method === 'GET' && /\/v1\/models$/.test(path)) return json(res, 200, {object: 'list', data: [], models: []})
+      if (req.method === 'POST' && /:streamGenerateContent$/.test(path)) return sse(res, [[undefined, geminiCandidate(body, reply())]])
+      if (req.method === 'POST' && /:generateContent$/.test(path)) return json(res, 200, geminiCandidate(body, reply()))
       if (req.method === 'POST' && /:countTokens$/.test(path)) return json(res, 200, {totalTokens: 10})
       if (req.method === 'POST' && /:(batchEmbedContents|embedContent)$/.test(path)) return json(res, 200, {embeddings: [{values: [0, 0, 0]}]})
       json(res, 404, {error: {type: 'not_found_error', message: `the stand-in model does not serve ${req.method} ${path}`}})
@@ -93,7 +117,7 @@ export async function startModelStandIn(options: {reply?: string} = {}): Promise
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    modelBodies: () => requests.filter((r) => /\/v1\/messages$|:(stream)?[gG]enerateContent$/.test(r.url.split('?')[0])).map((r) => r.body).join('\n'),
+    modelBodies: () => requests.filter((r) => /\/v1\/messages$|:(stream)?[gG]enerateContent$/.test(r.url.split('?')[0]) || /\/v1\/responses$/.test(r.url.split('?')[0])).map((r) => r.body).join('\n'),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -6,7 +6,8 @@ import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest} from '../../src/hook/episode.js'
-import {parseCodexRollout, type DigestItem} from '../../src/hook/transcript.js'
+import {codexItems, type DigestItem} from '../../src/hook/transcript.js'
+import {parseCodexRollout} from '../../src/session/codex-read.js'
 import {parseMemoryFile} from '../../src/files/index.js'
 import {initTree} from '../../src/store/index.js'
 import {fakeGithubToken} from '../cli/memory-helpers.js'
@@ -46,7 +47,7 @@ describe('what an episode says', () => {
       ['src/b.ts', 'created'],
       ['old.ts', 'deleted'],
     ])
-    const rollout = parseCodexRollout(codexRollout('s1', '/repo', [{prompt: 'Rename the flag', tools: [['Edit', {file_path: 'src/flags.ts'}]], answer: 'Renamed.'}]) + 'not json\n')
+    const rollout = codexItems(parseCodexRollout(codexRollout('s1', '/repo', [{prompt: 'Rename the flag', tools: [['Edit', {file_path: 'src/flags.ts'}]], answer: 'Renamed.'}]) + 'not json\n', 'rollout-s1.jsonl'))
     expect(rollout.cwd).toBe('/repo')
     expect(digestOf(rollout.items, rollout.cwd)).toEqual({asks: ['Rename the flag'], decisions: [], files: [{path: 'src/flags.ts', verbs: ['edited']}], lastAnswer: 'Renamed.'})
   })

@@ -8,6 +8,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {BadInputError} from '../../src/errors.js'
 import {universalMessageSchema} from '../../src/schemas/index.js'
 import {
+  appendGeminiSession,
   geminiCheckpointProblems,
   geminiHome,
   geminiProjectDirs,
@@ -257,6 +258,33 @@ describe('writeGeminiSession', () => {
       const back = await readGeminiSession(result.path)
       expect(back).toMatchObject({sessionId: result.sessionId, title: 'From Claude', startTime: '2026-09-01T12:00:00.000Z', warnings: []})
       expect(back.messages.map(gist)).toEqual(claude.messages.map(gist))
+    }
+  })
+
+  it('appends to a session as Gemini CLI does: the bytes before stay, new records end on a gemini text', async () => {
+    const at = '2026-09-01T12:30:00.000Z'
+    const say = (id: string, role: 'user' | 'assistant', text: string): UniversalMessage => ({id, parentId: null, sessionId: 's', timestamp: at, role, type: 'message', content: {text}, metadata: {}})
+    const call: UniversalMessage = {id: 'c', parentId: null, sessionId: 's', timestamp: at, role: 'assistant', type: 'tool_use', content: {tool_use: {tool_name: 'Bash', tool_input: {command: 'ls'}, tool_use_id: 'call_1'}}, metadata: {}}
+    for (const format of ['json', 'jsonl'] as const) {
+      const {path} = await writeGeminiSession(ROOT, [say('1', 'user', 'first'), say('2', 'assistant', 'one')], {env, format, ...clock()})
+      const before = await readFile(path, 'utf8')
+      // The new part ends on a call without a result: Gemini gets it answered as interrupted and a closing reply.
+      const {notCarried} = await appendGeminiSession(path, [say('3', 'user', 'second'), call], clock())
+      expect(notCarried).toEqual(['1 tool call(s) without a result answered as interrupted', 'a closing gemini reply was added (Gemini needs the session to end on one)'])
+      const after = await readFile(path, 'utf8')
+      if (format === 'jsonl') {
+        expect(after.startsWith(before)).toBe(true)
+        expect(JSON.parse(after.trimEnd().split('\n').at(-1)!)).toEqual({$set: {lastUpdated: '2026-09-01T12:00:00.000Z'}})
+      }
+      expect(geminiSessionProblems(after, basename(path))).toEqual([])
+      expect((await readGeminiSession(path)).messages.map(gist)).toEqual([
+        'user text first',
+        'assistant text one',
+        'user text second',
+        'assistant use Bash {"command":"ls"}',
+        'user result {"e":"[Request interrupted by user for tool use]"}',
+      ])
+      await rm(path)
     }
   })
 })

@@ -204,9 +204,26 @@ describe('resolveSync', () => {
   })
 
   it('a registry tag or either linked id finds the conversation; the target is the linked session of the other tool', () => {
-    expect(resolveSync({ref: 'auth', to: 'gemini', registry: linked, ...lists})).toMatchObject({source: {sessionId: 'aaaa1111-0000'}, target: {tag: 'auth'}, tag: 'auth'})
+    // Into Gemini: the checkpoint of the tag is written beside a chat session, which does not exist yet.
+    const intoGemini = resolveSync({ref: 'auth', to: 'gemini', registry: linked, ...lists})
+    expect(intoGemini).toMatchObject({source: {sessionId: 'aaaa1111-0000'}, checkpoint: {tag: 'auth'}, tag: 'auth'})
+    expect(intoGemini.target).toBeUndefined()
     expect(resolveSync({ref: 'auth', to: 'claude', registry: linked, ...lists})).toMatchObject({source: {tag: 'auth'}, target: {sessionId: 'aaaa1111-0000'}})
     expect(resolveSync({ref: 'aaaa1111-0000', to: 'claude', registry: linked, ...lists})).toMatchObject({source: {tag: 'auth'}, target: {sessionId: 'aaaa1111-0000'}})
+  })
+
+  it('a conversation in all three tools: the source is its newest session outside the target tool', () => {
+    const codex = (sessionId: string, lastActivity: string): SessionSummary => ({provider: 'codex', sessionId, path: `/x/rollout-${sessionId}.jsonl`, messageCount: 4, lastActivity})
+    const three: SessionRegistry = {
+      version: 1,
+      sessions: [{...linked.sessions[0], providers: [...linked.sessions[0].providers, {provider: 'codex', sessionId: '0199aaaa-0000', messageCount: 4}, {provider: 'gemini', sessionId: 'cccc3333-0000', messageCount: 2}]}],
+    }
+    const later = {...lists, codex: [codex('0199aaaa-0000', '2026-05-01T11:00:00Z')]}
+    expect(resolveSync({ref: 'auth', to: 'claude', registry: three, ...later})).toMatchObject({source: {provider: 'codex'}, target: {sessionId: 'aaaa1111-0000'}})
+    expect(resolveSync({ref: 'auth', to: 'gemini', registry: three, ...later})).toMatchObject({source: {provider: 'codex'}, target: {sessionId: 'cccc3333-0000'}, checkpoint: {tag: 'auth'}})
+    expect(resolveSync({ref: 'auth', to: 'codex', registry: three, ...later})).toMatchObject({source: {provider: 'claude'}, target: {sessionId: '0199aaaa-0000'}})
+    expect(resolveSync({ref: '0199', to: 'claude', registry: three, ...later})).toMatchObject({source: {provider: 'codex', sessionId: '0199aaaa-0000'}})
+    expect(() => resolveSync({ref: '0199aaaa-0000', to: 'codex', registry: empty, ...later})).toThrow(expect.objectContaining({exit: 2, message: expect.stringMatching(/Codex CLI session already.*--to claude or --to gemini/)}))
   })
 
   it('a registered Claude session whose file is gone is replaced by a new one', () => {

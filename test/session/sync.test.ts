@@ -2,14 +2,16 @@
  * `syncSession` end to end on real files: a jarvis tree, and Claude Code / Gemini CLI homes in temp dirs
  * (CLAUDE_CONFIG_DIR, GEMINI_CLI_HOME), with sessions written the way the tools write them.
  */
+import {readFileSync} from 'node:fs'
 import {copyFile, mkdir, readFile, rm, stat, utimes, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {syncSettingsSchema, type SyncSettings, type UniversalMessage} from '../../src/schemas/index.js'
 import {appendClaudeSession, claudeProjectDir, readClaudeSession, writeClaudeSession} from '../../src/session/claude.js'
 import {geminiProjectDirs, readGeminiSession} from '../../src/session/gemini.js'
+import {codexRolloutProblems, geminiSessionProblems} from '../../src/session/check.js'
 import {readRegistry} from '../../src/session/registry.js'
 import {listSessions, type SessionSyncOptions, syncSession} from '../../src/session/sync.js'
 import {initTree, readSyncState, withTreeLock} from '../../src/store/index.js'
@@ -89,22 +91,27 @@ describe('jarvis session sync (in-process)', () => {
 
     const first = await w.sync({ref: sessionId.slice(0, 8), to: 'gemini'})
     expect(first).toMatchObject({tag: `claude-${sessionId.slice(0, 8)}`, mode: 'full', added: 4, written: true, to: {provider: 'gemini', created: true, messageCount: 4}})
-    expect(first.resume).toEqual([`cd ${w.root} && gemini`, `/chat resume ${first.tag}`])
-    expect(first.to.path).toMatch(new RegExp(`checkpoint-${first.tag}\\.json$`))
-    const checkpoint = await readFile(first.to.path, 'utf8')
+    expect(first.checkpoint).toMatchObject({tag: first.tag, created: true, added: 4, messageCount: 4})
+    expect(first.resume).toEqual([`cd ${w.root} && gemini --resume ${first.to.sessionId}`, `/chat resume ${first.tag}`])
+    expect(first.to.path).toMatch(new RegExp(`/chats/session-[0-9T-]+-${first.to.sessionId.slice(0, 8)}\\.jsonl$`))
+    expect(first.checkpoint!.path).toMatch(new RegExp(`checkpoint-${first.tag}\\.json$`))
+    const checkpoint = await readFile(first.checkpoint!.path, 'utf8')
     expect(JSON.parse(checkpoint)).toHaveProperty('history')
     expect(await readFile(join(w.root, '.nexus', 'gemini-backup', `${first.tag}.json`), 'utf8')).toBe(checkpoint)
     expect(texts((await readGeminiSession(first.to.path)).messages)).toEqual(texts(messages))
+    expect(texts((await readGeminiSession(first.checkpoint!.path)).messages)).toEqual(texts(messages))
+    expect(geminiSessionProblems(await readFile(first.to.path, 'utf8'), basename(first.to.path))).toEqual([])
 
     const registry = await readRegistry(w.root)
     expect(registry.sessions).toHaveLength(1)
     expect(registry.sessions[0]).toMatchObject({sessionTag: first.tag, projectPath: w.root})
     expect(registry.sessions[0].providers.map((p) => [p.provider, p.sessionId, p.messageCount])).toEqual([
       ['claude', sessionId, 4],
+      ['gemini', first.to.sessionId, 4],
       ['gemini', first.tag, 4],
     ])
 
-    const files = [first.to.path, join(w.root, '.nexus', 'sessions.json'), join(w.root, '.nexus', 'sync-state.json')]
+    const files = [first.to.path, first.checkpoint!.path, join(w.root, '.nexus', 'sessions.json'), join(w.root, '.nexus', 'sync-state.json')]
     const before = await Promise.all(files.map(async (f) => [(await stat(f)).mtimeMs, await readFile(f, 'utf8')]))
     const second = await w.sync({ref: sessionId, to: 'gemini'})
     expect(second).toMatchObject({mode: 'incremental', added: 0, duplicates: 0, written: false, to: {created: false, messageCount: 4}})
@@ -118,7 +125,7 @@ describe('jarvis session sync (in-process)', () => {
     const toGemini = await w.sync({ref: sessionId, to: 'gemini', tag: 'handoff'})
     expect(toGemini).toMatchObject({tag: 'handoff', added: 2})
 
-    await continueInGemini(toGemini.to.path, ['user', 'g1 question'], ['model', 'g1 answer'])
+    await continueInGemini(toGemini.checkpoint!.path, ['user', 'g1 question'], ['model', 'g1 answer'])
     const back = await w.sync({ref: 'handoff', to: 'claude'})
     expect(back).toMatchObject({mode: 'incremental', added: 2, duplicates: 0, to: {provider: 'claude', sessionId, created: false}})
     expect(back.resume).toEqual([`cd ${w.root} && claude --resume ${sessionId}`])
@@ -128,15 +135,20 @@ describe('jarvis session sync (in-process)', () => {
     await appendClaudeSession(claudePath, [say('user', 'c2 question'), ...toolCall('toolu_2', 'ls', 'a b'), say('assistant', 'c2 answer')])
     await idle(claudePath)
     const again = await w.sync({ref: sessionId, to: 'gemini'})
-    expect(again).toMatchObject({tag: 'handoff', mode: 'incremental', added: 4, duplicates: 0})
+    // The chat session gets the turn that came back from the checkpoint too; the checkpoint only Claude's new one.
+    expect(again).toMatchObject({tag: 'handoff', mode: 'incremental', added: 6, duplicates: 0, to: {sessionId: toGemini.to.sessionId, created: false}, checkpoint: {added: 4}})
     expect(await w.sync({ref: 'handoff', to: 'claude'})).toMatchObject({added: 0})
     expect(await w.sync({ref: 'handoff', to: 'gemini'})).toMatchObject({added: 0})
 
     const expected = ['c1 question', 'c1 answer', 'g1 question', 'g1 answer', 'c2 question', 'Bash', 'a b', 'c2 answer']
     expect(texts((await readClaudeSession(claudePath)).messages)).toEqual(expected)
     expect(texts((await readGeminiSession(again.to.path)).messages)).toEqual(expected)
+    expect(texts((await readGeminiSession(again.checkpoint!.path)).messages)).toEqual(expected)
     const state = await readSyncState(w.root)
-    expect(Object.keys(state.sessions ?? {}).sort()).toEqual([`claude:${sessionId} -> gemini:handoff`, `gemini:handoff -> claude:${sessionId}`])
+    const chat = toGemini.to.sessionId
+    expect(Object.keys(state.sessions ?? {}).sort()).toEqual(
+      [`claude:${sessionId} -> gemini:${chat}`, `claude:${sessionId} -> gemini:handoff`, `gemini:${chat} -> claude:${sessionId}`, `gemini:handoff -> claude:${sessionId}`].sort(),
+    )
   })
 
   it('Gemini → Claude creates a Claude session the first time and records its id', async () => {
@@ -145,7 +157,7 @@ describe('jarvis session sync (in-process)', () => {
     await idle(path)
     const seeded = await w.sync({ref: sessionId, to: 'gemini', tag: 'from-gemini'})
     // A second conversation that started in Gemini: a checkpoint saved there under another tag.
-    const other = join(seeded.to.path, '..', 'checkpoint-gem-only.json')
+    const other = join(seeded.checkpoint!.path, '..', 'checkpoint-gem-only.json')
     await writeFile(other, JSON.stringify({history: [{role: 'user', parts: [{text: 'hello from gemini'}]}, {role: 'model', parts: [{text: 'hi'}]}]}, null, 2))
     const created = await w.sync({ref: 'gem-only', to: 'claude'})
     expect(created).toMatchObject({tag: 'gem-only', added: 2, to: {provider: 'claude', created: true}})
@@ -165,7 +177,7 @@ describe('jarvis session sync (in-process)', () => {
     const {sessionId, path} = await writeClaudeSession(w.root, [say('user', 'q'), say('assistant', 'a')], {env: w.env})
     await idle(path)
     const out = await w.sync({ref: sessionId, to: 'gemini', tag: 'busy'})
-    await continueInGemini(out.to.path, ['user', 'new in gemini'], ['model', 'ok'])
+    await continueInGemini(out.checkpoint!.path, ['user', 'new in gemini'], ['model', 'ok'])
     const now = new Date()
     await utimes(path, now, now) // Claude Code just wrote to it
     const before = await readFile(path, 'utf8')
@@ -176,6 +188,50 @@ describe('jarvis session sync (in-process)', () => {
     const later = new Date()
     await utimes(path, later, later)
     expect(await w.sync({ref: 'busy', to: 'claude'})).toMatchObject({added: 0, written: false})
+  })
+
+  it('Codex both ways: a rollout carried to Claude and Gemini, then back; only new messages travel; the source is never written', async () => {
+    const w = await world()
+    const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
+    const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
+    // A thread Codex started in this project (its cwd), and one of another project that must stay out of it.
+    const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
+    await mkdir(day, {recursive: true})
+    const rollout = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8')
+    const source = join(day, 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl')
+    await writeFile(source, rollout.replaceAll('/home/dev/acme-api', w.root))
+    await writeFile(join(day, 'rollout-2026-08-20T10-00-00-0198c1d2-0000-7000-8000-000000000002.jsonl'), rollout.replaceAll('0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', '0198c1d2-0000-7000-8000-000000000002'))
+    const original = await readFile(source, 'utf8')
+    await idle(source) // Codex finished with it a while ago
+
+    const toClaude = await sync({ref: '0198c1d2-7a3b', to: 'claude'})
+    expect(toClaude).toMatchObject({tag: 'codex-0198c1d2', added: 12, from: {provider: 'codex', messageCount: 12}, to: {provider: 'claude', created: true}})
+    expect(toClaude.notCarried.join('\n')).toMatch(/redacted or encrypted reasoning|redacted thinking/)
+    const toGemini = await sync({ref: 'codex-0198c1d2', to: 'gemini'})
+    expect(toGemini).toMatchObject({added: 12, to: {provider: 'gemini', created: true}, checkpoint: {created: true}})
+    expect(await readFile(source, 'utf8')).toBe(original)
+
+    // The conversation goes on in Claude Code; carried back, only that turn is appended to the Codex thread.
+    await appendClaudeSession(toClaude.to.path, [say('user', 'claude follow-up'), say('assistant', 'claude answer')])
+    await idle(toClaude.to.path)
+    const now = new Date()
+    await utimes(source, now, now) // Codex CLI just wrote to it: it may be open
+    await expect(sync({ref: toClaude.to.sessionId, to: 'codex'})).rejects.toMatchObject({code: 'SESSION_IN_USE', exit: 4, message: expect.stringMatching(/Codex CLI.*--force/)})
+    expect(await readFile(source, 'utf8')).toBe(original)
+    await idle(source)
+    const back = await sync({ref: toClaude.to.sessionId, to: 'codex'})
+    expect(back).toMatchObject({from: {provider: 'claude'}, to: {provider: 'codex', sessionId: '0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', created: false}, added: 2})
+    const thread = await readFile(source, 'utf8')
+    expect(thread.startsWith(original)).toBe(true)
+    expect(codexRolloutProblems(thread, '0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f')).toEqual([])
+    expect(await sync({ref: toClaude.to.sessionId, to: 'codex'})).toMatchObject({added: 0, written: false})
+    expect(await sync({ref: '0198c1d2-7a3b', to: 'claude'})).toMatchObject({added: 0})
+
+    const list = await listSessions({root: w.root, settings, env})
+    expect(list.codexHome).toBe(env.CODEX_HOME)
+    expect(list.sessions.filter((s) => s.provider === 'codex').map((s) => [s.sessionId, s.messageCount, s.tag])).toEqual([['0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', 14, 'codex-0198c1d2']])
+    const entry = (await readRegistry(w.root)).sessions.find((e) => e.sessionTag === 'codex-0198c1d2')
+    expect(entry?.providers.map((p) => p.provider).sort()).toEqual(['claude', 'codex', 'gemini', 'gemini'])
   })
 
   it('an unknown name is exit 2; a held tree lock is exit 6 after sync.lockTimeout', async () => {
@@ -208,8 +264,13 @@ describe('jarvis session sync (in-process)', () => {
     await appendClaudeSession(path, [say('user', 'one more')])
     const list = await listSessions({root: w.root, settings, env: w.env})
     const find = (provider: string, id: string) => list.sessions.find((s) => s.provider === provider && (s.sessionId === id || s.tag === id))
-    expect(find('claude', sessionId)).toMatchObject({tag: 'listed', messageCount: 3, sync: {status: 'new-messages', newMessages: 1, linked: [{provider: 'gemini', sessionId: 'listed'}]}})
-    expect(find('gemini', 'listed')).toMatchObject({tag: 'listed', messageCount: 2, path: out.to.path, sync: {status: 'in-sync'}})
+    expect(find('claude', sessionId)).toMatchObject({
+      tag: 'listed',
+      messageCount: 3,
+      sync: {status: 'new-messages', newMessages: 1, linked: [{provider: 'gemini', sessionId: out.to.sessionId}, {provider: 'gemini', sessionId: 'listed'}]},
+    })
+    expect(find('gemini', 'listed')).toMatchObject({tag: 'listed', messageCount: 2, path: out.checkpoint!.path, sync: {status: 'in-sync'}})
+    expect(find('gemini', out.to.sessionId)).toMatchObject({tag: 'listed', messageCount: 2, path: out.to.path, sync: {status: 'in-sync'}})
     expect(find('claude', lonely)).toMatchObject({messageCount: 1, sync: {status: 'not-synced'}})
     expect(list.claudeHome).toBe(w.env.CLAUDE_CONFIG_DIR)
   })
@@ -228,6 +289,8 @@ describe('jarvis session sync (in-process)', () => {
     const tagged = await w.sync({ref: 'fix tests', to: 'claude'})
     expect(tagged).toMatchObject({tag: 'fix tests', added: 7, to: {created: true}})
     expect(tagged.resume).toEqual([`cd ${w.root} && claude --resume ${tagged.to.sessionId}`])
+    // Back into Gemini: a chat session `gemini --resume` opens; the checkpoint it came from already holds everything.
+    expect(await w.sync({ref: 'fix tests', to: 'gemini'})).toMatchObject({added: 7, to: {created: true}, checkpoint: {added: 0, created: false}})
 
     // Nothing new anywhere: every direction adds nothing, and no message comes back as a copy.
     for (const [ref, to] of [
@@ -258,7 +321,8 @@ describe('jarvis session sync (in-process)', () => {
     expect(again).toMatchObject({added: 2, to: {created: true}})
     expect(again.to.sessionId).not.toBe(sessionId)
     const entry = (await readRegistry(w.root)).sessions.find((e) => e.sessionTag === 'gone')
-    expect(entry?.providers.map((p) => p.sessionId).sort()).toEqual(['gone', again.to.sessionId].sort())
+    expect(entry?.providers.map((p) => p.provider).sort()).toEqual(['claude', 'gemini', 'gemini'])
+    expect(entry?.providers.map((p) => p.sessionId)).toEqual(expect.arrayContaining(['gone', again.to.sessionId]))
     expect(Object.keys((await readSyncState(w.root)).sessions ?? {}).some((key) => key.includes(sessionId))).toBe(false)
   })
 
