@@ -1,8 +1,11 @@
 /**
- * Fan-out of server → client messages to every WebSocket connected on `/ws/memory`.
+ * Fan-out of server → client messages to every WebSocket connected on `/ws/memory` — of this process, and through
+ * the storage's relay (PostgreSQL NOTIFY) of every other process serving the same database.
  */
 import createDebug from 'debug'
 import type {WebSocket} from 'ws'
+
+import type {BroadcastRelay} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:ws')
 
@@ -50,6 +53,8 @@ export type ServerMessage = MemUpdateMessage | StateChangedMessage | HelloMessag
 export class Broadcaster {
   private readonly clients = new Map<WebSocket, string>()
 
+  constructor(private readonly relay?: BroadcastRelay) {}
+
   add(socket: WebSocket, agentId: string): void {
     this.clients.set(socket, agentId)
     socket.once('close', () => this.clients.delete(socket))
@@ -60,9 +65,16 @@ export class Broadcaster {
     return this.clients.size
   }
 
-  /** Sends `message` to every open client; a client whose send fails is dropped. */
+  /** Sends `message` to every open client, here and in the other processes. */
   broadcast(message: ServerMessage): void {
     const data = JSON.stringify(message)
+    this.deliver(data)
+    // A lost NOTIFY loses no data: a --watch client of another process catches up at its next sync.
+    this.relay?.publish(data).catch((error: Error) => debug('broadcast to the other processes failed: %s', error.message))
+  }
+
+  /** Sends a message's JSON text to this process's open clients. */
+  deliver(data: string): void {
     for (const socket of this.clients.keys()) {
       if (socket.readyState !== OPEN) continue
       socket.send(data, (error) => {
