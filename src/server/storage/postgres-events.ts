@@ -140,8 +140,21 @@ export interface EventTransactions {
 
 export class PostgresEventLog {
   private readonly nextId = eventIdFactory()
+  /** The end of this process's queue of event-log writes (see write). */
+  private tail: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly db: EventTransactions) {}
+
+  /**
+   * Event-log writes of this process run one after the other, in the order they were asked for: the advisory lock
+   * serializes them anyway, and queued here they wait without holding a connection each, and are stored in the
+   * order the requests came.
+   */
+  private write<T>(work: (client: ClientBase) => Promise<T>): Promise<T> {
+    const run = this.tail.then(() => this.db.write(work))
+    this.tail = run.catch(() => undefined)
+    return run
+  }
 
   findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
     return this.db.read((client) => this.earlier(client, identity, idempotencyKey))
@@ -162,7 +175,7 @@ export class PostgresEventLog {
   }
 
   appendEvent(request: AppendEventRequest): Promise<AppendEventOutcome> {
-    return this.db.write((client) => this.appendSteps(client, request))
+    return this.write((client) => this.appendSteps(client, request))
   }
 
   private async insert(
@@ -336,7 +349,7 @@ export class PostgresEventLog {
   }
 
   applyConsolidation(changes: ConsolidationChanges): Promise<ConsolidationApplied> {
-    return this.db.write(async (client): Promise<ConsolidationApplied> => {
+    return this.write(async (client): Promise<ConsolidationApplied> => {
       const applied: ConsolidationApplied = {ttlMarked: [], resolutions: new Map(), masked: []}
       for (const id of changes.ttlCandidates) {
         const result = await client.query('UPDATE memory_events SET ttl_candidate = 1 WHERE event_id = $1 AND ttl_candidate = 0', [id])
@@ -382,7 +395,7 @@ export class PostgresEventLog {
   }
 
   deleteEvents(eventIds: readonly string[], query: CleanupQuery): Promise<string[]> {
-    return this.db.write(async (client) => {
+    return this.write(async (client) => {
       const params = new Params()
       const idParam = params.add('')
       const candidate = `SELECT ${COLUMNS} FROM memory_events WHERE event_id = ${idParam} AND ${cleanupSql(query, params)}`
@@ -408,7 +421,7 @@ export class PostgresEventLog {
   }
 
   importEvents(events: readonly ImportedEvent[]): Promise<string[]> {
-    return this.db.write(async (client) => {
+    return this.write(async (client) => {
       const ids: string[] = []
       for (const event of events) {
         const {seq, event_id} = await this.insert(client, event, {
