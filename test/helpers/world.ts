@@ -7,6 +7,7 @@ import {MemoryClient} from '../../src/protocol/client.js'
 import {startServer} from '../../src/server/start.js'
 import {initTree, readConfig, withTreeLock} from '../../src/store/index.js'
 import {runSync, type SyncResult} from '../../src/sync/run.js'
+import {databaseFor} from './backends.js'
 import {jarvisBin} from './cli.js'
 
 export const TOKENS: Record<string, string> = {}
@@ -30,7 +31,7 @@ export interface TestServer {
 /** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks. */
 export async function startTestServer(dataDir?: string, port = 0): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir('jarvis-server-'))
-  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, tokens: tokenMap, logLevel: 'silent'})
+  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, databaseUrl: await databaseFor(dir), tokens: tokenMap, logLevel: 'silent'})
   return {url: server.url, port: server.port, dataDir: dir, close: () => server.close()}
 }
 
@@ -48,7 +49,9 @@ export async function startServerProcess(dataDir: string, port = 0): Promise<Ser
   const tokensFile = join(dataDir, '..', `tokens-${Date.now()}-${Math.random().toString(36).slice(2)}.json`)
   await mkdir(dataDir, {recursive: true})
   await writeFile(tokensFile, JSON.stringify(tokenMap))
-  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile], {
+  const databaseUrl = await databaseFor(dataDir)
+  const database = databaseUrl === undefined ? [] : ['--database', databaseUrl]
+  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile, ...database], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {...process.env, NO_COLOR: '1'},
   })
