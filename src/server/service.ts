@@ -10,6 +10,7 @@ import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
+import {OneAtATime} from './one-at-a-time.js'
 import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
 
@@ -85,6 +86,7 @@ export class MemoryService {
   private readonly broadcaster: Broadcaster
   private readonly now: () => Date
   private readonly maxFileBytes: number
+  private readonly workerMemoryWrites = new OneAtATime()
 
   constructor(options: ServiceOptions) {
     this.storage = options.storage
@@ -226,6 +228,12 @@ export class MemoryService {
    */
   async syncTask(task: TaskResult, agentId: string): Promise<{memory: WorkerMemory; rev: number; seq: number; changed: boolean}> {
     const path = workerMemoryPath(agentId)
+    // One task of an agent at a time in this process: concurrent ones would only make each other retry (the
+    // optimistic retries below are for writes from other processes or clients).
+    return this.workerMemoryWrites.run(path, () => this.recordTask(task, agentId, path))
+  }
+
+  private async recordTask(task: TaskResult, agentId: string, path: string): Promise<{memory: WorkerMemory; rev: number; seq: number; changed: boolean}> {
     const key = `sync-task:${agentId}:${task.taskId}`
     for (let attempt = 0; attempt < SYNC_TASK_ATTEMPTS; attempt++) {
       const {memory, rev, seq} = await this.readWorkerMemory(path)

@@ -12,6 +12,7 @@
  */
 import type {ClientBase} from 'pg'
 
+import {OneAtATime} from '../one-at-a-time.js'
 import {COLUMNS, E_COLUMNS, type EventRow, prefixEnd, toRecord} from './event-rows.js'
 import {eventIdFactory} from './event-id.js'
 import {tsQuery, tsText} from './fts.js'
@@ -140,8 +141,8 @@ export interface EventTransactions {
 
 export class PostgresEventLog {
   private readonly nextId = eventIdFactory()
-  /** The end of this process's queue of event-log writes (see write). */
-  private tail: Promise<unknown> = Promise.resolve()
+  /** This process's queue of event-log writes (see write). */
+  private readonly queue = new OneAtATime()
 
   constructor(private readonly db: EventTransactions) {}
 
@@ -151,9 +152,7 @@ export class PostgresEventLog {
    * order the requests came.
    */
   private write<T>(work: (client: ClientBase) => Promise<T>): Promise<T> {
-    const run = this.tail.then(() => this.db.write(work))
-    this.tail = run.catch(() => undefined)
-    return run
+    return this.queue.run('events', () => this.db.write(work))
   }
 
   findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
