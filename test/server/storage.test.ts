@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import fc from 'fast-check'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {baseMatches, openSqliteStorage, SQLITE_FILE_NAME, SqliteStorage} from '../../src/server/storage/sqlite.js'
+import {baseMatches, openSqliteStorage, SQLITE_FILE_NAME} from '../../src/server/storage/sqlite.js'
 import type {BaseRev, CommitRequest} from '../../src/server/storage/types.js'
 import {Cleanup, tempDir} from './temp.js'
 import {BACKENDS, freshTarget, openFresh} from '../helpers/backends.js'
