@@ -25,14 +25,17 @@ export interface TestServer {
   url: string
   port: number
   dataDir: string
+  /** The PostgreSQL database when the suite runs on that backend (test/helpers/backends.ts). */
+  databaseUrl?: string
   close(): Promise<void>
 }
 
 /** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks. */
 export async function startTestServer(dataDir?: string, port = 0): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir('jarvis-server-'))
-  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, databaseUrl: await databaseFor(dir), tokens: tokenMap, logLevel: 'silent'})
-  return {url: server.url, port: server.port, dataDir: dir, close: () => server.close()}
+  const databaseUrl = await databaseFor(dir)
+  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, databaseUrl, tokens: tokenMap, logLevel: 'silent'})
+  return {url: server.url, port: server.port, dataDir: dir, ...(databaseUrl === undefined ? {} : {databaseUrl}), close: () => server.close()}
 }
 
 export interface ServerProcess {
@@ -77,6 +80,11 @@ export async function startServerProcess(dataDir: string, port = 0): Promise<Ser
       await unlink(tokensFile).catch(() => {})
     },
   }
+}
+
+/** The flags that point a `jarvis serve` subcommand (token, export, import, backup) at a test server's storage. */
+export function storageFlags(server: Pick<TestServer, 'dataDir' | 'databaseUrl'>): string[] {
+  return server.databaseUrl === undefined ? ['--data', server.dataDir] : ['--database', server.databaseUrl]
 }
 
 export interface TestClient {
