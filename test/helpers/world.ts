@@ -30,10 +30,10 @@ export interface TestServer {
   close(): Promise<void>
 }
 
-/** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks. */
-export async function startTestServer(dataDir?: string, port = 0): Promise<TestServer> {
+/** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks; on `database` when given (null: the dir's SQLite), else on the suite's backend. */
+export async function startTestServer(dataDir?: string, port = 0, database?: string | null): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir('jarvis-server-'))
-  const databaseUrl = await databaseFor(dir)
+  const databaseUrl = database === null ? undefined : (database ?? (await databaseFor(dir)))
   const server = await startServer({host: '127.0.0.1', port, dataDir: dir, databaseUrl, tokens: tokenMap, logLevel: 'silent'})
   return {url: server.url, port: server.port, dataDir: dir, ...(databaseUrl === undefined ? {} : {databaseUrl}), close: () => server.close()}
 }
