@@ -27,7 +27,7 @@ export async function openFresh(backend: Backend, cleanup: Cleanup): Promise<Ope
 
 let current: Backend = 'sqlite'
 /** dataDir → the database of the PostgreSQL server started on it, so that a restart on the same dir finds its data. */
-const databases = new Map<string, string>()
+const databases = new Map<string, Promise<string>>()
 
 /**
  * Makes the servers that the tests of the enclosing `describe` start (startHarness, startTestServer,
@@ -53,9 +53,10 @@ export function currentBackend(): Backend {
  */
 export async function databaseFor(dataDir: string): Promise<string | undefined> {
   if (current === 'sqlite') return undefined
+  // The promise is kept, not the URL: two servers started together on one dir get one database.
   let url = databases.get(dataDir)
   if (url === undefined) {
-    url = await freshDatabase()
+    url = freshDatabase()
     databases.set(dataDir, url)
   }
   return url
