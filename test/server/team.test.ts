@@ -4,6 +4,7 @@
  * decides, not a process's memory), a --watch client of one process hears a change pushed through another, and a
  * revoked key is refused by every process at once.
  */
+import {randomBytes} from 'node:crypto'
 import {join} from 'node:path'
 
 import pg from 'pg'
@@ -19,6 +20,8 @@ import {BACKENDS, databaseFor, useBackend} from '../helpers/backends.js'
 import {freshDatabase} from '../helpers/postgres.js'
 import {makeClient, removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
 import {call} from './helpers.js'
+import {runJarvis} from '../helpers/cli.js'
+import {closedPort} from '../cli/memory-helpers.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -168,5 +171,26 @@ describe.each(BACKENDS.filter((backend) => backend === 'postgres'))('two jarvis 
       expect(refused.status).toBe(401)
       expect(refused.body.message).toContain(`the key ${key.id} was revoked`)
     }
+  })
+})
+
+describe('--database that cannot be used', () => {
+  it('a URL that is not PostgreSQL exits 2 naming --database; an unreachable database exits 1 naming it, never its password', async () => {
+    const home = await tempDir('jarvis-db-url-')
+    cleanups.push(() => removeAll([home]))
+    const env = {XDG_DATA_HOME: join(home, 'data'), XDG_CONFIG_HOME: join(home, 'config'), JARVIS_DATABASE_URL: ''}
+    const wrong = await runJarvis(['serve', 'token', 'list', '--database', 'mysql://jarvis@127.0.0.1/jarvis'], {env})
+    expect(wrong.code).toBe(2)
+    expect(wrong.stderr).toContain('--database')
+    expect(wrong.stderr).toContain('is not a PostgreSQL URL')
+
+    const password = randomBytes(6).toString('hex')
+    const unreachable = `postgres://jarvis:${password}@127.0.0.1:${await closedPort()}/jarvis`
+    const serve = await runJarvis(['serve', '--port', '0', '--database', unreachable], {env})
+    expect(serve.code).toBe(1)
+    expect(serve.stderr).toContain('cannot use the PostgreSQL database postgres://jarvis:***@127.0.0.1')
+    expect(serve.stderr).toContain('ECONNREFUSED')
+    expect(serve.stderr).not.toContain(password)
+    expect(serve.stderr).not.toMatch(/\n\s+at /)
   })
 })
