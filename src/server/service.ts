@@ -171,6 +171,10 @@ export class MemoryService {
       if (LONE_SURROGATE.test(content)) {
         throw new HttpError(400, 'invalid_content', `${path}: the content is not well-formed Unicode (a lone surrogate)`, {path})
       }
+      // Not text, and PostgreSQL cannot store it: refused on every backend alike.
+      if (content.includes('\u0000')) {
+        throw new HttpError(400, 'invalid_content', `${path}: the content holds a NUL character (U+0000), which a text file may not; remove it and push again`, {path})
+      }
       if (/\.json$/i.test(path)) {
         try {
           parseJsonText(content, path)

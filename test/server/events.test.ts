@@ -61,6 +61,17 @@ describe.each(BACKENDS)('on %s', (backend) => {
   useBackend(backend)
 
   describe('POST /v1/memory/append and GET /v1/memory/snapshot', () => {
+    it('refuses a NUL character in an event\'s text with 400 naming the field, and stores nothing', async () => {
+      const h = await harness(cleanup)
+      for (const field of ['content_md', 'run_id']) {
+        const refused = await append(h, 'claude', event({[field]: 'a\u0000b'}))
+        expect(refused.status, field).toBe(400)
+        expect(refused.text, field).toContain(field)
+        expect(refused.text, field).toContain('NUL character')
+      }
+      expect((await list(h, 'claude')).body.events).toEqual([])
+    })
+
     it('stores an event, takes the agent from the token, and shows it pinned and recent', async () => {
       const h = await harness(cleanup)
       const body = event({dedupe_key: 'config:telegram_bot_token_location', content_md: 'The bot settings live in ~/bot/.env (since 2026-02-02).'})

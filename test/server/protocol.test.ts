@@ -242,6 +242,14 @@ describe.each(BACKENDS)('on %s', (backend) => {
       await unchanged()
     })
 
+    it('refuses a NUL character in a file (not text, and PostgreSQL cannot store it), on every backend alike', async () => {
+      const {h, unchanged} = await seeded()
+      const answer = await h.push({'notes/nul.md': 'before\u0000after\n', 'ok.md': 'fine'})
+      expect(answer.status).toBe(400)
+      expect(answer.body).toMatchObject({error: 'invalid_content', path: 'notes/nul.md', message: expect.stringContaining('NUL character (U+0000)')})
+      await unchanged()
+    })
+
     it('answers 401 without a token or with a wrong one, before reading the body', async () => {
       const {h, unchanged} = await seeded()
       for (const authorization of [null, 'Bearer nope-nope-nope', 'Basic abc', `Bearer ${h.tokens.claude}x`, 'Bearer']) {
