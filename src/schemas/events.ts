@@ -41,26 +41,25 @@ export const confidenceSchema = z.enum(['high', 'med', 'low'])
 export type Confidence = z.output<typeof confidenceSchema>
 
 /** U+0000 is not text: PostgreSQL cannot store it, and no memory needs it (a JSON `\u0000` escape is six characters). */
-const NO_NUL = /^[^\u0000]*$/u
-const noNul = {error: 'holds a NUL character (U+0000), which text may not'}
+const noNul = [(text: string) => !text.includes('\u0000'), {error: 'holds a NUL character (U+0000), which text may not'}] as const
 
 export const memoryEventSchema = z
   .looseObject({
     agent_id: agentIdSchema,
     /** Unique per run (a UUID is recommended); part of the idempotency key of an append. */
-    run_id: z.string().min(1).max(128).regex(NO_NUL, noNul),
+    run_id: z.string().min(1).max(128).refine(...noNul),
     scope: scopeSchema,
     kind: eventKindSchema,
     dedupe_key: dedupeKeySchema,
     confidence: confidenceSchema,
-    content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).regex(NO_NUL, noNul),
+    content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).refine(...noNul),
     source: z.looseObject({
       system: z.enum(['telegram', 'cli', 'web', 'other']),
       thread_id: z.string().optional(),
       message_id: z.string().optional(),
     }),
     /** The event_id this one replaces; `null` and absent both mean none (kept as sent, so a rewrite is exact). */
-    supersedes: z.string().min(1).regex(NO_NUL, noNul).nullable().optional(),
+    supersedes: z.string().min(1).refine(...noNul).nullable().optional(),
     /** 0 keeps the event for good; more makes it a cleanup candidate after that many days. */
     ttl_days: z.number().int().nonnegative().default(0),
   })

@@ -130,6 +130,17 @@ export async function makeClient(server: string, agent: string = 'claude'): Prom
   }
 }
 
+/** Polls until `probe` returns a value: an overall deadline for the test, not a timed assertion. */
+export async function until<T>(what: string, probe: () => T | undefined | null | Promise<T | undefined | null>, deadlineMs = 20_000): Promise<T> {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined && value !== null) return value
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 export async function removeAll(paths: string[]): Promise<void> {
   // A background process (a git hook's sync, a killed writer's sibling) may still be finishing: retry ENOTEMPTY.
   await Promise.all(paths.map((p) => rm(p, {recursive: true, force: true, maxRetries: 5, retryDelay: 100})))

@@ -18,7 +18,7 @@ import {readConfig} from '../../src/store/index.js'
 import {startWatch, type SyncInfo} from '../../src/sync/watch.js'
 import {BACKENDS, databaseFor, useBackend} from '../helpers/backends.js'
 import {freshDatabase} from '../helpers/postgres.js'
-import {makeClient, removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
+import {makeClient, removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess, until} from '../helpers/world.js'
 import {call} from './helpers.js'
 import {runJarvis} from '../helpers/cli.js'
 import {closedPort} from '../cli/memory-helpers.js'
@@ -35,17 +35,6 @@ async function storages(url: string, count: number): Promise<PostgresStorage[]> 
   const opened = await Promise.all(Array.from({length: count}, () => PostgresStorage.open(url)))
   for (const storage of opened) cleanups.push(() => storage.close())
   return opened
-}
-
-/** Polls until `probe` returns a value: an overall deadline for the test, not a timed assertion. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | null>, deadlineMs = 20_000): Promise<T> {
-  const end = Date.now() + deadlineMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined && value !== null) return value
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe('several processes on one PostgreSQL database', () => {

@@ -10,19 +10,8 @@ import {readAudit, readConfig} from '../../src/store/index.js'
 import type {SyncResult} from '../../src/sync/run.js'
 import {isWatchIgnored, startWatch, wsUrlFor, type SyncInfo, type WatchHandle, type WatchOptions} from '../../src/sync/watch.js'
 import {jarvisBin} from '../helpers/cli.js'
-import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer, until} from '../helpers/world.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
-
-/** Polls until `probe` returns a value: an overall deadline for the test, not a timed assertion. */
-async function until<T>(what: string, probe: () => T | undefined | null | Promise<T | undefined | null>, deadlineMs = 20_000): Promise<T> {
-  const end = Date.now() + deadlineMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined && value !== null) return value
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -21,6 +21,7 @@ import pg from 'pg'
 import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
 import {planCommit} from './commit-rules.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
+import {KEY_COLUMNS, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
 import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
 import {DUMP_TABLES, DUMP_ORDER, type DumpRow, type DumpTable} from './sqlite-dump.js'
@@ -42,7 +43,6 @@ import type {
   FileRecord,
   ImportedEvent,
   JanitorInput,
-  KeyRole,
   ScopeFilter,
   ServerStorage,
   SnapshotRows,
@@ -124,19 +124,6 @@ interface FileRow {
 
 function toMeta(row: FileRow): FileMeta {
   return {path: row.path, rev: row.rev, hash: row.hash, updatedAt: row.updated_at, author: row.author, seq: row.seq, deleted: row.deleted === 1}
-}
-
-interface KeyRow {
-  id: string
-  agent_id: string
-  role: KeyRole
-  created_at: string
-  expires_at: string | null
-  revoked_at: string | null
-}
-
-function toKey(row: KeyRow): ApiKey {
-  return {id: row.id, agentId: row.agent_id, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at}
 }
 
 /** bigint (int8) and COUNT(*) as JS numbers: seqs stay far below 2^53. */
@@ -356,17 +343,17 @@ export class PostgresStorage implements ServerStorage {
   }
 
   async listKeys(): Promise<ApiKey[]> {
-    return (await this.pool.query<KeyRow>('SELECT id, agent_id, role, created_at, expires_at, revoked_at FROM api_keys ORDER BY created_at, id')).rows.map(toKey)
+    return (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`)).rows.map(toKey)
   }
 
   async revokeKey(id: string, now: string): Promise<ApiKey | null> {
     await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])
-    const row = (await this.pool.query<KeyRow>('SELECT id, agent_id, role, created_at, expires_at, revoked_at FROM api_keys WHERE id = $1', [id])).rows[0]
+    const row = (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])).rows[0]
     return row ? toKey(row) : null
   }
 
   async keyByTokenHash(tokenHash: string): Promise<ApiKey | null> {
-    const row = (await this.pool.query<KeyRow>('SELECT id, agent_id, role, created_at, expires_at, revoked_at FROM api_keys WHERE token_hash = $1', [tokenHash])).rows[0]
+    const row = (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = $1`, [tokenHash])).rows[0]
     return row ? toKey(row) : null
   }
 
