@@ -5,12 +5,16 @@
  * revoked key is refused by every process at once.
  */
 import {randomBytes} from 'node:crypto'
+import {createReadStream} from 'node:fs'
+import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import pg from 'pg'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
+import {backupData} from '../../src/server/backup.js'
+import {exportData, importData} from '../../src/server/dump.js'
 import {createKey, revokeKey} from '../../src/server/keys.js'
 import {PostgresStorage} from '../../src/server/storage/postgres.js'
 import type {AppendEventRequest} from '../../src/server/storage/types.js'
@@ -181,5 +185,28 @@ describe('--database that cannot be used', () => {
     expect(serve.stderr).toContain('ECONNREFUSED')
     expect(serve.stderr).not.toContain(password)
     expect(serve.stderr).not.toMatch(/\n\s+at /)
+  })
+})
+
+describe('serve backup on PostgreSQL', () => {
+  it('writes the database\'s dump under a time-stamped name, which serve import brings back into an empty database', async () => {
+    const url = await freshDatabase()
+    const [storage] = await storages(url, 1)
+    await storage.commit({writes: new Map([['notes/a.md', 'kept\n']]), deletes: [], base: new Map()}, 'claude', NOW)
+    const to = await tempDir('jarvis-pg-backup-')
+    cleanups.push(() => removeAll([to]))
+    const backup = await backupData({databaseUrl: url, to, now: new Date('2026-11-25T18:15:00.123Z')})
+    expect(backup.file).toBe(join(to, 'jarvis-20261125T181500123Z.jsonl'))
+    expect(await readFile(backup.file, 'utf8')).toContain('"path":"notes/a.md"')
+
+    const restored = await freshDatabase()
+    const counts = await importData({databaseUrl: restored, input: createReadStream(backup.file), source: backup.file})
+    expect(counts.files).toBe(1)
+    const rows = async (databaseUrl: string) => {
+      const lines: string[] = []
+      await exportData({databaseUrl, write: (line) => void lines.push(line)})
+      return lines.slice(1)
+    }
+    expect(await rows(restored)).toEqual(await rows(url))
   })
 })
