@@ -51,6 +51,7 @@ await build({
     'better-sqlite3',
     'chokidar',
     'fastify',
+    'pg',
     'pino',
     'proper-lockfile',
     'simple-git',

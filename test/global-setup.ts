@@ -2,6 +2,10 @@ import {existsSync, readdirSync, rmSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import type {TestProject} from 'vitest/node'
+
+import {startPostgresServer} from './helpers/postgres.js'
+
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 function newestIn(dir: string): number {
@@ -18,8 +22,19 @@ function newestIn(dir: string): number {
  * changed source tree would be tested through the old `dist/` (STYLE.md, oclif trap 5). CI builds
  * right before testing; on a developer's machine a manifest older than src/ is removed instead.
  */
-export default function setup(): void {
+function dropStaleManifest(): void {
   const manifest = join(root, 'oclif.manifest.json')
   if (process.env.CI || !existsSync(manifest)) return
   if (newestIn(join(root, 'src')) > statSync(manifest).mtimeMs) rmSync(manifest)
+}
+
+/**
+ * Also starts the run's one PostgreSQL server (test/helpers/postgres.ts), which the conformance suites run against
+ * beside SQLite; it is stopped, by its handle, when the run ends.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  dropStaleManifest()
+  const postgres = await startPostgresServer()
+  project.provide('postgresAdminUrl', postgres.adminUrl)
+  return () => postgres.stop()
 }

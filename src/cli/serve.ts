@@ -5,6 +5,7 @@ export interface ServeOptions {
   host: string
   port: number
   dataDir?: string
+  databaseUrl?: string
   tokensFile?: string
   logLevel: LogLevel
 }
@@ -19,6 +20,8 @@ export interface ListeningLine {
   event: 'listening'
   url: string
   dataDir: string
+  /** The PostgreSQL database (without its password) when the memory lives there. */
+  database?: string
 }
 
 /**
@@ -28,8 +31,8 @@ export interface ListeningLine {
 export async function serveUntilSignal(options: ServeOptions, say: (line: string) => void, warn: (line: string) => void, listening?: (line: ListeningLine) => void): Promise<ServeResult> {
   const server = await startServer(options)
   for (const warning of server.warnings) warn(warning)
-  listening?.({event: 'listening', url: server.url, dataDir: server.dataDir})
-  say(`jarvis serve listening on ${server.url} (data in ${server.dataDir})`)
+  listening?.({event: 'listening', url: server.url, dataDir: server.dataDir, ...(server.database === undefined ? {} : {database: server.database})})
+  say(`jarvis serve listening on ${server.url} (${server.database === undefined ? `data in ${server.dataDir}` : `memory in PostgreSQL at ${server.database}`})`)
   if (server.tokens && server.tokensGenerated) {
     say(`created one token per agent in ${server.tokensFile} (mode 0600); a client uses its own like this:`)
     for (const [agent, token] of Object.entries(server.tokens)) say(`  ${agent.padEnd(8)}  JARVIS_TOKEN=${token} jarvis sync --server ${server.url}`)

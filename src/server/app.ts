@@ -133,7 +133,10 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     logController: new LogController({disableRequestLogging: true}),
   })
   const auth = new TokenAuthenticator(options.tokens, options.storage, now)
-  const broadcaster = new Broadcaster()
+  const broadcaster = new Broadcaster(options.storage.relay)
+  const relay = options.storage.relay
+  // Listening for the other processes' broadcasts before this one takes requests (app.ready / app.listen).
+  if (relay) app.addHook('onReady', () => relay.subscribe((data) => broadcaster.deliver(data)))
   const service = new MemoryService({
     storage: options.storage,
     broadcaster,

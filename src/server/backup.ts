@@ -3,16 +3,20 @@
  * serves, kept N at a time, and one of them brought back. Nothing is ever deleted but older backups beyond
  * `--keep`: a restore moves the database it replaces aside, it does not remove it.
  */
+import {createWriteStream} from 'node:fs'
 import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
+import {once} from 'node:events'
 import {join, resolve} from 'node:path'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
+import {exportData} from './dump.js'
+import type {StorageTarget} from './storage/open.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
 import {openSqlite} from './storage/sqlite-open.js'
 
-const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.sqlite$/
+const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.(?:sqlite|jsonl)$/
 
 async function fsyncFile(path: string): Promise<void> {
   const handle = await open(path, 'r+')
@@ -23,9 +27,25 @@ async function fsyncFile(path: string): Promise<void> {
   }
 }
 
-/** `jarvis-20261125T181500123Z.sqlite`: sorts by time. */
-function backupName(now: Date): string {
-  return `jarvis-${now.toISOString().replace(/[-:.]/g, '')}.sqlite`
+/** `jarvis-20261125T181500123Z.sqlite` (or `.jsonl`, a dump, for PostgreSQL): sorts by time. */
+function backupName(now: Date, extension: 'sqlite' | 'jsonl'): string {
+  return `jarvis-${now.toISOString().replace(/[-:.]/g, '')}.${extension}`
+}
+
+/** A PostgreSQL database's backup: its dump (`jarvis serve export`), read in one transaction; `jarvis serve import` brings it back. */
+async function dumpTo(databaseUrl: string, file: string): Promise<void> {
+  const out = createWriteStream(file, {mode: 0o600})
+  try {
+    await exportData({
+      databaseUrl,
+      write: async (line) => {
+        if (!out.write(`${line}\n`)) await once(out, 'drain')
+      },
+    })
+  } finally {
+    out.end()
+    await once(out, 'close')
+  }
 }
 
 export interface BackupResult {
@@ -35,14 +55,16 @@ export interface BackupResult {
   removed: string[]
 }
 
-export async function backupData(options: {dataDir?: string; to: string; keep?: number; now?: Date}): Promise<BackupResult> {
+export async function backupData(options: StorageTarget & {to: string; keep?: number; now?: Date}): Promise<BackupResult> {
   if (options.keep !== undefined && (!Number.isInteger(options.keep) || options.keep < 1)) throw new BadInputError(`--keep must be a whole number of 1 or more, not ${options.keep}`, {field: 'keep'})
   const to = resolve(options.to)
   await mkdir(to, {recursive: true, mode: 0o700})
-  const file = join(to, backupName(options.now ?? new Date()))
+  const databaseUrl = options.databaseUrl === '' ? undefined : options.databaseUrl
+  const file = join(to, backupName(options.now ?? new Date(), databaseUrl === undefined ? 'sqlite' : 'jsonl'))
   const partial = `${file}.partial`
   await rm(partial, {force: true})
-  await withSqliteStorage(options.dataDir, (storage) => storage.copyTo(partial))
+  if (databaseUrl === undefined) await withSqliteStorage(options.dataDir, (storage) => storage.copyTo(partial))
+  else await dumpTo(databaseUrl, partial)
   // Under its final name only once complete and on disk: a backup killed halfway never looks like one.
   await fsyncFile(partial)
   await rename(partial, file)

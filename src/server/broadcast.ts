@@ -1,8 +1,12 @@
 /**
- * Fan-out of server → client messages to every WebSocket connected on `/ws/memory`.
+ * Fan-out of server → client messages to every WebSocket connected on `/ws/memory` — of this process, and through
+ * the storage's relay (PostgreSQL NOTIFY) of every other process serving the same database.
  */
 import createDebug from 'debug'
 import type {WebSocket} from 'ws'
+
+import {canRead} from '../events/rules.js'
+import type {BroadcastRelay} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:ws')
 
@@ -61,6 +65,8 @@ export type ServerMessage = MemUpdateMessage | StateChangedMessage | EventAppend
 export class Broadcaster {
   private readonly clients = new Map<WebSocket, string>()
 
+  constructor(private readonly relay?: BroadcastRelay) {}
+
   add(socket: WebSocket, agentId: string): void {
     this.clients.set(socket, agentId)
     socket.once('close', () => this.clients.delete(socket))
@@ -71,9 +77,17 @@ export class Broadcaster {
     return this.clients.size
   }
 
-  /** Sends `message` to every open client (or those whose agent `to` accepts); a client whose send fails is dropped. */
-  broadcast(message: ServerMessage, to: (agentId: string) => boolean = () => true): void {
+  /** Sends `message` to every open client that may read it (audienceOf), here and in the other processes. */
+  broadcast(message: ServerMessage): void {
     const data = JSON.stringify(message)
+    this.deliver(data)
+    // A lost NOTIFY loses no data: a --watch client of another process catches up at its next sync.
+    this.relay?.publish(data).catch((error: Error) => debug('broadcast to the other processes failed: %s', error.message))
+  }
+
+  /** Sends a message's JSON text to this process's open clients that may read it. */
+  deliver(data: string): void {
+    const to = audienceOf(JSON.parse(data) as ServerMessage)
     for (const [socket, agentId] of this.clients) {
       if (socket.readyState !== OPEN || !to(agentId)) continue
       socket.send(data, (error) => {
@@ -92,6 +106,15 @@ export class Broadcaster {
     for (const socket of this.clients.keys()) socket.terminate()
     this.clients.clear()
   }
+}
+
+/**
+ * Who may hear a message: an appended event only the agents that may read its scope (a private `agent:<id>` event
+ * only that agent), everything else every client. Decided from the message itself, so a message relayed from
+ * another process reaches the same clients as one made here.
+ */
+function audienceOf(message: ServerMessage): (agentId: string) => boolean {
+  return message.type === 'EVENT_APPENDED' ? (agentId) => canRead(agentId, message.scope) : () => true
 }
 
 export function send(socket: WebSocket, message: ServerMessage): void {

@@ -1,14 +1,15 @@
 /**
  * `jarvis serve export` and `jarvis serve import`: a server's whole memory as JSON Lines — a header line, then one
- * line per row of the storage (files with their revisions, events with their ids, the server's id and change
- * sequence, keys as hashes) — so it moves to another data directory with nothing lost, and a client syncs on
+ * line per row of the storage (SQLite or PostgreSQL: the same rows) (files with their revisions, events with their ids, the server's id and change
+ * sequence, keys as hashes) — so it moves to another data directory or database with nothing lost, and a client syncs on
  * against the copy with nothing to transfer.
  */
 import {createInterface} from 'node:readline'
 import type {Readable} from 'node:stream'
 
 import {BadInputError} from '../errors.js'
-import {SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
+import {type StorageTarget, withStorage} from './storage/open.js'
+import {SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
 import {DUMP_TABLES, type DumpRow, type DumpTable} from './storage/sqlite-dump.js'
 
 const DUMP_FORMAT = 1
@@ -16,11 +17,11 @@ const DUMP_FORMAT = 1
 export type DumpCounts = Record<DumpTable, number>
 
 /** Writes the dump line by line through `write` (which may wait for the output to drain). */
-export async function exportData(options: {dataDir?: string; write: (line: string) => Promise<void> | void; now?: Date}): Promise<DumpCounts> {
+export async function exportData(options: StorageTarget & {write: (line: string) => Promise<void> | void; now?: Date}): Promise<DumpCounts> {
   const counts = Object.fromEntries(DUMP_TABLES.map((table) => [table, 0])) as DumpCounts
-  await withSqliteStorage(options.dataDir, async (storage) => {
+  await withStorage(options, async (storage) => {
     await options.write(JSON.stringify({jarvis_dump: DUMP_FORMAT, schema: SQLITE_SCHEMA_VERSION, exported_at: (options.now ?? new Date()).toISOString()}))
-    for (const row of storage.dumpRows()) {
+    for await (const row of storage.dumpRows()) {
       await options.write(JSON.stringify(row))
       counts[row.table]++
     }
@@ -29,8 +30,8 @@ export async function exportData(options: {dataDir?: string; write: (line: strin
 }
 
 /** Loads a dump (`source` names it in messages) into a data directory that holds no memory yet. */
-export async function importData(options: {dataDir?: string; input: Readable; source: string}): Promise<DumpCounts> {
-  return withSqliteStorage(options.dataDir, (storage) =>
+export async function importData(options: StorageTarget & {input: Readable; source: string}): Promise<DumpCounts> {
+  return withStorage(options, (storage) =>
     storage.loadRows(dumpRows(options.input, options.source)).catch((error: unknown) => {
       if (error instanceof BadInputError) throw error
       throw new BadInputError(`${(error as Error).message}; nothing was imported`, {file: options.source})

@@ -296,7 +296,6 @@ export class EventService {
     const stored = outcome.event
     this.broadcaster?.broadcast(
       {type: 'EVENT_APPENDED', event_id: stored.event_id, scope: stored.scope, kind: stored.kind, dedupe_key: stored.dedupe_key, agent_id: stored.agent_id, created_at: stored.created_at},
-      (reader) => canRead(reader, stored.scope),
     )
     const warnings = appendWarnings(event, seen)
     if (superseded !== null && superseded.deprecated) warnings.push(`${superseded.event_id}, which this event supersedes, was already superseded`)

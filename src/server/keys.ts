@@ -10,7 +10,7 @@ import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
 import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
-import {withSqliteStorage} from './storage/sqlite.js'
+import {type StorageTarget, withStorage} from './storage/open.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
 
 export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
@@ -25,8 +25,7 @@ export function keyRefusal(key: ApiKey, now: Date): string | null {
   return null
 }
 
-export interface CreateKeyOptions {
-  dataDir?: string
+export interface CreateKeyOptions extends StorageTarget {
   agent: string
   role?: string
   /** `90d`, `12h`, `2w`; none: the key does not expire. */
@@ -44,16 +43,16 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
-  await withSqliteStorage(options.dataDir, (storage) => storage.addKey(key, hashText(token)))
+  await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
   return {token, key}
 }
 
-export async function listKeys(options: {dataDir?: string}): Promise<ApiKey[]> {
-  return withSqliteStorage(options.dataDir, (storage) => storage.listKeys())
+export async function listKeys(options: StorageTarget): Promise<ApiKey[]> {
+  return withStorage(options, (storage) => storage.listKeys())
 }
 
-export async function revokeKey(options: {dataDir?: string; id: string; now?: Date}): Promise<ApiKey> {
-  const key = await withSqliteStorage(options.dataDir, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
+export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<ApiKey> {
+  const key = await withStorage(options, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   return key
 }

@@ -11,6 +11,7 @@ import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
+import {OneAtATime} from './one-at-a-time.js'
 import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
 import type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
@@ -60,6 +61,7 @@ export class MemoryService {
   private readonly broadcaster: Broadcaster
   private readonly now: () => Date
   private readonly maxFileBytes: number
+  private readonly workerMemoryWrites = new OneAtATime()
 
   constructor(options: ServiceOptions) {
     this.storage = options.storage
@@ -144,6 +146,10 @@ export class MemoryService {
       if (LONE_SURROGATE.test(content)) {
         throw new HttpError(400, 'invalid_content', `${path}: the content is not well-formed Unicode (a lone surrogate)`, {path})
       }
+      // Not text, and PostgreSQL cannot store it: refused on every backend alike.
+      if (content.includes('\u0000')) {
+        throw new HttpError(400, 'invalid_content', `${path}: the content holds a NUL character (U+0000), which a text file may not; remove it and push again`, {path})
+      }
       if (/\.json$/i.test(path)) {
         try {
           parseJsonText(content, path)
@@ -227,6 +233,12 @@ export class MemoryService {
    */
   async syncTask(task: TaskResult, agentId: string): Promise<{memory: WorkerMemory; rev: number; seq: number; changed: boolean}> {
     const path = workerMemoryPath(agentId)
+    // One task of an agent at a time in this process: concurrent ones would only make each other retry (the
+    // optimistic retries below are for writes from other processes or clients).
+    return this.workerMemoryWrites.run(path, () => this.recordTask(task, agentId, path))
+  }
+
+  private async recordTask(task: TaskResult, agentId: string, path: string): Promise<{memory: WorkerMemory; rev: number; seq: number; changed: boolean}> {
     const key = `sync-task:${agentId}:${task.taskId}`
     for (let attempt = 0; attempt < SYNC_TASK_ATTEMPTS; attempt++) {
       const {memory, rev, seq} = await this.readWorkerMemory(path)

@@ -11,7 +11,7 @@ import type {FastifyInstance} from 'fastify'
 import {BadInputError} from '../errors.js'
 import {buildServer, type LogLevel} from './app.js'
 import {defaultDataDir, resolveTokens, type ResolvedTokens, type TokenMap} from './config.js'
-import {openSqliteStorage} from './storage/sqlite.js'
+import {openStorage} from './storage/open.js'
 
 export const DEFAULT_HOST = '127.0.0.1'
 export const DEFAULT_PORT = 8787
@@ -23,6 +23,8 @@ export interface StartServerOptions {
   port?: number
   /** Where the database and the generated tokens.json live; default `defaultDataDir()`. */
   dataDir?: string
+  /** `postgres://…`: the memory lives in that PostgreSQL database instead of the data directory's SQLite file. */
+  databaseUrl?: string
   /** token → agent id; takes precedence over `tokensFile` and JARVIS_SERVER_TOKENS. */
   tokens?: TokenMap
   /** A JSON file token → agent id (`--tokens FILE`). */
@@ -50,6 +52,8 @@ export interface RunningServer {
   host: string
   port: number
   dataDir: string
+  /** The PostgreSQL database the memory lives in (without its password), when there is one. */
+  database?: string
   /**
    * agent id → token when the tokens are the data directory's own tokens.json (generated now or on an
    * earlier start), so the command can print `JARVIS_TOKEN=...` for each agent; null when the tokens came
@@ -85,7 +89,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   }
   const dataDir = options.dataDir ?? defaultDataDir(env)
   const resolved = await resolveTokens({tokens: options.tokens, tokensFile: options.tokensFile, env, dataDir})
-  const storage = openSqliteStorage(dataDir, undefined, {groupCommit: options.groupCommit})
+  const storage = await openStorage({dataDir, databaseUrl: options.databaseUrl}, {groupCommit: options.groupCommit})
+  const database = 'url' in storage && typeof storage.url === 'string' ? storage.url : undefined
   const app = buildServer({
     storage,
     tokens: resolved.tokens,
@@ -115,7 +120,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   }
   for (const warning of warnings) app.log.warn(warning)
   const url = `http://${urlHost(host)}:${boundPort}`
-  app.log.info({url, dataDir, tokenSource: resolved.source}, 'jarvis server listening')
+  app.log.info({url, dataDir, database, tokenSource: resolved.source}, 'jarvis server listening')
   let closing: Promise<void> | undefined
   return {
     url,
@@ -123,6 +128,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     host,
     port: boundPort,
     dataDir,
+    ...(database === undefined ? {} : {database}),
     tokens: resolved.byAgent,
     tokenSource: resolved.source,
     tokensFile: resolved.file,

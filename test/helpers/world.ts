@@ -7,6 +7,7 @@ import {MemoryClient} from '../../src/protocol/client.js'
 import {startServer} from '../../src/server/start.js'
 import {initTree, readConfig, withTreeLock} from '../../src/store/index.js'
 import {runSync, type SyncResult} from '../../src/sync/run.js'
+import {databaseFor} from './backends.js'
 import {jarvisBin} from './cli.js'
 
 export const TOKENS: Record<string, string> = {}
@@ -24,14 +25,17 @@ export interface TestServer {
   url: string
   port: number
   dataDir: string
+  /** The PostgreSQL database when the suite runs on that backend (test/helpers/backends.ts). */
+  databaseUrl?: string
   close(): Promise<void>
 }
 
-/** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks. */
-export async function startTestServer(dataDir?: string, port = 0): Promise<TestServer> {
+/** A real `jarvis serve` in this process, on 127.0.0.1 and a port the OS picks; on `database` when given (null: the dir's SQLite), else on the suite's backend. */
+export async function startTestServer(dataDir?: string, port = 0, database?: string | null): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir('jarvis-server-'))
-  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, tokens: tokenMap, logLevel: 'silent'})
-  return {url: server.url, port: server.port, dataDir: dir, close: () => server.close()}
+  const databaseUrl = database === null ? undefined : (database ?? (await databaseFor(dir)))
+  const server = await startServer({host: '127.0.0.1', port, dataDir: dir, databaseUrl, tokens: tokenMap, logLevel: 'silent'})
+  return {url: server.url, port: server.port, dataDir: dir, ...(databaseUrl === undefined ? {} : {databaseUrl}), close: () => server.close()}
 }
 
 export interface ServerProcess {
@@ -48,7 +52,9 @@ export async function startServerProcess(dataDir: string, port = 0): Promise<Ser
   const tokensFile = join(dataDir, '..', `tokens-${Date.now()}-${Math.random().toString(36).slice(2)}.json`)
   await mkdir(dataDir, {recursive: true})
   await writeFile(tokensFile, JSON.stringify(tokenMap))
-  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile], {
+  const databaseUrl = await databaseFor(dataDir)
+  const database = databaseUrl === undefined ? [] : ['--database', databaseUrl]
+  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile, ...database], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {...process.env, NO_COLOR: '1'},
   })
@@ -74,6 +80,11 @@ export async function startServerProcess(dataDir: string, port = 0): Promise<Ser
       await unlink(tokensFile).catch(() => {})
     },
   }
+}
+
+/** The flags that point a `jarvis serve` subcommand (token, export, import, backup) at a test server's storage. */
+export function storageFlags(server: Pick<TestServer, 'dataDir' | 'databaseUrl'>): string[] {
+  return server.databaseUrl === undefined ? ['--data', server.dataDir] : ['--database', server.databaseUrl]
 }
 
 export interface TestClient {
@@ -116,6 +127,17 @@ export async function makeClient(server: string, agent: string = 'claude'): Prom
     async remove(path) {
       await rm(join(memory, path), {force: true})
     },
+  }
+}
+
+/** Polls until `probe` returns a value: an overall deadline for the test, not a timed assertion. */
+export async function until<T>(what: string, probe: () => T | undefined | null | Promise<T | undefined | null>, deadlineMs = 20_000): Promise<T> {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined && value !== null) return value
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * `jarvis serve export` and `jarvis serve import`: a server's memory moved to a new data directory loses nothing —
+ * `jarvis serve export` and `jarvis serve import`: a server's memory moved to a new data directory or database, from
+ * SQLite to PostgreSQL and back, loses nothing —
  * files with their revisions, events with their ids, keys — and a client syncs on against the copy with nothing to
  * transfer. A broken dump imports nothing and names its line.
  */
@@ -8,9 +9,22 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {envelope, runJarvis} from '../helpers/cli.js'
-import {makeClient, removeAll, startTestServer, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {makeClient, removeAll, startTestServer, storageFlags, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {type Backend, useBackend} from '../helpers/backends.js'
+import {freshDatabase} from '../helpers/postgres.js'
 
-describe('serve export and import', () => {
+const MOVES: [Backend, Backend][] = [
+  ['sqlite', 'sqlite'],
+  ['sqlite', 'postgres'],
+  ['postgres', 'sqlite'],
+]
+
+describe.each(MOVES)('serve export from %s, import into %s', (from, to) => {
+  useBackend(from)
+  /** A new, empty place for an import: a data directory, or a PostgreSQL database. */
+  const newPlace = async (name: string): Promise<{dataDir: string; databaseUrl?: string}> =>
+    to === 'postgres' ? {dataDir: join(work, name), databaseUrl: await freshDatabase()} : {dataDir: join(work, name)}
+
   let source: TestServer
   let copy: TestServer | undefined
   let tree: TestClient
@@ -44,21 +58,21 @@ describe('serve export and import', () => {
   })
 
   it('exports while the server runs, imports into a new data directory, and a client syncs on with nothing to transfer', async () => {
-    const key = await runJarvis(['serve', 'token', 'create', '--agent', 'gemini', '--role', 'read', '--data', source.dataDir, '--json'], {env: env()})
+    const key = await runJarvis(['serve', 'token', 'create', '--agent', 'gemini', '--role', 'read', ...storageFlags(source), '--json'], {env: env()})
     const readToken = envelope<{token: string}>(key).result!.token
 
-    const exported = await runJarvis(['serve', 'export', '--data', source.dataDir], {env: env()})
+    const exported = await runJarvis(['serve', 'export', ...storageFlags(source)], {env: env()})
     expect(exported.code, exported.stderr).toBe(0)
     expect(exported.stderr).toContain('exported 2 files, 2 events, 1 key')
     dump = exported.stdout
     expect(JSON.parse(dump.split('\n')[0])).toMatchObject({jarvis_dump: 1})
 
-    const target = join(work, 'copy')
-    const imported = await runJarvis(['serve', 'import', '--data', target], {env: env(), input: dump})
+    const target = await newPlace('copy')
+    const imported = await runJarvis(['serve', 'import', ...storageFlags(target)], {env: env(), input: dump})
     expect(imported.code, imported.stderr).toBe(0)
     expect(imported.stdout).toContain('imported 2 files, 2 events, 1 key')
 
-    copy = await startTestServer(target)
+    copy = await startTestServer(target.dataDir, 0, target.databaseUrl ?? null)
     const sync = await runJarvis(['sync', '--server', copy.url, '--json'], {cwd: tree.root, env: env()})
     expect(sync.code, sync.stderr).toBe(0)
     const result = envelope<{pushed: string[]; pulled: string[]; merged: string[]}>(sync).result!
@@ -78,23 +92,29 @@ describe('serve export and import', () => {
     expect((await fetch(`${copy.url}/api/memory/status`, {headers: {authorization: `Bearer ${readToken}`}})).status).toBe(200)
 
     // A second import into a directory that holds memory is refused.
-    const again = await runJarvis(['serve', 'import', '--data', target], {env: env(), input: dump})
+    const again = await runJarvis(['serve', 'import', ...storageFlags(target)], {env: env(), input: dump})
     expect(again.code).toBe(2)
     expect(again.stderr).toContain('already holds memory')
+
+    // Row for row the same: the copy exports exactly what the source did (only the header's time differs).
+    const reexported = await runJarvis(['serve', 'export', ...storageFlags(target)], {env: env()})
+    expect(reexported.code, reexported.stderr).toBe(0)
+    const rows = (text: string) => text.trimEnd().split('\n').slice(1)
+    expect(rows(reexported.stdout)).toEqual(rows(dump))
   })
 
   it('a broken dump names its line and imports nothing', async () => {
     const lines = dump.trimEnd().split('\n')
     lines.splice(3, 0, '{"table": "files", "row": {"path": "x.md", "colour": "red"}}')
-    const target = join(work, 'broken')
-    const refused = await runJarvis(['serve', 'import', '--data', target], {env: env(), input: `${lines.join('\n')}\n`})
+    const target = await newPlace('broken')
+    const refused = await runJarvis(['serve', 'import', ...storageFlags(target)], {env: env(), input: `${lines.join('\n')}\n`})
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain('<stdin>:4: files has no column "colour"')
     expect(refused.stderr).toContain('nothing was imported')
-    const empty = await runJarvis(['serve', 'export', '--data', target], {env: env()})
+    const empty = await runJarvis(['serve', 'export', ...storageFlags(target)], {env: env()})
     expect(empty.stderr).toContain('exported 0 files, 0 events, 0 keys')
 
-    const notDump = await runJarvis(['serve', 'import', '--data', join(work, 'other')], {env: env(), input: '{"hello": 1}\n'})
+    const notDump = await runJarvis(['serve', 'import', ...storageFlags(await newPlace('other'))], {env: env(), input: '{"hello": 1}\n'})
     expect(notDump.code).toBe(2)
     expect(notDump.stderr).toContain('<stdin>:1: not a jarvis dump')
   })

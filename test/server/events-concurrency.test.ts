@@ -6,6 +6,7 @@ import {Agent as HttpAgent, request} from 'undici'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {AGENTS, Cleanup, harness, type Agent, type Harness} from './helpers.js'
+import {BACKENDS, useBackend} from '../helpers/backends.js'
 
 const cleanup = new Cleanup()
 afterEach(() => cleanup.run())
@@ -65,37 +66,41 @@ async function countAll(h: Harness): Promise<{ids: string[]; total: number}> {
   return {ids, total}
 }
 
-describe('concurrent appends', () => {
-  it('4 agents × 1,000 concurrent appends: none lost, none duplicated', async () => {
-    const h = await harness(cleanup)
-    const dispatchers = AGENTS.map(() => new HttpAgent({connections: 4}))
-    cleanup.add(() => Promise.all(dispatchers.map((d) => d.close())))
-    const results = await Promise.all(AGENTS.map((agent, n) => appendAll(h, agent, 1000, dispatchers[n], true)))
-    const ids = results.flat().map((answer) => answer.event_id)
-    expect(results.flat().every((answer) => answer.status === 'created')).toBe(true)
-    expect(new Set(ids).size).toBe(4000)
+describe.each(BACKENDS)('on %s', (backend) => {
+  useBackend(backend)
 
-    const stored = await countAll(h)
-    expect(stored.total).toBe(4000)
-    expect(new Set(stored.ids).size).toBe(4000)
-    expect([...new Set(stored.ids)].sort()).toEqual([...ids].sort())
+  describe('concurrent appends', () => {
+    it('4 agents × 1,000 concurrent appends: none lost, none duplicated', async () => {
+      const h = await harness(cleanup)
+      const dispatchers = AGENTS.map(() => new HttpAgent({connections: 4}))
+      cleanup.add(() => Promise.all(dispatchers.map((d) => d.close())))
+      const results = await Promise.all(AGENTS.map((agent, n) => appendAll(h, agent, 1000, dispatchers[n], true)))
+      const ids = results.flat().map((answer) => answer.event_id)
+      expect(results.flat().every((answer) => answer.status === 'created')).toBe(true)
+      expect(new Set(ids).size).toBe(4000)
 
-    // every retry of every append, concurrently: all duplicates, the same ids, no new row
-    const retries = await Promise.all(AGENTS.map((agent, n) => appendAll(h, agent, 1000, dispatchers[n], true)))
-    expect(retries.flat().every((answer) => answer.status === 'duplicate')).toBe(true)
-    expect(retries.flat().map((answer) => answer.event_id)).toEqual(ids)
-    expect((await countAll(h)).total).toBe(4000)
-  })
+      const stored = await countAll(h)
+      expect(stored.total).toBe(4000)
+      expect(new Set(stored.ids).size).toBe(4000)
+      expect([...new Set(stored.ids)].sort()).toEqual([...ids].sort())
 
-  it('an append and its retry racing each other store one event', async () => {
-    const h = await harness(cleanup)
-    const dispatcher = new HttpAgent({connections: 8})
-    cleanup.add(() => dispatcher.close())
-    const [a, b] = await Promise.all([appendAll(h, 'gemini', 200, dispatcher, false), appendAll(h, 'gemini', 200, dispatcher, false)])
-    for (let i = 0; i < 200; i++) {
-      expect(a[i].event_id).toBe(b[i].event_id)
-      expect([a[i].status, b[i].status].sort()).toEqual(['created', 'duplicate'])
-    }
-    expect((await countAll(h)).total).toBe(200)
+      // every retry of every append, concurrently: all duplicates, the same ids, no new row
+      const retries = await Promise.all(AGENTS.map((agent, n) => appendAll(h, agent, 1000, dispatchers[n], true)))
+      expect(retries.flat().every((answer) => answer.status === 'duplicate')).toBe(true)
+      expect(retries.flat().map((answer) => answer.event_id)).toEqual(ids)
+      expect((await countAll(h)).total).toBe(4000)
+    })
+
+    it('an append and its retry racing each other store one event', async () => {
+      const h = await harness(cleanup)
+      const dispatcher = new HttpAgent({connections: 8})
+      cleanup.add(() => dispatcher.close())
+      const [a, b] = await Promise.all([appendAll(h, 'gemini', 200, dispatcher, false), appendAll(h, 'gemini', 200, dispatcher, false)])
+      for (let i = 0; i < 200; i++) {
+        expect(a[i].event_id).toBe(b[i].event_id)
+        expect([a[i].status, b[i].status].sort()).toEqual(['created', 'duplicate'])
+      }
+      expect((await countAll(h)).total).toBe(200)
+    })
   })
 })

@@ -20,6 +20,8 @@ import {openSqliteStorage, SQLITE_FILE_NAME, type SqliteStorage} from '../../src
 import {WalSync} from '../../src/server/storage/wal-sync.js'
 import {scopeMatches, type AppendEventRequest, type NewEvent} from '../../src/server/storage/types.js'
 import {Cleanup, tempDir} from './temp.js'
+import {BACKENDS, freshTarget, openFresh} from '../helpers/backends.js'
+import {openStorage, type OpenedStorage} from '../../src/server/storage/open.js'
 
 const cleanup = new Cleanup()
 afterEach(() => cleanup.run())
@@ -28,7 +30,7 @@ const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('
 const NOW = '2026-02-02T10:00:00.000Z'
 const EVERYTHING = {exact: [], prefixes: ['']}
 
-async function open(options: Parameters<typeof openSqliteStorage>[2] = {}): Promise<SqliteStorage> {
+async function openSqlite(options: Parameters<typeof openSqliteStorage>[2] = {}): Promise<SqliteStorage> {
   const dir = cleanup.dir(await tempDir())
   const storage = openSqliteStorage(dir, undefined, options)
   cleanup.add(() => storage.close())
@@ -71,7 +73,10 @@ describe('the scope filter of the server', () => {
   })
 })
 
-describe('pins', () => {
+describe.each(BACKENDS)('the %s event log', (backend) => {
+  const open = () => openFresh(backend, cleanup)
+
+  describe('pins', () => {
   it('always point at the newest live event of each scope and key (model-based)', async () => {
     const op = fc.oneof(
       fc.record({type: fc.constant('append' as const), scope: fc.constantFrom('global', 'project:a', 'agent:claude'), key: fc.constantFrom('k:a', 'k:b', 'k:c'), supersedes: fc.option(fc.nat(30), {nil: null})}),
@@ -79,8 +84,7 @@ describe('pins', () => {
     )
     await fc.assert(
       fc.asyncProperty(fc.array(op, {minLength: 1, maxLength: 25}), async (ops) => {
-        const dir = cleanup.dir(await tempDir())
-        const storage = openSqliteStorage(dir)
+        const storage = await openStorage(await freshTarget(backend, cleanup))
         try {
           const model: {id: string; scope: string; key: string; deprecated: boolean; deleted: boolean}[] = []
           for (const step of ops) {
@@ -112,7 +116,8 @@ describe('pins', () => {
           await storage.close()
         }
       }),
-      {numRuns: 60},
+      // A PostgreSQL run creates a database each time: fewer runs keep the suite's time.
+      {numRuns: backend === 'sqlite' ? 60 : 15},
     )
   })
 
@@ -130,10 +135,10 @@ describe('pins', () => {
   })
 })
 
-describe('appends', () => {
+  describe('appends', () => {
   it('group commit: concurrent appends are each all-or-nothing and answered as if sequential', async () => {
-    for (const groupCommit of [true, false]) {
-      const storage = await open({groupCommit})
+    const stores: OpenedStorage[] = backend === 'sqlite' ? [await openSqlite({groupCommit: true}), await openSqlite({groupCommit: false})] : [await open()]
+    for (const storage of stores) {
       const first = await storage.appendEvent(request({dedupe_key: 'k:shared', confidence: 'high'}))
       expect(first.status).toBe('created')
       const same = request({dedupe_key: 'k:other'})
@@ -172,6 +177,7 @@ describe('appends', () => {
     expect(await storage.countEvents()).toBe(1)
   })
 })
+})
 
 describe('durability of appends', () => {
   function gate() {
@@ -183,7 +189,7 @@ describe('durability of appends', () => {
 
   it('answers an append only after the WAL flush that follows its commit', async () => {
     const {calls, flush} = gate()
-    const storage = await open({walFlush: flush})
+    const storage = await openSqlite({walFlush: flush})
     const first = storage.appendEvent(request())
     await new Promise((r) => setTimeout(r, 10))
     expect(calls).toHaveLength(1) // committed, flushing

@@ -2,6 +2,7 @@
 import {request, WebSocket} from 'undici'
 
 import {Cleanup, tempDir} from './temp.js'
+import {databaseFor} from '../helpers/backends.js'
 import {startServer, type RunningServer, type StartServerOptions} from '../../src/server/start.js'
 
 export const AGENTS = ['chatgpt', 'claude', 'gemini', 'openclaw'] as const
@@ -74,7 +75,7 @@ export async function startHarness(options: Partial<StartServerOptions> & {dataD
   const dataDir = options.dataDir ?? (await tempDir())
   const tokens = options.tokensByAgent ?? makeTokens().byAgent
   const map = Object.fromEntries(Object.entries(tokens).map(([agent, token]) => [token, agent]))
-  const server = await startServer({host: '127.0.0.1', port: 0, logLevel: 'silent', tokens: map, ...options, dataDir})
+  const server = await startServer({host: '127.0.0.1', port: 0, logLevel: 'silent', tokens: map, databaseUrl: await databaseFor(dataDir), ...options, dataDir})
   const harness: Harness = {
     server,
     dataDir,

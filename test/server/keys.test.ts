@@ -11,12 +11,15 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {createKey} from '../../src/server/keys.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
-import {makeClient, removeAll, startTestServer, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {makeClient, removeAll, startTestServer, storageFlags, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {BACKENDS, useBackend} from '../helpers/backends.js'
 import {httpSession, textOf} from '../mcp/helpers.js'
 
 const run = promisify(execFile)
 
-describe('API keys', () => {
+describe.each(BACKENDS)('API keys on %s', (backend) => {
+  useBackend(backend)
+
   let server: TestServer
   let tree: TestClient
   let home: string
@@ -35,7 +38,7 @@ describe('API keys', () => {
   const env = (token: string, agent = '') => ({JARVIS_TOKEN: token, JARVIS_AGENT: agent, JARVIS_SERVER: '', JARVIS_DIR: '', XDG_CONFIG_HOME: join(home, 'xdg'), XDG_DATA_HOME: join(home, 'data')})
 
   async function create(...args: string[]): Promise<{id: string; token: string}> {
-    const run = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--json', ...args], {env: env('')})
+    const run = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--json', ...args], {env: env('')})
     expect(run.code, run.stderr).toBe(0)
     return envelope<{id: string; token: string}>(run).result!
   }
@@ -48,13 +51,18 @@ describe('API keys', () => {
     const appended = await runJarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:keys_write', '--content', 'Written with a key.'], {cwd: tree.root, env: env(token)})
     expect(appended.code, appended.stderr).toBe(0)
 
-    const listed = await runJarvis(['serve', 'token', 'list', '--data', server.dataDir], {env: env('')})
+    const listed = await runJarvis(['serve', 'token', 'list', ...storageFlags(server)], {env: env('')})
     expect(listed.stdout).toContain(`${id}  claude  write`)
     expect(listed.stdout).not.toContain(token)
     // grep in a process of its own: a file of a SQLite database opened and closed by the server's own process
     // drops SQLite's POSIX locks on it, and the server's connection then reads an old snapshot.
     const grep = await run('grep', ['-rlF', token, server.dataDir]).then(() => 0, (error: {code: number}) => error.code)
     expect(grep, 'grep exits 1 when no file holds the token').toBe(1)
+    // Every row of the storage, PostgreSQL's too: the key's hash is there, the token is not.
+    const dump = await runJarvis(['serve', 'export', ...storageFlags(server)], {env: env('')})
+    expect(dump.code, dump.stderr).toBe(0)
+    expect(dump.stdout).toContain(`"id":"${id}"`)
+    expect(dump.stdout).not.toContain(token)
   })
 
   it('a read key reads, and every write is refused with 403 — over HTTP, by a command, by an MCP tool', async () => {
@@ -96,28 +104,28 @@ describe('API keys', () => {
     const {id, token} = await create('--agent', 'openclaw')
     const before = await get('/api/memory/status', token)
     expect(before.status, await before.clone().text()).toBe(200)
-    const revoked = await runJarvis(['serve', 'token', 'revoke', id, '--data', server.dataDir], {env: env('')})
+    const revoked = await runJarvis(['serve', 'token', 'revoke', id, ...storageFlags(server)], {env: env('')})
     expect(revoked.code, revoked.stderr).toBe(0)
     const after = await get('/api/memory/status', token)
     expect(after.status).toBe(401)
     expect(((await after.json()) as {message: string}).message).toContain(`the key ${id} was revoked`)
 
     // Made two days ago to last one day: expired now.
-    const old = await createKey({dataDir: server.dataDir, agent: 'chatgpt', expires: '1d', now: new Date(Date.now() - 2 * 86_400_000)})
+    const old = await createKey({dataDir: server.dataDir, databaseUrl: server.databaseUrl, agent: 'chatgpt', expires: '1d', now: new Date(Date.now() - 2 * 86_400_000)})
     const expired = await get('/api/memory/status', old.token)
     expect(expired.status).toBe(401)
     expect(((await expired.json()) as {message: string}).message).toContain(`the key ${old.key.id} expired at`)
 
-    const unknown = await runJarvis(['serve', 'token', 'revoke', 'key_000000000000', '--data', server.dataDir], {env: env('')})
+    const unknown = await runJarvis(['serve', 'token', 'revoke', 'key_000000000000', ...storageFlags(server)], {env: env('')})
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('jarvis serve token list')
   })
 
   it('bad input: an unknown role or a duration that is not one exits 2 naming the flag', async () => {
-    const role = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--agent', 'claude', '--role', 'owner'], {env: env('')})
+    const role = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--role', 'owner'], {env: env('')})
     expect(role.code).toBe(2)
     expect(role.stderr).toContain('--role')
-    const expires = await runJarvis(['serve', 'token', 'create', '--data', server.dataDir, '--agent', 'claude', '--expires', 'soon'], {env: env('')})
+    const expires = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', 'soon'], {env: env('')})
     expect(expires.code).toBe(2)
     expect(expires.stderr).toContain('--expires: "soon" is not a duration')
   })

@@ -6,9 +6,11 @@ import Database from 'better-sqlite3'
 import fc from 'fast-check'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {baseMatches, openSqliteStorage, SQLITE_FILE_NAME, SqliteStorage} from '../../src/server/storage/sqlite.js'
+import {baseMatches, openSqliteStorage, SQLITE_FILE_NAME} from '../../src/server/storage/sqlite.js'
 import type {BaseRev, CommitRequest} from '../../src/server/storage/types.js'
 import {Cleanup, tempDir} from './temp.js'
+import {BACKENDS, freshTarget, openFresh} from '../helpers/backends.js'
+import {openStorage} from '../../src/server/storage/open.js'
 
 const cleanup = new Cleanup()
 afterEach(() => cleanup.run())
@@ -20,12 +22,6 @@ function req(writes: Record<string, string> = {}, base: Record<string, BaseRev> 
   return {writes: new Map(Object.entries(writes)), base: new Map(Object.entries(base)), deletes, idempotencyKey}
 }
 
-async function open(): Promise<SqliteStorage> {
-  const dir = cleanup.dir(await tempDir())
-  const storage = openSqliteStorage(dir)
-  cleanup.add(() => storage.close())
-  return storage
-}
 
 describe('baseMatches', () => {
   it('follows the documented rule', () => {
@@ -45,7 +41,8 @@ describe('baseMatches', () => {
 
 describe('SqliteStorage', () => {
   it('creates the database in WAL mode, synchronous FULL, with a migration table, mode 0600', async () => {
-    const storage = await open()
+    const storage = openSqliteStorage(cleanup.dir(await tempDir()))
+    cleanup.add(() => storage.close())
     expect(statSync(storage.file).mode & 0o777).toBe(0o600)
     const db = new Database(storage.file, {readonly: true})
     try {
@@ -55,6 +52,21 @@ describe('SqliteStorage', () => {
       db.close()
     }
   })
+
+  it('keeps everything across a reopen, and refuses a database from a newer schema', async () => {
+    const dir = cleanup.dir(await tempDir())
+    const one = openSqliteStorage(dir)
+    await one.commit(req({'a.md': 'a'}), 'claude', NOW)
+    await one.close()
+    const db = new Database(join(dir, SQLITE_FILE_NAME))
+    db.prepare("INSERT INTO schema_migrations (version, description, applied_at) VALUES (99, 'future', 'x')").run()
+    db.close()
+    expect(() => openSqliteStorage(dir)).toThrow(/schema version 99/)
+  })
+})
+
+describe.each(BACKENDS)('the %s storage', (backend) => {
+  const open = () => openFresh(backend, cleanup)
 
   it('writes with revisions, hashes and one seq per commit', async () => {
     const storage = await open()
@@ -132,26 +144,20 @@ describe('SqliteStorage', () => {
     expect((await storage.read(['a.md'])).get('a.md')?.content).toBe('a')
   })
 
-  it('keeps everything across a reopen, and refuses a database from a newer schema', async () => {
-    const dir = cleanup.dir(await tempDir())
-    const one = openSqliteStorage(dir)
+  it('keeps everything across a reopen', async () => {
+    const target = await freshTarget(backend, cleanup)
+    const one = await openStorage(target)
     await one.commit(req({'a.md': 'a'}), 'claude', NOW)
     await one.commit(req({'a.md': 'b'}), 'claude', NOW)
     const serverId = (await one.status()).serverId
     await one.close()
     await one.close()
-    const two = openSqliteStorage(dir)
+    const two = await openStorage(target)
+    cleanup.add(() => two.close())
     expect(await two.status()).toMatchObject({seq: 2, serverId, files: [{path: 'a.md', rev: 2}]})
-    const other = cleanup.dir(await tempDir())
-    const three = openSqliteStorage(other)
+    const three = await open()
     expect((await three.status()).serverId).not.toBe((await two.status()).serverId)
-    await three.close()
     expect(await two.commit(req({'b.md': 'b'}), 'claude', NOW)).toMatchObject({seq: 3})
-    await two.close()
-    const db = new Database(join(dir, SQLITE_FILE_NAME))
-    db.prepare("INSERT INTO schema_migrations (version, description, applied_at) VALUES (99, 'future', 'x')").run()
-    db.close()
-    expect(() => openSqliteStorage(dir)).toThrow(/schema version 99/)
   })
 
   it('matches a simple model on random commit sequences (atomic, revs grow, seq counts changing commits)', async () => {
@@ -164,8 +170,7 @@ describe('SqliteStorage', () => {
     })
     await fc.assert(
       fc.asyncProperty(fc.array(commitArb, {maxLength: 12}), async (commits) => {
-        const dir = cleanup.dir(await tempDir())
-        const storage = openSqliteStorage(dir)
+        const storage = await openStorage(await freshTarget(backend, cleanup))
         try {
           const model = new Map<string, {rev: number; content: string | null}>()
           let seq = 0
@@ -215,7 +220,8 @@ describe('SqliteStorage', () => {
           await storage.close()
         }
       }),
-      {numRuns: 40},
+      // A PostgreSQL run creates a database each time: fewer runs keep the suite's time.
+      {numRuns: backend === 'sqlite' ? 40 : 15},
     )
   })
 })

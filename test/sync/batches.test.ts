@@ -15,6 +15,7 @@ import {PULL_BATCH_BYTES, PULL_BATCH_FILES, PUSH_BATCH_FILES, runSync} from '../
 import {startServer} from '../../src/server/start.js'
 import {jarvisBin} from '../helpers/cli.js'
 import {makeClient, removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
+import {BACKENDS, useBackend} from '../helpers/backends.js'
 
 const dirs: string[] = []
 const servers: Array<{close(): Promise<void>}> = []
@@ -48,126 +49,130 @@ async function treeFiles(memory: string, dir = ''): Promise<Record<string, strin
   return out
 }
 
-describe('sync in batches', () => {
-  let url: string
-  beforeAll(async () => {
-    // 256 KiB per request: the 40 files below (about 1.6 MB of JSON) cannot go in one.
-    url = await smallServer({bodyLimit: 256 * 1024, maxFileBytes: 128 * 1024})
-  })
+describe.each(BACKENDS)('on %s', (backend) => {
+  useBackend(backend)
 
-  it('a tree far larger than the server accepts in one request syncs A → B byte for byte', async () => {
-    const a = await makeClient(url, 'claude')
-    const b = await makeClient(url, 'gemini')
-    dirs.push(a.root, b.root)
-    for (let i = 0; i < 40; i++) await a.write(`notes/n${String(i).padStart(2, '0')}.md`, bulky(i, 30 * 1024))
-    const pushed = await a.sync()
-    expect(pushed.pushed).toHaveLength(40)
-    const pulled = await b.sync()
-    expect(pulled.pulled).toHaveLength(40)
-    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
-    // Nothing left over: a second sync on each side moves nothing.
-    const again = await a.sync()
-    expect([...again.pushed, ...again.pulled]).toEqual([])
-  })
-})
-
-describe('a pull of large files', () => {
-  it('asks for fewer files at a time once answers grow large, so no answer holds the whole tree', async () => {
-    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
-    const a = await makeClient(url, 'claude')
-    const b = await makeClient(url, 'gemini')
-    dirs.push(a.root, b.root)
-    const FILE_BYTES = 1000 * 1024
-    for (let i = 0; i < 30; i++) await a.write(`dumps/d${i}.md`, `# Dump ${i}\n${'x'.repeat(FILE_BYTES)}\n`)
-    await a.sync()
-    const answers: number[] = []
-    const client = new MemoryClient({server: url, token: TOKENS.gemini, onBytes: (_sent, received) => answers.push(received)})
-    try {
-      const settings = {...(await readConfig(b.root)).sync, retryDelay: 10}
-      const pulled = await withTreeLock(b.root, {timeoutMs: 10_000}, () => runSync({root: b.root, client, settings}))
-      expect(pulled.pulled).toHaveLength(30)
-    } finally {
-      await client.close()
-    }
-    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
-    // 30 MB in one answer before; now the largest is a handful of files, and each after the first stays near the bound.
-    const pulls = answers.filter((bytes) => bytes > FILE_BYTES)
-    expect(pulls.length).toBeGreaterThan(3)
-    for (const bytes of pulls.slice(1)) expect(bytes).toBeLessThan(PULL_BATCH_BYTES * 1.1 + FILE_BYTES)
-    expect(Math.max(...pulls)).toBeLessThan(10 * FILE_BYTES)
-  })
-})
-
-describe('a sync stopped halfway', () => {
-  it('resumes with what the server has not acknowledged, and sends nothing twice', async () => {
-    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
-    const a = await makeClient(url, 'claude')
-    dirs.push(a.root)
-    const count = PUSH_BATCH_FILES * 2 + 20
-    for (let i = 0; i < count; i++) await a.write(`f/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
-    // The last file is too large for this server: the last batch is refused, the ones before it are not.
-    await a.write('zz-big.md', 'x'.repeat(100 * 1024))
-    const failed = await a.sync().catch((error: Error) => error)
-    expect(failed).toBeInstanceOf(Error)
-    expect((failed as Error).message).toContain('zz-big.md')
-
-    await a.write('zz-big.md', 'small now\n')
-    const resumed = await a.sync()
-    // Everything the server acknowledged before the refusal was recorded then: only the rest goes now.
-    expect(resumed.pushed).toContain('zz-big.md')
-    expect(resumed.pushed.length).toBeLessThanOrEqual(21)
-    const b = await makeClient(url, 'gemini')
-    dirs.push(b.root)
-    const pulled = await b.sync()
-    expect(pulled.pulled).toHaveLength(count + 1)
-    expect(await b.read('zz-big.md')).toBe('small now\n')
-  })
-})
-
-describe('a pull fsyncs each folder once, not each file twice', () => {
-  it('pulling 200 files in 4 folders: one fsync per file (its data, before the rename) and a few for the folders', async () => {
-    const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
-    const a = await makeClient(url, 'claude')
-    const b = await makeClient(url, 'gemini')
-    dirs.push(a.root, b.root)
-    const FILES = 200
-    for (let i = 0; i < FILES; i++) await a.write(`folder${i % 4}/note-${i}.md`, `# Note ${i}\n`)
-    await a.sync()
-    // The pull as a process of its own, every fsync counted by strace (a whole process: what the user runs).
-    const trace = join(b.root, '..', `fsyncs-${process.pid}.txt`)
-    dirs.push(trace)
-    const run = await runStraced(trace, b.root)
-    expect(run.code, run.stderr).toBe(0)
-    expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
-    const fsyncs = countCalls(await readFile(trace, 'utf8'), ['fsync', 'fdatasync'])
-    // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch (8, 16,
-    // 32, then up to PULL_BATCH_FILES files); the sync state, the audit log and the lock a few more. Two per file was 400+.
-    const batches = 3 + Math.ceil((FILES - 8 - 16 - 32) / PULL_BATCH_FILES)
-    expect(fsyncs).toBeGreaterThanOrEqual(FILES)
-    expect(fsyncs).toBeLessThan(FILES + 4 * batches + 20)
-  })
-})
-
-function runStraced(trace: string, cwd: string): Promise<{code: number | null; stderr: string}> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('strace', ['-f', '-qq', '-c', '-o', trace, '-e', 'trace=fsync,fdatasync', process.execPath, jarvisBin, 'sync', '--quiet'], {
-      cwd,
-      env: {...process.env, JARVIS_TOKEN: TOKENS.gemini, NO_COLOR: '1'},
-      stdio: ['ignore', 'ignore', 'pipe'],
+  describe('sync in batches', () => {
+    let url: string
+    beforeAll(async () => {
+      // 256 KiB per request: the 40 files below (about 1.6 MB of JSON) cannot go in one.
+      url = await smallServer({bodyLimit: 256 * 1024, maxFileBytes: 128 * 1024})
     })
-    let stderr = ''
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({code, stderr}))
-  })
-}
 
-/** The calls column of `strace -c` for these system calls. */
-function countCalls(summary: string, names: string[]): number {
-  let total = 0
-  for (const line of summary.split('\n')) {
-    const columns = line.trim().split(/\s+/)
-    if (names.includes(columns.at(-1) ?? '')) total += Number(columns[3])
+    it('a tree far larger than the server accepts in one request syncs A → B byte for byte', async () => {
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      for (let i = 0; i < 40; i++) await a.write(`notes/n${String(i).padStart(2, '0')}.md`, bulky(i, 30 * 1024))
+      const pushed = await a.sync()
+      expect(pushed.pushed).toHaveLength(40)
+      const pulled = await b.sync()
+      expect(pulled.pulled).toHaveLength(40)
+      expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+      // Nothing left over: a second sync on each side moves nothing.
+      const again = await a.sync()
+      expect([...again.pushed, ...again.pulled]).toEqual([])
+    })
+  })
+
+  describe('a pull of large files', () => {
+    it('asks for fewer files at a time once answers grow large, so no answer holds the whole tree', async () => {
+      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      const FILE_BYTES = 1000 * 1024
+      for (let i = 0; i < 30; i++) await a.write(`dumps/d${i}.md`, `# Dump ${i}\n${'x'.repeat(FILE_BYTES)}\n`)
+      await a.sync()
+      const answers: number[] = []
+      const client = new MemoryClient({server: url, token: TOKENS.gemini, onBytes: (_sent, received) => answers.push(received)})
+      try {
+        const settings = {...(await readConfig(b.root)).sync, retryDelay: 10}
+        const pulled = await withTreeLock(b.root, {timeoutMs: 10_000}, () => runSync({root: b.root, client, settings}))
+        expect(pulled.pulled).toHaveLength(30)
+      } finally {
+        await client.close()
+      }
+      expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+      // 30 MB in one answer before; now the largest is a handful of files, and each after the first stays near the bound.
+      const pulls = answers.filter((bytes) => bytes > FILE_BYTES)
+      expect(pulls.length).toBeGreaterThan(3)
+      for (const bytes of pulls.slice(1)) expect(bytes).toBeLessThan(PULL_BATCH_BYTES * 1.1 + FILE_BYTES)
+      expect(Math.max(...pulls)).toBeLessThan(10 * FILE_BYTES)
+    })
+  })
+
+  describe('a sync stopped halfway', () => {
+    it('resumes with what the server has not acknowledged, and sends nothing twice', async () => {
+      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
+      const a = await makeClient(url, 'claude')
+      dirs.push(a.root)
+      const count = PUSH_BATCH_FILES * 2 + 20
+      for (let i = 0; i < count; i++) await a.write(`f/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
+      // The last file is too large for this server: the last batch is refused, the ones before it are not.
+      await a.write('zz-big.md', 'x'.repeat(100 * 1024))
+      const failed = await a.sync().catch((error: Error) => error)
+      expect(failed).toBeInstanceOf(Error)
+      expect((failed as Error).message).toContain('zz-big.md')
+
+      await a.write('zz-big.md', 'small now\n')
+      const resumed = await a.sync()
+      // Everything the server acknowledged before the refusal was recorded then: only the rest goes now.
+      expect(resumed.pushed).toContain('zz-big.md')
+      expect(resumed.pushed.length).toBeLessThanOrEqual(21)
+      const b = await makeClient(url, 'gemini')
+      dirs.push(b.root)
+      const pulled = await b.sync()
+      expect(pulled.pulled).toHaveLength(count + 1)
+      expect(await b.read('zz-big.md')).toBe('small now\n')
+    })
+  })
+
+  describe('a pull fsyncs each folder once, not each file twice', () => {
+    it('pulling 200 files in 4 folders: one fsync per file (its data, before the rename) and a few for the folders', async () => {
+      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      const FILES = 200
+      for (let i = 0; i < FILES; i++) await a.write(`folder${i % 4}/note-${i}.md`, `# Note ${i}\n`)
+      await a.sync()
+      // The pull as a process of its own, every fsync counted by strace (a whole process: what the user runs).
+      const trace = join(b.root, '..', `fsyncs-${process.pid}.txt`)
+      dirs.push(trace)
+      const run = await runStraced(trace, b.root)
+      expect(run.code, run.stderr).toBe(0)
+      expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+      const fsyncs = countCalls(await readFile(trace, 'utf8'), ['fsync', 'fdatasync'])
+      // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch (8, 16,
+      // 32, then up to PULL_BATCH_FILES files); the sync state, the audit log and the lock a few more. Two per file was 400+.
+      const batches = 3 + Math.ceil((FILES - 8 - 16 - 32) / PULL_BATCH_FILES)
+      expect(fsyncs).toBeGreaterThanOrEqual(FILES)
+      expect(fsyncs).toBeLessThan(FILES + 4 * batches + 20)
+    })
+  })
+
+  function runStraced(trace: string, cwd: string): Promise<{code: number | null; stderr: string}> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('strace', ['-f', '-qq', '-c', '-o', trace, '-e', 'trace=fsync,fdatasync', process.execPath, jarvisBin, 'sync', '--quiet'], {
+        cwd,
+        env: {...process.env, JARVIS_TOKEN: TOKENS.gemini, NO_COLOR: '1'},
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+      child.on('error', reject)
+      child.on('close', (code) => resolve({code, stderr}))
+    })
   }
-  return total
-}
+
+  /** The calls column of `strace -c` for these system calls. */
+  function countCalls(summary: string, names: string[]): number {
+    let total = 0
+    for (const line of summary.split('\n')) {
+      const columns = line.trim().split(/\s+/)
+      if (names.includes(columns.at(-1) ?? '')) total += Number(columns[3])
+    }
+    return total
+  }
+})

@@ -32,13 +32,15 @@ export function ftsText(text: string): string {
 /** Longest query accepted, in characters. */
 export const MAX_QUERY_LENGTH = 500
 
-/**
- * The FTS5 MATCH expression for a user's query: every whitespace-separated word must match (AND), a word
- * is a phrase of its tokens, CJK words are phrases of bigrams. Returns null when the query has nothing to
- * search for (only punctuation).
- */
-export function ftsQuery(query: string): string | null {
-  const parts: string[] = []
+/** One word of a query: its tokens (searched as a phrase), and whether its last token is a prefix. */
+interface QueryWord {
+  tokens: string[]
+  prefix: boolean
+}
+
+/** A user's query as words of index tokens, split the way the index splits text (CJK runs become bigrams). */
+function queryWords(query: string): QueryWord[] {
+  const words: QueryWord[] = []
   for (const word of query.trim().split(/\s+/u)) {
     if (word === '') continue
     const prefix = word.endsWith('*')
@@ -61,9 +63,48 @@ export function ftsQuery(query: string): string | null {
       if (after !== '') tokens.push(after)
     }
     if (tokens.length === 0) continue
-    // Tokens hold only letters, digits and marks, so they need no escaping inside the quotes.
-    const phrase = `"${tokens.join(' ')}"`
-    parts.push(prefix || (singleCjk && tokens.length === 1) ? `${phrase} *` : phrase)
+    words.push({tokens, prefix: prefix || (singleCjk && tokens.length === 1)})
   }
+  return words
+}
+
+/**
+ * The FTS5 MATCH expression for a user's query: every whitespace-separated word must match (AND), a word
+ * is a phrase of its tokens, CJK words are phrases of bigrams. Returns null when the query has nothing to
+ * search for (only punctuation).
+ */
+export function ftsQuery(query: string): string | null {
+  // Tokens hold only letters, digits and marks, so they need no escaping inside the quotes.
+  const parts = queryWords(query).map(({tokens, prefix}) => `"${tokens.join(' ')}"${prefix ? ' *' : ''}`)
   return parts.length === 0 ? null : parts.join(' AND ')
+}
+
+/**
+ * PostgreSQL full-text search (postgres-events.ts) gets the same tokens as FTS5: the text is split here, not by
+ * PostgreSQL's parser (which would keep `a.b/c` or `x@y` whole as host or e-mail tokens), lower-cased and stripped of
+ * diacritics (FTS5's `remove_diacritics`), and indexed with the `simple` configuration (no stemming, no stop words).
+ */
+function plainTokens(text: string): string[] {
+  // Only Latin-style combining accents go (as in FTS5): a Japanese voicing mark or a Hangul jamo stays what it was.
+  const folded = text.normalize('NFD').replace(/[\u0300-\u036f]+/gu, '').normalize('NFC').toLowerCase()
+  return [...folded.matchAll(/[\p{L}\p{N}\p{M}]+/gu)].map((match) => match[0])
+}
+
+/** The text PostgreSQL indexes for `text`: its tokens (CJK runs as bigrams), separated by spaces. */
+export function tsText(text: string): string {
+  return plainTokens(ftsText(text)).join(' ')
+}
+
+/** The `to_tsquery('simple', …)` text of a user's query (same rules as ftsQuery), or null when there is nothing to search. */
+export function tsQuery(query: string): string | null {
+  const parts: string[] = []
+  for (const {tokens, prefix} of queryWords(query)) {
+    const lexemes = tokens.flatMap(plainTokens)
+    if (lexemes.length === 0) continue
+    // Quoted lexemes of letters and digits only: nothing in them is tsquery syntax.
+    const phrase = lexemes.map((lexeme) => `'${lexeme}'`)
+    if (prefix) phrase[phrase.length - 1] += ':*'
+    parts.push(phrase.length === 1 ? phrase[0] : `(${phrase.join(' <-> ')})`)
+  }
+  return parts.length === 0 ? null : parts.join(' & ')
 }

@@ -17,7 +17,8 @@ export interface DumpRow {
   row: Record<string, unknown>
 }
 
-const ORDER: Record<DumpTable, string> = {
+/** The order rows are dumped in, per table (the same for every backend). */
+export const DUMP_ORDER: Record<DumpTable, string> = {
   server_state: 'id',
   files: 'seq, path',
   idempotency_keys: 'seq, key',
@@ -32,7 +33,7 @@ export function* exportRows(db: Database.Database): Generator<DumpRow> {
   db.exec('BEGIN DEFERRED')
   try {
     for (const table of DUMP_TABLES) {
-      for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ORDER BY ${ORDER[table]}`).iterate()) yield {table, row}
+      for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ORDER BY ${DUMP_ORDER[table]}`).iterate()) yield {table, row}
     }
   } finally {
     db.exec('COMMIT')

@@ -20,6 +20,7 @@ import createDebug from 'debug'
 import {eventIdFactory} from './event-id.js'
 import type {WalSync} from './wal-sync.js'
 import {ftsQuery, ftsText} from './fts.js'
+import {COLUMNS, E_COLUMNS, type EventRow, prefixEnd, toRecord} from './event-rows.js'
 import {scopeMatches} from './types.js'
 import type {
   AppendEventOutcome,
@@ -89,72 +90,6 @@ export const EVENTS_MIGRATION_SQL = `
 
 /** bm25 weights of the FTS columns: a word in the dedupe_key counts three times one in the content. */
 const BM25 = 'bm25(memory_events_fts, 1.0, 3.0)'
-
-interface EventRow {
-  seq: number
-  event_id: string
-  agent_id: string
-  run_id: string
-  scope: string
-  kind: string
-  dedupe_key: string
-  confidence: 'high' | 'med' | 'low'
-  content_md: string
-  source: string
-  supersedes: string | null
-  ttl_days: number
-  created_at: string
-  content_hash: string
-  identity: string
-  idempotency_key: string | null
-  deprecated: number
-  masked: number
-  scanned: number
-  ttl_candidate: number
-}
-
-const COLUMNS =
-  'seq, event_id, agent_id, run_id, scope, kind, dedupe_key, confidence, content_md, source, supersedes, ttl_days, created_at, content_hash, identity, idempotency_key, deprecated, masked, scanned, ttl_candidate'
-const E_COLUMNS = COLUMNS.split(', ')
-  .map((column) => `e.${column}`)
-  .join(', ')
-
-function parseSource(text: string): Record<string, unknown> {
-  try {
-    const value = JSON.parse(text) as unknown
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
-}
-
-function toRecord(row: EventRow): EventRecord {
-  return {
-    seq: row.seq,
-    event_id: row.event_id,
-    agent_id: row.agent_id,
-    run_id: row.run_id,
-    scope: row.scope,
-    kind: row.kind,
-    dedupe_key: row.dedupe_key,
-    confidence: row.confidence,
-    content_md: row.content_md,
-    source: parseSource(row.source),
-    supersedes: row.supersedes,
-    ttl_days: row.ttl_days,
-    created_at: row.created_at,
-    content_hash: row.content_hash,
-    deprecated: row.deprecated === 1,
-    masked: row.masked === 1,
-    scanned: row.scanned === 1,
-    ttl_candidate: row.ttl_candidate === 1,
-  }
-}
-
-/** The smallest string greater than every string that starts with `prefix` (for an index range scan). */
-function prefixEnd(prefix: string): string {
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
-}
 
 /**
  * `values` repeated at the end up to the next power of two. A list of values in SQL matches the same rows with

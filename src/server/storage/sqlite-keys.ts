@@ -1,7 +1,8 @@
 /** API keys in SQLite (schema migration 4): the sha256 of each token, its agent, role, expiry and revocation. */
 import type Database from 'better-sqlite3'
 
-import type {ApiKey, KeyRole} from './types.js'
+import {KEY_COLUMNS as COLUMNS, type KeyRow, toKey} from './key-rows.js'
+import type {ApiKey} from './types.js'
 
 export const KEYS_MIGRATION_SQL = `
   CREATE TABLE api_keys (
@@ -14,21 +15,6 @@ export const KEYS_MIGRATION_SQL = `
     revoked_at TEXT
   ) WITHOUT ROWID;
 `
-
-interface KeyRow {
-  id: string
-  agent_id: string
-  role: KeyRole
-  created_at: string
-  expires_at: string | null
-  revoked_at: string | null
-}
-
-const COLUMNS = 'id, agent_id, role, created_at, expires_at, revoked_at'
-
-function toKey(row: KeyRow): ApiKey {
-  return {id: row.id, agentId: row.agent_id, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at}
-}
 
 export class SqliteKeyStore {
   private readonly statements

@@ -16,22 +16,22 @@ import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
-import {hashText} from '../../store/hash.js'
+import {planCommit} from './commit-rules.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
 import {openSqlite} from './sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
+
+export {baseMatches} from './commit-rules.js'
 import type {
   ApiKey,
   AppendEventOutcome,
   AppendEventRequest,
-  BaseRev,
   CleanupCandidate,
   CleanupQuery,
   CommitOutcome,
   CommitRequest,
-  CommitResult,
   ConsolidationApplied,
   ConsolidationChanges,
   EarlierAppend,
@@ -131,14 +131,6 @@ function toMeta(row: MetaRow): FileMeta {
 
 function toRecord(row: FileRow): FileRecord {
   return {...toMeta(row), content: row.content}
-}
-
-/** Whether `base` is the revision the client must have seen for `current`. */
-export function baseMatches(base: BaseRev, current: {rev: number; deleted: boolean} | undefined): boolean {
-  const believesAbsent = base === null || base === 0
-  if (current === undefined) return believesAbsent
-  if (current.deleted) return believesAbsent || base === current.rev
-  return base === current.rev
 }
 
 export interface SqliteStorageOptions {
@@ -307,80 +299,17 @@ export class SqliteStorage implements ServerStorage {
       if (request.idempotencyKey !== undefined && this.statements.hasKey.get(request.idempotencyKey)) {
         return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
       }
-
-      const current = new Map<string, FileRow>()
+      const current = new Map<string, FileMeta>()
       for (const path of [...request.writes.keys(), ...request.deletes]) {
         const row = this.statements.one.get(path)
-        if (row) current.set(path, row)
+        if (row) current.set(path, toMeta(row))
       }
-      const view = (path: string) => {
-        const row = current.get(path)
-        return row === undefined ? undefined : {rev: row.rev, deleted: row.deleted === 1}
-      }
-
-      const hashes = new Map<string, string>()
-      const stale: string[] = []
-      for (const [path, content] of request.writes) {
-        const hash = hashText(content)
-        hashes.set(path, hash)
-        const row = current.get(path)
-        const identical = row !== undefined && row.deleted === 0 && row.hash === hash
-        if (!identical && request.base.has(path) && !baseMatches(request.base.get(path) ?? null, view(path))) {
-          stale.push(path)
-        }
-      }
-      for (const path of request.deletes) {
-        const row = current.get(path)
-        const live = row !== undefined && row.deleted === 0
-        if (live && request.base.has(path) && !baseMatches(request.base.get(path) ?? null, view(path))) {
-          stale.push(path)
-        }
-      }
-      if (stale.length > 0) return {ok: false, stale: [...new Set(stale)].sort()}
-
-      const result: CommitResult = {
-        ok: true,
-        seq: seqBefore,
-        duplicate: false,
-        written: [],
-        deleted: [],
-        unchanged: [],
-        unknown: [],
-      }
-      const seq = seqBefore + 1
-      for (const [path, content] of request.writes) {
-        const row = current.get(path)
-        const hash = hashes.get(path) as string
-        if (row !== undefined && row.deleted === 0 && row.hash === hash) {
-          result.unchanged.push(toMeta(row))
-          continue
-        }
-        const rev = (row?.rev ?? 0) + 1
-        this.statements.upsert.run(path, content, hash, rev, now, author, seq, 0)
-        result.written.push({path, rev, hash, updatedAt: now, author, seq, deleted: false})
-      }
-      for (const path of request.deletes) {
-        const row = current.get(path)
-        if (row === undefined) {
-          result.unknown.push(path)
-          continue
-        }
-        if (row.deleted === 1) {
-          result.unchanged.push(toMeta(row))
-          continue
-        }
-        const rev = row.rev + 1
-        this.statements.upsert.run(path, null, null, rev, now, author, seq, 1)
-        result.deleted.push({path, rev, hash: null, updatedAt: now, author, seq, deleted: true})
-      }
-      if (result.written.length > 0 || result.deleted.length > 0) {
-        this.statements.setSeq.run(seq)
-        result.seq = seq
-      }
-      if (request.idempotencyKey !== undefined) {
-        this.statements.addKey.run(request.idempotencyKey, result.seq, now)
-      }
-      return result
+      const plan = planCommit(request, current, seqBefore, author, now)
+      if (!plan.ok) return plan
+      for (const row of plan.rows) this.statements.upsert.run(row.path, row.content, row.hash, row.rev, now, author, plan.result.seq, row.deleted ? 1 : 0)
+      if (plan.rows.length > 0) this.statements.setSeq.run(plan.result.seq)
+      if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
+      return plan.result
     })
     return run.immediate()
   }

@@ -355,5 +355,21 @@ export interface KeyStorage {
   ping(): Promise<boolean>
 }
 
+/**
+ * How the WebSocket broadcasts of one server process reach the clients of the others on the same database
+ * (PostgreSQL LISTEN/NOTIFY); a backend that only one process can open has none.
+ */
+export interface BroadcastRelay {
+  /** Hands a message (the JSON text sent to clients) to the other processes. */
+  publish(data: string): Promise<void>
+  /** From now on, `deliver` gets every message another process published; resolves once listening. */
+  subscribe(deliver: (data: string) => void): Promise<void>
+}
+
 /** What `jarvis serve` needs from a backend: the memory files, the event log and the API keys. */
-export type ServerStorage = MemoryStorage & EventStorage & KeyStorage
+export type ServerStorage = MemoryStorage &
+  EventStorage &
+  KeyStorage & {
+    /** Present when several processes can serve the same storage. */
+    readonly relay?: BroadcastRelay
+  }

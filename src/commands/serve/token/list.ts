@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../../cli/base-command.js'
+import {databaseFlag} from '../../../cli/flags.js'
 import {renderKeys} from '../../../cli/serve-render.js'
 import {type ApiKey, listKeys} from '../../../server/keys.js'
 
@@ -10,10 +11,11 @@ export default class ServeTokenList extends JarvisCommand<typeof ServeTokenList>
 
   static flags = {
     data: Flags.string({description: 'Data directory of the server (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
+    database: databaseFlag,
   }
 
   async run(): Promise<{keys: ApiKey[]}> {
-    const keys = await listKeys({dataDir: this.flags.data})
+    const keys = await listKeys({dataDir: this.flags.data, databaseUrl: this.flags.database})
     this.log(renderKeys(keys))
     return {keys}
   }

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../../cli/base-command.js'
+import {databaseFlag} from '../../../cli/flags.js'
 import {renderKeyRevoked} from '../../../cli/serve-render.js'
 import {type ApiKey, revokeKey} from '../../../server/keys.js'
 
@@ -12,10 +13,11 @@ export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRev
 
   static flags = {
     data: Flags.string({description: 'Data directory of the server (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
+    database: databaseFlag,
   }
 
   async run(): Promise<ApiKey> {
-    const key = await revokeKey({dataDir: this.flags.data, id: this.args.id})
+    const key = await revokeKey({dataDir: this.flags.data, databaseUrl: this.flags.database, id: this.args.id})
     this.log(renderKeyRevoked(key))
     return key
   }

@@ -1,0 +1,489 @@
+/**
+ * The team storage of `jarvis serve --database postgres://…`: everything in one PostgreSQL database, shared by any
+ * number of server processes (node-postgres; docs/decisions/postgresql.md). Loaded only when such a URL is given.
+ *
+ * - The same tables and columns as the SQLite storage (so a dump moves between them unchanged), with the text
+ *   columns that are compared or sorted in the "C" collation: byte order, as in SQLite, whatever the database's
+ *   locale.
+ * - A memory commit locks the one `server_state` row (`FOR UPDATE`) first: commits from every process are
+ *   serialized by the database, so revisions, the change sequence, the `409` on a stale base and idempotency keys
+ *   hold across processes. Reads (status, pull) are REPEATABLE READ snapshots and never wait.
+ * - Migrations run at start in one transaction under an advisory lock: processes that start together apply each
+ *   one exactly once, and the others wait for it.
+ * - Broadcasts reach the WebSocket clients of every process: each process publishes what it sends with
+ *   `pg_notify` and LISTENs on one connection of its own for what the others sent (BroadcastRelay).
+ */
+import {randomBytes} from 'node:crypto'
+
+import createDebug from 'debug'
+import pg from 'pg'
+
+import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
+import {planCommit} from './commit-rules.js'
+import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
+import {KEY_COLUMNS, type KeyRow, toKey} from './key-rows.js'
+import {tsText} from './fts.js'
+import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
+import {DUMP_TABLES, DUMP_ORDER, type DumpRow, type DumpTable} from './sqlite-dump.js'
+import type {
+  ApiKey,
+  AppendEventOutcome,
+  AppendEventRequest,
+  BroadcastRelay,
+  CleanupCandidate,
+  CleanupQuery,
+  CommitOutcome,
+  CommitRequest,
+  ConsolidationApplied,
+  ConsolidationChanges,
+  EarlierAppend,
+  EventQuery,
+  EventQueryResult,
+  FileMeta,
+  FileRecord,
+  ImportedEvent,
+  JanitorInput,
+  ScopeFilter,
+  ServerStorage,
+  SnapshotRows,
+  StatusSnapshot,
+} from './types.js'
+
+const debug = createDebug('jarvis:server:postgres')
+
+const MIGRATIONS: readonly {version: number; description: string; sql: string}[] = [
+  {
+    version: 1,
+    description: 'files with revisions and tombstones, server change sequence, idempotency keys',
+    sql: `
+      CREATE TABLE server_state (
+        id integer PRIMARY KEY CHECK (id = 1),
+        seq bigint NOT NULL,
+        server_id text NOT NULL
+      );
+      INSERT INTO server_state (id, seq, server_id) VALUES (1, 0, replace(gen_random_uuid()::text, '-', ''));
+      CREATE TABLE files (
+        path text COLLATE "C" PRIMARY KEY,
+        content text,
+        hash text,
+        rev integer NOT NULL,
+        updated_at text NOT NULL,
+        author text NOT NULL,
+        seq bigint NOT NULL,
+        deleted smallint NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1)),
+        CHECK ((deleted = 1 AND content IS NULL AND hash IS NULL) OR (deleted = 0 AND content IS NOT NULL AND hash IS NOT NULL))
+      );
+      CREATE INDEX files_by_seq ON files (seq);
+      CREATE TABLE idempotency_keys (
+        key text COLLATE "C" PRIMARY KEY,
+        seq bigint NOT NULL,
+        created_at text NOT NULL
+      );
+    `,
+  },
+  {version: 2, description: 'shared event log: memory_events (with its tsvector), memory_pins', sql: PG_EVENTS_MIGRATION_SQL},
+  {version: 3, description: 'identities and idempotency keys of events a cleanup deleted, so a late retry is not stored again', sql: PG_DELETED_EVENTS_MIGRATION_SQL},
+  {
+    version: 4,
+    description: 'API keys: the sha256 of each token, its agent, role, expiry and revocation',
+    sql: `
+      CREATE TABLE api_keys (
+        id text COLLATE "C" PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        agent_id text NOT NULL,
+        role text NOT NULL CHECK (role IN ('read', 'write', 'admin')),
+        created_at text COLLATE "C" NOT NULL,
+        expires_at text,
+        revoked_at text
+      );
+    `,
+  },
+]
+
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
+
+/** Advisory lock held while migrations run (EVENTS_LOCK is the event log's). */
+const MIGRATION_LOCK = 0x6a61_7201
+/** The NOTIFY channel of WebSocket broadcasts. */
+const BROADCAST_CHANNEL = 'jarvis_broadcast'
+/** How long a lost LISTEN connection waits before it connects again. */
+const RELISTEN_MS = 1000
+
+const FILE_META = 'path, hash, rev, updated_at, author, seq, deleted'
+
+interface FileRow {
+  path: string
+  content?: string | null
+  hash: string | null
+  rev: number
+  updated_at: string
+  author: string
+  seq: number
+  deleted: number
+}
+
+function toMeta(row: FileRow): FileMeta {
+  return {path: row.path, rev: row.rev, hash: row.hash, updatedAt: row.updated_at, author: row.author, seq: row.seq, deleted: row.deleted === 1}
+}
+
+/** bigint (int8) and COUNT(*) as JS numbers: seqs stay far below 2^53. */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+}
+
+/** The URL as it can be shown: without its password. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return 'the given database URL'
+  }
+}
+
+export class PostgresStorage implements ServerStorage {
+  readonly url: string
+  private readonly pool: pg.Pool
+  private readonly events: PostgresEventLog
+  private closed = false
+  private listener: pg.Client | null = null
+
+  private constructor(url: string) {
+    this.url = redactDatabaseUrl(url)
+    this.pool = new pg.Pool({connectionString: url, types: TYPES, max: 10, application_name: 'jarvis serve'})
+    // An idle connection the server dropped must not end the process: the next query gets a new one.
+    this.pool.on('error', (error) => debug('idle connection lost: %s', error.message))
+    this.events = new PostgresEventLog({
+      write: (work) => this.transaction(work, {lock: EVENTS_LOCK}),
+      read: (work) => this.transaction(work, {readOnly: true}),
+    })
+  }
+
+  /** Connects, and brings the schema up to date (once, even when several processes start together). */
+  static async open(url: string): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(url)
+    try {
+      await storage.migrate()
+    } catch (error) {
+      await storage.pool.end().catch(() => {})
+      if (error instanceof JarvisError) throw error
+      throw new JarvisError(`cannot use the PostgreSQL database ${storage.url}: ${(error as Error).message}`, {
+        code: 'STORAGE',
+        exit: ExitCode.failed,
+        data: {database: storage.url},
+        cause: error,
+      })
+    }
+    return storage
+  }
+
+  /** Runs `work` in one transaction (REPEATABLE READ read-only for reads; under an advisory lock when given). */
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>, options: {readOnly?: boolean; lock?: number} = {}): Promise<T> {
+    const client = await this.pool.connect()
+    let broken: Error | undefined
+    try {
+      await client.query(options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN')
+      if (options.lock !== undefined) await client.query('SELECT pg_advisory_xact_lock($1)', [options.lock])
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError))
+      throw error
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  private async migrate(): Promise<void> {
+    await this.transaction(
+      async (client) => {
+        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at text NOT NULL)')
+        const applied = new Set((await client.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version))
+        const newest = Math.max(0, ...applied)
+        if (newest > POSTGRES_SCHEMA_VERSION) {
+          throw new JarvisError(`the PostgreSQL database ${this.url} has schema version ${newest}, newer than this jarvis (${POSTGRES_SCHEMA_VERSION}); upgrade jarvis`, {
+            code: 'STORAGE_VERSION',
+            exit: ExitCode.failed,
+            data: {database: this.url, version: newest},
+          })
+        }
+        for (const migration of MIGRATIONS) {
+          if (applied.has(migration.version)) continue
+          debug('applying migration %d: %s', migration.version, migration.description)
+          await client.query(migration.sql)
+          await client.query('INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.description, new Date().toISOString()])
+        }
+      },
+      {lock: MIGRATION_LOCK},
+    )
+  }
+
+  // Memory files.
+
+  async status(since?: number): Promise<StatusSnapshot> {
+    return this.transaction(
+      async (client) => {
+        const state = (await client.query<{seq: number; server_id: string}>('SELECT seq, server_id FROM server_state WHERE id = 1')).rows[0]
+        const seq = state?.seq ?? 0
+        // A since beyond the seq comes from another database (wiped, restored): answer everything.
+        const full = since === undefined || since > seq
+        const rows = await client.query<FileRow>(`SELECT ${FILE_META} FROM files WHERE seq > $1 ORDER BY path`, [full ? -1 : since])
+        return {seq, serverId: state?.server_id ?? '', full, files: rows.rows.map(toMeta)}
+      },
+      {readOnly: true},
+    )
+  }
+
+  async read(paths: readonly string[]): Promise<Map<string, FileRecord>> {
+    const rows = await this.pool.query<FileRow & {content: string | null}>(`SELECT ${FILE_META}, content FROM files WHERE path = ANY($1::text[])`, [[...paths]])
+    return new Map(rows.rows.map((row) => [row.path, {...toMeta(row), content: row.content}]))
+  }
+
+  async seq(): Promise<number> {
+    return (await this.pool.query<{seq: number}>('SELECT seq FROM server_state WHERE id = 1')).rows[0]?.seq ?? 0
+  }
+
+  async hasCommitted(idempotencyKey: string): Promise<boolean> {
+    return ((await this.pool.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [idempotencyKey])).rowCount ?? 0) > 0
+  }
+
+  async commit(request: CommitRequest, author: string, now: string): Promise<CommitOutcome> {
+    return this.transaction(async (client) => {
+      // The lock on the one state row serializes commits of every process: the base checks below see the last commit.
+      const seqBefore = (await client.query<{seq: number}>('SELECT seq FROM server_state WHERE id = 1 FOR UPDATE')).rows[0]?.seq ?? 0
+      if (request.idempotencyKey !== undefined && ((await client.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [request.idempotencyKey])).rowCount ?? 0) > 0) {
+        return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
+      }
+      const paths = [...request.writes.keys(), ...request.deletes]
+      const found = await client.query<FileRow>(`SELECT ${FILE_META} FROM files WHERE path = ANY($1::text[])`, [paths])
+      const current = new Map(found.rows.map((row) => [row.path, toMeta(row)]))
+      const plan = planCommit(request, current, seqBefore, author, now)
+      if (!plan.ok) return plan
+      if (plan.rows.length > 0) {
+        await client.query(
+          `INSERT INTO files (path, content, hash, rev, deleted, updated_at, author, seq)
+           SELECT path, content, hash, rev, deleted, $6, $7, $8 FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::smallint[]) AS t(path, content, hash, rev, deleted)
+           ON CONFLICT (path) DO UPDATE SET content = excluded.content, hash = excluded.hash, rev = excluded.rev,
+             updated_at = excluded.updated_at, author = excluded.author, seq = excluded.seq, deleted = excluded.deleted`,
+          [
+            plan.rows.map((row) => row.path),
+            plan.rows.map((row) => row.content),
+            plan.rows.map((row) => row.hash),
+            plan.rows.map((row) => row.rev),
+            plan.rows.map((row) => (row.deleted ? 1 : 0)),
+            now,
+            author,
+            plan.result.seq,
+          ],
+        )
+        await client.query('UPDATE server_state SET seq = $1 WHERE id = 1', [plan.result.seq])
+      }
+      if (request.idempotencyKey !== undefined) {
+        await client.query('INSERT INTO idempotency_keys (key, seq, created_at) VALUES ($1, $2, $3)', [request.idempotencyKey, plan.result.seq, now])
+      }
+      return plan.result
+    })
+  }
+
+  // The event log (postgres-events.ts).
+
+  findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
+    return this.events.findDuplicate(identity, idempotencyKey)
+  }
+
+  appendEvent(request: AppendEventRequest): Promise<AppendEventOutcome> {
+    return this.events.appendEvent(request)
+  }
+
+  snapshotEvents(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): Promise<SnapshotRows> {
+    return this.events.snapshotEvents(scopes, limitRecent, maxPinsPerScope)
+  }
+
+  queryEvents(query: EventQuery): Promise<EventQueryResult> {
+    return this.events.queryEvents(query)
+  }
+
+  janitorInput(visible: ScopeFilter, maxUnscanned: number): Promise<JanitorInput> {
+    return this.events.janitorInput(visible, maxUnscanned)
+  }
+
+  applyConsolidation(changes: ConsolidationChanges): Promise<ConsolidationApplied> {
+    return this.events.applyConsolidation(changes)
+  }
+
+  cleanupCandidates(query: CleanupQuery, limit: number): Promise<{candidates: CleanupCandidate[]; total: number}> {
+    return this.events.cleanupCandidates(query, limit)
+  }
+
+  deleteEvents(eventIds: readonly string[], query: CleanupQuery): Promise<string[]> {
+    return this.events.deleteEvents(eventIds, query)
+  }
+
+  importEvents(events: readonly ImportedEvent[]): Promise<string[]> {
+    return this.events.importEvents(events)
+  }
+
+  countEvents(): Promise<number> {
+    return this.events.countEvents()
+  }
+
+  // API keys.
+
+  async addKey(key: ApiKey, tokenHash: string): Promise<void> {
+    await this.pool.query('INSERT INTO api_keys (id, token_hash, agent_id, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+      key.id,
+      tokenHash,
+      key.agentId,
+      key.role,
+      key.createdAt,
+      key.expiresAt,
+    ])
+  }
+
+  async listKeys(): Promise<ApiKey[]> {
+    return (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`)).rows.map(toKey)
+  }
+
+  async revokeKey(id: string, now: string): Promise<ApiKey | null> {
+    await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])
+    const row = (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])).rows[0]
+    return row ? toKey(row) : null
+  }
+
+  async keyByTokenHash(tokenHash: string): Promise<ApiKey | null> {
+    const row = (await this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = $1`, [tokenHash])).rows[0]
+    return row ? toKey(row) : null
+  }
+
+  async ping(): Promise<boolean> {
+    if (this.closed) return false
+    try {
+      return (await this.pool.query('SELECT seq FROM server_state WHERE id = 1')).rowCount === 1
+    } catch {
+      return false
+    }
+  }
+
+  // Export and import (dump.ts): the same rows as the SQLite storage's.
+
+  /** Every row, read in one REPEATABLE READ transaction (a consistent copy while servers write), a page at a time. */
+  async *dumpRows(): AsyncGenerator<DumpRow> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      for (const table of DUMP_TABLES) {
+        const columns = table === 'memory_events' ? EVENT_COLUMNS : '*'
+        await client.query(`DECLARE dump_rows NO SCROLL CURSOR FOR SELECT ${columns} FROM ${table} ORDER BY ${DUMP_ORDER[table]}`)
+        for (;;) {
+          const page = await client.query<Record<string, unknown>>('FETCH 500 FROM dump_rows')
+          for (const row of page.rows) yield {table, row}
+          if (page.rows.length < 500) break
+        }
+        await client.query('CLOSE dump_rows')
+      }
+      await client.query('COMMIT')
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw error
+    } finally {
+      client.release()
+    }
+  }
+
+  /** Loads a dump into this database, which must hold no file, event or key yet; all or nothing. */
+  async loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>> {
+    return this.transaction(
+      async (client) => {
+        // Locked before the emptiness check, so two imports cannot both find it empty.
+        await client.query('LOCK TABLE files, memory_events, api_keys IN EXCLUSIVE MODE')
+        const counts = (await client.query<{n: number}>('SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM memory_events) + (SELECT COUNT(*) FROM api_keys) AS n')).rows[0]
+        if ((counts?.n ?? 0) > 0) throw new BadInputError(`the PostgreSQL database ${this.url} already holds memory: import into a new database`, {database: this.url})
+        const known = new Map<string, Set<string>>()
+        const columns = await client.query<{table_name: string; column_name: string}>(
+          "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ANY($1::text[]) AND column_name <> 'fts'",
+          [[...DUMP_TABLES]],
+        )
+        for (const {table_name, column_name} of columns.rows) known.set(table_name, (known.get(table_name) ?? new Set()).add(column_name))
+        const imported = Object.fromEntries(DUMP_TABLES.map((table) => [table, 0])) as Record<DumpTable, number>
+        for await (const {row: {table, row}, where} of rows) {
+          const names = Object.keys(row)
+          const unknown = names.find((name) => !known.get(table)?.has(name))
+          if (unknown !== undefined) throw new Error(`${where}: ${table} has no column ${JSON.stringify(unknown)}`)
+          const values = names.map((name) => row[name])
+          let sql: string
+          if (table === 'server_state') {
+            // The one row exists from the first migration: it is replaced, not added.
+            sql = `UPDATE server_state SET ${names.map((name, index) => `${name} = $${index + 1}`).join(', ')} WHERE id = 1`
+          } else if (table === 'memory_events') {
+            values.push(tsText(String(row.content_md)), tsText(String(row.dedupe_key)))
+            sql = `INSERT INTO memory_events (${names.join(', ')}, fts) VALUES (${names.map((_, index) => `$${index + 1}`).join(', ')}, ${FTS_VALUE(`$${names.length + 1}`, `$${names.length + 2}`)})`
+          } else {
+            sql = `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((_, index) => `$${index + 1}`).join(', ')})`
+          }
+          try {
+            await client.query(sql, values)
+          } catch (error) {
+            throw new Error(`${where}: ${table}: ${(error as Error).message}`)
+          }
+          imported[table]++
+        }
+        // The next event gets a seq after the imported ones.
+        await client.query("SELECT setval(pg_get_serial_sequence('memory_events', 'seq'), COALESCE((SELECT MAX(seq) FROM memory_events), 0) + 1, false)")
+        return imported
+      },
+      {lock: EVENTS_LOCK},
+    )
+  }
+
+  // Broadcasts between processes.
+
+  /** Publishes with pg_notify and listens on a connection of its own; messages this process sent are not delivered back. */
+  readonly relay: BroadcastRelay = (() => {
+    const origin = randomBytes(8).toString('hex')
+    return {
+      publish: async (data: string) => {
+        await this.pool.query('SELECT pg_notify($1, $2)', [BROADCAST_CHANNEL, JSON.stringify({origin, data})])
+      },
+      subscribe: (deliver: (data: string) => void) => this.listen(origin, deliver),
+    }
+  })()
+
+  private async listen(origin: string, deliver: (data: string) => void): Promise<void> {
+    if (this.closed) return
+    const client = new pg.Client({connectionString: this.pool.options.connectionString, types: TYPES, application_name: 'jarvis serve (broadcasts)'})
+    client.on('notification', (message) => {
+      if (message.channel !== BROADCAST_CHANNEL || message.payload === undefined) return
+      try {
+        const note = JSON.parse(message.payload) as {origin?: string; data?: string}
+        if (note.origin !== origin && typeof note.data === 'string') deliver(note.data)
+      } catch (error) {
+        debug('unreadable broadcast: %s', (error as Error).message)
+      }
+    })
+    client.on('error', (error) => {
+      debug('broadcast connection lost: %s', error.message)
+      if (this.listener === client) this.listener = null
+      client.end().catch(() => {})
+      // Connected again after a pause; broadcasts sent meanwhile are missed, and a --watch client catches up at its next sync.
+      if (!this.closed) setTimeout(() => void this.listen(origin, deliver).catch((retryError: Error) => debug('listen again failed: %s', retryError.message)), RELISTEN_MS).unref()
+    })
+    await client.connect()
+    await client.query(`LISTEN ${BROADCAST_CHANNEL}`)
+    if (this.closed) {
+      await client.end()
+      return
+    }
+    this.listener = client
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    const listener = this.listener
+    this.listener = null
+    await listener?.end().catch(() => {})
+    await this.pool.end()
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * A real PostgreSQL server for the tests: one per test run, started by the global setup (test/global-setup.ts) from
+ * Debian's `postgresql` package (`.ci/run` installs it when missing) on 127.0.0.1 and a port it picks, in a temp
+ * directory, and stopped by its handle when the run ends. Each test file asks for databases of its own.
+ *
+ * PostgreSQL refuses to run as root: as root, initdb and the server run as the `postgres` user the package creates.
+ */
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
+import {chownSync, existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import pg from 'pg'
+import {inject} from 'vitest'
+
+import {closedPort} from '../cli/memory-helpers.js'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** `postgres://…/postgres` of the run's PostgreSQL server: the maintenance database, to create test databases from. */
+    postgresAdminUrl: string
+  }
+}
+
+/** The bin directory of the newest PostgreSQL installed from Debian's packages, or null. */
+function postgresBinDir(): string | null {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return null
+  const versions = readdirSync(root)
+    .filter((name) => existsSync(join(root, name, 'bin', 'postgres')))
+    .sort((a, b) => Number(b) - Number(a))
+  return versions.length === 0 ? null : join(root, versions[0], 'bin')
+}
+
+/** As root, the uid/gid of the `postgres` user; otherwise nothing (the server runs as whoever runs the tests). */
+function serverUser(): {uid: number; gid: number} | undefined {
+  if (process.getuid?.() !== 0) return undefined
+  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], {encoding: 'utf8'}).stdout.trim())
+  const uid = id('-u')
+  const gid = id('-g')
+  if (!Number.isInteger(uid) || uid <= 0) throw new Error('running as root, PostgreSQL needs the `postgres` user of Debian\'s postgresql package: apt-get install postgresql')
+  return {uid, gid}
+}
+
+export interface PostgresServer {
+  /** The maintenance database's URL (user `jarvis`, no password: trust on 127.0.0.1 only). */
+  adminUrl: string
+  stop(): Promise<void>
+}
+
+async function waitUntilReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (child.exitCode !== null) throw new Error(`PostgreSQL stopped at start (exit ${child.exitCode}):\n${log()}`)
+    const client = new pg.Client({connectionString: url})
+    try {
+      await client.connect()
+      await client.end()
+      return
+    } catch {
+      await client.end().catch(() => {})
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  throw new Error(`PostgreSQL did not accept connections within 30 s:\n${log()}`)
+}
+
+/** initdb in a temp directory, then the server on 127.0.0.1; durability off (fsync), which a test run does not need. */
+export async function startPostgresServer(): Promise<PostgresServer> {
+  const bin = postgresBinDir()
+  if (bin === null) throw new Error("PostgreSQL is not installed: the tests need Debian's postgresql package (apt-get install postgresql; .ci/run does it)")
+  const user = serverUser()
+  const dir = mkdtempSync(join(tmpdir(), 'jarvis-pg-'))
+  if (user) chownSync(dir, user.uid, user.gid)
+  const data = join(dir, 'data')
+  const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'jarvis', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'], {encoding: 'utf8', cwd: dir, ...user})
+  if (init.status !== 0) {
+    rmSync(dir, {recursive: true, force: true})
+    throw new Error(`initdb failed: ${init.stderr || init.stdout}`)
+  }
+  const port = await closedPort()
+  const options = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
+  const child = spawn(join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir, ...options], {cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], ...user})
+  let log = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    log = (log + chunk.toString('utf8')).slice(-4000)
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const adminUrl = `postgres://jarvis@127.0.0.1:${port}/postgres`
+  const stop = async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGINT') // fast shutdown: open sessions are ended, nothing waits for clients
+      await exited
+    }
+    rmSync(dir, {recursive: true, force: true})
+  }
+  try {
+    await waitUntilReady(adminUrl, child, () => log)
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return {adminUrl, stop}
+}
+
+/** A new, empty database on the run's server; its URL. */
+export async function freshDatabase(): Promise<string> {
+  const adminUrl = inject('postgresAdminUrl')
+  const name = `jarvis_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+  const client = new pg.Client({connectionString: adminUrl})
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
