@@ -16,6 +16,7 @@ import {EventsClient} from '../src/protocol/events.js'
 import {subscribe, wsUrlFor, type Subscription} from '../src/protocol/subscribe.js'
 import type {MemoryEvent} from '../src/schemas/events.js'
 import {readSyncState} from '../src/store/index.js'
+import {freshDatabase, startPostgresServer} from '../test/helpers/postgres.js'
 import {AGENTS, makeClient, tempDir, type TestClient, TOKENS, tokenMap} from '../test/helpers/world.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
@@ -226,7 +227,28 @@ export type TeamSetup = [label: string, start: (work: string) => Promise<TeamSer
 
 export const SQLITE_SETUP: TeamSetup = ['1 `jarvis serve`, SQLite', async (work) => [await startServeProcess(join(work, 'sqlite'))]]
 
-export async function benchTeam(setups: readonly TeamSetup[] = [SQLITE_SETUP], load: TeamLoad = TEAM_LOAD): Promise<BenchSection> {
+/** Three processes on one PostgreSQL database (Debian's postgresql, durable: fsync on, as SQLite's commits are). */
+export const POSTGRES_SETUP: TeamSetup = [
+  '3 `jarvis serve`, one PostgreSQL',
+  async (work) => {
+    const postgres = await startPostgresServer({durable: true})
+    const database = await freshDatabase(postgres.adminUrl)
+    const servers: TeamServer[] = []
+    try {
+      for (let n = 0; n < 3; n++) servers.push(await startServeProcess(join(work, `process-${n}`), ['--database', database]))
+    } catch (error) {
+      await Promise.all(servers.map((server) => server.stop()))
+      await postgres.stop()
+      throw error
+    }
+    // The database stops after the processes that use it.
+    const last = servers.at(-1)!
+    servers[servers.length - 1] = {url: last.url, stop: async () => (await last.stop(), await postgres.stop())}
+    return servers
+  },
+]
+
+export async function benchTeam(setups: readonly TeamSetup[] = [SQLITE_SETUP, POSTGRES_SETUP], load: TeamLoad = TEAM_LOAD): Promise<BenchSection> {
   const rows: string[][] = []
   for (const [label, start] of setups) {
     const work = await tempDir('jarvis-bench-team-')
@@ -241,7 +263,7 @@ export async function benchTeam(setups: readonly TeamSetup[] = [SQLITE_SETUP], l
       }
       rows.push(resultRow(label, result))
     } finally {
-      await Promise.all(servers.map((server) => server.stop()))
+      for (const server of servers) await server.stop() // in order: a database stops after its processes
       await rm(work, {recursive: true, force: true})
     }
   }

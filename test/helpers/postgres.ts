@@ -64,8 +64,11 @@ async function waitUntilReady(url: string, child: ChildProcess, log: () => strin
   throw new Error(`PostgreSQL did not accept connections within 30 s:\n${log()}`)
 }
 
-/** initdb in a temp directory, then the server on 127.0.0.1; durability off (fsync), which a test run does not need. */
-export async function startPostgresServer(): Promise<PostgresServer> {
+/**
+ * initdb in a temp directory, then the server on 127.0.0.1; durability off (fsync), which a test run does not need,
+ * unless `durable` (the benchmark, which compares it with a SQLite server that fsyncs every commit).
+ */
+export async function startPostgresServer(options: {durable?: boolean} = {}): Promise<PostgresServer> {
   const bin = postgresBinDir()
   if (bin === null) throw new Error("PostgreSQL is not installed: the tests need Debian's postgresql package (apt-get install postgresql; .ci/run does it)")
   const user = serverUser()
@@ -78,8 +81,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     throw new Error(`initdb failed: ${init.stderr || init.stdout}`)
   }
   const port = await closedPort()
-  const options = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
-  const child = spawn(join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir, ...options], {cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], ...user})
+  const settings = [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=300']
+  const child = spawn(join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir, ...settings], {cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], ...user})
   let log = ''
   child.stderr?.on('data', (chunk: Buffer) => {
     log = (log + chunk.toString('utf8')).slice(-4000)
@@ -102,9 +105,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   return {adminUrl, stop}
 }
 
-/** A new, empty database on the run's server; its URL. */
-export async function freshDatabase(): Promise<string> {
-  const adminUrl = inject('postgresAdminUrl')
+/** A new, empty database on the run's server (or the one `adminUrl` names); its URL. */
+export async function freshDatabase(adminUrl: string = inject('postgresAdminUrl')): Promise<string> {
   const name = `jarvis_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
   const client = new pg.Client({connectionString: adminUrl})
   await client.connect()
