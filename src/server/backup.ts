@@ -10,7 +10,7 @@ import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
-import {openSqlite} from './storage/sqlite-open.js'
+import {openSqlite} from '../store/sqlite-open.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.sqlite$/
 
