@@ -10,7 +10,7 @@
  * texts and queries), so what is indexed is exactly what a query can ask for. The FTS table is contentless: the
  * files are on disk, and snippets are read from them.
  */
-import type Database from 'better-sqlite3'
+import type {RowDatabase, RowStatement} from '../store/sqlite-open.js'
 
 import type {SearchDocument} from './document.js'
 
@@ -52,7 +52,7 @@ const FUZZY_SHARE = 0.2
 const MAX_EDITS = 2
 
 /** Idempotent: creates the tables of the engine in `db`. */
-export function createFtsSchema(db: Database.Database): void {
+export function createFtsSchema(db: RowDatabase): void {
   db.exec(`
     CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(title, tags, path, body, content = '', contentless_delete = 1,
       tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
@@ -119,21 +119,21 @@ interface Accumulated {
 
 /** The FTS5 tables of one database: add, remove, rank. The caller maps ids to paths and runs the transactions. */
 export class FtsEngine {
-  private readonly insertDoc: Database.Statement
-  private readonly deleteDoc: Database.Statement
-  private readonly insertTerm: Database.Statement
-  private readonly matchDocs: Database.Statement
-  private readonly termsByLength: Database.Statement
+  private readonly insertDoc: RowStatement
+  private readonly deleteDoc: RowStatement
+  private readonly insertTerm: RowStatement
+  private readonly matchDocs: RowStatement
+  private readonly termsByLength: RowStatement
 
-  constructor(db: Database.Database) {
+  constructor(db: RowDatabase) {
     createFtsSchema(db)
     this.insertDoc = db.prepare('INSERT INTO docs (rowid, title, tags, path, body) VALUES (?, ?, ?, ?, ?)')
     this.deleteDoc = db.prepare('DELETE FROM docs WHERE rowid = ?')
     this.insertTerm = db.prepare('INSERT OR IGNORE INTO terms (term, len) VALUES (?, ?)')
-    this.matchDocs = db.prepare(`SELECT rowid, bm25(docs, ${BOOSTS.title}, ${BOOSTS.tags}, ${BOOSTS.path}, ${BOOSTS.body}) FROM docs WHERE docs MATCH ?`).raw()
+    this.matchDocs = db.prepare(`SELECT rowid, bm25(docs, ${BOOSTS.title}, ${BOOSTS.tags}, ${BOOSTS.path}, ${BOOSTS.body}) FROM docs WHERE docs MATCH ?`)
     // A word within d edits of the query word holds one of d + 1 disjoint pieces of it unchanged (each edit breaks
     // at most one piece): SQLite keeps only such words, so few reach the edit distance computed here.
-    this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))').pluck()
+    this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))')
   }
 
   /** Indexes `doc` under `id` (call `remove(id)` first when it was indexed before). */
@@ -185,7 +185,7 @@ export class FtsEngine {
     const max = Math.min(MAX_EDITS, Math.round(term.length * FUZZY_SHARE))
     const byDistance = new Map<number, string[]>()
     const pieces = piecesOf(term, max + 1)
-    for (const word of this.termsByLength.all(term.length - max, term.length + max, pieces[0], pieces[1 % pieces.length], pieces[2 % pieces.length]) as string[]) {
+    for (const [word] of this.termsByLength.all(term.length - max, term.length + max, pieces[0], pieces[1 % pieces.length], pieces[2 % pieces.length]) as Array<[string]>) {
       if (word.startsWith(term)) continue
       const distance = boundedEditDistance(term, word, max)
       if (distance === 0 || distance > max) continue

@@ -12,13 +12,12 @@
 import {lstat, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import type Database from 'better-sqlite3'
 import createDebug from 'debug'
 
 import {type DirStat, forEachConcurrently, hashBytes, isIgnoredMemoryPath, memoryDir, readTextIfExists, scanMemory, type StatCache} from '../store/index.js'
-import {openNexusSqlite, openSqlite, removeNexusSqlite} from '../store/sqlite-open.js'
+import {openNexusRowDatabase, openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
-import {FtsEngine} from './fts.js'
+import {createFtsSchema, FtsEngine} from './fts.js'
 
 export {INDEXED_BODY_CHARS, processTerm} from './fts.js'
 
@@ -96,7 +95,6 @@ async function readAll(root: string, paths: string[]): Promise<Array<string | nu
   return texts
 }
 
-
 /** True when the file passes every filter given. PURE. */
 function passes(path: string, entry: {tags: string[]; date?: string}, filters: KeywordFilters): boolean {
   if (filters.prefix && !path.startsWith(filters.prefix)) return false
@@ -113,9 +111,14 @@ function metaOfDocument(doc: SearchDocument, mtimeMs: number): FileMeta {
 
 /** A database error that means the file cannot serve as an index: build it again. */
 function isUnusable(error: unknown): boolean {
-  const code = (error as {code?: unknown}).code
+  const {code, errcode} = error as {code?: unknown; errcode?: unknown}
+  // better-sqlite3 names the code; node:sqlite gives its number (IOERR 10, CORRUPT 11, CANTOPEN 14, NOTADB 26).
+  if (typeof errcode === 'number') return [10, 11, 14, 26].includes(errcode & 0xff)
   return typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB|CANTOPEN|IOERR)/.test(code)
 }
+
+/** An error of the database itself (not of our code): worth building the index again, elsewhere if need be. */
+const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String((error as {code?: unknown}).code))
 
 const FILES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL, size INTEGER NOT NULL,
@@ -124,23 +127,29 @@ const FILES_SCHEMA = `
 `
 
 /** The index database of the tree at `root`, checked; `fresh` when it was (re)created empty. */
-function openIndexDatabase(root: string): {db: Database.Database; fresh: boolean} {
+function openIndexDatabase(root: string): {db: RowDatabase; fresh: boolean} {
   for (let attempt = 0; ; attempt++) {
-    let db: Database.Database | undefined
+    let db: RowDatabase | undefined
     try {
-      db = openNexusSqlite(root, INDEX_FILE)
-      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
-      db.pragma('journal_mode = WAL')
+      const opened = openNexusRowDatabase(root, INDEX_FILE)
+      db = opened
+      opened.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+      opened.exec('PRAGMA journal_mode = WAL')
       // A killed process loses at most its last transaction, never consistency (WAL); the index is a cache.
-      db.pragma('synchronous = NORMAL')
-      const version = db.pragma('user_version', {simple: true}) as number
-      const tables = db.prepare("SELECT count(*) FROM sqlite_schema WHERE name IN ('files', 'dirs', 'docs', 'terms')").pluck().get() as number
-      if (version === INDEX_VERSION && tables === 4) return {db, fresh: false}
-      if (version !== 0 || tables !== 0) throw Object.assign(new Error(`an index of version ${version}`), {code: 'SQLITE_NOTADB'})
-      db.exec(FILES_SCHEMA)
-      new FtsEngine(db) // creates its tables
-      db.pragma(`user_version = ${INDEX_VERSION}`)
-      return {db, fresh: true}
+      opened.exec('PRAGMA synchronous = NORMAL')
+      // Checked and created under the write lock: another process creating the index at the same moment is waited
+      // for, never taken for a broken index.
+      const fresh = opened.immediate(() => {
+        const version = opened.prepare('PRAGMA user_version').get()![0] as number
+        const tables = opened.prepare("SELECT count(*) FROM sqlite_schema WHERE name IN ('files', 'dirs', 'docs', 'terms')").get()![0] as number
+        if (version === INDEX_VERSION && tables === 4) return false
+        if (version !== 0 || tables !== 0) throw Object.assign(new Error(`an index of version ${version}`), {code: 'SQLITE_NOTADB'})
+        opened.exec(FILES_SCHEMA)
+        createFtsSchema(opened)
+        opened.exec(`PRAGMA user_version = ${INDEX_VERSION}`)
+        return true
+      })
+      return {db: opened, fresh}
     } catch (error) {
       db?.close()
       if (attempt > 0 || !isUnusable(error)) throw error
@@ -151,8 +160,8 @@ function openIndexDatabase(root: string): {db: Database.Database; fresh: boolean
 }
 
 /** An index in memory, for a tree whose `.nexus/` cannot hold one (read-only): built again by each process. */
-function memoryDatabase(): Database.Database {
-  const db = openSqlite(':memory:')
+function memoryDatabase(): RowDatabase {
+  const db = openRowDatabase(':memory:')
   db.exec(FILES_SCHEMA)
   return db
 }
@@ -167,12 +176,14 @@ export class KeywordIndex {
   readonly files = new Map<string, IndexedFile>()
   private dirs = new Map<string, DirStat>()
   private readonly metas = new Map<number, FileMeta>()
+  /** True when the index lives in memory only (`.nexus/` could not hold it). */
+  private inMemory = false
   /** `PRAGMA data_version` when `files` was read: it moves when another connection commits. */
   private seenVersion = 0
 
   private constructor(
     readonly root: string,
-    private db: Database.Database,
+    private db: RowDatabase,
     rebuilt: boolean,
   ) {
     this.pendingRebuild = rebuilt
@@ -183,15 +194,17 @@ export class KeywordIndex {
 
   /** Opens `.nexus/search/index.sqlite`; a missing, foreign or corrupt one is replaced by an empty index that the next refresh fills. */
   static async load(root: string): Promise<KeywordIndex> {
-    let opened: {db: Database.Database; fresh: boolean}
+    let opened: {db: RowDatabase; fresh: boolean; inMemory?: boolean}
     try {
       opened = openIndexDatabase(root)
     } catch (error) {
       // A read-only .nexus/ must not break search: the index lives in memory for this process.
       debug('search index cannot be opened, keeping one in memory: %s', (error as Error).message)
-      opened = {db: memoryDatabase(), fresh: true}
+      opened = {db: memoryDatabase(), fresh: true, inMemory: true}
     }
-    return new KeywordIndex(root, opened.db, opened.fresh)
+    const index = new KeywordIndex(root, opened.db, opened.fresh)
+    index.inMemory = opened.inMemory === true
+    return index
   }
 
   /**
@@ -203,7 +216,7 @@ export class KeywordIndex {
     this.ids.clear()
     this.metas.clear()
     this.nextId = 1
-    this.seenVersion = this.db.pragma('data_version', {simple: true}) as number
+    this.seenVersion = this.statements.dataVersion.get()![0] as number
     for (const [id, path, hash, size, mtimeMs, ino, checkedAtMs] of this.statements.allFiles.all() as FileRow[]) {
       this.files.set(path, {id, hash, size, mtimeMs, ino: ino ?? undefined, checkedAtMs: checkedAtMs ?? undefined})
       this.ids.set(id, path)
@@ -265,16 +278,17 @@ export class KeywordIndex {
    * disk full, another writer for too long) by an index in memory; either way built from scratch by the caller.
    */
   private async recover(error: unknown): Promise<boolean> {
-    if ((error as {code?: unknown}).code === undefined || this.db.memory) return false
+    if (!isDatabaseError(error) || this.inMemory) return false
     debug('search index write failed (%s): building it again', (error as Error).message)
     this.db.close()
-    let db: Database.Database
+    let db: RowDatabase
     try {
       if (!isUnusable(error)) throw error
       removeNexusSqlite(this.root, INDEX_FILE)
       db = openIndexDatabase(this.root).db
     } catch {
       db = memoryDatabase()
+      this.inMemory = true
     }
     this.db = db
     this.engine = new FtsEngine(db)
@@ -291,8 +305,8 @@ export class KeywordIndex {
     const ids = new Map(this.ids)
     let nextId = this.nextId
     // IMMEDIATE: the write lock is taken first, so the version check and the writes see the same database.
-    this.db.transaction(() => {
-      if ((this.db.pragma('data_version', {simple: true}) as number) !== this.seenVersion) throw new IndexMovedOn()
+    this.db.immediate(() => {
+      if ((sql.dataVersion.get()![0] as number) !== this.seenVersion) throw new IndexMovedOn()
       for (const path of change.removed) {
         const entry = files.get(path)
         if (!entry) continue
@@ -325,7 +339,7 @@ export class KeywordIndex {
           if (old?.mtimeMs !== stat.mtimeMs || old.checkedAtMs !== stat.checkedAtMs) sql.upsertDir.run(path, stat.mtimeMs, stat.checkedAtMs)
         }
       }
-    }).immediate()
+    })
     // Only once the transaction committed: the maps always describe what the database holds.
     this.metas.clear()
     this.files.clear()
@@ -421,17 +435,18 @@ export class KeywordIndex {
 
 type FileRow = [number, string, string, number, number, number | null, number | null]
 
-function prepareStatements(db: Database.Database) {
+function prepareStatements(db: RowDatabase) {
   return {
-    allFiles: db.prepare('SELECT id, path, hash, size, mtime_ms, ino, checked_at_ms FROM files').raw(),
-    allDirs: db.prepare('SELECT path, mtime_ms, checked_at_ms FROM dirs').raw(),
+    dataVersion: db.prepare('PRAGMA data_version'),
+    allFiles: db.prepare('SELECT id, path, hash, size, mtime_ms, ino, checked_at_ms FROM files'),
+    allDirs: db.prepare('SELECT path, mtime_ms, checked_at_ms FROM dirs'),
     upsertFile: db.prepare(
       `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino,
          checked_at_ms = excluded.checked_at_ms, title = excluded.title, tags = excluded.tags, date = excluded.date`,
     ),
     deleteFile: db.prepare('DELETE FROM files WHERE id = ?'),
-    meta: db.prepare('SELECT title, tags, date FROM files WHERE id = ?').raw(),
+    meta: db.prepare('SELECT title, tags, date FROM files WHERE id = ?'),
     updateHints: db.prepare('UPDATE files SET size = ?, mtime_ms = ?, ino = ?, checked_at_ms = ? WHERE id = ?'),
     deleteDir: db.prepare('DELETE FROM dirs WHERE path = ?'),
     upsertDir: db.prepare('INSERT INTO dirs (path, mtime_ms, checked_at_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET mtime_ms = excluded.mtime_ms, checked_at_ms = excluded.checked_at_ms'),
@@ -450,7 +465,7 @@ export class MemoryTextIndex {
   private nextId = 1
 
   private get fts(): FtsEngine {
-    return (this.engine ??= new FtsEngine(openSqlite(':memory:')))
+    return (this.engine ??= new FtsEngine(openRowDatabase(':memory:')))
   }
 
   hashOf(path: string): string | undefined {
