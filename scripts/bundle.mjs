@@ -11,6 +11,8 @@ import {fileURLToPath} from 'node:url'
 
 import {build} from 'esbuild'
 
+import {buildDashboard} from './bundle-dashboard.mjs'
+
 const root = fileURLToPath(new URL('..', import.meta.url))
 /**
  * zod's `z` namespace re-exports its 40-odd translations of error messages, so every bundle that uses zod would
@@ -59,3 +61,6 @@ await build({
   plugins: [zodEnglishOnly],
   logLevel: 'warning',
 })
+
+// The web dashboard, served by `jarvis serve` at /.
+await buildDashboard()

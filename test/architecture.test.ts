@@ -29,7 +29,8 @@ const allowed: Record<string, string[]> = {
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
-  server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events'],
+  // invocation.ts: where jarvis's own package (and its built dashboard) lies.
+  server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events', 'invocation.ts'],
   mcp: ['mcp', 'invocation.ts', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
   hook: ['hook', 'invocation.ts', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],

@@ -4,9 +4,9 @@ import {JarvisCommand} from '../cli/base-command.js'
 import {serveUntilSignal, type ServeResult} from '../cli/serve.js'
 
 export default class Serve extends JarvisCommand<typeof Serve> {
-  static summary = 'Run the reference jarvis server (HTTP + WebSocket, embedded SQLite).'
+  static summary = 'Run the reference jarvis server (HTTP + WebSocket + web dashboard, embedded SQLite).'
   static description = `With neither --tokens nor JARVIS_SERVER_TOKENS, one token per agent is created in the data directory (mode 0600) and printed the first time. Stops cleanly on SIGTERM or Ctrl-C, finishing the writes in flight. With --json, one line as soon as it listens ({"event":"listening","url",…}) and the envelope when it stops.
-Keys a team hands out and takes back — per agent, read, write or admin, with an expiry — come from \`jarvis serve token create|list|revoke\` on the same data directory; the tokens file keeps working beside them. GET /healthz (alive) and GET /readyz (its storage answers) need no token. At --log-level info, one JSON line per request with its id.`
+Keys a team hands out and takes back — per agent, read, write or admin, with an expiry — come from \`jarvis serve token create|list|revoke\` on the same data directory; the tokens file keeps working beside them. Its address opened in a browser is the web dashboard: sign in with an agent's token to read and edit memory files, the event log, pinned memory, agents and the active project. GET /healthz (alive) and GET /readyz (its storage answers) need no token. At --log-level info, one JSON line per request with its id.`
   static examples = ['<%= config.bin %> serve', '<%= config.bin %> serve --port 0 --data /tmp/jarvis-data', '<%= config.bin %> serve --tokens tokens.json']
 
   static flags = {

@@ -425,6 +425,24 @@ export async function assertNoSensitive(fields: Record<string, string>): Promise
   )
 }
 
+/**
+ * Refuses (exit 5) the text of a memory file holding a secret or personal data; findings are named by
+ * `.memory/<path>`, line and column. One message for every door that writes a memory file: the commands, the MCP
+ * tools, and the server's own write route (the dashboard).
+ */
+export async function assertCleanMemoryFile(path: string, text: string): Promise<void> {
+  const label = `.memory/${path}`
+  try {
+    await assertNoSensitive({[label]: text})
+  } catch (error) {
+    if (!(error instanceof SecretRefusedError)) throw error
+    throw new SecretRefusedError(error.message.replace(/^refused: the event holds/, `refused: the content of ${label} holds`).replace(/(\.)?$/, '; nothing was written.'), {
+      ...error.data,
+      path,
+    })
+  }
+}
+
 /** The text with every finding replaced by `[REDACTED:<rule>]`, and the findings (positions in the original text). */
 export async function maskSensitive(text: string, field = 'content_md'): Promise<{text: string; findings: SensitiveFinding[]}> {
   const spans = await scanText(text)

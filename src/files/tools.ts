@@ -4,8 +4,8 @@
  */
 import {join} from 'node:path'
 
-import {assertNoSensitive} from '../events/index.js'
-import {BadInputError, ConflictLeftError, SecretRefusedError} from '../errors.js'
+import {assertCleanMemoryFile as assertClean} from '../events/index.js'
+import {BadInputError, ConflictLeftError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
 import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readSyncState, readTextIfExists, statMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
@@ -68,18 +68,8 @@ export interface DeleteResult {
 
 const lockOptions = (command: string) => ({command: `memory ${command}`})
 
-/** Refuses (exit 5) a text holding a secret or personal data; findings are named by `.memory/<path>`, line and column. */
-export async function assertClean(path: string, text: string): Promise<void> {
-  try {
-    await assertNoSensitive({[memoryLabel(path)]: text})
-  } catch (error) {
-    if (!(error instanceof SecretRefusedError)) throw error
-    throw new SecretRefusedError(error.message.replace(/^refused: the event holds/, `refused: the content of ${memoryLabel(path)} holds`).replace(/(\.)?$/, '; nothing was written.'), {
-      ...error.data,
-      path,
-    })
-  }
-}
+/** Refuses (exit 5) a text holding a secret or personal data, as every door that writes a memory file does. */
+export {assertClean}
 
 async function markdownFiles(root: string, prefix: string) {
   // A listing needs sizes and times, never hashes: no file is read but the ones listed.

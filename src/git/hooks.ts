@@ -78,15 +78,16 @@ export function hookBlock(target: HookTarget | string): string {
   const run = invocation && script
     ? [`  if [ -x ${shellQuote(invocation.command)} ] && [ -f ${shellQuote(script)} ]; then ${shellLine(invocation)} ${sync}`, `  else jarvis ${sync}`, '  fi']
     : [`  ${typeof target === 'string' ? target : 'jarvis'} ${sync}`]
-  const failed = `"$(date -u +%Y-%m-%dT%H:%M:%SZ) git sync jarvis sync from a git hook failed (exit $?): jarvis status and jarvis sync say why; if jarvis moved, run jarvis hooks install again"`
+  const failed = `"$(date -u +%Y-%m-%dT%H:%M:%SZ) git sync jarvis sync from a git hook failed (exit $code): jarvis status and jarvis sync say why; if jarvis moved, run jarvis hooks install again"`
   return [
     BLOCK_START,
     '# Added by `jarvis hooks install`; `jarvis hooks install --uninstall` removes it.',
     '# Syncs the shared memory in the background: git never waits for it and never fails because of it.',
-    '# A failure is a line in .nexus/hooks.log, which `jarvis status` shows.',
+    '# A failure is a line in .nexus/hooks.log, which `jarvis status` shows (a conflict kept in a backup is not one).',
     '(',
     ...run.slice(0, -1),
-    `${run.at(-1)} || echo ${failed} >> ${shellQuote(log)}`,
+    // Exit 4 is a sync that did its work and kept a conflict in a backup: `jarvis status` shows that, not as a failure.
+    `${run.at(-1)} || { code=$?; [ "$code" = 4 ] || echo ${failed} >> ${shellQuote(log)}; }`,
     ') </dev/null >/dev/null 2>&1 &',
     BLOCK_END,
   ].join('\n')

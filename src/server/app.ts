@@ -12,11 +12,14 @@ import {Broadcaster} from './broadcast.js'
 import type {TokenMap} from './config.js'
 import {EventService} from './events-service.js'
 import {HttpError} from './http-error.js'
+import {dashboardRoutes} from './routes/dashboard.js'
 import {eventRoutes} from './routes/events.js'
+import {fileRoutes} from './routes/files.js'
 import {HostedState} from '../mcp/hosted.js'
 import {mcpRoutes} from './routes/mcp.js'
 import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
+import {searchRoutes} from './routes/search.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
 import {MemoryService} from './service.js'
 import type {KeyRole, ServerStorage} from './storage/types.js'
@@ -137,7 +140,9 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     now,
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
   })
-  const events = new EventService({storage: options.storage, now})
+  const events = new EventService({storage: options.storage, now, broadcaster})
+  // The file index that MCP search and the dashboard's search share.
+  const hosted = new HostedState()
 
   // fastify's own JSON parser (proto-poisoning safe), with a message that says where the JSON breaks.
   const defaultJsonParser = app.getDefaultJsonParser('error', 'error')
@@ -228,11 +233,15 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     })
 
     memoryRoutes(scope, service)
+    fileRoutes(scope, service)
     eventRoutes(scope, events)
     projectRoutes(scope, service)
     wsRoutes(scope, service, broadcaster, now)
-    mcpRoutes(scope, {events, memory: service, state: new HostedState(), now})
+    mcpRoutes(scope, {events, memory: service, state: hosted, now})
+    searchRoutes(scope, {events, memory: service, state: hosted, now})
   })
+  // The dashboard's page and assets need no token: they hold no data (every request they make carries one).
+  dashboardRoutes(app)
   app.addHook('onClose', async () => {
     if (forceTimer) clearTimeout(forceTimer)
     await options.storage.close()

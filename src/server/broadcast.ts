@@ -27,6 +27,17 @@ export interface StateChangedMessage {
   switchedBy: string
 }
 
+/** An event was appended to the log: sent only to the clients whose agent may read its scope. */
+export interface EventAppendedMessage {
+  type: 'EVENT_APPENDED'
+  event_id: string
+  scope: string
+  kind: string
+  dedupe_key: string
+  agent_id: string
+  created_at: string
+}
+
 export interface HelloMessage {
   type: 'HELLO'
   agentId: string
@@ -45,7 +56,7 @@ export interface ErrorMessage {
   message: string
 }
 
-export type ServerMessage = MemUpdateMessage | StateChangedMessage | HelloMessage | PongMessage | ErrorMessage
+export type ServerMessage = MemUpdateMessage | StateChangedMessage | EventAppendedMessage | HelloMessage | PongMessage | ErrorMessage
 
 export class Broadcaster {
   private readonly clients = new Map<WebSocket, string>()
@@ -60,11 +71,11 @@ export class Broadcaster {
     return this.clients.size
   }
 
-  /** Sends `message` to every open client; a client whose send fails is dropped. */
-  broadcast(message: ServerMessage): void {
+  /** Sends `message` to every open client (or those whose agent `to` accepts); a client whose send fails is dropped. */
+  broadcast(message: ServerMessage, to: (agentId: string) => boolean = () => true): void {
     const data = JSON.stringify(message)
-    for (const socket of this.clients.keys()) {
-      if (socket.readyState !== OPEN) continue
+    for (const [socket, agentId] of this.clients) {
+      if (socket.readyState !== OPEN || !to(agentId)) continue
       socket.send(data, (error) => {
         if (error) debug('send to a client failed: %s', error.message)
       })

@@ -34,6 +34,7 @@ import {
   type SnapshotResponse,
   type StoredMemoryEvent,
 } from '../schemas/index.js'
+import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, NewEvent, ScopeFilter} from './storage/types.js'
 
@@ -65,6 +66,8 @@ const DAY_MS = 86_400_000
 export interface EventServiceOptions {
   storage: EventStorage
   now: () => Date
+  /** Tells the WebSocket clients that may read its scope of each event appended (EVENT_APPENDED). */
+  broadcaster?: Broadcaster
 }
 
 /** Query of GET /v1/memory/snapshot, as sent. */
@@ -213,12 +216,14 @@ function forbiddenScope(field: string, scope: string, agentId: string): HttpErro
 export class EventService {
   private readonly storage: EventStorage
   private readonly now: () => Date
+  private readonly broadcaster?: Broadcaster
   /** Consolidations run one at a time: each reads, scans, then applies. */
   private consolidating: Promise<unknown> = Promise.resolve()
 
   constructor(options: EventServiceOptions) {
     this.storage = options.storage
     this.now = options.now
+    this.broadcaster = options.broadcaster
   }
 
   // ---------------------------------------------------------------------------------------------------- append
@@ -288,6 +293,11 @@ export class EventService {
     // key and the one it superseded (a log of those two gives the same warnings as the whole log, but the run count).
     const {replaced, superseded} = outcome
     const seen = [replaced, superseded].filter((record): record is EventRecord => record !== null).map(toWire)
+    const stored = outcome.event
+    this.broadcaster?.broadcast(
+      {type: 'EVENT_APPENDED', event_id: stored.event_id, scope: stored.scope, kind: stored.kind, dedupe_key: stored.dedupe_key, agent_id: stored.agent_id, created_at: stored.created_at},
+      (reader) => canRead(reader, stored.scope),
+    )
     const warnings = appendWarnings(event, seen)
     if (superseded !== null && superseded.deprecated) warnings.push(`${superseded.event_id}, which this event supersedes, was already superseded`)
     if (outcome.runCount > MAX_EVENTS_PER_RUN) {

@@ -4,7 +4,8 @@
  */
 import createDebug from 'debug'
 
-import {PathRefusedError, SchemaError} from '../errors.js'
+import {assertCleanMemoryFile} from '../events/index.js'
+import {PathRefusedError, SchemaError, SecretRefusedError} from '../errors.js'
 import {ACTIVE_PROJECT_FILE, activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
@@ -12,6 +13,9 @@ import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
+import type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
+
+export type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
 
 const debug = createDebug('jarvis:server')
 
@@ -19,39 +23,10 @@ export const ACTIVE_PROJECT_PATH = ACTIVE_PROJECT_FILE
 /** Optimistic retries of sync-task when another write to the same worker memory wins the race. */
 const SYNC_TASK_ATTEMPTS = 8
 
-export interface StatusFileEntry {
-  updatedAt: string
-  rev: number
-  hash?: string
-  deleted?: true
-  author: string
-}
-
-export interface StatusAnswer {
-  serverTime: string
-  seq: number
-  serverId: string
-  full: boolean
-  files: Record<string, StatusFileEntry>
-  activeProjectId: string | null
-}
-
-export interface PullAnswer {
-  files: Record<string, {content: string; updatedAt: string; hash: string; rev: number}>
-  /** Tombstones among the asked paths, so a client can tell "deleted" from "never existed" (absent from both). */
-  deleted: Record<string, {rev: number; updatedAt: string}>
-}
-
 export interface PushBody {
   files?: Record<string, string>
   base?: Record<string, number | null>
   deletes?: string[]
-}
-
-export interface PushAnswer {
-  files: Record<string, {rev: number; hash: string; updatedAt: string}>
-  deleted: Record<string, {rev: number; updatedAt: string}>
-  seq: number
 }
 
 export interface ServiceOptions {
@@ -201,6 +176,32 @@ export class MemoryService {
     for (const meta of outcome.deleted) answer.deleted[meta.path] = {rev: meta.rev, updatedAt: meta.updatedAt}
     this.announce(outcome, request.writes)
     return answer
+  }
+
+  /**
+   * One file written by a person (the dashboard): refused when it holds a secret or personal data, with the
+   * message every other door gives (`jarvis memory write`, the MCP tools); written only when `base` is still the
+   * file's revision (null: a new file). A stale base writes nothing and answers 409 with the file as it is now,
+   * so the writer can merge: an edit never overwrites a change it did not see.
+   */
+  async write(path: string, content: string, base: number | null, agentId: string): Promise<WriteAnswer> {
+    const clean = checkPath(path)
+    try {
+      await assertCleanMemoryFile(clean, content)
+    } catch (error) {
+      if (!(error instanceof SecretRefusedError)) throw error
+      throw new HttpError(422, 'sensitive', error.message, {field: 'body/content', path: clean, findings: error.data.findings})
+    }
+    try {
+      const answer = await this.push({files: {[clean]: content}, base: {[clean]: base}}, agentId)
+      return {path: clean, ...answer.files[clean], seq: answer.seq}
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.status !== 409) throw error
+      const record = (await this.storage.read([clean])).get(clean)
+      const current: CurrentFile | null = record === undefined ? null : {content: record.deleted ? null : record.content, rev: record.rev, updatedAt: record.updatedAt, author: record.author, deleted: record.deleted}
+      const change = current === null ? 'was removed' : current.deleted ? `was deleted by ${current.author}` : `is at revision ${current.rev} (by ${current.author})`
+      throw new HttpError(409, 'stale', `${clean} changed since you opened it (revision ${base ?? 'none'}): it ${change}. Nothing was overwritten; merge and save again.`, {path: clean, current})
+    }
   }
 
   /** MEM_UPDATE for every changed path; STATE_CHANGED when active_project.json got a valid new value. */

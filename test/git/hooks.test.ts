@@ -255,9 +255,27 @@ describe('the hook block', () => {
   it('replaces an older block in place', () => {
     const old = withBlock('#!/bin/sh\necho a\n', hookBlock('/old/node /old/run.js'))
     const updated = withBlock(old, block)
-    expect(updated).toContain('\n  jarvis sync --quiet || echo')
+    expect(updated).toContain('\n  jarvis sync --quiet || {')
     expect(updated).not.toContain('/old/run.js')
     expect(updated.split(BLOCK_END)).toHaveLength(2)
+  })
+
+  it('logs a sync that failed, not one that kept a conflict in a backup (exit 4)', async () => {
+    const dir = await tempDir('jarvis-hook-block-')
+    try {
+      const fake = join(dir, 'fake-jarvis')
+      await writeFile(fake, '#!/bin/sh\nexit "$EXIT_WITH"\n')
+      await chmod(fake, 0o755)
+      const log = join(dir, 'hooks.log')
+      // The block runs the sync in the background; `wait` lets this shell see it end.
+      const script = `${hookBlock(fake).replace('>> .nexus/hooks.log', `>> ${log}`)}\nwait\n`
+      for (const code of ['4', '3', '0']) expect(spawnSync('sh', ['-c', script], {env: {...process.env, EXIT_WITH: code}}).status).toBe(0)
+      const lines = (await readFile(log, 'utf8')).trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(/^\S+ git sync jarvis sync from a git hook failed \(exit 3\)/)
+    } finally {
+      await removeAll([dir])
+    }
   })
 
   it('a hook without a final newline keeps its last line', () => {

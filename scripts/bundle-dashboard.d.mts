@@ -1,0 +1,2 @@
+/** Builds the web dashboard into dist/dashboard/ (see bundle-dashboard.mjs). */
+export function buildDashboard(): Promise<void>

@@ -1,0 +1,46 @@
+/**
+ * `GET /api/search?q=&limit=`: memory files and events ranked for a query, the answer of the `memory_search` tool
+ * (the same HostedBackend, over the same file index), for the dashboard's search page.
+ */
+import type {FastifyInstance} from 'fastify'
+
+import {HostedBackend, type HostedState} from '../../mcp/hosted.js'
+import {JarvisError} from '../../errors.js'
+import type {EventService} from '../events-service.js'
+import {HttpError} from '../http-error.js'
+import {hostedServices} from '../mcp/services.js'
+import type {MemoryService} from '../service.js'
+
+export const DEFAULT_SEARCH_LIMIT = 10
+const MAX_SEARCH_LIMIT = 50
+
+export interface SearchRouteOptions {
+  events: EventService
+  memory: MemoryService
+  state: HostedState
+  now: () => Date
+}
+
+function searchLimit(value: unknown): number {
+  if (value === undefined) return DEFAULT_SEARCH_LIMIT
+  if (typeof value === 'string' && /^[1-9][0-9]?$/.test(value) && Number(value) <= MAX_SEARCH_LIMIT) return Number(value)
+  throw new HttpError(400, 'bad_request', `querystring/limit must be an integer from 1 to ${MAX_SEARCH_LIMIT}`, {field: 'querystring/limit'})
+}
+
+export function searchRoutes(app: FastifyInstance, options: SearchRouteOptions): void {
+  app.get('/api/search', async (request) => {
+    const query = request.query as {q?: unknown; limit?: unknown}
+    if (typeof query.q !== 'string' || query.q.trim() === '' || query.q.length > 500) {
+      throw new HttpError(400, 'bad_request', 'querystring/q must be a query of 1 to 500 characters', {field: 'querystring/q'})
+    }
+    const limit = searchLimit(query.limit)
+    const services = hostedServices({agentId: request.agentId, events: options.events, memory: options.memory, readOnly: true})
+    try {
+      return await new HostedBackend(services, options.state, options.now).search({query: query.q, limit})
+    } catch (error) {
+      // The backend speaks the commands' errors; answer them as the route's own.
+      if (error instanceof JarvisError && error.exit === 2) throw new HttpError(400, 'bad_request', error.message)
+      throw error
+    }
+  })
+}

@@ -1,0 +1,382 @@
+/**
+ * The web dashboard in a real headless Chromium against a real `jarvis serve` process on 127.0.0.1, with real
+ * `jarvis` CLI clients beside it: what a person does on the page reaches the agents, and what the agents do
+ * reaches the page without a reload. The run writes docs/screenshots/ (each page at desktop and phone width).
+ */
+import {spawn, type ChildProcess} from 'node:child_process'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import type {Page} from 'playwright-core'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {fakeGithubToken} from '../files/helpers.js'
+import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
+import {removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
+import {call} from '../server/helpers.js'
+import {launchBrowser, screenshots, type Browser} from './browser.js'
+
+/** Polls until `probe` returns a value: an overall deadline for a step, not a timed assertion. */
+async function until<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, deadlineMs = 30_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined && value !== null && value !== false) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+interface Tree {
+  root: string
+  memory: string
+  env: NodeJS.ProcessEnv
+  jarvis(args: string[], input?: string): ReturnType<typeof runJarvis>
+}
+
+let browser: Browser
+let server: ServerProcess
+let dataDir: string
+let alice: Tree
+const dirs: string[] = []
+const children: ChildProcess[] = []
+
+async function makeTree(agent: 'claude' | 'gemini', url: string): Promise<Tree> {
+  const root = await tempDir(`jarvis-dash-${agent}-`)
+  dirs.push(root)
+  const env = {JARVIS_TOKEN: TOKENS[agent], XDG_CONFIG_HOME: join(root, 'xdg')}
+  const tree: Tree = {root, memory: join(root, '.memory'), env, jarvis: (args, input) => runJarvis(args, {cwd: root, env, input})}
+  const init = await tree.jarvis(['init', '--server', url, '--agent', agent, '--json'])
+  expect(init.code, init.stderr).toBe(0)
+  return tree
+}
+
+async function sync(tree: Tree): Promise<void> {
+  const run = await tree.jarvis(['sync', '--json'])
+  expect(run.code, run.stdout + run.stderr).toBe(0)
+}
+
+/** A tab signed in with `token`, showing `hash`. */
+async function signedIn(token: string, hash = '#/files'): Promise<Page> {
+  const page = await browser.newPage()
+  await page.goto(`${server.url}/${hash}`)
+  await page.getByLabel('Token').fill(token)
+  await page.getByRole('button', {name: 'Sign in'}).click()
+  await page.getByRole('navigation', {name: 'Pages'}).waitFor()
+  await page.getByText(/signed in as /).waitFor()
+  return page
+}
+
+async function serverFile(path: string, agent: 'claude' | 'gemini' = 'claude'): Promise<{content: string; rev: number} | undefined> {
+  const answer = await call(server.url, TOKENS[agent], 'POST', '/api/memory/pull', {files: [path]})
+  return answer.body.files[path]
+}
+
+async function events(agent: 'claude' | 'gemini', params = ''): Promise<{event_id: string; content_md: string; scope: string}[]> {
+  const answer = await call(server.url, TOKENS[agent], 'GET', `/v1/memory/events?include_deprecated=true&limit=500${params}`)
+  expect(answer.status).toBe(200)
+  return answer.body.events
+}
+
+const PLAN = '---\ntitle: Release plan\ntags: [release]\n---\n# Release plan\n\n- ship the dashboard\n- write the docs\n- tell the agents\n'
+
+beforeAll(async () => {
+  // Outside CI a developer's dist/ may be older than the page's sources: bundle the dashboard first.
+  if (!process.env.CI) await (await import('../../scripts/bundle-dashboard.mjs')).buildDashboard()
+  const base = await tempDir('jarvis-dash-server-')
+  dirs.push(base)
+  dataDir = join(base, 'data')
+  server = await startServerProcess(dataDir)
+  browser = await launchBrowser()
+  alice = await makeTree('claude', server.url)
+  await mkdir(join(alice.memory, 'notes'), {recursive: true})
+  await writeFile(join(alice.memory, 'notes', 'plan.md'), PLAN)
+  await writeFile(join(alice.memory, 'PROJECT_MEMORY.md'), '# Project memory\n\nThe dashboard is served by `jarvis serve` at `/`.\n')
+  await mkdir(join(alice.memory, 'projects', 'atlas'), {recursive: true})
+  await writeFile(join(alice.memory, 'projects', 'atlas', 'summary.md'), '# Atlas\n\nA map of every service.\n')
+  await sync(alice)
+  for (const [kind, key, content, extra] of [
+    ['decision', 'decision:dashboard_stack', 'The dashboard uses **Preact** and markdown-it, bundled by esbuild.', []],
+    ['config', 'config:server_port', 'The team server listens on port 8787.', ['--confidence', 'med', '--ttl-days', '30']],
+  ] as const) {
+    const run = await alice.jarvis(['memory', 'append', '--kind', kind, '--key', key, '--content', content, ...extra, '--json'])
+    expect(run.code, run.stdout + run.stderr).toBe(0)
+  }
+  const task = await alice.jarvis(['task', 'complete', '--type', 'code-review', '--json'])
+  expect(task.code, task.stdout + task.stderr).toBe(0)
+}, 180_000)
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  await browser?.close()
+  await server?.stop()
+  await removeAll(dirs)
+})
+
+describe('the dashboard', () => {
+  it('signs in with a token kept for the tab only, and refuses an unknown one with the server’s message', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${server.url}/`)
+    await screenshots(page, 'sign-in')
+    await page.getByLabel('Token').fill('not-a-token-of-this-server')
+    await page.getByRole('button', {name: 'Sign in'}).click()
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('This token was refused: the token is not known to this server.')
+    // By keyboard: the token field, then Enter.
+    await page.getByLabel('Token').fill(TOKENS.claude)
+    await page.getByLabel('Token').press('Enter')
+    await page.getByText('signed in as claude').waitFor()
+    await page.keyboard.press('Tab')
+    await expect(page.evaluate('document.activeElement.textContent')).resolves.toBe('jarvis')
+    expect(await page.evaluate("[sessionStorage.getItem('jarvis.token'), localStorage.length]")).toEqual([TOKENS.claude, 0])
+    // A new tab is a new session: signed out.
+    const other = await browser.newPage()
+    await other.goto(`${server.url}/`)
+    await other.getByLabel('Token').waitFor()
+    await other.close()
+    await page.close()
+  })
+
+  it('shows a memory file rendered, edits it with its revision, and a CLI client pulls the edit', async () => {
+    const page = await signedIn(TOKENS.claude, '#/files/notes/plan.md')
+    await page.getByRole('heading', {name: 'Release plan', level: 1}).waitFor()
+    expect(await page.locator('.file-markdown li').allTextContents()).toEqual(['ship the dashboard', 'write the docs', 'tell the agents'])
+    await screenshots(page, 'files')
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/plan.md')
+    expect(await editor.inputValue()).toBe(PLAN)
+    await editor.fill(PLAN.replace('- tell the agents\n', '- tell the agents\n- edited in the browser\n'))
+    await screenshots(page, 'files-edit')
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved notes/plan.md as revision 2.').waitFor()
+    expect((await serverFile('notes/plan.md'))?.rev).toBe(2)
+
+    await sync(alice)
+    expect(await readFile(join(alice.memory, 'notes', 'plan.md'), 'utf8')).toContain('- edited in the browser\n')
+    await page.close()
+  })
+
+  it('a stale edit shows the merge with a concurrent CLI edit and never overwrites it', async () => {
+    const page = await signedIn(TOKENS.claude, '#/files/notes/plan.md')
+    const openedRev = (await serverFile('notes/plan.md'))!.rev
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/plan.md')
+    const opened = await editor.inputValue()
+    await editor.fill(opened.replace('# Release plan\n', '# Release plan, second draft\n'))
+
+    // Meanwhile an agent edits another line and syncs.
+    const onDisk = await readFile(join(alice.memory, 'notes', 'plan.md'), 'utf8')
+    await writeFile(join(alice.memory, 'notes', 'plan.md'), onDisk.replace('- write the docs\n', '- write the docs on Friday\n'))
+    await sync(alice)
+    const cliVersion = (await serverFile('notes/plan.md'))!
+    expect(cliVersion.rev).toBe(openedRev + 1)
+    await page.getByText(`claude changed this file on the server (revision ${cliVersion.rev}) while you edit it.`, {exact: false}).waitFor()
+
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText(`notes/plan.md changed since you opened it (revision ${openedRev}): it is at revision ${cliVersion.rev} (by claude). Nothing was overwritten`, {exact: false}).waitFor()
+    await page.getByText(/Your edit was merged with the server’s version below\. Nothing is saved yet/).waitFor()
+    const merged = await editor.inputValue()
+    expect(merged).toContain('- write the docs on Friday\n')
+    expect(merged).toContain('# Release plan, second draft\n')
+    // The stale save wrote nothing: the server still holds the CLI's version.
+    expect(await serverFile('notes/plan.md')).toEqual(cliVersion)
+    await screenshots(page, 'files-merge')
+
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText(`Saved notes/plan.md as revision ${cliVersion.rev + 1}.`).waitFor()
+    expect((await serverFile('notes/plan.md'))?.content).toBe(merged)
+
+    // Both sides change the same line: the editor holds the server's line there, the page's whole text is kept beside it.
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const mine = merged.replace('- tell the agents\n', '- tell the agents by mail\n')
+    await editor.fill(mine)
+    await sync(alice)
+    await writeFile(join(alice.memory, 'notes', 'plan.md'), merged.replace('- tell the agents\n', '- tell the agents on Monday\n'))
+    await sync(alice)
+    const theirs = await serverFile('notes/plan.md')
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText(/Both sides changed the same lines in 1 place/).waitFor()
+    expect(await page.getByLabel('Your version (not saved)').inputValue()).toBe(mine)
+    expect(await editor.inputValue()).toContain('- tell the agents on Monday\n')
+    expect(await serverFile('notes/plan.md')).toEqual(theirs)
+    await page.getByRole('button', {name: 'Discard edit'}).click()
+    await page.close()
+  })
+
+  it('refuses a secret typed into an edit with the message the CLI gives, keeping the text', async () => {
+    const secret = `The deploy token is ${fakeGithubToken()}\n`
+    const cli = await alice.jarvis(['memory', 'write', 'notes/plan.md', '--json'], secret)
+    expect(cli.code).toBe(5)
+    const cliMessage = envelope(cli).error?.message
+    expect(cliMessage).toMatch(/^refused: the content of \.memory\/notes\/plan\.md holds a GitHub token/)
+
+    const before = await serverFile('notes/plan.md')
+    const page = await signedIn(TOKENS.claude, '#/files/notes/plan.md')
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/plan.md')
+    await editor.fill(secret)
+    await page.getByRole('button', {name: 'Save'}).click()
+    const alert = page.getByRole('alert')
+    await alert.waitFor()
+    expect((await alert.textContent())?.trim()).toBe(cliMessage)
+    expect(await editor.inputValue()).toBe(secret)
+    expect(await serverFile('notes/plan.md')).toEqual(before)
+    // Even a fake token never goes into the repository, a picture of one included.
+    await screenshots(page, 'files-secret-refused', [editor])
+    await page.getByRole('button', {name: 'Discard edit'}).click()
+    await page.close()
+  })
+
+  it('shows an append from the CLI live, with its confidence and TTL', async () => {
+    const page = await signedIn(TOKENS.claude, '#/events')
+    const port = page.getByRole('article', {name: /config config:server_port by claude/})
+    await port.waitFor()
+    expect(await port.textContent()).toContain('confidence med')
+    expect(await port.textContent()).toMatch(/TTL 30 days, expires/)
+    const run = await alice.jarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:live_check', '--content', 'Appended from the CLI while the page was open.', '--json'])
+    expect(run.code, run.stdout + run.stderr).toBe(0)
+    await page.getByText('Appended from the CLI while the page was open.').waitFor()
+    await page.getByLabel('Kind').selectOption('config')
+    await until('the kind filter', async () => (await page.locator('article.event').count()) === 1)
+    expect(await page.locator('article.event .key').allTextContents()).toEqual(['config:server_port'])
+    await page.getByLabel('Kind').selectOption('')
+    await page.getByLabel('Text', {exact: true}).fill('Preact')
+    await until('the text filter', async () => (await page.locator('article.event').count()) === 1)
+    await page.getByLabel('Text', {exact: true}).fill('')
+    await until('the whole list', async () => (await page.locator('article.event').count()) === 3)
+    await screenshots(page, 'events')
+    await page.close()
+  })
+
+  it('forgets an event only after a confirmation', async () => {
+    const [target] = (await events('claude', '&dedupe_key=fact:live_check'))
+    const page = await signedIn(TOKENS.claude, '#/events')
+    const card = page.getByRole('article', {name: /fact fact:live_check/})
+    await card.getByRole('button', {name: 'Forget fact:live_check'}).click()
+    const dialog = page.getByRole('dialog', {name: 'Forget this event?'})
+    await dialog.waitFor()
+    await screenshots(page, 'events-forget-confirm')
+    await dialog.getByRole('button', {name: 'Cancel'}).click()
+    expect((await events('claude')).map((event) => event.event_id)).toContain(target.event_id)
+
+    await card.getByRole('button', {name: 'Forget fact:live_check'}).click()
+    await dialog.getByRole('button', {name: 'Forget'}).click()
+    await page.getByText(`Forgot ${target.event_id}: its text is deleted from the shared memory.`).waitFor()
+    const after = await events('claude')
+    expect(after.map((event) => event.event_id)).not.toContain(target.event_id)
+    expect(after.some((event) => event.content_md.includes('Appended from the CLI'))).toBe(false)
+    const snapshot = await call(server.url, TOKENS.claude, 'GET', '/v1/memory/snapshot')
+    expect(snapshot.text).not.toContain('Appended from the CLI')
+    await page.close()
+  })
+
+  it('switches the active project for every client: a `jarvis sync --watch` client gets it as user-web', async () => {
+    const bob = await makeTree('gemini', server.url)
+    const watch = spawn(process.execPath, [...(process.env.CI ? [] : ['--import', 'tsx']), jarvisBin, 'sync', '--watch', '--json', '--dir', bob.root], {
+      env: {...process.env, NO_COLOR: '1', ...bob.env},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    children.push(watch)
+    let stdout = ''
+    watch.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    await until('the watch client’s first sync', () => stdout.includes('\n'))
+
+    const page = await signedIn(TOKENS.claude, '#/project')
+    await page.getByText('No active project has been set.').waitFor()
+    await page.getByLabel('Switch every client to project').fill('atlas')
+    await page.getByRole('button', {name: 'Switch'}).click()
+    await page.getByText('Switched every client to atlas.').waitFor()
+    const pulled = await until('the watch client’s active_project.json', async () => {
+      const text = await readFile(join(bob.memory, 'active_project.json'), 'utf8').catch(() => '')
+      return text.includes('atlas') ? (JSON.parse(text) as {projectId: string; switchedBy: string}) : undefined
+    })
+    expect(pulled).toMatchObject({projectId: 'atlas', switchedBy: 'user-web'})
+
+    // And a switch from the CLI reaches the open page live.
+    const other = await signedIn(TOKENS.gemini, '#/project')
+    const cli = await alice.jarvis(['switch-project', 'zephyr', '--json'])
+    expect(cli.code, cli.stdout + cli.stderr).toBe(0)
+    await other.getByText('The active project is now zephyr (switched by user-cli).').waitFor()
+    expect(await other.locator('.project-id').textContent()).toBe('zephyr')
+    await screenshots(other, 'project')
+    watch.kill('SIGINT')
+    await page.close()
+    await other.close()
+  })
+
+  it('shows a private event of agent A to A’s token only', async () => {
+    const run = await alice.jarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:claude_private', '--scope', 'agent:claude', '--content', 'Only claude may read this note.', '--json'])
+    expect(run.code, run.stdout + run.stderr).toBe(0)
+    const asClaude = await signedIn(TOKENS.claude, '#/events')
+    await asClaude.getByText('Only claude may read this note.').waitFor()
+    const asGemini = await signedIn(TOKENS.gemini, '#/events')
+    await asGemini.getByRole('article', {name: /decision decision:dashboard_stack/}).waitFor()
+    expect(await asGemini.locator('main').textContent()).not.toContain('Only claude may read this note.')
+    await asGemini.getByLabel('Scope').fill('agent:claude')
+    await asGemini.getByRole('alert').waitFor()
+    expect(await asGemini.getByRole('alert').textContent()).toContain('agent:claude is another agent’s private scope'.replace('’', "'"))
+    await asGemini.goto(`${server.url}/#/search`)
+    await asGemini.getByLabel('Search memory files and events').fill('claude may read')
+    await asGemini.getByRole('button', {name: 'Search'}).click()
+    await asGemini.getByText('No event matches.').waitFor()
+    await asClaude.close()
+    await asGemini.close()
+  })
+
+  it('shows agents, pinned memory and search', async () => {
+    const page = await signedIn(TOKENS.claude, '#/agents')
+    const card = page.getByRole('article', {name: 'claude'})
+    await card.getByRole('cell', {name: 'code-review'}).waitFor()
+    expect(await card.textContent()).toContain('Last active')
+    await screenshots(page, 'agents')
+
+    await page.goto(`${server.url}/#/pinned`)
+    await page.getByText(/\[decision\] decision:dashboard_stack: The dashboard uses \*\*Preact\*\*|\[decision\] decision:dashboard_stack: The dashboard uses Preact/).first().waitFor()
+    expect(await page.locator('.pinned').textContent()).toContain('[config] config:server_port')
+    await screenshots(page, 'pinned')
+
+    await page.goto(`${server.url}/#/search`)
+    await page.getByLabel('Search memory files and events').fill('service map')
+    await page.getByRole('button', {name: 'Search'}).click()
+    await page.getByRole('link', {name: 'projects/atlas/summary.md'}).waitFor()
+    await screenshots(page, 'search')
+    await page.close()
+  })
+
+  it('a refused token and a server restart while editing give a clear message and lose nothing typed', async () => {
+    const key = await runJarvis(['serve', 'token', 'create', '--agent', 'claude', '--data', dataDir, '--json'])
+    expect(key.code, key.stderr).toBe(0)
+    const {id, token} = envelope<{id: string; token: string}>(key).result!
+    const page = await signedIn(token, '#/files/PROJECT_MEMORY.md')
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of PROJECT_MEMORY.md')
+    const typed = '# Project memory\n\nTyped while the key was revoked and the server restarted.\n'
+    await editor.fill(typed)
+
+    const revoke = await runJarvis(['serve', 'token', 'revoke', id, '--data', dataDir, '--json'])
+    expect(revoke.code, revoke.stderr).toBe(0)
+    await page.getByRole('button', {name: 'Save'}).click()
+    const refused = page.getByRole('dialog', {name: 'Sign in to jarvis'})
+    await refused.getByText(/The server refused the token: .*revoked.* Sign in again; nothing you typed is lost\./).waitFor()
+    await screenshots(page, 'token-refused')
+    await refused.getByLabel('Token').fill(TOKENS.claude)
+    await refused.getByRole('button', {name: 'Sign in'}).click()
+    await refused.waitFor({state: 'detached'})
+    expect(await editor.inputValue()).toBe(typed)
+
+    const port = server.port
+    await server.stop()
+    await page.getByText('Offline').waitFor()
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText(/The jarvis server does not answer .* Nothing you typed is lost/).first().waitFor()
+    expect(await editor.inputValue()).toBe(typed)
+    server = await startServerProcess(dataDir, port)
+    await page.getByText('Live', {exact: true}).waitFor()
+    // A reload of the tab keeps the draft too (the tab's session storage).
+    await page.reload()
+    expect(await page.getByLabel('Content of PROJECT_MEMORY.md').inputValue()).toBe(typed)
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved PROJECT_MEMORY.md as revision 2.').waitFor()
+    expect((await serverFile('PROJECT_MEMORY.md'))?.content).toBe(typed)
+    await page.close()
+  })
+})

@@ -1,0 +1,74 @@
+/** Pinned memory as an agent reads it when it starts: the snapshot of the scopes it asks for. */
+import {useCallback, useEffect, useState} from 'preact/hooks'
+
+import {api, type ActiveProject, messageOf, query, type StoredEvent} from '../api.js'
+import {EventCard, Markdown, Notice, useLive, useSession} from '../ui.js'
+
+interface Snapshot {
+  pinned_md: string
+  recent_events: StoredEvent[]
+  ruleset_stamp: string
+  snapshot_id: string
+}
+
+export function PinnedPage() {
+  const {agentId} = useSession()
+  const [scopes, setScopes] = useState<string | null>(null)
+  const [snapshot, setSnapshot] = useState<Snapshot | null>(null)
+  const [error, setError] = useState<string | null>(null)
+
+  // What an agent of this token asks for by default: global, its own scope, and the active project's.
+  useEffect(() => {
+    if (agentId === null || scopes !== null) return
+    api<ActiveProject>('GET', '/api/projects/active').then(
+      (active) => setScopes(`global,agent:${agentId},project:${active.projectId}`),
+      // No active project (404) or none readable: the agent's default scopes.
+      () => setScopes(`global,agent:${agentId}`),
+    )
+  }, [agentId, scopes])
+
+  const load = useCallback(async () => {
+    if (scopes === null) return
+    try {
+      setSnapshot(await api<Snapshot>('GET', `/v1/memory/snapshot${query({scopes: scopes.replace(/\s+/g, ''), limit_recent: 20})}`))
+      setError(null)
+    } catch (failure) {
+      setError(messageOf(failure))
+    }
+  }, [scopes])
+  useEffect(() => void load(), [load])
+  useLive((message) => {
+    if (message.type === 'EVENT_APPENDED' || message.type === 'RECONNECTED') void load()
+  })
+
+  return (
+    <section aria-labelledby="pinned-title">
+      <h1 id="pinned-title">Pinned memory</h1>
+      <p>What an agent reads when it starts: the newest live event of each key in these scopes, then the recent events.</p>
+      <form class="filters" onSubmit={(e) => (e.preventDefault(), void load())}>
+        <div class="grow">
+          <label for="p-scopes">Scopes (comma-separated)</label>
+          <input id="p-scopes" value={scopes ?? ''} onChange={(e) => setScopes(e.currentTarget.value)} />
+        </div>
+      </form>
+      {error ? <Notice tone="error">{error}</Notice> : null}
+      {snapshot ? (
+        <>
+          {snapshot.pinned_md.trim() === '' ? <p>Nothing is pinned in these scopes.</p> : <Markdown text={snapshot.pinned_md} class="pinned" />}
+          <p class="meta">
+            {snapshot.ruleset_stamp} · snapshot {snapshot.snapshot_id}
+          </p>
+          <h2>Recent events</h2>
+          {snapshot.recent_events.length === 0 ? <p>No recent events.</p> : null}
+          <div class="event-list">
+            {snapshot.recent_events.map((event) => (
+              <EventCard key={event.event_id} event={event} />
+            ))}
+          </div>
+        </>
+      ) : error ? null : (
+        <p>Loading…</p>
+      )}
+    </section>
+  )
+}
