@@ -74,7 +74,8 @@ export async function benchSearch(): Promise<BenchSection> {
     resetSearchCache()
 
     const build = await time(() => refreshSearchIndex(root))
-    const indexBytes = (await stat(join(root, '.nexus', INDEX_FILE))).size
+    // SQLite in WAL mode: what this process wrote may still be in the -wal file beside the index.
+    const indexBytes = (await Promise.all(['', '-wal'].map(async (suffix) => (await stat(join(root, '.nexus', INDEX_FILE + suffix)).catch(() => ({size: 0}))).size))).reduce((a, b) => a + b, 0)
     resetSearchCache()
     const load = await time(() => refreshSearchIndex(root)) // a new process: load the index, scan, nothing to re-index
     const edited = [...files.keys()][1234]
@@ -117,7 +118,7 @@ export async function benchSearch(): Promise<BenchSection> {
     ]
 
     const markdown = [
-      `${FILES.toLocaleString('en')} memory files (${(indexBytes / 2 ** 20).toFixed(1)} MiB index in \`.nexus/search/index.json\`), ${queries.length} queries × ${ROUNDS} rounds, keyword mode (no embeddings provider). ${grepVersion}.`,
+      `${FILES.toLocaleString('en')} memory files (${(indexBytes / 2 ** 20).toFixed(1)} MiB index in \`.nexus/search/index.sqlite\`), ${queries.length} queries × ${ROUNDS} rounds, keyword mode (no embeddings provider). ${grepVersion}.`,
       '',
       table(
         ['step', 'time', 'files re-indexed'],

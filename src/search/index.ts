@@ -1,9 +1,9 @@
 /**
  * search/: the memory-file index and ranking (docs/memory-files.md, seed 004 §5, §7, §9).
  *
- * Keyword ranking always (minisearch BM25, prefix and fuzzy terms); when an embeddings provider is configured
- * the vector ranking too, fused with reciprocal rank fusion. The index is loaded once per process and brought up
- * to date from content hashes on each search; see docs/decisions/search.md.
+ * Keyword ranking always (SQLite FTS5 BM25, prefix and fuzzy terms); when an embeddings provider is configured
+ * the vector ranking too, fused with reciprocal rank fusion. The index is opened once per process, queried in
+ * place, and brought up to date from content hashes on each search; see docs/decisions/search.md.
  */
 import {performance} from 'node:perf_hooks'
 
@@ -69,6 +69,8 @@ const SNIPPET_LINES = 3
 const SNIPPET_CHARS = 200
 
 const indexes = new Map<string, Promise<KeywordIndex>>()
+/** The indexes opened so far, to close them when the cache is reset. */
+const opened = new Set<KeywordIndex>()
 const vectorStores = new Map<string, Promise<VectorStore>>()
 
 /** The tree's index, loaded once per process. */
@@ -76,6 +78,7 @@ function indexFor(root: string): Promise<KeywordIndex> {
   let index = indexes.get(root)
   if (!index) {
     index = KeywordIndex.load(root)
+    void index.then((loaded) => opened.add(loaded), () => {})
     indexes.set(root, index)
     index.catch(() => indexes.delete(root))
   }
@@ -93,8 +96,10 @@ function vectorsFor(root: string, model: string): Promise<VectorStore> {
   return store
 }
 
-/** Forgets the in-process indexes (tests: simulate a new process). */
+/** Closes and forgets the in-process indexes (tests: simulate a new process). */
 export function resetSearchCache(): void {
+  for (const index of opened) index.close()
+  opened.clear()
   indexes.clear()
   vectorStores.clear()
 }
@@ -119,7 +124,7 @@ export interface SearchIndexWatch {
   changed(path: string): void
   /** Something the watcher cannot describe path by path (a directory added or removed, a watcher error, ready). */
   rescan(): void
-  /** Back to a full scan at every search; saves the index if watched refreshes left it unsaved. */
+  /** Back to a full scan at every search (each watched refresh was written to the index when it ran). */
   stop(): Promise<void>
 }
 
@@ -136,8 +141,6 @@ export function watchSearchIndex(root: string): SearchIndexWatch {
     rescan: () => void (state.rescan = true),
     async stop() {
       if (watchedTrees.get(root) === state) watchedTrees.delete(root)
-      const index = indexes.get(root)
-      if (index) await (await index).flush()
     },
   }
 }
@@ -277,7 +280,7 @@ export async function searchMemory(root: string, query: string, options: SearchO
   for (const [i, {path, score}] of top.entries()) {
     const text = texts[i]
     if (text === null) continue
-    hits.push({path, title: index.files.get(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
+    hits.push({path, title: index.metaOf(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
   }
   const stats: SearchStats = {...refresh, embedded, queryMs: Number((performance.now() - started).toFixed(2))}
   return {hits, mode, ...(note ? {note} : {}), stats}
@@ -381,7 +384,7 @@ export async function searchTexts(
   for (const {path, score, terms: matched} of ranked) {
     const text = texts.get(path)
     if (text === undefined) continue
-    hits.push({path, title: index.files.get(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...matched, ...terms])})
+    hits.push({path, title: index.metaOf(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...matched, ...terms])})
   }
   return hits
 }

@@ -1,106 +1,59 @@
 /**
- * The keyword index: minisearch (BM25 with prefix and fuzzy terms) over title, tags, path and body, kept in
- * `.nexus/search/index.json` together with a per-file content hash. `refresh()` scans `.memory/` (reusing the
- * stat hints stored beside the hashes) and re-indexes only the files whose hash changed; a missing, corrupt or
- * other-version index file is rebuilt from scratch. Written atomically, so a killed process leaves the old
- * index or the new one, both consistent (hashes and postings live in the same file).
+ * The keyword index of a tree: `.nexus/search/index.sqlite`, an SQLite database holding the FTS5 index of the
+ * memory files (fts.ts), one row per file with its content hash, stat hints and the filters' fields, and the
+ * directories the last scan saw (their mtimes: hints that spare reading unchanged directories). A new process
+ * queries it in place: it loads the rows of `files` and `dirs` (needed to check the tree), never the postings.
+ *
+ * `refresh()` scans `.memory/` with those hints and re-indexes only the files whose hash changed, in one
+ * transaction: a killed process leaves the previous index (SQLite's journal), never a mix. A file that is not an
+ * index of this version, or that SQLite finds corrupt, is removed and built again. Readers need no lock (WAL mode:
+ * a search reads while another process writes).
  */
 import {lstat, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
-import MiniSearch, {type AsPlainObject, type Options, type SearchResult as MiniResult} from 'minisearch'
 
-import {forEachConcurrently, hashBytes, isIgnoredMemoryPath, memoryDir, readNexusFile, readTextIfExists, scanMemory, type StatCache, writeNexusFile} from '../store/index.js'
+import {type DirStat, forEachConcurrently, hashBytes, isIgnoredMemoryPath, memoryDir, readTextIfExists, scanMemory, type StatCache} from '../store/index.js'
+import {openNexusRowDatabase, openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
+import {createFtsSchema, FtsEngine} from './fts.js'
+
+export {INDEXED_BODY_CHARS, processTerm} from './fts.js'
 
 const debug = createDebug('jarvis:search')
 
-export const INDEX_FILE = 'search/index.json'
-/** 2: bodies capped at INDEXED_BODY_CHARS (an index of version 1 may hold whole large files: it is rebuilt once). */
-const INDEX_VERSION = 2
-/**
- * How much of a file's body the keyword index holds. Memory files are notes of a few kB; a log or a dump kept
- * in `.memory/` made the index as large as the tree (95 MB for 94 MB of dumps) and every prompt's search seconds
- * long. Past this, a file is still listed, read and snippeted, but its words are not indexed.
- */
-export const INDEXED_BODY_CHARS = 64 * 1024
-/** Re-save the index when this many files had only their stat hints refreshed, so the next process skips re-hashing them. */
-const HINT_RESAVE = 100
+export const INDEX_FILE = 'search/index.sqlite'
+/** `PRAGMA user_version` of the index: 3 is the first SQLite one (1 and 2 were minisearch's index.json). */
+const INDEX_VERSION = 3
 const READ_CONCURRENCY = 32
+/** Refreshes tried when other processes keep writing the index in between (each retry starts from their work). */
+const MAX_ATTEMPTS = 5
 
-const STOP_WORDS = new Set(
-  'a an and are as at be but by did do does for from had has have how i in is it its of on or our so that the their then there these this to was we were what when where which who why will with you'.split(' '),
-)
-
-export function processTerm(term: string): string | null {
-  const lower = term.toLowerCase()
-  return lower.length < 2 || STOP_WORDS.has(lower) ? null : lower
+/** Another process committed to the index since this one read it: its ids and hints are stale. */
+class IndexMovedOn extends Error {
+  constructor() {
+    super('the search index was written by another process meanwhile')
+  }
 }
+/** How long a write waits for another process's write to the same index (a rebuild takes seconds). */
+const BUSY_TIMEOUT_MS = 30_000
 
-/** What the index keeps of each file: the scan's stat hints and hash, and the filters' fields. */
+/** What the index keeps in memory of each file: its rowid in the FTS table, the scan's stat hints and hash. */
 export interface IndexedFile {
+  id: number
   hash: string
   size: number
   mtimeMs: number
   ino?: number
   checkedAtMs?: number
+}
+
+/** The filters' fields and the title of a file, read from the index when a query needs them. */
+export interface FileMeta {
   title?: string
   tags: string[]
   date?: string
-}
-
-const optional = (value: unknown, type: 'number' | 'string') => value === undefined || typeof value === type
-
-/**
- * A cache, rebuilt when anything in it is off, so a plain check is enough (zod took 25 ms at 10,000 files,
- * at every start of `recall`).
- */
-function isIndexedFile(value: unknown): value is IndexedFile {
-  if (typeof value !== 'object' || value === null) return false
-  const v = value as Record<string, unknown>
-  return (
-    typeof v.hash === 'string' &&
-    typeof v.size === 'number' &&
-    typeof v.mtimeMs === 'number' &&
-    optional(v.ino, 'number') &&
-    optional(v.checkedAtMs, 'number') &&
-    optional(v.title, 'string') &&
-    optional(v.date, 'string') &&
-    Array.isArray(v.tags) &&
-    v.tags.every((tag) => typeof tag === 'string')
-  )
-}
-
-function isIndexFile(value: unknown): value is {version: typeof INDEX_VERSION; files: Record<string, IndexedFile>; mini: AsPlainObject} {
-  if (typeof value !== 'object' || value === null) return false
-  const v = value as Record<string, unknown>
-  return v.version === INDEX_VERSION && typeof v.mini === 'object' && v.mini !== null && typeof v.files === 'object' && v.files !== null && Object.values(v.files).every(isIndexedFile)
-}
-
-interface MiniDoc {
-  id: string
-  title: string
-  tags: string
-  path: string
-  body: string
-}
-
-const MINI_OPTIONS: Options<MiniDoc> = {
-  fields: ['title', 'tags', 'path', 'body'],
-  storeFields: [],
-  processTerm,
-  searchOptions: {
-    boost: {title: 3, tags: 2, path: 1.5},
-    prefix: (term) => term.length >= 3,
-    fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
-    maxFuzzy: 2,
-    combineWith: 'OR',
-  },
-}
-
-function miniDoc(doc: SearchDocument): MiniDoc {
-  return {id: doc.path, title: doc.title ?? '', tags: doc.tags.join(' '), path: doc.path.replace(/\.md$/, ''), body: doc.body.slice(0, INDEXED_BODY_CHARS)}
 }
 
 export interface RefreshStats {
@@ -142,86 +95,264 @@ async function readAll(root: string, paths: string[]): Promise<Array<string | nu
   return texts
 }
 
+/** True when the file passes every filter given. PURE. */
+function passes(path: string, entry: {tags: string[]; date?: string}, filters: KeywordFilters): boolean {
+  if (filters.prefix && !path.startsWith(filters.prefix)) return false
+  if (filters.tags?.length && !filters.tags.every((tag) => entry.tags.includes(tag.toLowerCase()))) return false
+  if (filters.since && (!entry.date || entry.date < filters.since)) return false
+  if (filters.until && (!entry.date || entry.date > filters.until)) return false
+  return true
+}
+
+/** What the filters need of a document: a file without a date of its own is dated by its mtime. */
+function metaOfDocument(doc: SearchDocument, mtimeMs: number): FileMeta {
+  return {title: doc.title, tags: doc.tags, date: doc.date ?? new Date(mtimeMs).toISOString().slice(0, 10)}
+}
+
+/** A database error that means the file cannot serve as an index: build it again. */
+function isUnusable(error: unknown): boolean {
+  const {code, errcode} = error as {code?: unknown; errcode?: unknown}
+  // better-sqlite3 names the code; node:sqlite gives its number (IOERR 10, CORRUPT 11, CANTOPEN 14, NOTADB 26).
+  if (typeof errcode === 'number') return [10, 11, 14, 26].includes(errcode & 0xff)
+  return typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB|CANTOPEN|IOERR)/.test(code)
+}
+
+/** An error of the database itself (not of our code): worth building the index again, elsewhere if need be. */
+const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String((error as {code?: unknown}).code))
+
+const FILES_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ms REAL NOT NULL, ino INTEGER, checked_at_ms REAL, title TEXT, tags TEXT NOT NULL, date TEXT);
+  CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, mtime_ms REAL NOT NULL, checked_at_ms REAL NOT NULL) WITHOUT ROWID;
+`
+
+/** The index database of the tree at `root`, checked; `fresh` when it was (re)created empty. */
+function openIndexDatabase(root: string): {db: RowDatabase; fresh: boolean} {
+  for (let attempt = 0; ; attempt++) {
+    let db: RowDatabase | undefined
+    try {
+      const opened = openNexusRowDatabase(root, INDEX_FILE)
+      db = opened
+      opened.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+      opened.exec('PRAGMA journal_mode = WAL')
+      // A killed process loses at most its last transaction, never consistency (WAL); the index is a cache.
+      opened.exec('PRAGMA synchronous = NORMAL')
+      // Checked and created under the write lock: another process creating the index at the same moment is waited
+      // for, never taken for a broken index.
+      const fresh = opened.immediate(() => {
+        const version = opened.prepare('PRAGMA user_version').get()![0] as number
+        const tables = opened.prepare("SELECT count(*) FROM sqlite_schema WHERE name IN ('files', 'dirs', 'docs', 'terms')").get()![0] as number
+        if (version === INDEX_VERSION && tables === 4) return false
+        if (version !== 0 || tables !== 0) throw Object.assign(new Error(`an index of version ${version}`), {code: 'SQLITE_NOTADB'})
+        opened.exec(FILES_SCHEMA)
+        createFtsSchema(opened)
+        opened.exec(`PRAGMA user_version = ${INDEX_VERSION}`)
+        return true
+      })
+      return {db: opened, fresh}
+    } catch (error) {
+      db?.close()
+      if (attempt > 0 || !isUnusable(error)) throw error
+      debug('search index unusable, rebuilding: %s', (error as Error).message)
+      removeNexusSqlite(root, INDEX_FILE)
+    }
+  }
+}
+
+/** An index in memory, for a tree whose `.nexus/` cannot hold one (read-only): built again by each process. */
+function memoryDatabase(): RowDatabase {
+  const db = openRowDatabase(':memory:')
+  db.exec(FILES_SCHEMA)
+  return db
+}
+
 export class KeywordIndex {
-  private dirty = false
+  private engine: FtsEngine
   private pendingRebuild: boolean
+  private readonly ids = new Map<number, string>()
+  private nextId = 1
+  private statements!: ReturnType<typeof prepareStatements>
+
+  readonly files = new Map<string, IndexedFile>()
+  private dirs = new Map<string, DirStat>()
+  private readonly metas = new Map<number, FileMeta>()
+  /** True when the index lives in memory only (`.nexus/` could not hold it). */
+  private inMemory = false
+  /** `PRAGMA data_version` when `files` was read: it moves when another connection commits. */
+  private seenVersion = 0
 
   private constructor(
     readonly root: string,
-    private mini: MiniSearch<MiniDoc>,
-    readonly files: Map<string, IndexedFile>,
+    private db: RowDatabase,
     rebuilt: boolean,
   ) {
     this.pendingRebuild = rebuilt
+    this.engine = new FtsEngine(db)
+    this.statements = prepareStatements(db)
+    this.readState()
   }
 
-  /** Loads `.nexus/search/index.json`; anything wrong with it means an empty index that the next refresh fills. */
+  /** Opens `.nexus/search/index.sqlite`; a missing, foreign or corrupt one is replaced by an empty index that the next refresh fills. */
   static async load(root: string): Promise<KeywordIndex> {
-    const text = await readNexusFile(root, INDEX_FILE).catch(() => null)
-    if (text !== null) {
-      try {
-        const parsed: unknown = JSON.parse(text)
-        if (!isIndexFile(parsed)) throw new Error('not an index of this version')
-        const mini = MiniSearch.loadJS<MiniDoc>(parsed.mini, MINI_OPTIONS)
-        return new KeywordIndex(root, mini, new Map(Object.entries(parsed.files)), false)
-      } catch (error) {
-        debug('search index unreadable, rebuilding: %s', (error as Error).message)
-      }
+    let opened: {db: RowDatabase; fresh: boolean; inMemory?: boolean}
+    try {
+      opened = openIndexDatabase(root)
+    } catch (error) {
+      // A read-only .nexus/ must not break search: the index lives in memory for this process.
+      debug('search index cannot be opened, keeping one in memory: %s', (error as Error).message)
+      opened = {db: memoryDatabase(), fresh: true, inMemory: true}
     }
-    return new KeywordIndex(root, new MiniSearch<MiniDoc>(MINI_OPTIONS), new Map(), true)
+    const index = new KeywordIndex(root, opened.db, opened.fresh)
+    index.inMemory = opened.inMemory === true
+    return index
+  }
+
+  /**
+   * Reads what checking the tree needs (titles, tags and dates are read for the files a query ranks: metaOf), and
+   * notes the database's version: a write finding another process's commit since then starts over from here.
+   */
+  private readState(): void {
+    this.files.clear()
+    this.ids.clear()
+    this.metas.clear()
+    this.nextId = 1
+    this.seenVersion = this.statements.dataVersion.get()![0] as number
+    for (const [id, path, hash, size, mtimeMs, ino, checkedAtMs] of this.statements.allFiles.all() as FileRow[]) {
+      this.files.set(path, {id, hash, size, mtimeMs, ino: ino ?? undefined, checkedAtMs: checkedAtMs ?? undefined})
+      this.ids.set(id, path)
+      if (id >= this.nextId) this.nextId = id + 1
+    }
+    this.dirs = new Map()
+    for (const [path, mtimeMs, checkedAtMs] of this.statements.allDirs.all() as Array<[string, number, number]>) this.dirs.set(path, {mtimeMs, checkedAtMs})
   }
 
   private queue: Promise<unknown> = Promise.resolve()
 
-  /** Brings the index up to date with `.memory/`; saves it when anything changed. Calls run one at a time. */
+  /** Brings the index up to date with `.memory/`; writes what changed. Calls run one at a time. */
   refresh(): Promise<RefreshStats> {
     const run = this.queue.then(() => this.refreshNow())
     this.queue = run.catch(() => {})
     return run
   }
 
-  private async refreshNow(): Promise<RefreshStats> {
-    const hints: StatCache = Object.fromEntries(this.files)
-    const scanned = await scanMemory(this.root, hints)
-    let indexed = 0
-    let removed = 0
-    let hintsChanged = 0
-    for (const path of [...this.files.keys()]) {
-      if (scanned.has(path)) continue
-      this.files.delete(path)
-      if (this.mini.has(path)) this.mini.discard(path)
-      removed++
-    }
+  private async refreshNow(attempt = 0): Promise<RefreshStats> {
+    const dirs = new Map<string, DirStat>()
+    const scanned = await scanMemory(this.root, this.files, {dirCache: this.dirs, dirs})
+    const removed = [...this.files.keys()].filter((path) => !scanned.has(path))
     const changed: string[] = []
+    const hinted: string[] = []
     for (const [path, stat] of scanned) {
       const known = this.files.get(path)
-      if (known && known.hash === stat.hash && this.mini.has(path)) {
-        if (known.checkedAtMs !== stat.checkedAtMs || known.mtimeMs !== stat.mtimeMs) hintsChanged++
-        Object.assign(known, {size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs})
-      } else changed.push(path)
+      if (known === undefined || known.hash !== stat.hash) changed.push(path)
+      else if (known.checkedAtMs !== stat.checkedAtMs || known.mtimeMs !== stat.mtimeMs || known.size !== stat.size || known.ino !== stat.ino) hinted.push(path)
     }
     const texts = await readAll(this.root, changed)
+    const updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}> = []
     for (const [i, path] of changed.entries()) {
-      const stat = scanned.get(path)!
       const text = texts[i]
-      if (text === null) continue // deleted since the scan: the next refresh drops it
-      const doc = toSearchDocument(path, text)
-      if (this.mini.has(path)) this.mini.discard(path)
-      this.mini.add(miniDoc(doc))
-      this.files.set(path, {hash: stat.hash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs, title: doc.title, tags: doc.tags, date: doc.date ?? new Date(stat.mtimeMs).toISOString().slice(0, 10)})
-      indexed++
+      // Deleted since the scan: the next refresh drops it (and its folder's hint no longer holds, so it is read).
+      if (text !== null) updates.push({path, stat: scanned.get(path)!, doc: toSearchDocument(path, text)})
+    }
+    const dirsChanged = dirs.size !== this.dirs.size || [...dirs].some(([path, stat]) => this.dirs.get(path)?.checkedAtMs !== stat.checkedAtMs || this.dirs.get(path)?.mtimeMs !== stat.mtimeMs)
+    if (updates.length > 0 || removed.length > 0 || hinted.length > 0 || dirsChanged) {
+      try {
+        this.write({removed, updates, hinted: hinted.map((path) => [path, scanned.get(path)!] as const), dirs})
+      } catch (error) {
+        if (error instanceof IndexMovedOn && attempt < MAX_ATTEMPTS) {
+          // Another process refreshed the index since it was read: start from what it wrote (its work is not redone).
+          this.readState()
+          return this.refreshNow(attempt + 1)
+        }
+        if (!(await this.recover(error))) throw error
+        return this.refreshNow(attempt + 1)
+      }
     }
     const rebuilt = this.pendingRebuild
-    if (indexed > 0 || removed > 0 || rebuilt || hintsChanged >= HINT_RESAVE || this.dirty) await this.save()
     this.pendingRebuild = false
-    debug('refresh: %d indexed, %d removed, %d files', indexed, removed, this.files.size)
-    return {indexed, removed, files: this.files.size, rebuilt}
+    debug('refresh: %d indexed, %d removed, %d files', updates.length, removed.length, this.files.size)
+    return {indexed: updates.length, removed: removed.length, files: this.files.size, rebuilt}
+  }
+
+  /**
+   * After a failed write: a corrupt file is replaced by a new one, a file that cannot be written (read-only,
+   * disk full, another writer for too long) by an index in memory; either way built from scratch by the caller.
+   */
+  private async recover(error: unknown): Promise<boolean> {
+    if (!isDatabaseError(error) || this.inMemory) return false
+    debug('search index write failed (%s): building it again', (error as Error).message)
+    this.db.close()
+    let db: RowDatabase
+    try {
+      if (!isUnusable(error)) throw error
+      removeNexusSqlite(this.root, INDEX_FILE)
+      db = openIndexDatabase(this.root).db
+    } catch {
+      db = memoryDatabase()
+      this.inMemory = true
+    }
+    this.db = db
+    this.engine = new FtsEngine(db)
+    this.statements = prepareStatements(db)
+    this.readState()
+    this.pendingRebuild = true
+    return true
+  }
+
+  /** One transaction: every change of a refresh is written, or none. */
+  private write(change: {removed: string[]; updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}>; hinted: ReadonlyArray<readonly [string, StatCache[string]]>; dirs?: Map<string, DirStat>}): void {
+    const {statements: sql, engine} = this
+    const files = new Map(this.files)
+    const ids = new Map(this.ids)
+    let nextId = this.nextId
+    // IMMEDIATE: the write lock is taken first, so the version check and the writes see the same database.
+    this.db.immediate(() => {
+      if ((sql.dataVersion.get()![0] as number) !== this.seenVersion) throw new IndexMovedOn()
+      for (const path of change.removed) {
+        const entry = files.get(path)
+        if (!entry) continue
+        engine.remove(entry.id)
+        sql.deleteFile.run(entry.id)
+        files.delete(path)
+        ids.delete(entry.id)
+      }
+      for (const {path, stat, doc} of change.updates) {
+        const old = files.get(path)
+        if (old) engine.remove(old.id)
+        const id = old?.id ?? nextId++
+        const entry: IndexedFile = {id, hash: stat.hash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs}
+        const meta = metaOfDocument(doc, stat.mtimeMs)
+        sql.upsertFile.run(id, path, entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, meta.title ?? null, meta.tags.join('\n'), meta.date ?? null)
+        engine.add(id, doc)
+        files.set(path, entry)
+        ids.set(id, path)
+      }
+      for (const [path, stat] of change.hinted) {
+        const entry = files.get(path)
+        if (!entry) continue
+        sql.updateHints.run(stat.size, stat.mtimeMs, stat.ino ?? null, stat.checkedAtMs ?? null, entry.id)
+        files.set(path, {...entry, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs})
+      }
+      if (change.dirs) {
+        for (const path of this.dirs.keys()) if (!change.dirs.has(path)) sql.deleteDir.run(path)
+        for (const [path, stat] of change.dirs) {
+          const old = this.dirs.get(path)
+          if (old?.mtimeMs !== stat.mtimeMs || old.checkedAtMs !== stat.checkedAtMs) sql.upsertDir.run(path, stat.mtimeMs, stat.checkedAtMs)
+        }
+      }
+    })
+    // Only once the transaction committed: the maps always describe what the database holds.
+    this.metas.clear()
+    this.files.clear()
+    for (const [path, entry] of files) this.files.set(path, entry)
+    this.ids.clear()
+    for (const [id, path] of ids) this.ids.set(id, path)
+    this.nextId = nextId
+    if (change.dirs) this.dirs = change.dirs
   }
 
   /**
    * Brings only `paths` up to date (a file watcher reported them): each is re-read and re-indexed when its hash
-   * changed, or dropped when it is gone. Not saved now (the whole index file is megabytes at 10,000 files): the
-   * next full refresh, or `flush()`, saves it; a process that loads the older file re-checks every hash anyway.
+   * changed, or dropped when it is gone.
    */
   refreshPaths(paths: Iterable<string>): Promise<RefreshStats> {
     const run = this.queue.then(() => this.refreshPathsNow([...new Set(paths)]))
@@ -231,8 +362,9 @@ export class KeywordIndex {
 
   private async refreshPathsNow(paths: string[]): Promise<RefreshStats> {
     const base = memoryDir(this.root)
-    let indexed = 0
-    let removed = 0
+    const removed: string[] = []
+    const updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}> = []
+    const hinted: Array<readonly [string, StatCache[string]]> = []
     for (const path of paths) {
       if (path === '' || isIgnoredMemoryPath(path)) continue
       const full = join(base, ...path.split('/'))
@@ -241,62 +373,58 @@ export class KeywordIndex {
       let bytes: Buffer | null = null
       if (info?.isFile()) bytes = await readFile(full).catch(() => null)
       if (bytes === null) {
-        if (this.files.delete(path)) removed++
-        if (this.mini.has(path)) this.mini.discard(path)
+        if (this.files.has(path)) removed.push(path)
         continue
       }
-      const hash = hashBytes(bytes)
-      const known = this.files.get(path)
-      const stat = {hash, size: bytes.length, mtimeMs: info!.mtimeMs, ino: info!.ino, checkedAtMs}
-      if (known && known.hash === hash && this.mini.has(path)) {
-        Object.assign(known, stat)
-        continue
-      }
-      const doc = toSearchDocument(path, bytes.toString('utf8'))
-      if (this.mini.has(path)) this.mini.discard(path)
-      this.mini.add(miniDoc(doc))
-      this.files.set(path, {...stat, title: doc.title, tags: doc.tags, date: doc.date ?? new Date(stat.mtimeMs).toISOString().slice(0, 10)})
-      indexed++
+      const stat = {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info!.mtimeMs, ino: info!.ino, checkedAtMs}
+      if (this.files.get(path)?.hash === stat.hash) hinted.push([path, stat])
+      else updates.push({path, stat, doc: toSearchDocument(path, bytes.toString('utf8'))})
     }
-    if (indexed > 0 || removed > 0) this.dirty = true
-    debug('refresh of %d watched path(s): %d indexed, %d removed', paths.length, indexed, removed)
-    return {indexed, removed, files: this.files.size, rebuilt: false}
-  }
-
-  /** Saves the index when a refresh of watched paths left it newer than its file. */
-  flush(): Promise<void> {
-    const run = this.queue.then(() => (this.dirty ? this.save() : undefined))
-    this.queue = run.catch(() => {})
-    return run
-  }
-
-  private async save(): Promise<void> {
-    const payload = {version: INDEX_VERSION, files: Object.fromEntries(this.files), mini: this.mini.toJSON()}
     try {
-      await writeNexusFile(this.root, INDEX_FILE, JSON.stringify(payload))
-      this.dirty = false
+      this.write({removed, updates, hinted})
     } catch (error) {
-      // A read-only .nexus/ must not break search: the in-memory index is still right; retry next time.
-      this.dirty = true
-      debug('search index not saved: %s', (error as Error).message)
+      // Another process wrote the index meanwhile, or it had to be built again: a full refresh covers these paths.
+      if (error instanceof IndexMovedOn) this.readState()
+      else if (!(await this.recover(error))) throw error
+      return this.refreshNow()
     }
+    debug('refresh of %d watched path(s): %d indexed, %d removed', paths.length, updates.length, removed.length)
+    return {indexed: updates.length, removed: removed.length, files: this.files.size, rebuilt: false}
+  }
+
+  /** Closes the database (SQLite folds its WAL into the file); the index cannot be used afterwards. */
+  close(): void {
+    this.db.close()
+  }
+
+  /** Title, tags and date of an indexed file (read once, then kept). */
+  metaOf(path: string): FileMeta | undefined {
+    const entry = this.files.get(path)
+    if (entry === undefined) return undefined
+    let meta = this.metas.get(entry.id)
+    if (meta === undefined) {
+      const row = this.statements.meta.get(entry.id) as [string | null, string, string | null] | undefined
+      if (row === undefined) return undefined
+      meta = {title: row[0] ?? undefined, tags: row[1] === '' ? [] : row[1].split('\n'), date: row[2] ?? undefined}
+      this.metas.set(entry.id, meta)
+    }
+    return meta
   }
 
   /** True when the file passes every filter given. */
   matches(path: string, filters: KeywordFilters): boolean {
-    const entry = this.files.get(path)
-    if (!entry) return false
-    if (filters.prefix && !path.startsWith(filters.prefix)) return false
-    if (filters.tags?.length && !filters.tags.every((tag) => entry.tags.includes(tag.toLowerCase()))) return false
-    if (filters.since && (!entry.date || entry.date < filters.since)) return false
-    if (filters.until && (!entry.date || entry.date > filters.until)) return false
-    return true
+    if (!filters.prefix && !filters.tags?.length && !filters.since && !filters.until) return this.files.has(path)
+    const meta = this.metaOf(path)
+    return meta !== undefined && passes(path, meta, filters)
   }
 
   /** BM25 ranking, best first, after the filters. */
   search(query: string, filters: KeywordFilters, limit: number): KeywordHit[] {
-    const results: MiniResult[] = this.mini.search(query, {filter: (result) => this.matches(result.id as string, filters)})
-    return results.slice(0, limit).map((r) => ({path: r.id as string, score: r.score, terms: r.terms}))
+    const hits = this.engine.search(query, (id) => {
+      const path = this.ids.get(id)
+      return path !== undefined && this.matches(path, filters)
+    })
+    return hits.slice(0, limit).map(({id, score, terms}) => ({path: this.ids.get(id)!, score, terms}))
   }
 
   /** Every indexed path passing the filters (for the vector ranking). */
@@ -305,13 +433,40 @@ export class KeywordIndex {
   }
 }
 
+type FileRow = [number, string, string, number, number, number | null, number | null]
+
+function prepareStatements(db: RowDatabase) {
+  return {
+    dataVersion: db.prepare('PRAGMA data_version'),
+    allFiles: db.prepare('SELECT id, path, hash, size, mtime_ms, ino, checked_at_ms FROM files'),
+    allDirs: db.prepare('SELECT path, mtime_ms, checked_at_ms FROM dirs'),
+    upsertFile: db.prepare(
+      `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino,
+         checked_at_ms = excluded.checked_at_ms, title = excluded.title, tags = excluded.tags, date = excluded.date`,
+    ),
+    deleteFile: db.prepare('DELETE FROM files WHERE id = ?'),
+    meta: db.prepare('SELECT title, tags, date FROM files WHERE id = ?'),
+    updateHints: db.prepare('UPDATE files SET size = ?, mtime_ms = ?, ino = ?, checked_at_ms = ? WHERE id = ?'),
+    deleteDir: db.prepare('DELETE FROM dirs WHERE path = ?'),
+    upsertDir: db.prepare('INSERT INTO dirs (path, mtime_ms, checked_at_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET mtime_ms = excluded.mtime_ms, checked_at_ms = excluded.checked_at_ms'),
+  }
+}
+
 /**
  * The same keyword ranking over texts held in memory, for a store that is not a tree on disk (the server's file
- * store behind `/mcp`): the caller keeps it current with `set` and `delete`, by content hash.
+ * store behind `/mcp`): the caller keeps it current with `set` and `delete`, by content hash. An SQLite database
+ * in memory, opened at the first `set`.
  */
 export class MemoryTextIndex {
-  private readonly mini = new MiniSearch<MiniDoc>(MINI_OPTIONS)
-  readonly files = new Map<string, {hash: string; title?: string; tags: string[]; date?: string}>()
+  private engine: FtsEngine | undefined
+  readonly files = new Map<string, {id: number; hash: string} & FileMeta>()
+  private readonly ids = new Map<number, string>()
+  private nextId = 1
+
+  private get fts(): FtsEngine {
+    return (this.engine ??= new FtsEngine(openRowDatabase(':memory:')))
+  }
 
   hashOf(path: string): string | undefined {
     return this.files.get(path)?.hash
@@ -319,28 +474,37 @@ export class MemoryTextIndex {
 
   set(path: string, text: string, hash: string, updatedAt: string): void {
     const doc = toSearchDocument(path, text)
-    if (this.mini.has(path)) this.mini.discard(path)
-    this.mini.add(miniDoc(doc))
-    this.files.set(path, {hash, title: doc.title, tags: doc.tags, date: doc.date ?? updatedAt.slice(0, 10)})
+    const old = this.files.get(path)
+    if (old) this.fts.remove(old.id)
+    const id = old?.id ?? this.nextId++
+    this.fts.add(id, doc)
+    this.files.set(path, {id, hash, title: doc.title, tags: doc.tags, date: doc.date ?? updatedAt.slice(0, 10)})
+    this.ids.set(id, path)
   }
 
   delete(path: string): void {
+    const entry = this.files.get(path)
+    if (!entry) return
+    this.fts.remove(entry.id)
     this.files.delete(path)
-    if (this.mini.has(path)) this.mini.discard(path)
+    this.ids.delete(entry.id)
+  }
+
+  metaOf(path: string): FileMeta | undefined {
+    return this.files.get(path)
   }
 
   matches(path: string, filters: KeywordFilters): boolean {
     const entry = this.files.get(path)
-    if (!entry) return false
-    if (filters.prefix && !path.startsWith(filters.prefix)) return false
-    if (filters.tags?.length && !filters.tags.every((tag) => entry.tags.includes(tag.toLowerCase()))) return false
-    if (filters.since && (!entry.date || entry.date < filters.since)) return false
-    if (filters.until && (!entry.date || entry.date > filters.until)) return false
-    return true
+    return entry !== undefined && passes(path, entry, filters)
   }
 
   search(query: string, filters: KeywordFilters, limit: number): KeywordHit[] {
-    const results: MiniResult[] = this.mini.search(query, {filter: (result) => this.matches(result.id as string, filters)})
-    return results.slice(0, limit).map((r) => ({path: r.id as string, score: r.score, terms: r.terms}))
+    if (this.engine === undefined) return []
+    const hits = this.engine.search(query, (id) => {
+      const path = this.ids.get(id)
+      return path !== undefined && this.matches(path, filters)
+    })
+    return hits.slice(0, limit).map(({id, score, terms}) => ({path: this.ids.get(id)!, score, terms}))
   }
 }

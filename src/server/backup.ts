@@ -14,7 +14,7 @@ import {defaultDataDir} from './config.js'
 import {exportData} from './dump.js'
 import type {StorageTarget} from './storage/open.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
-import {openSqlite} from './storage/sqlite-open.js'
+import {openSqlite} from '../store/sqlite-open.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.(?:sqlite|jsonl)$/
 

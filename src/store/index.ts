@@ -56,6 +56,8 @@ export {
 } from './sync-state.js'
 export {
   deleteMemoryFile,
+  type DirCache,
+  type DirStat,
   type MemoryFileStat,
   pruneEmptyDirs,
   RACY_WINDOW_MS,

@@ -2,7 +2,7 @@
  * The `.memory/` tree: scanning (content hashes, the stat cache as a hint only) and file reads/writes that go
  * through the path guard. Backups and temp files are not memory files.
  */
-import {lstatSync} from 'node:fs'
+import {lstatSync, readdirSync} from 'node:fs'
 import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
@@ -41,11 +41,21 @@ export interface MemoryFileStat {
 /** A previous scan's result, keyed by relative path: a hint to skip re-hashing unchanged files, never a decision. */
 export type StatCache = Record<string, MemoryFileStat>
 
+/** A stat cache as a record (read from JSON) or a map (kept by a long-lived index): the scan reads either. */
+type Hints<T> = Record<string, T> | ReadonlyMap<string, T>
+
+const hintOf = <T>(hints: Hints<T> | undefined, key: string): T | undefined => (hints === undefined ? undefined : hints instanceof Map ? hints.get(key) : (hints as Record<string, T>)[key])
+const hintKeys = <T>(hints: Hints<T>): Iterable<string> => (hints instanceof Map ? hints.keys() : Object.keys(hints))
+
 export interface ScanOptions {
   /** Ignore the cache and hash every file (a "full check"). */
   fullCheck?: boolean
   /** Filled with the conflict backups the walk meets (relative paths), which are never memory files. */
   backups?: string[]
+  /** A previous scan's directories (its `dirs`): directories unchanged since are not read again (see walkMemory). */
+  dirCache?: Hints<DirStat>
+  /** Filled with the directories this scan saw: the next scan's `dirCache`. */
+  dirs?: Map<string, DirStat>
 }
 
 function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: number, ino: number): cached is MemoryFileStat {
@@ -57,45 +67,106 @@ function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: num
   return typeof cached.hash === 'string' && cached.hash.length > 0
 }
 
+/** What a scan saw of one directory of `.memory/`: its mtime, and when it was looked at (for the racy-git rule). */
+export interface DirStat {
+  mtimeMs: number
+  checkedAtMs: number
+}
+
+/** A previous scan's directories, keyed by relative path ('' is `.memory/` itself): hints to skip re-reading them. */
+export type DirCache = Record<string, DirStat>
+
+/** A directory's hint holds when its mtime is unchanged and older than the check that recorded it (racy-git rule). */
+function dirHintHolds(hint: DirStat | undefined, mtimeMs: number): hint is DirStat {
+  return hint !== undefined && hint.mtimeMs === mtimeMs && mtimeMs < hint.checkedAtMs - RACY_WINDOW_MS
+}
+
+const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf('/')))
+const nameOf = (rel: string) => rel.slice(rel.lastIndexOf('/') + 1)
+
+/** The entries a previous scan found in each directory: its memory files (with their cached stats) and its subdirectories. */
+function knownEntries(statCache: Hints<MemoryFileStat>, dirCache: Hints<DirStat>): Map<string, {files: Array<[string, MemoryFileStat]>; dirs: string[]}> {
+  const entries = new Map<string, {files: Array<[string, MemoryFileStat]>; dirs: string[]}>()
+  const of = (dir: string) => {
+    let entry = entries.get(dir)
+    if (!entry) entries.set(dir, (entry = {files: [], dirs: []}))
+    return entry
+  }
+  const files = statCache instanceof Map ? statCache.entries() : Object.entries(statCache)
+  for (const [rel, stat] of files as Iterable<[string, MemoryFileStat]>) of(parentOf(rel)).files.push([nameOf(rel), stat])
+  for (const rel of hintKeys(dirCache)) if (rel !== '') of(parentOf(rel)).dirs.push(nameOf(rel))
+  return entries
+}
+
+/** A memory file the walk found: relative "/" path, absolute path, and its entry in the stat cache when the walk knows it. */
+type Candidate = [rel: string, full: string, cached?: MemoryFileStat]
+
 /**
  * The walk every scan does: each memory file under `.memory/` as [relative "/" path, absolute path], temp files
  * apart, the conflict backups it meets added to `backups`. Never follows a symlink; skips anything that is not a
- * regular file or a directory.
+ * regular file or a directory. Synchronous: on a warm disk cache each call is microseconds, and a promise per
+ * directory cost more than the call.
+ *
+ * With `dirCache` (a previous walk's `dirs`), a directory whose mtime has not changed since (and was not racy
+ * then) is not read again: adding, removing or renaming an entry changes its directory's mtime, so its entries
+ * are the ones the previous walk found (`statCache` for its files). Its files are still each stat-ed by the scan,
+ * since an edit in place changes only the file. `dirs` is filled with what this walk saw.
  */
-async function walkMemory(root: string, backups?: string[]): Promise<{candidates: Array<[string, string]>; temps: string[]}> {
+function walkMemory(root: string, options: {backups?: string[]; statCache?: Hints<MemoryFileStat>; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>} = {}): {candidates: Candidate[]; temps: string[]} {
   const base = memoryDir(root)
-  const candidates: Array<[string, string]> = []
+  const candidates: Candidate[] = []
   const temps: string[] = []
-  const walk = async (dir: string): Promise<void> => {
+  const known = options.dirCache ? knownEntries(options.statCache ?? {}, options.dirCache) : undefined
+  const relOf = (dirRel: string, name: string) => (dirRel === '' ? name : `${dirRel}/${name}`)
+  const walk = (dir: string, dirRel: string): void => {
+    const checkedAtMs = Date.now()
+    if (known) {
+      const info = lstatSync(dir, {throwIfNoEntry: false})
+      if (!info?.isDirectory()) {
+        if (dir === base) throw Object.assign(new Error(`ENOENT: no such directory, scandir '${dir}'`), {code: 'ENOENT'})
+        return // removed while scanning
+      }
+      const hint = hintOf(options.dirCache, dirRel)
+      if (dirHintHolds(hint, info.mtimeMs)) {
+        options.dirs?.set(dirRel, hint)
+        const entry = known.get(dirRel)
+        // Names from a previous readdir: plain concatenation is enough (join's normalisation was 10 % of a scan).
+        for (const [name, cached] of entry?.files ?? []) candidates.push([relOf(dirRel, name), `${dir}${sep}${name}`, cached])
+        for (const name of entry?.dirs ?? []) walk(`${dir}${sep}${name}`, relOf(dirRel, name))
+        return
+      }
+      options.dirs?.set(dirRel, {mtimeMs: info.mtimeMs, checkedAtMs})
+    }
     let entries
     try {
-      entries = await readdir(dir, {withFileTypes: true})
+      entries = readdirSync(dir, {withFileTypes: true})
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && dir !== base) return // removed while scanning
       throw error
     }
-    const subdirs: string[] = []
+    const subdirs: Array<[string, string]> = []
     for (const entry of entries) {
       const full = join(dir, entry.name)
+      const rel = relOf(dirRel, entry.name)
       if (entry.isSymbolicLink()) {
         debug('scan: skipping symlink %s', full)
         continue
       }
-      if (entry.isDirectory()) subdirs.push(full)
+      if (entry.isDirectory()) subdirs.push([full, rel])
       else if (!entry.isFile()) continue
-      else if (isBackupName(entry.name)) backups?.push(relative(base, full).split('\\').join('/'))
+      else if (isBackupName(entry.name)) options.backups?.push(rel)
       else if (isTempName(entry.name)) temps.push(full)
-      else candidates.push([relative(base, full).split('\\').join('/'), full])
+      else candidates.push([rel, full])
     }
-    await Promise.all(subdirs.map(walk))
+    for (const [full, rel] of subdirs) walk(full, rel)
   }
-  await walk(base)
+  walk(base, '')
   return {candidates, temps}
 }
 
 /** Size and mtime of every memory file, sorted by path, without reading any: for listings, which need no hash. */
 export async function statMemory(root: string): Promise<Map<string, {size: number; mtimeMs: number}>> {
-  const {candidates} = await walkMemory(root)
+  const {candidates} = walkMemory(root)
   const found: Array<[string, {size: number; mtimeMs: number}]> = []
   for (const [rel, full] of candidates) {
     const info = lstatSync(full, {throwIfNoEntry: false})
@@ -110,25 +181,29 @@ export async function statMemory(root: string): Promise<Map<string, {size: numbe
  * sorted by path. Skips backups (`*.local.bak`, `*.local.N.bak`), temp files, symlinks (never followed) and
  * anything that is not a regular file. The returned map can be stored and passed back as the next `statCache`.
  */
-export async function scanMemory(root: string, statCache?: StatCache, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
-  const {candidates, temps} = await walkMemory(root, options.backups)
+export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
+  const {candidates, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs})
   // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).
   await Promise.all(temps.filter((path) => !pidAlive(Number(TEMP_NAME.exec(basename(path))![1]))).map((path) => rm(path, {force: true})))
 
   let reused = 0
   const found: Array<[string, MemoryFileStat]> = []
-  const examine = async ([rel, full]: [string, string]): Promise<void> => {
+  const toHash: Array<[string, string, number, number, number]> = []
+  // Synchronous on purpose: on a warm cache a stat is microseconds, and a promise per file through the thread
+  // pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
+  for (const [rel, full, known] of candidates) {
     const checkedAtMs = Date.now()
-    // Synchronous on purpose: on a warm cache a stat is microseconds, and the promise round trip through
-    // the thread pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
     const info = lstatSync(full, {throwIfNoEntry: false})
-    if (!info?.isFile()) return
-    const cached = options.fullCheck ? undefined : statCache?.[rel]
+    if (!info?.isFile()) continue
+    const cached = options.fullCheck ? undefined : (known ?? hintOf(statCache, rel))
     if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
       reused++
-      found.push([rel, {hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs}])
-      return
-    }
+      // The cached entry itself when nothing in it moved: no object per file on a no-op scan of a large tree.
+      found.push([rel, cached.ino === info.ino ? cached : {hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs}])
+    } else toHash.push([rel, full, info.mtimeMs, info.ino, checkedAtMs])
+  }
+  // Read and hash many files at once: a sequential await per file dominated a cold scan.
+  await forEachConcurrently(toHash, SCAN_CONCURRENCY, async ([rel, full, mtimeMs, ino, checkedAtMs]) => {
     let bytes
     try {
       bytes = await readFile(full)
@@ -137,10 +212,8 @@ export async function scanMemory(root: string, statCache?: StatCache, options: S
       throw error
     }
     // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
-    found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs}])
-  }
-  // Stat (and, on a cache miss, read) many files at once: a sequential await per file dominated a no-op sync.
-  await forEachConcurrently(candidates, SCAN_CONCURRENCY, examine)
+    found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs, ino, checkedAtMs}])
+  })
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   debug('scan: %d files, %d hashes reused from the stat cache', found.length, reused)
   return new Map(found)

@@ -6,9 +6,10 @@
  * built for Node 24: without that it stops at start saying what to run; with it (`npm rebuild better-sqlite3`, in
  * a copy: test/helpers/node24-serve.ts) it serves, and a client on Node 20 syncs through it.
  */
-import {type ChildProcess, spawn} from 'node:child_process'
+import {type ChildProcess, execFile, spawn} from 'node:child_process'
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {promisify} from 'node:util'
 
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StdioClientTransport} from '@modelcontextprotocol/sdk/client/stdio.js'
@@ -94,6 +95,18 @@ describe('on Node 24', () => {
     expect(snapshot.stdout).toContain('Deploys go out on Tuesdays.')
   })
 
+  it('searches the memory files (node:sqlite, where better-sqlite3 was built for Node 20), and Node 20 reads the same index', async () => {
+    const a = await tree('claude')
+    await writeFile(join(a.root, '.memory', 'pooling.md'), '# Connection pooling\n\nWe run pgbouncer in transaction mode.\n')
+    await writeFile(join(a.root, '.memory', 'other.md'), '# Other\n\nNothing to see.\n')
+    const recalled = await on24(['recall', 'pgbuoncer'], a.root, a.env) // a typo: the fuzzy terms too
+    expect(recalled.code, recalled.stderr).toBe(0)
+    expect(recalled.stdout).toContain('- pooling.md')
+    expect(recalled.stdout).not.toContain('other.md')
+    const on20 = await promisify(execFile)(process.execPath, [runJs, 'recall', 'pgbouncer', '--json'], {cwd: a.root, env: {...a.env, NO_COLOR: '1'}})
+    expect(JSON.parse(on20.stdout).result.hits.map((hit: {path: string}) => hit.path)).toEqual(['pooling.md'])
+  })
+
   it('answers an agent’s hook and serves MCP', async () => {
     const a = await tree('claude')
     expect((await on24(['memory', 'append', '--kind', 'decision', '--key', 'decision:db', '--content', 'The database is PostgreSQL 16.'], a.root, a.env)).code).toBe(0)
@@ -165,6 +178,7 @@ const STORAGE_CHURN = `
 import {mkdtempSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {promisify} from 'node:util'
 const {SqliteStorage} = await import(join(process.cwd(), 'dist/server/storage/sqlite.js'))
 const dir = mkdtempSync(join(tmpdir(), 'jarvis-node24-churn-'))
 let allocated = []

@@ -95,7 +95,7 @@ describe('the index in .nexus/', () => {
     const root = await tree()
     const first = await searchMemory(root, 'redis', {embeddings: false})
     expect(first.stats).toMatchObject({indexed: 220, files: 220, rebuilt: true})
-    expect(JSON.parse(await readFile(join(root, '.nexus', INDEX_FILE), 'utf8')).version).toBe(2)
+    expect((await readFile(join(root, '.nexus', INDEX_FILE))).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0')
 
     resetSearchCache() // a new process: loads the saved index, re-indexes nothing
     const second = await searchMemory(root, 'redis', {embeddings: false})
@@ -111,8 +111,8 @@ describe('the index in .nexus/', () => {
     resetSearchCache()
     expect((await searchMemory(root, 'zanzibar', {embeddings: false})).stats.indexed).toBe(0)
 
-    await writeFile(join(root, '.nexus', INDEX_FILE), '{"version":2,"files":{"a.md":') // a torn write by hand
-    resetSearchCache()
+    resetSearchCache() // the process ends, then its index file is torn by hand
+    await writeFile(join(root, '.nexus', INDEX_FILE), 'SQLite format 3\0 and then nothing')
     const rebuilt = await searchMemory(root, 'zanzibar', {embeddings: false})
     expect(rebuilt.stats).toMatchObject({indexed: 219, rebuilt: true})
     expect(rebuilt.hits.map((h) => h.path)).toEqual([edited])

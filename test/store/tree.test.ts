@@ -1,4 +1,4 @@
-import {readdir, readFile, stat, symlink, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, stat, symlink, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
@@ -7,6 +7,7 @@ import {PathRefusedError, SchemaError} from '../../src/errors.js'
 import {
   deleteBase,
   deleteMemoryFile,
+  type DirStat,
   hashText,
   RACY_WINDOW_MS,
   readBase,
@@ -86,6 +87,35 @@ describe('scanMemory', () => {
     await utimes(file, mtime, mtime)
     const second = await scanMemory(root, Object.fromEntries(first))
     expect(second.get('a.md')!.hash).toBe(hashText('v2'))
+  })
+
+  it('does not read again a folder whose mtime is old and unchanged, but still stats its files; a racy folder is read again', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await mkdir(join(memory, 'notes'))
+    await writeFile(join(memory, 'notes', 'a.md'), 'aaaa')
+    const old = past(60_000)
+    for (const path of [join(memory, 'notes', 'a.md'), join(memory, 'notes'), memory]) await utimes(path, old, old)
+    const dirs = new Map<string, DirStat>()
+    const first = await scanMemory(root, undefined, {dirCache: {}, dirs})
+    expect([...dirs.keys()].sort()).toEqual(['', 'notes'])
+
+    // An edit in place (the folder does not change) is found: each file is still stat-ed.
+    await writeFile(join(memory, 'notes', 'a.md'), 'bbbbb')
+    const hints = new Map(dirs)
+    expect((await scanMemory(root, Object.fromEntries(first), {dirCache: hints, dirs: new Map()})).get('notes/a.md')!.hash).toBe(hashText('bbbbb'))
+
+    // A file added while the folder's mtime was put back: the trusted hint does not list it (what the hint is for)…
+    await writeFile(join(memory, 'notes', 'b.md'), 'b')
+    await utimes(join(memory, 'notes'), old, old)
+    expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints})).keys()]).toEqual(['notes/a.md'])
+    // …but a hint recorded in the same granule as the folder's mtime (racy) is never trusted: the folder is read.
+    const racy = {...hints.get('notes')!, checkedAtMs: hints.get('notes')!.mtimeMs + 500}
+    expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: new Map([...hints, ['notes', racy]])})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
+    // Another mtime: read again; and a full check ignores the hints.
+    await utimes(join(memory, 'notes'), new Date(), new Date())
+    expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
+    expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints, fullCheck: true})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
   })
 
   it('round-trips the stat cache through .nexus/stat-cache.json; a broken cache reads as empty', async () => {

@@ -20,7 +20,7 @@ import {planCommit} from './commit-rules.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
-import {openSqlite} from './sqlite-open.js'
+import {openSqlite} from '../../store/sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 
 export {baseMatches} from './commit-rules.js'

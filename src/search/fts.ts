@@ -1,0 +1,198 @@
+/**
+ * The keyword engine: SQLite FTS5 (through better-sqlite3) queried in place, with minisearch's ranking rules kept
+ * (see docs/decisions/search.md): fields title ×3, tags ×2, path ×1.5, body ×1 (bm25() column weights); query
+ * terms OR-ed, each counting in full when it matches exactly, 0.375 as a prefix (3+ characters) and 0.45 × its
+ * closeness as a fuzzy term (5+ characters, 20 % of its length, at most 2 edits); a file's score is multiplied by
+ * the number of query terms it matched. Fuzzy terms come from the index's own vocabulary (`terms`), within a
+ * bounded edit distance computed here.
+ *
+ * Words are split, lower-cased and stop words dropped here, before FTS5 sees them (the same `processTerm` for
+ * texts and queries), so what is indexed is exactly what a query can ask for. The FTS table is contentless: the
+ * files are on disk, and snippets are read from them.
+ */
+import type {RowDatabase, RowStatement} from '../store/sqlite-open.js'
+
+import type {SearchDocument} from './document.js'
+
+/**
+ * How much of a file's body the keyword index holds. Memory files are notes of a few kB; a log or a dump kept
+ * in `.memory/` made the index as large as the tree (95 MB for 94 MB of dumps) and every prompt's search seconds
+ * long. Past this, a file is still listed, read and snippeted, but its words are not indexed.
+ */
+export const INDEXED_BODY_CHARS = 64 * 1024
+
+const STOP_WORDS = new Set(
+  'a an and are as at be but by did do does for from had has have how i in is it its of on or our so that the their then there these this to was we were what when where which who why will with you'.split(' '),
+)
+
+/** A word is letters, digits and marks; anything else separates words (FTS5 is told the same categories). */
+const WORD_SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u
+
+export function processTerm(term: string): string | null {
+  const lower = term.toLowerCase()
+  return lower.length < 2 || STOP_WORDS.has(lower) ? null : lower
+}
+
+/** The indexed words of a text, in order. */
+export function wordsOf(text: string): string[] {
+  const words: string[] = []
+  for (const raw of text.split(WORD_SEPARATORS)) {
+    const word = processTerm(raw)
+    if (word) words.push(word)
+  }
+  return words
+}
+
+const BOOSTS = {title: 3, tags: 2, path: 1.5, body: 1}
+const PREFIX_WEIGHT = 0.375
+const FUZZY_WEIGHT = 0.45
+const PREFIX_MIN = 3
+const FUZZY_MIN = 5
+const FUZZY_SHARE = 0.2
+const MAX_EDITS = 2
+
+/** Idempotent: creates the tables of the engine in `db`. */
+export function createFtsSchema(db: RowDatabase): void {
+  db.exec(`
+    CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(title, tags, path, body, content = '', contentless_delete = 1,
+      tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
+    CREATE TABLE IF NOT EXISTS terms (term TEXT PRIMARY KEY, len INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS terms_by_length ON terms (len, term);
+  `)
+}
+
+/** Two rows of the edit-distance table, reused by every call (words are short; longer ones get new rows). */
+let rows = [new Int32Array(64), new Int32Array(64)]
+
+/**
+ * The edit distance between `a` and `b` (insertions, deletions, substitutions), or `max + 1` as soon as it is
+ * known to exceed `max`. Only the diagonal band of width `2 max + 1` is computed: a path through the table that
+ * leaves it costs more than `max` edits. PURE (the rows are scratch space).
+ */
+export function boundedEditDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1
+  if (b.length + 1 > rows[0].length) rows = [new Int32Array(b.length + 1), new Int32Array(b.length + 1)]
+  const outside = max + 1
+  let [previous, current] = rows
+  for (let j = 0; j <= b.length; j++) previous[j] = j <= max ? j : outside
+  for (let i = 1; i <= a.length; i++) {
+    const from = Math.max(1, i - max)
+    const to = Math.min(b.length, i + max)
+    current[0] = i <= max ? i : outside
+    if (from > 1) current[from - 1] = outside
+    let rowMin = current[0]
+    for (let j = from; j <= to; j++) {
+      const substitution = previous[j - 1] + (a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1)
+      const deletion = j < i + max ? previous[j] + 1 : outside
+      const insertion = current[j - 1] + 1
+      const value = Math.min(substitution, deletion, insertion, outside)
+      current[j] = value
+      if (value < rowMin) rowMin = value
+    }
+    if (to < b.length) current[to + 1] = outside
+    if (rowMin > max) return outside
+    ;[previous, current] = [current, previous]
+  }
+  return Math.min(previous[b.length], outside)
+}
+
+/** `word` cut into `count` (at most 3) contiguous pieces of nearly equal length. PURE. */
+function piecesOf(word: string, count: number): string[] {
+  const pieces: string[] = []
+  for (let i = 0; i < count; i++) pieces.push(word.slice(Math.floor((i * word.length) / count), Math.floor(((i + 1) * word.length) / count)))
+  return pieces
+}
+
+export interface FtsHit {
+  id: number
+  score: number
+  /** The indexed words the file matched (query words, their fuzzy neighbours), for snippets. */
+  terms: string[]
+}
+
+/** One file's accumulated score while a query runs. */
+interface Accumulated {
+  score: number
+  terms: Set<string>
+  queryTerms: Set<string>
+}
+
+/** The FTS5 tables of one database: add, remove, rank. The caller maps ids to paths and runs the transactions. */
+export class FtsEngine {
+  private readonly insertDoc: RowStatement
+  private readonly deleteDoc: RowStatement
+  private readonly insertTerm: RowStatement
+  private readonly matchDocs: RowStatement
+  private readonly termsByLength: RowStatement
+
+  constructor(db: RowDatabase) {
+    createFtsSchema(db)
+    this.insertDoc = db.prepare('INSERT INTO docs (rowid, title, tags, path, body) VALUES (?, ?, ?, ?, ?)')
+    this.deleteDoc = db.prepare('DELETE FROM docs WHERE rowid = ?')
+    this.insertTerm = db.prepare('INSERT OR IGNORE INTO terms (term, len) VALUES (?, ?)')
+    this.matchDocs = db.prepare(`SELECT rowid, bm25(docs, ${BOOSTS.title}, ${BOOSTS.tags}, ${BOOSTS.path}, ${BOOSTS.body}) FROM docs WHERE docs MATCH ?`)
+    // A word within d edits of the query word holds one of d + 1 disjoint pieces of it unchanged (each edit breaks
+    // at most one piece): SQLite keeps only such words, so few reach the edit distance computed here.
+    this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))')
+  }
+
+  /** Indexes `doc` under `id` (call `remove(id)` first when it was indexed before). */
+  add(id: number, doc: SearchDocument): void {
+    const fields = [wordsOf(doc.title ?? ''), doc.tags.flatMap(wordsOf), wordsOf(doc.path.replace(/\.md$/, '')), wordsOf(doc.body.slice(0, INDEXED_BODY_CHARS))]
+    this.insertDoc.run(id, ...fields.map((words) => words.join(' ')))
+    // The vocabulary for fuzzy terms only grows (a word no file holds any more matches nothing); a rebuild trims it.
+    for (const word of new Set(fields.flat())) this.insertTerm.run(word, word.length)
+  }
+
+  remove(id: number): void {
+    this.deleteDoc.run(id)
+  }
+
+  /** Every file matching any query word, best first, with its score; `accept` filters by id before ranking. */
+  search(query: string, accept: (id: number) => boolean): FtsHit[] {
+    const found = new Map<number, Accumulated>()
+    const collect = (match: string, weight: number, queryTerm: string, terms: string[]) => {
+      for (const [id, bm25] of this.matchDocs.all(match) as Array<[number, number]>) {
+        let entry = found.get(id)
+        if (entry === undefined) {
+          if (!accept(id)) continue
+          found.set(id, (entry = {score: 0, terms: new Set(), queryTerms: new Set()}))
+        }
+        entry.score += -bm25 * weight // bm25() is negative: lower is better
+        entry.queryTerms.add(queryTerm)
+        for (const term of terms) entry.terms.add(term)
+      }
+    }
+    for (const term of new Set(wordsOf(query))) {
+      collect(`"${term}"`, 1, term, [term])
+      if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, term, [term])
+      if (term.length >= FUZZY_MIN) {
+        for (const [distance, neighbours] of this.fuzzyNeighbours(term)) {
+          collect(neighbours.map((word) => `"${word}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), term, neighbours)
+        }
+      }
+    }
+    return [...found]
+      .map(([id, {score, terms, queryTerms}]) => ({id, score: score * queryTerms.size, terms: [...terms]}))
+      .sort((a, b) => b.score - a.score || a.id - b.id)
+  }
+
+  /**
+   * The indexed words within the fuzzy distance of `term`, by distance; words that `term` is a prefix of are left
+   * to the prefix query, which already counts them.
+   */
+  private fuzzyNeighbours(term: string): Map<number, string[]> {
+    const max = Math.min(MAX_EDITS, Math.round(term.length * FUZZY_SHARE))
+    const byDistance = new Map<number, string[]>()
+    const pieces = piecesOf(term, max + 1)
+    for (const [word] of this.termsByLength.all(term.length - max, term.length + max, pieces[0], pieces[1 % pieces.length], pieces[2 % pieces.length]) as Array<[string]>) {
+      if (word.startsWith(term)) continue
+      const distance = boundedEditDistance(term, word, max)
+      if (distance === 0 || distance > max) continue
+      const list = byDistance.get(distance)
+      if (list) list.push(word)
+      else byDistance.set(distance, [word])
+    }
+    return byDistance
+  }
+}
