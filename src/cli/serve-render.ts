@@ -36,9 +36,9 @@ export function renderBackup(result: {file: string; bytes: number; removed: stri
   return lines.join('\n')
 }
 
-export function renderRestore(result: {file: string; dataDir: string; movedAside?: string}): string {
-  const lines = [`restored ${result.file} into ${result.dataDir}`]
+export function renderRestore(result: {file: string; dataDir?: string; database?: string; movedAside?: string}): string {
+  const lines = [`restored ${result.file} into ${result.database ?? result.dataDir}`]
   if (result.movedAside) lines.push(`the database that was there is kept as ${result.movedAside}`)
-  lines.push('start the server: jarvis serve --data ' + result.dataDir)
+  lines.push(result.database ? 'start the server: jarvis serve --database <the same URL>' : `start the server: jarvis serve --data ${result.dataDir}`)
   return lines.join('\n')
 }

@@ -3,7 +3,7 @@
  * serves, kept N at a time, and one of them brought back. Nothing is ever deleted but older backups beyond
  * `--keep`: a restore moves the database it replaces aside, it does not remove it.
  */
-import {createWriteStream} from 'node:fs'
+import {createReadStream, createWriteStream} from 'node:fs'
 import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
 import {once} from 'node:events'
 import {join, resolve} from 'node:path'
@@ -11,8 +11,8 @@ import {join, resolve} from 'node:path'
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
-import {exportData} from './dump.js'
-import type {StorageTarget} from './storage/open.js'
+import {exportData, importData} from './dump.js'
+import {redactDatabaseUrl, type StorageTarget} from './storage/open.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
 import {openSqlite} from '../store/sqlite-open.js'
 
@@ -83,9 +83,40 @@ export async function backupData(options: StorageTarget & {to: string; keep?: nu
 
 export interface RestoreResult {
   file: string
-  dataDir: string
+  /** The data directory restored into (SQLite), or… */
+  dataDir?: string
+  /** …the PostgreSQL database, without its password. */
+  database?: string
   /** Where the database that was there went (never deleted). */
   movedAside?: string
+}
+
+const SQLITE_HEADER = 'SQLite format 3\0'
+
+/**
+ * A PostgreSQL database comes back from the dump `jarvis serve backup --database` writes, loaded into an empty
+ * database as `jarvis serve import` does (all or nothing). A database that holds memory is never replaced: there is
+ * nothing to move aside, so --force is refused rather than read as "drop it".
+ */
+async function restoreIntoDatabase(file: string, databaseUrl: string, force: boolean | undefined): Promise<RestoreResult> {
+  const handle = await open(file, 'r').catch((error: Error) => {
+    throw new BadInputError(`${file}: cannot read it: ${error.message}`, {file})
+  })
+  const head = Buffer.alloc(SQLITE_HEADER.length)
+  try {
+    await handle.read(head, 0, head.length, 0)
+  } finally {
+    await handle.close()
+  }
+  if (head.toString('latin1') === SQLITE_HEADER) {
+    throw new BadInputError(
+      `${file} is a backup of a SQLite server; a PostgreSQL database is restored from the .jsonl dump of \`jarvis serve backup --database\`. To move a SQLite server's memory there: jarvis serve export --data DIR | jarvis serve import --database URL`,
+      {file},
+    )
+  }
+  if (force) throw new BadInputError('--force: a PostgreSQL database is never replaced; restore into a new, empty database', {field: 'force'})
+  await importData({databaseUrl, input: createReadStream(file), source: file})
+  return {file, database: redactDatabaseUrl(databaseUrl)}
 }
 
 /** Checks `file` is a whole jarvis database this version reads; throws BadInputError naming what is wrong. */
@@ -136,8 +167,9 @@ function assertNotOpen(file: string): void {
  * Brings a backup back as the data directory's database. Stop the server first. A database already there is
  * refused unless `force`, and then moved aside (with its -wal and -shm) under `<name>.replaced-<time>`.
  */
-export async function restoreData(options: {file: string; dataDir?: string; force?: boolean; now?: Date}): Promise<RestoreResult> {
+export async function restoreData(options: StorageTarget & {file: string; force?: boolean; now?: Date}): Promise<RestoreResult> {
   const file = resolve(options.file)
+  if (options.databaseUrl) return restoreIntoDatabase(file, options.databaseUrl, options.force)
   checkBackup(file)
   const dataDir = resolve(options.dataDir ?? defaultDataDir())
   await mkdir(dataDir, {recursive: true, mode: 0o700})

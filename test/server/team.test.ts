@@ -208,5 +208,32 @@ describe('serve backup on PostgreSQL', () => {
       return lines.slice(1)
     }
     expect(await rows(restored)).toEqual(await rows(url))
+
+    // The same through `jarvis serve restore --database`: into an empty database; never over one that holds memory.
+    const again = await freshDatabase()
+    const restore = await runJarvis(['serve', 'restore', backup.file, '--database', again])
+    expect(restore.code, restore.stderr).toBe(0)
+    expect(restore.stdout).toContain(`restored ${backup.file}`)
+    expect(await rows(again)).toEqual(await rows(url))
+    const over = await runJarvis(['serve', 'restore', backup.file, '--database', again])
+    expect(over.code).toBe(2)
+    expect(over.stderr).toContain('already holds memory')
+    expect(over.stderr).not.toMatch(/\n\s+at /)
+    expect(await rows(again)).toEqual(await rows(url))
+    const forced = await runJarvis(['serve', 'restore', backup.file, '--database', again, '--force'])
+    expect(forced.code).toBe(2)
+    expect(forced.stderr).toContain('never replaced')
+  })
+
+  it('a SQLite backup given with --database is refused, naming the file and what to run instead', async () => {
+    const work = await tempDir('jarvis-pg-restore-sqlite-')
+    cleanups.push(() => removeAll([work]))
+    const made = await runJarvis(['serve', 'backup', '--data', join(work, 'data'), '--to', join(work, 'backups'), '--json'], {env: {...process.env, JARVIS_DATABASE_URL: ''}})
+    expect(made.code, made.stderr).toBe(0)
+    const file = (JSON.parse(made.stdout) as {result: {file: string}}).result.file
+    const refused = await runJarvis(['serve', 'restore', file, '--database', await freshDatabase()])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(file)
+    expect(refused.stderr).toContain('jarvis serve import --database')
   })
 })

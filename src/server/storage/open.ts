@@ -23,6 +23,17 @@ export type OpenedStorage = ServerStorage & {
   loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>>
 }
 
+/** The URL as it can be shown: without its password. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return 'the given database URL'
+  }
+}
+
 /** True for a `postgres://` or `postgresql://` URL. */
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url)
@@ -32,7 +43,7 @@ export function isPostgresUrl(url: string): boolean {
 export async function openStorage(target: StorageTarget, options: Pick<SqliteStorageOptions, 'groupCommit'> = {}): Promise<OpenedStorage> {
   if (target.databaseUrl !== undefined && target.databaseUrl !== '') {
     if (!isPostgresUrl(target.databaseUrl)) {
-      throw new BadInputError(`--database: ${JSON.stringify(target.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'))} is not a PostgreSQL URL: give postgres://user:password@host:5432/database, or leave it out to use the embedded SQLite file under --data`, {field: 'database'})
+      throw new BadInputError(`--database: ${JSON.stringify(redactDatabaseUrl(target.databaseUrl))} is not a PostgreSQL URL: give postgres://user:password@host:5432/database, or leave it out to use the embedded SQLite file under --data`, {field: 'database'})
     }
     const {PostgresStorage} = await import('./postgres.js')
     return PostgresStorage.open(target.databaseUrl)

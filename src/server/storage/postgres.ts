@@ -23,6 +23,7 @@ import {planCommit} from './commit-rules.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
+import {redactDatabaseUrl} from './open.js'
 import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
 import {DUMP_TABLES, DUMP_ORDER, type DumpRow, type DumpTable} from './sqlite-dump.js'
 import type {
@@ -129,17 +130,6 @@ function toMeta(row: FileRow): FileMeta {
 /** bigint (int8) and COUNT(*) as JS numbers: seqs stay far below 2^53. */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
-}
-
-/** The URL as it can be shown: without its password. */
-export function redactDatabaseUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== '') parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return 'the given database URL'
-  }
 }
 
 export class PostgresStorage implements ServerStorage {
