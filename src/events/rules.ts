@@ -15,12 +15,13 @@ export const RULESET_STAMP = 'JARVIS_RULESET=v1.0'
 export const MAX_EVENTS_PER_RUN = 7
 
 /**
- * `global` and `project:<slug>` are open to every agent; `agent:<id>` only to that agent (seed 001 §1). Anything
- * that is not a valid scope is neither readable nor writable.
+ * `global` and `project:<slug>` are open to every agent; `agent:<id>` only to that agent, and to a server's `admin`
+ * key, which reads every scope (it still writes as its own agent: canWrite). Anything that is not a valid scope is
+ * neither readable nor writable.
  */
-export function canRead(agentId: string, scope: string): boolean {
+export function canRead(agentId: string, scope: string, admin = false): boolean {
   if (!scopeSchema.safeParse(scope).success) return false
-  return scope === 'global' || scope.startsWith('project:') || scope === `agent:${agentId}`
+  return admin || scope === 'global' || scope.startsWith('project:') || scope === `agent:${agentId}`
 }
 
 /** The same rule as reading: nobody writes another agent's private scope (enforced by the server from the token). */

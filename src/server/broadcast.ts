@@ -6,7 +6,7 @@ import createDebug from 'debug'
 import type {WebSocket} from 'ws'
 
 import {canRead} from '../events/rules.js'
-import type {BroadcastRelay} from './storage/types.js'
+import type {BroadcastRelay, KeyRole} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:ws')
 
@@ -62,13 +62,19 @@ export interface ErrorMessage {
 
 export type ServerMessage = MemUpdateMessage | StateChangedMessage | EventAppendedMessage | HelloMessage | PongMessage | ErrorMessage
 
+/** Who is on a socket: its token's agent, and whether that token is an admin key (which reads every scope). */
+interface Listener {
+  agentId: string
+  admin: boolean
+}
+
 export class Broadcaster {
-  private readonly clients = new Map<WebSocket, string>()
+  private readonly clients = new Map<WebSocket, Listener>()
 
   constructor(private readonly relay?: BroadcastRelay) {}
 
-  add(socket: WebSocket, agentId: string): void {
-    this.clients.set(socket, agentId)
+  add(socket: WebSocket, agentId: string, role?: KeyRole): void {
+    this.clients.set(socket, {agentId, admin: role === 'admin'})
     socket.once('close', () => this.clients.delete(socket))
     debug('client %s connected (%d open)', agentId, this.clients.size)
   }
@@ -88,8 +94,8 @@ export class Broadcaster {
   /** Sends a message's JSON text to this process's open clients that may read it. */
   deliver(data: string): void {
     const to = audienceOf(JSON.parse(data) as ServerMessage)
-    for (const [socket, agentId] of this.clients) {
-      if (socket.readyState !== OPEN || !to(agentId)) continue
+    for (const [socket, listener] of this.clients) {
+      if (socket.readyState !== OPEN || !to(listener)) continue
       socket.send(data, (error) => {
         if (error) debug('send to a client failed: %s', error.message)
       })
@@ -113,8 +119,8 @@ export class Broadcaster {
  * only that agent), everything else every client. Decided from the message itself, so a message relayed from
  * another process reaches the same clients as one made here.
  */
-function audienceOf(message: ServerMessage): (agentId: string) => boolean {
-  return message.type === 'EVENT_APPENDED' ? (agentId) => canRead(agentId, message.scope) : () => true
+function audienceOf(message: ServerMessage): (listener: Listener) => boolean {
+  return message.type === 'EVENT_APPENDED' ? ({agentId, admin}) => canRead(agentId, message.scope, admin) : () => true
 }
 
 export function send(socket: WebSocket, message: ServerMessage): void {

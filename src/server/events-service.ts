@@ -36,7 +36,7 @@ import {
 } from '../schemas/index.js'
 import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
-import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, NewEvent, ScopeFilter} from './storage/types.js'
+import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, KeyRole, NewEvent, ScopeFilter} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:events')
 
@@ -122,8 +122,8 @@ export interface CleanupAnswer {
  * The scopes `agentId` may read, as a storage filter. For every valid scope (the only kind stored) it says exactly
  * what events/rules.ts canRead says (test/server/events-storage.test.ts checks it).
  */
-export function readableScopes(agentId: string): ScopeFilter {
-  return {exact: ['global', `agent:${agentId}`], prefixes: ['project:']}
+export function readableScopes(agentId: string, admin = false): ScopeFilter {
+  return admin ? {exact: [], prefixes: ['']} : {exact: ['global', `agent:${agentId}`], prefixes: ['project:']}
 }
 
 /** `field/sub: message` lines and the first bad field, from zod issues under `prefix` (`body`, `querystring`). */
@@ -194,7 +194,7 @@ function timeParam(value: unknown, field: string): string | undefined {
  * `*` (`agent:*`, `project:*`, `*`). A scope the caller cannot read is refused (403); a prefix is quietly limited
  * to what the caller can read.
  */
-function scopeSelector(value: string, field: string, agentId: string): ScopeFilter {
+function scopeSelector(value: string, field: string, agentId: string, admin = false): ScopeFilter {
   if (value.endsWith('*')) {
     const prefix = value.slice(0, -1)
     if (!/^[a-z0-9:._-]{0,80}$/.test(prefix)) throw badRequest(field, 'must be a scope, or a scope prefix ending in "*" (agent:*, project:*)')
@@ -202,7 +202,7 @@ function scopeSelector(value: string, field: string, agentId: string): ScopeFilt
   }
   const parsed = scopeSchema.safeParse(value)
   if (!parsed.success) throw badRequest(field, parsed.error.issues[0]?.message ?? 'is not a scope')
-  if (!canRead(agentId, value)) throw forbiddenScope(field, value, agentId)
+  if (!canRead(agentId, value, admin)) throw forbiddenScope(field, value, agentId)
   return {exact: [value], prefixes: []}
 }
 
@@ -322,7 +322,8 @@ export class EventService {
   // -------------------------------------------------------------------------------------------------- snapshot
 
   /** GET /v1/memory/snapshot: pinned and recent events of the scopes, through the pure buildSnapshot. */
-  async snapshot(query: SnapshotQuery, agentId: string): Promise<SnapshotResponse> {
+  /** `role` admin reads every scope (canRead); the snapshot is still the named agent's. */
+  async snapshot(query: SnapshotQuery, agentId: string, role?: KeyRole): Promise<SnapshotResponse> {
     const named = single(query.agent_id, 'querystring/agent_id')
     if (named !== undefined && named !== '' && named !== agentId) {
       throw new HttpError(403, 'forbidden', `querystring/agent_id names ${JSON.stringify(named)}, but the token belongs to ${agentId}`, {
@@ -334,7 +335,7 @@ export class EventService {
     for (const scope of scopes) {
       const parsed = scopeSchema.safeParse(scope)
       if (!parsed.success) throw badRequest('querystring/scopes', `names ${JSON.stringify(scope)}: ${parsed.error.issues[0]?.message ?? 'not a scope'}`)
-      if (!canRead(agentId, scope)) throw forbiddenScope('querystring/scopes', scope, agentId)
+      if (!canRead(agentId, scope, role === 'admin')) throw forbiddenScope('querystring/scopes', scope, agentId)
     }
     const limitRecent = integerParam(query.limit_recent, 'querystring/limit_recent', 1, MAX_LIMIT_RECENT, DEFAULT_LIMIT_RECENT)
     const rows = await this.storage.snapshotEvents(scopes, limitRecent, MAX_PINS_PER_SCOPE)
@@ -353,7 +354,8 @@ export class EventService {
   // ------------------------------------------------------------------------------------------------ list/search
 
   /** GET /v1/memory/events: readable scopes only; newest first, or ranked by relevance with `q`. */
-  async list(query: ListQuery, agentId: string): Promise<ListAnswer> {
+  async list(query: ListQuery, agentId: string, role?: KeyRole): Promise<ListAnswer> {
+    const admin = role === 'admin'
     const scopeText = single(query.scope, 'querystring/scope')
     const kind = single(query.kind, 'querystring/kind')
     if (kind !== undefined && !eventKindSchema.safeParse(kind).success) {
@@ -367,8 +369,8 @@ export class EventService {
     const text = single(query.q, 'querystring/q')
     if (text !== undefined && text.length > 500) throw badRequest('querystring/q', 'must be at most 500 characters')
     const answer = await this.storage.queryEvents({
-      visible: readableScopes(agentId),
-      scope: scopeText === undefined || scopeText === '' ? undefined : scopeSelector(scopeText, 'querystring/scope', agentId),
+      visible: readableScopes(agentId, admin),
+      scope: scopeText === undefined || scopeText === '' ? undefined : scopeSelector(scopeText, 'querystring/scope', agentId, admin),
       kind,
       dedupeKey,
       agentId: agent === '' ? undefined : agent,
@@ -471,7 +473,8 @@ export class EventService {
   // ---------------------------------------------------------------------------------------------------- cleanup
 
   /** POST /v1/memory/cleanup: lists candidates; deletes the approved ones that still are. */
-  async cleanup(body: unknown, agentId: string): Promise<CleanupAnswer> {
+  async cleanup(body: unknown, agentId: string, role?: KeyRole): Promise<CleanupAnswer> {
+    const admin = role === 'admin'
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('body', 'must be a JSON object')
     const b = body as Record<string, unknown>
     const days = b.older_than_days
@@ -500,8 +503,8 @@ export class EventService {
     }
     const now = this.now()
     const query: CleanupQuery = {
-      visible: readableScopes(agentId),
-      scope: b.scope === undefined || b.scope === '' ? undefined : scopeSelector(b.scope as string, 'body/scope', agentId),
+      visible: readableScopes(agentId, admin),
+      scope: b.scope === undefined || b.scope === '' ? undefined : scopeSelector(b.scope as string, 'body/scope', agentId, admin),
       createdBefore: new Date(now.getTime() - days * DAY_MS).toISOString(),
       now: now.toISOString(),
     }

@@ -14,6 +14,7 @@ import {envelope, runJarvis} from '../helpers/cli.js'
 import {makeClient, removeAll, startTestServer, storageFlags, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 import {httpSession, textOf} from '../mcp/helpers.js'
+import {connectWs} from './helpers.js'
 
 const run = promisify(execFile)
 
@@ -97,6 +98,28 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
       expect((await mcp.call('memory_snapshot', {})).isError).toBeFalsy()
     } finally {
       await mcp.close()
+    }
+  })
+
+  it('an admin key reads every agent\'s private events (list, snapshot, WebSocket); another agent\'s key does not', async () => {
+    const {token: admin} = await create('--agent', 'gemini', '--role', 'admin')
+    const ws = await connectWs(`${server.url.replace('http', 'ws')}/ws/memory`, admin)
+    try {
+      const appended = await runJarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:claude_private', '--scope', 'agent:claude', '--content', 'Only claude and an admin read this.'], {cwd: tree.root, env: env(TOKENS.claude)})
+      expect(appended.code, appended.stderr).toBe(0)
+      const listed = (token: string, query: string) => get(`/v1/memory/events?${query}`, token)
+      const byAdmin = (await (await listed(admin, 'dedupe_key=fact:claude_private')).json()) as {events: {content_md: string}[]}
+      expect(byAdmin.events.map((event) => event.content_md)).toEqual(['Only claude and an admin read this.'])
+      expect((await listed(admin, 'scope=agent:claude')).status).toBe(200)
+      expect((await get('/v1/memory/snapshot?scopes=agent:claude', admin)).status).toBe(200)
+      // gemini's ordinary token sees none of it, and is refused the scope by name.
+      const byGemini = (await (await listed(TOKENS.gemini, 'dedupe_key=fact:claude_private')).json()) as {events: unknown[]}
+      expect(byGemini.events).toEqual([])
+      expect((await listed(TOKENS.gemini, 'scope=agent:claude')).status).toBe(403)
+      const heard = await ws.next((message: {type?: string; dedupe_key?: string}) => message.type === 'EVENT_APPENDED' && message.dedupe_key === 'fact:claude_private', 10_000)
+      expect(heard.scope).toBe('agent:claude')
+    } finally {
+      await ws.close()
     }
   })
 

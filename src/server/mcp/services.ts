@@ -9,6 +9,7 @@ import type {HostedServices} from '../../mcp/hosted.js'
 import type {EventService, ListQuery} from '../events-service.js'
 import {HttpError} from '../http-error.js'
 import type {MemoryService} from '../service.js'
+import type {KeyRole} from '../storage/types.js'
 
 /** An HTTP refusal of a service as the JarvisError a command gets for the same answer (protocol/client.ts). */
 export function asJarvisError(error: unknown): unknown {
@@ -34,19 +35,19 @@ function readOnly(what: string): Promise<never> {
   return Promise.reject(asJarvisError(new HttpError(403, 'forbidden', `this key can only read (role read): ${what} changes the memory; ask for a write key`)))
 }
 
-export function hostedServices(options: {agentId: string; url?: string; events: EventService; memory: MemoryService; readOnly?: boolean}): HostedServices {
+export function hostedServices(options: {agentId: string; role?: KeyRole; url?: string; events: EventService; memory: MemoryService; readOnly?: boolean}): HostedServices {
   const {agentId, events, memory} = options
-  const services = hostedServicesFor(agentId, options.url, events, memory)
-  if (!options.readOnly) return services
+  const services = hostedServicesFor(agentId, options.role, options.url, events, memory)
+  if (!options.readOnly && options.role !== 'read') return services
   return {...services, append: () => readOnly('memory_append'), write: () => readOnly('writing a memory file'), syncTask: () => readOnly('task_complete')}
 }
 
-function hostedServicesFor(agentId: string, url: string | undefined, events: EventService, memory: MemoryService): HostedServices {
+function hostedServicesFor(agentId: string, role: KeyRole | undefined, url: string | undefined, events: EventService, memory: MemoryService): HostedServices {
   return {
     agentId,
     url,
     snapshot: (query) =>
-      mapped(() => events.snapshot(query, agentId)).catch((error: unknown) => {
+      mapped(() => events.snapshot(query, agentId, role)).catch((error: unknown) => {
         // As `memory snapshot` says it: whatever stops a snapshot means the memory cannot be read (exit 3).
         if (error instanceof JarvisError && error.exit !== ExitCode.unreachable) {
           throw new UnreachableError(`the shared memory cannot be read, so nothing is shown: ${error.message}`, error.data, error)
@@ -54,7 +55,7 @@ function hostedServicesFor(agentId: string, url: string | undefined, events: Eve
         throw error
       }),
     append: (event, idempotencyKey) => mapped(() => events.append(event, agentId, idempotencyKey)),
-    events: (query) => mapped(() => events.list(query as ListQuery, agentId)),
+    events: (query) => mapped(() => events.list(query as ListQuery, agentId, role)),
     changes: (since) =>
       mapped(async () => {
         const status = await memory.status(since)

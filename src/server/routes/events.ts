@@ -21,12 +21,12 @@ export function eventRoutes(app: FastifyInstance, events: EventService): void {
     events.append(request.body, request.agentId, idempotencyHeader(request.headers['idempotency-key'])),
   )
 
-  app.get('/v1/memory/snapshot', async (request) => events.snapshot(request.query as SnapshotQuery, request.agentId))
+  app.get('/v1/memory/snapshot', async (request) => events.snapshot(request.query as SnapshotQuery, request.agentId, request.role))
 
-  app.get('/v1/memory/events', async (request) => events.list(request.query as ListQuery, request.agentId))
+  app.get('/v1/memory/events', async (request) => events.list(request.query as ListQuery, request.agentId, request.role))
 
   // The body is optional (nothing in it is read); an empty POST with no content-type is fine.
   app.post('/v1/memory/consolidate', {config: {writes: true}}, async (request) => events.consolidate(request.agentId))
 
-  app.post('/v1/memory/cleanup', {schema: {body: objectBody}, config: {writes: true}}, async (request) => events.cleanup(request.body, request.agentId))
+  app.post('/v1/memory/cleanup', {schema: {body: objectBody}, config: {writes: true}}, async (request) => events.cleanup(request.body, request.agentId, request.role))
 }

@@ -27,7 +27,7 @@ export interface McpRouteOptions {
 
 export function mcpRoutes(app: FastifyInstance, options: McpRouteOptions): void {
   app.post(MCP_PATH, async (request, reply) => {
-    const services = hostedServices({agentId: request.agentId, url: `${request.protocol}://${request.host}`, events: options.events, memory: options.memory, readOnly: request.role === 'read'})
+    const services = hostedServices({agentId: request.agentId, role: request.role, url: `${request.protocol}://${request.host}`, events: options.events, memory: options.memory})
     const server = createMcpServer(new HostedBackend(services, options.state, options.now), {version: JARVIS_VERSION})
     const transport = new StreamableHTTPServerTransport({sessionIdGenerator: undefined, enableJsonResponse: true})
     reply.hijack()

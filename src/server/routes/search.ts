@@ -34,7 +34,7 @@ export function searchRoutes(app: FastifyInstance, options: SearchRouteOptions):
       throw new HttpError(400, 'bad_request', 'querystring/q must be a query of 1 to 500 characters', {field: 'querystring/q'})
     }
     const limit = searchLimit(query.limit)
-    const services = hostedServices({agentId: request.agentId, events: options.events, memory: options.memory, readOnly: true})
+    const services = hostedServices({agentId: request.agentId, role: request.role, events: options.events, memory: options.memory, readOnly: true})
     try {
       return await new HostedBackend(services, options.state, options.now).search({query: query.q, limit})
     } catch (error) {

@@ -34,7 +34,7 @@ export function wsRoutes(app: FastifyInstance, service: MemoryService, broadcast
       else debug('ignored a client message of type %s from %s', String(type), agentId)
     })
     socket.on('error', (error) => debug('socket error from %s: %s', agentId, error.message))
-    broadcaster.add(socket, agentId)
+    broadcaster.add(socket, agentId, request.role)
     service.seq().then(
       (seq) => send(socket, {type: 'HELLO', agentId, seq, serverTime: now().toISOString()}),
       (error: Error) => debug('HELLO failed: %s', error.message),
