@@ -109,25 +109,28 @@ export interface PromptRecall {
   files: string[]
 }
 
-/** The recall for a prompt: the search's hits that pass the relevance threshold (relevance.ts), as a recall block. */
-export async function readPromptRecall(options: {root: string; prompt: string; lockTimeoutMs: number}): Promise<PromptRecall> {
+/**
+ * The recall for a prompt: the search's hits that pass the relevance threshold (relevance.ts), as a recall block.
+ * Without the tree lock, like `jarvis recall`: files are replaced atomically and the search index is a SQLite
+ * database that several processes update safely, so a sync in progress (an initial one can take seconds) never
+ * keeps an agent's prompt waiting or without its memory.
+ */
+export async function readPromptRecall(options: {root: string; prompt: string}): Promise<PromptRecall> {
   if (options.prompt.trim() === '') return {block: '', files: []}
   const {searchMemory} = await import('../search/index.js')
   const {summaryOf, toSearchDocument} = await import('../search/document.js')
-  return withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook prompt'}, async () => {
-    // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
-    const query = promptTerms(options.prompt).slice(0, 40).join(' ')
-    if (!query) return {block: '', files: []}
-    const result = await searchMemory(options.root, query, {limit: PROMPT_CANDIDATES})
-    const candidates = []
-    for (const hit of result.hits) {
-      const text = await readMemoryFile(options.root, hit.path)
-      if (text === null) continue
-      const doc = toSearchDocument(hit.path, text)
-      candidates.push({path: hit.path, score: hit.score, title: doc.title, tags: doc.tags, body: doc.body, doc})
-    }
-    const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
-    const block = recallBlock(passed.map((c) => ({path: c.path, summary: summaryOf(c.doc) || c.title || ''})))
-    return {block, files: passed.map((c) => c.path)}
-  })
+  // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
+  const query = promptTerms(options.prompt).slice(0, 40).join(' ')
+  if (!query) return {block: '', files: []}
+  const result = await searchMemory(options.root, query, {limit: PROMPT_CANDIDATES})
+  const candidates = []
+  for (const hit of result.hits) {
+    const text = await readMemoryFile(options.root, hit.path)
+    if (text === null) continue
+    const doc = toSearchDocument(hit.path, text)
+    candidates.push({path: hit.path, score: hit.score, title: doc.title, tags: doc.tags, body: doc.body, doc})
+  }
+  const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
+  const block = recallBlock(passed.map((c) => ({path: c.path, summary: summaryOf(c.doc) || c.title || ''})))
+  return {block, files: passed.map((c) => c.path)}
 }

@@ -121,9 +121,9 @@ function shortReason(error: unknown): string {
 
 async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
   if (!hook.prompt || hook.prompt.trim() === '') return ''
-  const config = await treeSettings(root)
+  await treeSettings(root) // read for its checks: a malformed .nexus/config.json is reported as by every hook
   const {readPromptRecall} = await import('./context.js')
-  const recall = await readPromptRecall({root, prompt: hook.prompt, lockTimeoutMs: config.sync.lockTimeout})
+  const recall = await readPromptRecall({root, prompt: hook.prompt})
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 

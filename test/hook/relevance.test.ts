@@ -63,7 +63,7 @@ describe('the threshold over the real search (220 memory files)', () => {
 
   it('an agent question about a file brings that file', async () => {
     for (const {query, expected} of QUERIES.filter((q) => !TYPOS.has(q.query))) {
-      const recall = await readPromptRecall({root, prompt: `Can you look into ${query} for me?`, lockTimeoutMs: 5000})
+      const recall = await readPromptRecall({root, prompt: `Can you look into ${query} for me?`})
       expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
       expect(recall.block.split('\n')[0]).toBe('[MEMORY CONTEXT]')
     }
@@ -77,7 +77,7 @@ describe('the threshold over the real search (220 memory files)', () => {
     'thanks, that is all for today',
     'Translate good morning into French',
   ])('an unrelated prompt brings nothing: %s', async (prompt) => {
-    const recall = await readPromptRecall({root, prompt, lockTimeoutMs: 5000})
+    const recall = await readPromptRecall({root, prompt})
     expect(recall).toEqual({block: '', files: []})
   })
 })
