@@ -39,7 +39,10 @@ function render(user: {own: Record<string, unknown>; server: {command: string; a
   const value: Record<string, unknown> = {...user.own}
   if (user.server) value.mcpServers = {other: user.server}
   if (user.hook) value.hooks = {[user.hook]: [{matcher: '', hooks: [{type: 'command', command: 'echo mine'}]}]}
-  return {text: JSON.stringify(value, null, user.indent) + '\n', value}
+  const text = JSON.stringify(value, null, user.indent) + '\n'
+  // What the user's file holds, read back: JSON text has no -0 from JSON.stringify (it writes 0), so the generated
+  // value itself is not what a reader of the file sees.
+  return {text, value: JSON.parse(text) as Record<string, unknown>}
 }
 
 describe('JSON settings (Claude Code, Gemini CLI, Codex hooks, OpenClaw)', () => {
