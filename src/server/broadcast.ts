@@ -86,14 +86,17 @@ export class Broadcaster {
   /** Sends `message` to every open client that may read it (audienceOf), here and in the other processes. */
   broadcast(message: ServerMessage): void {
     const data = JSON.stringify(message)
-    this.deliver(data)
+    this.sendTo(data, audienceOf(message))
     // A lost NOTIFY loses no data: a --watch client of another process catches up at its next sync.
     this.relay?.publish(data).catch((error: Error) => debug('broadcast to the other processes failed: %s', error.message))
   }
 
-  /** Sends a message's JSON text to this process's open clients that may read it. */
+  /** Sends a message relayed from another process to this process's open clients that may read it. */
   deliver(data: string): void {
-    const to = audienceOf(JSON.parse(data) as ServerMessage)
+    this.sendTo(data, audienceOf(JSON.parse(data) as ServerMessage))
+  }
+
+  private sendTo(data: string, to: (listener: Listener) => boolean): void {
     for (const [socket, listener] of this.clients) {
       if (socket.readyState !== OPEN || !to(listener)) continue
       socket.send(data, (error) => {

@@ -44,9 +44,15 @@ interface Ran {
   stderr: string
 }
 
+/** `jarvis <args>` on Node 24. */
 function on24(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<Ran> {
+  return node24Run([runJs, ...args], cwd, env, input)
+}
+
+/** Node 24 with `args`, its output collected. */
+function node24Run(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(node24, [runJs, ...args], {cwd, env: {...env, NO_COLOR: '1'}, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(node24, args, {cwd, env: {...env, NO_COLOR: '1'}, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
@@ -249,15 +255,7 @@ describe('jarvis serve on Node 24', () => {
     const copy = await tempDir('jarvis-node24-churn-copy-')
     dirs.push(copy)
     await jarvisForNode24(node24, copy)
-    const ran = await new Promise<Ran>((resolve, reject) => {
-      const child = spawn(node24, ['--input-type=module', '-e', STORAGE_CHURN], {cwd: copy, stdio: ['ignore', 'pipe', 'pipe']})
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-      child.on('error', reject)
-      child.on('close', (code) => resolve({code, stdout, stderr}))
-    })
+    const ran = await node24Run(['--input-type=module', '-e', STORAGE_CHURN], copy, process.env)
     expect(ran.stderr).not.toContain('Assertion failed')
     expect(ran.code, ran.stderr).toBe(0)
     expect(ran.stdout).toBe('3000 queries, 40 opens: 5000\n')
