@@ -106,18 +106,18 @@ export async function benchSession(size = 10_000, fresh = 100): Promise<BenchSec
     const target = before.messages
     const step = await merges(source.slice(0, size + fresh), target, size)
 
-    rows.push([`${size.toLocaleString('en-US')} messages`, 'first sync to a new Gemini checkpoint (one run)', ms(initial), '', ''])
+    rows.push([`${size.toLocaleString('en-US')} messages`, 'first sync to a new Gemini chat session and checkpoint (one run)', ms(initial), '', ''])
     rows.push([`${size.toLocaleString('en-US')} messages`, 'second sync, nothing new (writes nothing)', ms(noop), '', ''])
     rows.push([`+${fresh} new`, 'incremental sync (end to end)', ms(incMedian), '', ''])
     rows.push([`+${fresh} new`, 'merge step only', ms(step.ours), ms(step.seed), ratio(step.ours, step.seed)])
     rows.push([`+${fresh} new`, 'merge step only, jarvis full merge (`mergeTranscript`, the fallback)', ms(step.full), ms(step.seed), ratio(step.full, step.seed)])
 
     const markdown = [
-      `A Claude Code session of ${size.toLocaleString('en-US')} messages (prompts, replies, and a tool call with its result in one turn of four) carried to a Gemini CLI checkpoint with \`syncSession\` (what \`jarvis session sync <id> --to gemini\` runs, in-process): read both transcripts, merge, write the checkpoint and \`.nexus/gemini-backup/\`, the registry and the sync state, under the tree lock. Then ${fresh} new messages appended in Claude Code and carried again, five times (median).`,
+      `A Claude Code session of ${size.toLocaleString('en-US')} messages (prompts, replies, and a tool call with its result in one turn of four) carried to Gemini CLI with \`syncSession\` (what \`jarvis session sync <id> --to gemini\` runs, in-process): read the source and both Gemini targets (the chat session \`gemini --resume\` opens and the \`/chat\` checkpoint), merge, write both and \`.nexus/gemini-backup/\`, the registry and the sync state, under the tree lock. Then ${fresh} new messages appended in Claude Code and carried again, five times (median).`,
       '',
       table(['session', 'operation', 'jarvis', 'seed 002 `computeAppendOnlyDiff`', 'jarvis vs seed'], rows),
       '',
-      `The merge step of an incremental sync checks the recorded prefix with a few keys and merges only the ${fresh} new messages against what the target got since; the seed compares every source message with \`some()\` over the whole target (${(source.slice(0, size + fresh).length).toLocaleString('en-US')} × ${target.length.toLocaleString('en-US')}). The end-to-end time is dominated by reading and writing the two files, which grows with the session, not with the new messages. ` +
+      `The merge step of an incremental sync checks the recorded prefix with a few keys and merges only the ${fresh} new messages against what the target got since; the seed compares every source message with \`some()\` over the whole target (${(source.slice(0, size + fresh).length).toLocaleString('en-US')} × ${target.length.toLocaleString('en-US')}). The end-to-end time is dominated by reading and writing the three files, which grows with the session, not with the new messages. ` +
         `The seed keys messages on role and text only, so every tool call and tool result (no text) looks like a copy of the first one: on this data it would carry ${step.seedCarried} of the ${fresh} new messages; jarvis carried ${last.added}.`,
     ].join('\n')
     return {title: 'Session sync: Claude Code → Gemini CLI', markdown}

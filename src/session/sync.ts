@@ -806,6 +806,7 @@ export async function listSessions(options: {root: string; settings: SyncSetting
       },
     }
   })
-  sessions.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.provider.localeCompare(b.provider))
+  // Ties broken down to the file, so one list reads the same every time (a Gemini chat session and its /chat checkpoint share a time).
+  sessions.sort((a, b) => Date.parse(b.lastActivity) - Date.parse(a.lastActivity) || a.provider.localeCompare(b.provider) || a.sessionId.localeCompare(b.sessionId) || a.path.localeCompare(b.path))
   return {projectRoot: root, claudeHome: claudeHome(env), geminiHome: geminiHome(env), codexHome: codexHome(env), sessions}
 }

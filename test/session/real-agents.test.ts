@@ -8,7 +8,7 @@
  */
 import {execFile} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {mkdir, readFile, realpath, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, readdir, realpath, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -82,6 +82,20 @@ async function jarvis<T>(args: string[]): Promise<T> {
   return envelope<T>(ran).result!
 }
 
+/** Gemini's session files under the temp HOME, each with its size and first line: what a failed list check needs to be understood. */
+async function geminiFiles(): Promise<string> {
+  const lines: string[] = []
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, {withFileTypes: true}).catch(() => [])) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) await walk(path)
+      else lines.push(`${path} (${(await stat(path)).size} bytes) ${(await readFile(path, 'utf8')).split('\n')[0].slice(0, 300)}`)
+    }
+  }
+  await walk(join(home, '.gemini', 'tmp'))
+  return lines.join('\n')
+}
+
 const sessionsOf = async () => (await jarvis<SessionListResult>(['session', 'list'])).sessions
 const sha = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex')
 
@@ -109,7 +123,11 @@ async function setUpUser(): Promise<void> {
     ].join('\n'),
   )
   await mkdir(join(home, '.gemini'), {recursive: true})
-  await writeFile(join(home, '.gemini', 'settings.json'), JSON.stringify({security: {auth: {selectedType: 'gemini-api-key'}}, general: {enableAutoUpdate: false}, privacy: {usageStatisticsEnabled: false}}))
+  // Session clean-up off: Gemini CLI 0.61 resumed headless in a later minute than the session began writes a second
+  // file for it holding no message, and its next start deletes every file of that session as unreadable — its own
+  // sessions as much as carried ones (docs/session.md). Left on, this test would fail whenever a minute turned.
+  const general = {enableAutoUpdate: false, sessionRetention: {enabled: false}}
+  await writeFile(join(home, '.gemini', 'settings.json'), JSON.stringify({security: {auth: {selectedType: 'gemini-api-key'}}, general, privacy: {usageStatisticsEnabled: false}}))
   await writeFile(join(home, '.gemini', 'trustedFolders.json'), JSON.stringify({[root]: 'TRUST_FOLDER'}))
   const keep = ['PATH', 'LANG', 'TMPDIR']
   const base: NodeJS.ProcessEnv = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]))
@@ -176,7 +194,7 @@ describe('a conversation continues in any agent (real Claude Code, Gemini CLI an
     // 3. The tools' own lists show the carried conversations.
     const listed = await run(bin.gemini!, ['--list-sessions'], agentEnv)
     for (const from of ['claude', 'codex'] as const) {
-      expect(listed.stdout + listed.stderr, said(listed)).toContain(carried.get(`${from}->gemini`)!.to.sessionId)
+      expect(listed.stdout + listed.stderr, `${said(listed)}\n--- Gemini's files\n${await geminiFiles()}`).toContain(carried.get(`${from}->gemini`)!.to.sessionId)
     }
     const app = await startAppServer(bin.codex!, root, agentEnv)
     try {
@@ -223,7 +241,7 @@ describe('a conversation continues in any agent (real Claude Code, Gemini CLI an
     const [started] = (await sessionsOf()).filter((s) => s.provider === 'claude')
     const carried = await jarvis<SessionSyncResult>(['session', 'sync', started.sessionId, '--to', 'gemini'])
     const listed = await run(bin.gemini!, ['--list-sessions'], agentEnv)
-    expect(listed.stdout + listed.stderr, said(listed)).toContain(carried.to.sessionId)
+    expect(listed.stdout + listed.stderr, `${said(listed)}\n--- Gemini's files\n${await geminiFiles()}`).toContain(carried.to.sessionId)
     const {sent} = await turn('gemini', 'What was the codeword?', carried.to.sessionId)
     expect(sent).toContain(word)
     // Gemini CLI moved the session into the project's own directory; jarvis follows it there.

@@ -263,7 +263,8 @@ describe('jarvis session sync (in-process)', () => {
     const out = await w.sync({ref: sessionId, to: 'gemini', tag: 'listed'})
     await appendClaudeSession(path, [say('user', 'one more')])
     const list = await listSessions({root: w.root, settings, env: w.env})
-    const find = (provider: string, id: string) => list.sessions.find((s) => s.provider === provider && (s.sessionId === id || s.tag === id))
+    // By id first: the Gemini chat session carries the tag of the /chat checkpoint whose id is that tag.
+    const find = (provider: string, id: string) => list.sessions.find((s) => s.provider === provider && s.sessionId === id) ?? list.sessions.find((s) => s.provider === provider && s.tag === id)
     expect(find('claude', sessionId)).toMatchObject({
       tag: 'listed',
       messageCount: 3,
@@ -324,6 +325,19 @@ describe('jarvis session sync (in-process)', () => {
     expect(entry?.providers.map((p) => p.provider).sort()).toEqual(['claude', 'gemini', 'gemini'])
     expect(entry?.providers.map((p) => p.sessionId)).toEqual(expect.arrayContaining(['gone', again.to.sessionId]))
     expect(Object.keys((await readSyncState(w.root)).sessions ?? {}).some((key) => key.includes(sessionId))).toBe(false)
+  })
+
+  it('a carried Gemini chat session that Gemini CLI deleted is created again at the next carry, with the whole conversation', async () => {
+    const w = await world()
+    const {sessionId, path} = await writeClaudeSession(w.root, [say('user', 'q'), say('assistant', 'a')], {env: w.env})
+    await idle(path)
+    const first = await w.sync({ref: sessionId, to: 'gemini'})
+    await rm(first.to.path)
+    await appendClaudeSession(path, [say('user', 'one more')])
+    const again = await w.sync({ref: sessionId, to: 'gemini'})
+    expect(again.to).toMatchObject({provider: 'gemini', created: true})
+    expect(texts((await readGeminiSession(again.to.path)).messages)).toEqual(texts((await readClaudeSession(path)).messages))
+    expect(again.checkpoint).toMatchObject({added: 1, created: false})
   })
 
   it('a malformed registry is named with its line (exit 2) and left as it is', async () => {
