@@ -67,7 +67,12 @@ export class WorkspaceRegistry {
       throw new Error('the server is closing')
     }
     const workspace = this.assemble(name, storage)
-    await this.listen(workspace)
+    try {
+      await this.listen(workspace)
+    } catch (error) {
+      await storage.close().catch(() => {})
+      throw error
+    }
     return workspace
   }
 

@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3'
 
 import {ftsText} from './fts.js'
-import {DEFAULT_WORKSPACE} from './workspace-name.js'
+import {DEFAULT_WORKSPACE, isWorkspaceName} from './workspace-name.js'
 
 /** Every table a dump carries, in the order an import writes them. */
 export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys'] as const
@@ -37,6 +37,7 @@ export const WORKSPACE_TABLES = DUMP_TABLES.filter((table) => table !== 'api_key
  * `keysOf` is a checked workspace name (storage/workspace-name.ts: letters, digits, `-`), safe inside quotes.
  */
 export function dumpFilter(table: DumpTable, keysOf: string): string {
+  if (!isWorkspaceName(keysOf)) throw new Error(`not a workspace name: ${JSON.stringify(keysOf)}`)
   return table === 'api_keys' ? `WHERE workspace = '${keysOf}'` : ''
 }
 
