@@ -212,11 +212,12 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
       closing = true
       forceTimer = setTimeout(() => {
         app.log.warn('shutdown timeout: cutting remaining connections')
-        void workspaces.terminateClients()
+        workspaces.terminateClients()
         app.server.closeAllConnections()
       }, closeTimeoutMs)
       forceTimer.unref()
-      void workspaces.closeClients().then(() => app.websocketServer.close(() => done()))
+      workspaces.closeClients()
+      app.websocketServer.close(() => done())
     },
   })
   void app.register(async (scope) => {

@@ -40,10 +40,14 @@ export interface WorkspaceRegistryOptions {
 
 export class WorkspaceRegistry {
   private readonly opened = new Map<string, Promise<Workspace>>()
+  /** The workspaces open and listening (an opening still under way is not here: it closes itself if the registry closed). */
+  private readonly ready = new Map<string, Workspace>()
   private closed = false
 
   constructor(private readonly options: WorkspaceRegistryOptions) {
-    this.opened.set(DEFAULT_WORKSPACE, Promise.resolve(this.assemble(DEFAULT_WORKSPACE, options.root)))
+    const root = this.assemble(DEFAULT_WORKSPACE, options.root)
+    this.ready.set(DEFAULT_WORKSPACE, root)
+    this.opened.set(DEFAULT_WORKSPACE, Promise.resolve(root))
   }
 
   /** The workspace, opened now if it is not yet; two requests that come together share one opening. */
@@ -69,10 +73,12 @@ export class WorkspaceRegistry {
     const workspace = this.assemble(name, storage)
     try {
       await this.listen(workspace)
+      if (this.closed) throw new Error('the server is closing')
     } catch (error) {
       await storage.close().catch(() => {})
       throw error
     }
+    this.ready.set(name, workspace)
     return workspace
   }
 
@@ -100,27 +106,22 @@ export class WorkspaceRegistry {
     return this.get(DEFAULT_WORKSPACE)
   }
 
-  /** The workspaces opened so far (failed openings left out). */
-  private async all(): Promise<Workspace[]> {
-    const settled = await Promise.allSettled(this.opened.values())
-    return settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
-  }
-
   /** Starts a close handshake with every WebSocket client of every workspace. */
-  async closeClients(): Promise<void> {
-    for (const workspace of await this.all()) workspace.broadcaster.closeAll()
+  closeClients(): void {
+    for (const workspace of this.ready.values()) workspace.broadcaster.closeAll()
   }
 
   /** Drops every WebSocket client of every workspace at once. */
-  async terminateClients(): Promise<void> {
-    for (const workspace of await this.all()) workspace.broadcaster.terminateAll()
+  terminateClients(): void {
+    for (const workspace of this.ready.values()) workspace.broadcaster.terminateAll()
   }
 
-  /** Closes every workspace's storage, the default one's last (after the others, which may still be finishing). */
+  /** Closes every workspace's storage, the default one's last; an opening still under way closes its own. */
   async close(): Promise<void> {
     this.closed = true
-    const workspaces = await this.all()
-    await Promise.all(workspaces.filter((workspace) => workspace.name !== DEFAULT_WORKSPACE).map((workspace) => workspace.storage.close()))
+    const others = [...this.ready.values()].filter((workspace) => workspace.name !== DEFAULT_WORKSPACE)
+    this.ready.clear()
+    await Promise.all(others.map((workspace) => workspace.storage.close()))
     await this.options.root.close()
   }
 }
