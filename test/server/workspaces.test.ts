@@ -296,14 +296,14 @@ describe.each(BACKENDS)('two workspaces on one %s server', (backend) => {
       expect((await asB('POST', '/api/memory/push', {files: {'notes/b-ws.md': `${SECRET}\n`}})).status).toBe(200)
       expect((await asB('POST', '/api/projects/active', {projectId: 'project-b-ws'})).status).toBe(200)
       expect((await asB('POST', '/v1/memory/append', event(`${SECRET} over the socket`, 'fact:b_ws'))).status).toBe(200)
-      await ofB.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/b-ws.md')
-      await ofB.next((m) => m.type === 'STATE_CHANGED' && m.projectId === 'project-b-ws')
-      await ofB.next((m) => m.type === 'EVENT_APPENDED' && m.dedupe_key === 'fact:b_ws')
+      await ofB.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/b-ws.md', 20_000)
+      await ofB.next((m) => m.type === 'STATE_CHANGED' && m.projectId === 'project-b-ws', 20_000)
+      await ofB.next((m) => m.type === 'EVENT_APPENDED' && m.dedupe_key === 'fact:b_ws', 20_000)
       // A's own change reaches A after everything B sent: had B's reached A, they would be here before it.
       expect((await asA('POST', '/api/memory/push', {files: {'notes/a-ws.md': 'A\n'}})).status).toBe(200)
-      await ofA.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/a-ws.md')
+      await ofA.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/a-ws.md', 20_000)
       expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/push', {files: {'notes/default-ws.md': 'D\n'}})).status).toBe(200)
-      await ofDefault.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/default-ws.md')
+      await ofDefault.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/default-ws.md', 20_000)
       for (const client of [ofA, ofDefault]) {
         const heard = client.messages.filter((m) => m.type !== 'HELLO')
         expect(heard.length).toBe(1)
@@ -357,9 +357,9 @@ describe('workspaces on several server processes over one PostgreSQL database', 
     const ofB = await ws(two.url, b)
     try {
       expect((await call(one.url, b, 'POST', '/api/memory/push', {files: {'notes/b.md': `${SECRET}\n`}})).status).toBe(200)
-      await ofB.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/b.md')
+      await ofB.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/b.md', 20_000)
       expect((await call(one.url, a, 'POST', '/api/memory/push', {files: {'notes/a.md': 'A\n'}})).status).toBe(200)
-      await ofA.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/a.md')
+      await ofA.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/a.md', 20_000)
       expect(ofA.messages.filter((m) => m.type === 'MEM_UPDATE').map((m) => m.path)).toEqual(['notes/a.md'])
       expect(ofB.messages.filter((m) => m.type === 'MEM_UPDATE').map((m) => m.path)).toEqual(['notes/b.md'])
     } finally {
