@@ -4,13 +4,19 @@
  * own storage only, and closing closes every storage. And workspace names: strict, because they become paths and
  * schema names.
  */
+import {rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {BadInputError} from '../../src/errors.js'
+import {createKey} from '../../src/server/keys.js'
+import {startServer} from '../../src/server/start.js'
 import {openStorage} from '../../src/server/storage/open.js'
 import type {ServerStorage} from '../../src/server/storage/types.js'
 import {checkWorkspaceName, isWorkspaceName} from '../../src/server/storage/workspace-name.js'
 import {WorkspaceRegistry} from '../../src/server/workspaces.js'
+import {call} from './helpers.js'
 import {Cleanup, tempDir} from './temp.js'
 
 const cleanup = new Cleanup()
@@ -66,6 +72,23 @@ describe('WorkspaceRegistry', () => {
     expect(await root.ping()).toBe(false)
     expect(await Promise.all(storages.map((storage) => storage.ping()))).toEqual([false, false])
     await expect(workspaces.get('team-c')).rejects.toThrow('closing')
+  })
+})
+
+describe('a workspace whose storage cannot be opened', () => {
+  it('answers 503 naming the workspace, keeps serving the others, and opens it at a later request', async () => {
+    const dataDir = cleanup.dir(await tempDir())
+    const server = await startServer({host: '127.0.0.1', port: 0, dataDir, tokens: {'t-default-token-0001': 'claude'}, logLevel: 'silent'})
+    cleanup.add(() => server.close())
+    const {token} = await createKey({dataDir, workspace: 'team-a', agent: 'claude'})
+    // A file where the workspaces' directory should be: the workspace's SQLite file cannot be made.
+    await writeFile(join(dataDir, 'workspaces'), 'in the way\n')
+    const refused = await call(server.url, token, 'GET', '/api/memory/status')
+    expect(refused.status).toBe(503)
+    expect(refused.body.message).toContain('the workspace team-a cannot be opened now')
+    expect((await call(server.url, 't-default-token-0001', 'GET', '/api/memory/status')).status).toBe(200)
+    await rm(join(dataDir, 'workspaces'))
+    expect((await call(server.url, token, 'GET', '/api/memory/status')).status).toBe(200)
   })
 })
 
