@@ -11,3 +11,8 @@ export const databaseFlag = Flags.string({
   description: 'PostgreSQL URL (postgres://user:password@host:5432/db) to keep the memory in, instead of the SQLite file under --data.',
   env: 'JARVIS_DATABASE_URL',
 })
+
+/** The workspace a `jarvis serve` subcommand works on: one of the isolated memories the server hosts. */
+export function workspaceFlag(description: string) {
+  return Flags.string({description: `${description} A name of lower-case letters, digits and "-" (e.g. team-a).`, default: 'default'})
+}

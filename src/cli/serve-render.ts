@@ -9,7 +9,7 @@ function state(key: ApiKey, now: Date): string {
 
 export function renderKeyCreated({token, key}: {token: string; key: ApiKey}, now = new Date()): string {
   return [
-    `created ${key.id}: agent ${key.agentId}, role ${key.role}, ${state(key, now)}`,
+    `created ${key.id}: workspace ${key.workspace}, agent ${key.agentId}, role ${key.role}, ${state(key, now)}`,
     'the token, shown this once (the server keeps only its hash):',
     `  JARVIS_TOKEN=${token}`,
   ].join('\n')
@@ -17,11 +17,11 @@ export function renderKeyCreated({token, key}: {token: string; key: ApiKey}, now
 
 export function renderKeys(keys: ApiKey[], now = new Date()): string {
   if (keys.length === 0) return 'no keys yet: jarvis serve token create --agent <id> (the tokens file still works beside them)'
-  return keys.map((key) => `${key.id}  ${key.agentId}  ${key.role}  created ${key.createdAt}, ${state(key, now)}`).join('\n')
+  return keys.map((key) => `${key.id}  ${key.workspace}  ${key.agentId}  ${key.role}  created ${key.createdAt}, ${state(key, now)}`).join('\n')
 }
 
 export function renderKeyRevoked(key: ApiKey): string {
-  return `revoked ${key.id} (agent ${key.agentId}, role ${key.role}): every server on this data directory refuses it from now on`
+  return `revoked ${key.id} (workspace ${key.workspace}, agent ${key.agentId}, role ${key.role}): every server on this data directory refuses it from now on`
 }
 
 /** `12 files, 30 events, 2 keys` of a dump. */

@@ -1,6 +1,10 @@
 /**
- * `buildServer(options)`: the fastify app of `jarvis serve` (routes, auth, errors, WebSocket), over a
- * MemoryStorage. Tests use it with `inject`; `startServer` (start.ts) adds the data directory, tokens and listen.
+ * `buildServer(options)`: the fastify app of `jarvis serve` (routes, auth, errors, WebSocket), over the storages of
+ * its workspaces. Tests use it with `inject`; `startServer` (start.ts) adds the data directory, tokens and listen.
+ *
+ * Every authenticated route reads the services of its request's workspace (`request.workspace`, set by the auth
+ * hook from the token) and nothing else: a route registered in the authenticated scope cannot reach another
+ * workspace's memory because it is never handed one.
  */
 import websocket from '@fastify/websocket'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController} from 'fastify'
@@ -8,24 +12,24 @@ import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOpti
 import {SchemaError} from '../errors.js'
 import {parseJsonText} from '../schemas/index.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
-import {Broadcaster} from './broadcast.js'
 import type {TokenMap} from './config.js'
-import {EventService} from './events-service.js'
 import {HttpError} from './http-error.js'
 import {dashboardRoutes} from './routes/dashboard.js'
 import {eventRoutes} from './routes/events.js'
 import {fileRoutes} from './routes/files.js'
-import {HostedState} from '../mcp/hosted.js'
 import {mcpRoutes} from './routes/mcp.js'
 import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
 import {searchRoutes} from './routes/search.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
-import {MemoryService} from './service.js'
 import type {KeyRole, ServerStorage} from './storage/types.js'
+import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
+import {type Workspace, WorkspaceRegistry} from './workspaces.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The services of the token's workspace (set by the auth hook): the only memory the request can reach. */
+    workspace: Workspace
     /** The agent of the request's bearer token (set by the auth hook before anything else runs). */
     agentId: string
     /** What the token may do: a `read` key is refused by every route marked {writes: true}. */
@@ -49,8 +53,13 @@ export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
 export interface BuildServerOptions {
-  /** The storage (memory files and event log); the app owns it from now on and closes it when the app closes. */
+  /**
+   * The default workspace's storage (its memory files and event log, and every workspace's keys); the app owns it
+   * from now on and closes it when the app closes.
+   */
   storage: ServerStorage
+  /** Opens (creating when new) the storage of another workspace, at its first request; without it only the default one is served. */
+  openWorkspace?: (workspace: string) => Promise<ServerStorage>
   /** token → agent id. */
   tokens: TokenMap
   /** pino level of fastify's logger; default `info`. Tests pass `silent`. */
@@ -133,19 +142,15 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     logController: new LogController({disableRequestLogging: true}),
   })
   const auth = new TokenAuthenticator(options.tokens, options.storage, now)
-  const broadcaster = new Broadcaster(options.storage.relay)
-  const relay = options.storage.relay
-  // Listening for the other processes' broadcasts before this one takes requests (app.ready / app.listen).
-  if (relay) app.addHook('onReady', () => relay.subscribe((data) => broadcaster.deliver(data)))
-  const service = new MemoryService({
-    storage: options.storage,
-    broadcaster,
+  const openWorkspace = options.openWorkspace
+  const workspaces = new WorkspaceRegistry({
+    root: options.storage,
+    open: (name) => (openWorkspace ? openWorkspace(name) : Promise.reject(new HttpError(503, 'unavailable', `this server hosts only the ${DEFAULT_WORKSPACE} workspace, not ${name}`))),
     now,
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
   })
-  const events = new EventService({storage: options.storage, now, broadcaster})
-  // The file index that MCP search and the dashboard's search share.
-  const hosted = new HostedState()
+  // Listening for the other processes' broadcasts before this one takes requests (app.ready / app.listen).
+  app.addHook('onReady', async () => workspaces.listen(await workspaces.root()))
 
   // fastify's own JSON parser (proto-poisoning safe), with a message that says where the JSON breaks.
   const defaultJsonParser = app.getDefaultJsonParser('error', 'error')
@@ -172,6 +177,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   })
 
   app.decorateRequest('agentId', '')
+  app.decorateRequest('workspace', null as unknown as Workspace)
   app.decorateRequest('role', 'read')
 
   app.setErrorHandler((error, request, reply) => {
@@ -185,7 +191,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   )
 
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, agent: request.agentId || undefined}, 'request')
+    request.log.info({method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, workspace: request.workspace?.name, agent: request.agentId || undefined}, 'request')
   })
   // For a load balancer or an orchestrator: no token needed. Alive, and able to reach its storage.
   app.get('/healthz', async () => ({status: 'ok'}))
@@ -206,11 +212,11 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
       closing = true
       forceTimer = setTimeout(() => {
         app.log.warn('shutdown timeout: cutting remaining connections')
-        broadcaster.terminateAll()
+        workspaces.terminateClients()
         app.server.closeAllConnections()
       }, closeTimeoutMs)
       forceTimer.unref()
-      broadcaster.closeAll()
+      workspaces.closeClients()
       app.websocketServer.close(() => done())
     },
   })
@@ -233,21 +239,28 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
       if (answer.identity.role === 'read' && request.routeOptions.config.writes) {
         throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${request.routeOptions.url} changes the memory; ask for a write key`)
       }
+      try {
+        request.workspace = await workspaces.get(answer.identity.workspace)
+      } catch (error) {
+        if (error instanceof HttpError) throw error
+        request.log.error({err: error, workspace: answer.identity.workspace}, 'workspace unavailable')
+        throw new HttpError(503, 'unavailable', `the workspace ${answer.identity.workspace} cannot be opened now; try again`)
+      }
     })
 
-    memoryRoutes(scope, service)
-    fileRoutes(scope, service)
-    eventRoutes(scope, events)
-    projectRoutes(scope, service)
-    wsRoutes(scope, service, broadcaster, now)
-    mcpRoutes(scope, {events, memory: service, state: hosted, now})
-    searchRoutes(scope, {events, memory: service, state: hosted, now})
+    memoryRoutes(scope)
+    fileRoutes(scope)
+    eventRoutes(scope)
+    projectRoutes(scope)
+    wsRoutes(scope, now)
+    mcpRoutes(scope, now)
+    searchRoutes(scope, now)
   })
   // The dashboard's page and assets need no token: they hold no data (every request they make carries one).
   dashboardRoutes(app)
   app.addHook('onClose', async () => {
     if (forceTimer) clearTimeout(forceTimer)
-    await options.storage.close()
+    await workspaces.close()
   })
   return app
 }

@@ -10,8 +10,11 @@ import {createHash, timingSafeEqual} from 'node:crypto'
 import type {TokenMap} from './config.js'
 import {keyRefusal} from './keys.js'
 import type {KeyRole, KeyStorage} from './storage/types.js'
+import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
 export interface Identity {
+  /** The memory the token opens: the key's workspace, or the default one for a tokens-file token. */
+  workspace: string
   agentId: string
   role: KeyRole
 }
@@ -41,11 +44,11 @@ export class TokenAuthenticator {
     for (const entry of this.entries) {
       if (timingSafeEqual(presented, entry.digest) && found === null) found = entry.agentId
     }
-    if (found !== null) return {identity: {agentId: found, role: 'write'}}
+    if (found !== null) return {identity: {workspace: DEFAULT_WORKSPACE, agentId: found, role: 'write'}}
     const key = await this.keys?.keyByTokenHash(presented.toString('hex'))
     if (!key) return {refused: 'the token is not known to this server'}
     const refusal = keyRefusal(key, this.now())
-    return refusal === null ? {identity: {agentId: key.agentId, role: key.role}} : {refused: refusal}
+    return refusal === null ? {identity: {workspace: key.workspace, agentId: key.agentId, role: key.role}} : {refused: refusal}
   }
 
   /** The agent ids that hold at least one tokens-file token. */

@@ -44,6 +44,8 @@ export interface EventAppendedMessage {
 
 export interface HelloMessage {
   type: 'HELLO'
+  /** The workspace of the socket's token: every message on it is of that workspace's memory. */
+  workspace: string
   agentId: string
   seq: number
   serverTime: string

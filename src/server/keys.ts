@@ -2,7 +2,8 @@
  * API keys a team hands out and takes back: `jarvis serve token create|list|revoke` on the server's data
  * directory, while the server runs or not (every process reads the same database, so a revoked key is refused
  * at its next request). A token is printed once and stored only as its sha256; the tokens file keeps working
- * beside them (its tokens act as `write` keys).
+ * beside them (its tokens act as `write` keys of the default workspace). Each key opens one workspace; the keys
+ * of every workspace live in the default workspace's storage, which is the one a token is looked up in.
  */
 import {randomBytes} from 'node:crypto'
 
@@ -12,6 +13,7 @@ import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
 import {type StorageTarget, withStorage} from './storage/open.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
+import {checkWorkspaceName, DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
 export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
 
@@ -27,6 +29,8 @@ export function keyRefusal(key: ApiKey, now: Date): string | null {
 
 export interface CreateKeyOptions extends StorageTarget {
   agent: string
+  /** The workspace the key opens; default the default workspace. Made at the key's first request when new. */
+  workspace?: string
   role?: string
   /** `90d`, `12h`, `2w`; none: the key does not expire. */
   expires?: string
@@ -37,18 +41,22 @@ export interface CreateKeyOptions extends StorageTarget {
 export async function createKey(options: CreateKeyOptions): Promise<{token: string; key: ApiKey}> {
   const agent = agentIdSchema.safeParse(options.agent)
   if (!agent.success) throw new BadInputError(`--agent: ${JSON.stringify(options.agent)} ${agent.error.issues[0]?.message ?? 'is not an agent id'}`, {field: 'agent'})
+  const workspace = checkWorkspaceName(options.workspace ?? DEFAULT_WORKSPACE, '--workspace')
   const role = (options.role ?? 'write') as KeyRole
   if (!KEY_ROLES.includes(role)) throw new BadInputError(`--role: ${JSON.stringify(options.role)} is not a role: use read, write or admin`, {field: 'role'})
   const now = options.now ?? new Date()
   const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
-  const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
+  const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
   return {token, key}
 }
 
-export async function listKeys(options: StorageTarget): Promise<ApiKey[]> {
-  return withStorage(options, (storage) => storage.listKeys())
+/** Every key, or those of one workspace. */
+export async function listKeys(options: StorageTarget & {workspace?: string}): Promise<ApiKey[]> {
+  const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
+  const keys = await withStorage(options, (storage) => storage.listKeys())
+  return workspace === undefined ? keys : keys.filter((key) => key.workspace === workspace)
 }
 
 export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<ApiKey> {

@@ -89,10 +89,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   }
   const dataDir = options.dataDir ?? defaultDataDir(env)
   const resolved = await resolveTokens({tokens: options.tokens, tokensFile: options.tokensFile, env, dataDir})
-  const storage = await openStorage({dataDir, databaseUrl: options.databaseUrl}, {groupCommit: options.groupCommit})
+  const target = {dataDir, databaseUrl: options.databaseUrl}
+  const storage = await openStorage(target, {groupCommit: options.groupCommit})
   const database = 'url' in storage && typeof storage.url === 'string' ? storage.url : undefined
   const app = buildServer({
     storage,
+    openWorkspace: (workspace) => openStorage(target, {groupCommit: options.groupCommit, workspace}),
     tokens: resolved.tokens,
     logLevel: options.logLevel,
     logStream: options.logStream,

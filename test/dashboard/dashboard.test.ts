@@ -322,6 +322,28 @@ describe('the dashboard', () => {
     await asGemini.close()
   })
 
+  it('signed in with a key of another workspace, shows that workspace\'s memory only and names it', async () => {
+    const created = await runJarvis(['serve', 'token', 'create', '--workspace', 'team-a', '--agent', 'gemini', '--data', dataDir, '--json'], {env: {JARVIS_DATABASE_URL: ''}})
+    expect(created.code, created.stderr).toBe(0)
+    const token = envelope<{token: string}>(created).result!.token
+    expect((await call(server.url, token, 'POST', '/api/memory/push', {files: {'notes/team-a-only.md': '# Team A\n\nOur own plan.\n'}})).status).toBe(200)
+    const page = await signedIn(token, '#/files')
+    await page.getByText('signed in as gemini · workspace team-a').waitFor()
+    await page.getByText('team-a-only.md').first().waitFor()
+    expect(await page.locator('main').textContent()).not.toContain('plan.md')
+    await page.goto(`${server.url}/#/search`)
+    await page.getByLabel('Search memory files and events').fill('dashboard')
+    await page.getByRole('button', {name: 'Search'}).click()
+    await page.getByText('No event matches.').waitFor()
+    expect(await page.locator('main').textContent()).not.toContain('Preact')
+    await page.close()
+    // The default workspace's page does not show team A's file.
+    const ofDefault = await signedIn(TOKENS.claude, '#/files')
+    await ofDefault.getByText('plan.md').first().waitFor()
+    expect(await ofDefault.locator('main').textContent()).not.toContain('team-a-only')
+    await ofDefault.close()
+  })
+
   it('shows agents, pinned memory and search', async () => {
     const page = await signedIn(TOKENS.claude, '#/agents')
     const card = page.getByRole('article', {name: 'claude'})

@@ -53,7 +53,7 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     expect(appended.code, appended.stderr).toBe(0)
 
     const listed = await runJarvis(['serve', 'token', 'list', ...storageFlags(server)], {env: env('')})
-    expect(listed.stdout).toContain(`${id}  claude  write`)
+    expect(listed.stdout).toContain(`${id}  default  claude  write`)
     expect(listed.stdout).not.toContain(token)
     // grep in a process of its own: a file of a SQLite database opened and closed by the server's own process
     // drops SQLite's POSIX locks on it, and the server's connection then reads an old snapshot.

@@ -50,7 +50,7 @@ describe('several processes on one PostgreSQL database', () => {
     await client.connect()
     try {
       const versions = (await client.query<{version: number}>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version)
-      expect(versions).toEqual([1, 2, 3, 4])
+      expect(versions).toEqual([1, 2, 3, 4, 5])
       await client.query("INSERT INTO schema_migrations (version, description, applied_at) VALUES (99, 'future', 'x')")
     } finally {
       await client.end()
@@ -163,6 +163,28 @@ describe.each(BACKENDS.filter((backend) => backend === 'postgres'))('two jarvis 
       const refused = await call(url, token, 'GET', '/api/memory/status')
       expect(refused.status).toBe(401)
       expect(refused.body.message).toContain(`the key ${key.id} was revoked`)
+    }
+  })
+
+  it('keys of another workspace too: a read key gets 403 on a push, a revoked or expired one 401, from every process', async () => {
+    const [one, two, databaseUrl] = await twoProcesses()
+    const write = await createKey({databaseUrl, workspace: 'team-x', agent: 'claude'})
+    const read = await createKey({databaseUrl, workspace: 'team-x', agent: 'gemini', role: 'read'})
+    const expired = await createKey({databaseUrl, workspace: 'team-x', agent: 'chatgpt', expires: '1d', now: new Date(Date.now() - 2 * 86_400_000)})
+    const push = (url: string, token: string) => call(url, token, 'POST', '/api/memory/push', {files: {'notes/x.md': `through ${url}\n`}})
+    for (const url of [one.url, two.url]) {
+      expect((await push(url, write.token)).status).toBe(200)
+      expect((await call(url, read.token, 'POST', '/api/memory/pull', {files: ['notes/x.md']})).body.files['notes/x.md'].content).toBe(`through ${url}\n`)
+      const refused = await push(url, read.token)
+      expect(refused.status).toBe(403)
+      expect(refused.body.message).toContain('this key can only read')
+      expect((await call(url, expired.token, 'GET', '/api/memory/status')).status).toBe(401)
+    }
+    await revokeKey({databaseUrl, id: write.key.id})
+    for (const url of [one.url, two.url]) {
+      const refused = await push(url, write.token)
+      expect(refused.status).toBe(401)
+      expect(refused.body.message).toContain(`the key ${write.key.id} was revoked`)
     }
   })
 })

@@ -3,7 +3,7 @@ import {once} from 'node:events'
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {databaseFlag} from '../../cli/flags.js'
+import {databaseFlag, workspaceFlag} from '../../cli/flags.js'
 import {describeCounts} from '../../cli/serve-render.js'
 import {exportData} from '../../server/dump.js'
 
@@ -11,13 +11,14 @@ export default class ServeExport extends JarvisCommand<typeof ServeExport> {
   // stdout is the dump itself.
   static enableJsonFlag = false
 
-  static summary = "Write the server's whole memory to stdout as JSON Lines, for `jarvis serve import`."
-  static description = `Files with their revisions, events with their ids, the server's id and change sequence, the API keys (as hashes): a client syncs on against the imported copy with nothing to transfer. A consistent copy even while the server runs. What it wrote is counted on stderr.`
-  static examples = ['<%= config.bin %> serve export --data ~/.local/share/jarvis > jarvis-dump.jsonl', '<%= config.bin %> serve export --database postgres://jarvis@db.internal/jarvis > jarvis-dump.jsonl']
+  static summary = "Write one workspace's whole memory to stdout as JSON Lines, for `jarvis serve import`."
+  static description = `Files with their revisions, events with their ids, the active project, the workspace's id and change sequence, its API keys (as hashes): a client syncs on against the imported copy with nothing to transfer. A consistent copy even while the server runs. What it wrote is counted on stderr.`
+  static examples = ['<%= config.bin %> serve export --data ~/.local/share/jarvis > jarvis-dump.jsonl', '<%= config.bin %> serve export --database postgres://jarvis@db.internal/jarvis --workspace team-a > team-a.jsonl']
 
   static flags = {
     data: Flags.string({description: 'Data directory of the server (default: $XDG_DATA_HOME/jarvis).', env: 'JARVIS_DATA'}),
     database: databaseFlag,
+    workspace: workspaceFlag('The workspace to export.'),
   }
 
   async run(): Promise<void> {
@@ -25,6 +26,7 @@ export default class ServeExport extends JarvisCommand<typeof ServeExport> {
     const counts = await exportData({
       dataDir: flags.data,
       databaseUrl: flags.database,
+      workspace: flags.workspace,
       // Waits when stdout is full: a dump of a million events never sits in memory.
       write: async (line) => {
         if (!process.stdout.write(`${line}\n`)) await once(process.stdout, 'drain')

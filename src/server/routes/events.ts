@@ -4,7 +4,7 @@
  */
 import type {FastifyInstance} from 'fastify'
 
-import type {EventService, ListQuery, SnapshotQuery} from '../events-service.js'
+import type {ListQuery, SnapshotQuery} from '../events-service.js'
 import {HttpError} from '../http-error.js'
 
 const objectBody = {type: 'object'} as const
@@ -16,17 +16,17 @@ function idempotencyHeader(value: string | string[] | undefined): string | undef
   return value
 }
 
-export function eventRoutes(app: FastifyInstance, events: EventService): void {
+export function eventRoutes(app: FastifyInstance): void {
   app.post('/v1/memory/append', {schema: {body: objectBody}, config: {writes: true}}, async (request) =>
-    events.append(request.body, request.agentId, idempotencyHeader(request.headers['idempotency-key'])),
+    request.workspace.events.append(request.body, request.agentId, idempotencyHeader(request.headers['idempotency-key'])),
   )
 
-  app.get('/v1/memory/snapshot', async (request) => events.snapshot(request.query as SnapshotQuery, request.agentId, request.role))
+  app.get('/v1/memory/snapshot', async (request) => request.workspace.events.snapshot(request.query as SnapshotQuery, request.agentId, request.role))
 
-  app.get('/v1/memory/events', async (request) => events.list(request.query as ListQuery, request.agentId, request.role))
+  app.get('/v1/memory/events', async (request) => request.workspace.events.list(request.query as ListQuery, request.agentId, request.role))
 
   // The body is optional (nothing in it is read); an empty POST with no content-type is fine.
-  app.post('/v1/memory/consolidate', {config: {writes: true}}, async (request) => events.consolidate(request.agentId))
+  app.post('/v1/memory/consolidate', {config: {writes: true}}, async (request) => request.workspace.events.consolidate(request.agentId))
 
-  app.post('/v1/memory/cleanup', {schema: {body: objectBody}, config: {writes: true}}, async (request) => events.cleanup(request.body, request.agentId, request.role))
+  app.post('/v1/memory/cleanup', {schema: {body: objectBody}, config: {writes: true}}, async (request) => request.workspace.events.cleanup(request.body, request.agentId, request.role))
 }

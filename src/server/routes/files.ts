@@ -5,8 +5,6 @@
  */
 import type {FastifyInstance} from 'fastify'
 
-import type {MemoryService} from '../service.js'
-
 const writeBody = {
   type: 'object',
   required: ['path', 'content', 'base'],
@@ -17,9 +15,9 @@ const writeBody = {
   },
 } as const
 
-export function fileRoutes(app: FastifyInstance, service: MemoryService): void {
+export function fileRoutes(app: FastifyInstance): void {
   app.post('/api/memory/write', {schema: {body: writeBody}, config: {writes: true}}, async (request) => {
     const body = request.body as {path: string; content: string; base: number | null}
-    return service.write(body.path, body.content, body.base === 0 ? null : body.base, request.agentId)
+    return request.workspace.memory.write(body.path, body.content, body.base === 0 ? null : body.base, request.agentId)
   })
 }

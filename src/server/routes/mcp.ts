@@ -8,27 +8,19 @@ import {StreamableHTTPServerTransport} from '@modelcontextprotocol/sdk/server/st
 import createDebug from 'debug'
 import type {FastifyInstance, FastifyReply, FastifyRequest} from 'fastify'
 
-import {HostedBackend, type HostedState} from '../../mcp/hosted.js'
+import {HostedBackend} from '../../mcp/hosted.js'
 import {createMcpServer, JARVIS_VERSION} from '../../mcp/server.js'
-import type {EventService} from '../events-service.js'
 import {hostedServices} from '../mcp/services.js'
-import type {MemoryService} from '../service.js'
 
 const debug = createDebug('jarvis:server:mcp')
 
 export const MCP_PATH = '/mcp'
 
-export interface McpRouteOptions {
-  events: EventService
-  memory: MemoryService
-  state: HostedState
-  now: () => Date
-}
-
-export function mcpRoutes(app: FastifyInstance, options: McpRouteOptions): void {
+export function mcpRoutes(app: FastifyInstance, now: () => Date): void {
   app.post(MCP_PATH, async (request, reply) => {
-    const services = hostedServices({agentId: request.agentId, role: request.role, url: `${request.protocol}://${request.host}`, events: options.events, memory: options.memory})
-    const server = createMcpServer(new HostedBackend(services, options.state, options.now), {version: JARVIS_VERSION})
+    const {events, memory, hosted} = request.workspace
+    const services = hostedServices({agentId: request.agentId, role: request.role, url: `${request.protocol}://${request.host}`, events, memory})
+    const server = createMcpServer(new HostedBackend(services, hosted, now), {version: JARVIS_VERSION})
     const transport = new StreamableHTTPServerTransport({sessionIdGenerator: undefined, enableJsonResponse: true})
     reply.hijack()
     reply.raw.on('close', () => {

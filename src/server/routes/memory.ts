@@ -6,7 +6,7 @@ import type {FastifyInstance} from 'fastify'
 
 import {formatIssues, taskResultSchema} from '../../schemas/index.js'
 import {HttpError} from '../http-error.js'
-import type {MemoryService, PushBody} from '../service.js'
+import type {PushBody} from '../service.js'
 
 const SINCE = /^(0|[1-9][0-9]*)$/
 
@@ -50,19 +50,19 @@ const syncTaskBody = {
   },
 } as const
 
-export function memoryRoutes(app: FastifyInstance, service: MemoryService): void {
+export function memoryRoutes(app: FastifyInstance): void {
   app.get('/api/memory/status', async (request) => {
     const {since} = request.query as {since?: unknown}
-    return service.status(parseSince(since))
+    return request.workspace.memory.status(parseSince(since))
   })
 
   app.post('/api/memory/pull', {schema: {body: pullBody}}, async (request) => {
     const body = request.body as {files: string[]}
-    return service.pull(body.files)
+    return request.workspace.memory.pull(body.files)
   })
 
   app.post('/api/memory/push', {schema: {body: pushBody}, config: {writes: true}}, async (request) => {
-    return service.push(request.body as PushBody, request.agentId)
+    return request.workspace.memory.push(request.body as PushBody, request.agentId)
   })
 
   app.post('/api/memory/sync-task', {schema: {body: syncTaskBody}, config: {writes: true}}, async (request, reply) => {
@@ -82,7 +82,7 @@ export function memoryRoutes(app: FastifyInstance, service: MemoryService): void
       throw new HttpError(400, 'bad_request', problems.join('; '), {field: field ? `body/${field}` : 'body', problems})
     }
     const task = parsed.data
-    const result = await service.syncTask(task, request.agentId)
+    const result = await request.workspace.memory.syncTask(task, request.agentId)
     void reply.header('x-jarvis-rev', String(result.rev)).header('x-jarvis-seq', String(result.seq))
     return result.memory
   })

@@ -2,7 +2,6 @@
 import type {FastifyInstance} from 'fastify'
 
 import type {ActiveProject} from '../../schemas/index.js'
-import type {MemoryService} from '../service.js'
 
 /** Who switched when the body does not say: the command line (CONTRACT §2, `jarvis switch-project`). */
 export const DEFAULT_SWITCHED_BY: ActiveProject['switchedBy'] = 'user-cli'
@@ -16,11 +15,11 @@ const switchBody = {
   },
 } as const
 
-export function projectRoutes(app: FastifyInstance, service: MemoryService): void {
-  app.get('/api/projects/active', async () => service.activeProject())
+export function projectRoutes(app: FastifyInstance): void {
+  app.get('/api/projects/active', async (request) => request.workspace.memory.activeProject())
 
   app.post('/api/projects/active', {schema: {body: switchBody}, config: {writes: true}}, async (request) => {
     const body = request.body as {projectId: string; switchedBy?: ActiveProject['switchedBy']}
-    return service.switchProject(body.projectId, body.switchedBy ?? DEFAULT_SWITCHED_BY, request.agentId)
+    return request.workspace.memory.switchProject(body.projectId, body.switchedBy ?? DEFAULT_SWITCHED_BY, request.agentId)
   })
 }

@@ -4,22 +4,13 @@
  */
 import type {FastifyInstance} from 'fastify'
 
-import {HostedBackend, type HostedState} from '../../mcp/hosted.js'
+import {HostedBackend} from '../../mcp/hosted.js'
 import {JarvisError} from '../../errors.js'
-import type {EventService} from '../events-service.js'
 import {HttpError} from '../http-error.js'
 import {hostedServices} from '../mcp/services.js'
-import type {MemoryService} from '../service.js'
 
 export const DEFAULT_SEARCH_LIMIT = 10
 const MAX_SEARCH_LIMIT = 50
-
-export interface SearchRouteOptions {
-  events: EventService
-  memory: MemoryService
-  state: HostedState
-  now: () => Date
-}
 
 function searchLimit(value: unknown): number {
   if (value === undefined) return DEFAULT_SEARCH_LIMIT
@@ -27,16 +18,17 @@ function searchLimit(value: unknown): number {
   throw new HttpError(400, 'bad_request', `querystring/limit must be an integer from 1 to ${MAX_SEARCH_LIMIT}`, {field: 'querystring/limit'})
 }
 
-export function searchRoutes(app: FastifyInstance, options: SearchRouteOptions): void {
+export function searchRoutes(app: FastifyInstance, now: () => Date): void {
   app.get('/api/search', async (request) => {
     const query = request.query as {q?: unknown; limit?: unknown}
     if (typeof query.q !== 'string' || query.q.trim() === '' || query.q.length > 500) {
       throw new HttpError(400, 'bad_request', 'querystring/q must be a query of 1 to 500 characters', {field: 'querystring/q'})
     }
     const limit = searchLimit(query.limit)
-    const services = hostedServices({agentId: request.agentId, role: request.role, events: options.events, memory: options.memory, readOnly: true})
+    const {events, memory, hosted} = request.workspace
+    const services = hostedServices({agentId: request.agentId, role: request.role, events, memory, readOnly: true})
     try {
-      return await new HostedBackend(services, options.state, options.now).search({query: query.q, limit})
+      return await new HostedBackend(services, hosted, now).search({query: query.q, limit})
     } catch (error) {
       // The backend speaks the commands' errors; answer them as the route's own.
       if (error instanceof JarvisError && error.exit === 2) throw new HttpError(400, 'bad_request', error.message)

@@ -6,16 +6,17 @@
 import createDebug from 'debug'
 import type {FastifyInstance} from 'fastify'
 
-import {send, type Broadcaster} from '../broadcast.js'
-import type {MemoryService} from '../service.js'
+import {send} from '../broadcast.js'
 
 const debug = createDebug('jarvis:server:ws')
 
 export const WS_PATH = '/ws/memory'
 
-export function wsRoutes(app: FastifyInstance, service: MemoryService, broadcaster: Broadcaster, now: () => Date): void {
+export function wsRoutes(app: FastifyInstance, now: () => Date): void {
   app.get(WS_PATH, {websocket: true}, (socket, request) => {
     const agentId = request.agentId
+    // The clients of the token's workspace: broadcasts of another workspace never reach this socket.
+    const {broadcaster, memory} = request.workspace
     // Listeners first, then async work (a message must not arrive before its handler).
     socket.on('message', (data, isBinary) => {
       if (isBinary) {
@@ -35,8 +36,8 @@ export function wsRoutes(app: FastifyInstance, service: MemoryService, broadcast
     })
     socket.on('error', (error) => debug('socket error from %s: %s', agentId, error.message))
     broadcaster.add(socket, agentId, request.role)
-    service.seq().then(
-      (seq) => send(socket, {type: 'HELLO', agentId, seq, serverTime: now().toISOString()}),
+    memory.seq().then(
+      (seq) => send(socket, {type: 'HELLO', workspace: request.workspace.name, agentId, seq, serverTime: now().toISOString()}),
       (error: Error) => debug('HELLO failed: %s', error.message),
     )
   })

@@ -3,6 +3,7 @@ import type {ApiKey, KeyRole} from './types.js'
 
 export interface KeyRow {
   id: string
+  workspace: string
   agent_id: string
   role: KeyRole
   created_at: string
@@ -10,9 +11,12 @@ export interface KeyRow {
   revoked_at: string | null
 }
 
-export const KEY_COLUMNS = 'id, agent_id, role, created_at, expires_at, revoked_at'
+export const KEY_COLUMNS = 'id, workspace, agent_id, role, created_at, expires_at, revoked_at'
 
 export function toKey(row: KeyRow): ApiKey {
-  return {id: row.id, agentId: row.agent_id, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at}
+  return {id: row.id, workspace: row.workspace, agentId: row.agent_id, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at}
 }
 
+
+/** Keys made before workspaces belong to the default workspace: the column every backend adds (migration 5). */
+export const KEYS_WORKSPACE_MIGRATION_SQL = "ALTER TABLE api_keys ADD COLUMN workspace TEXT NOT NULL DEFAULT 'default'"

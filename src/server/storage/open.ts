@@ -3,11 +3,15 @@
  * PostgreSQL database named by `--database postgres://…` / JARVIS_DATABASE_URL. The PostgreSQL client is loaded only
  * then, so a SQLite server never loads it.
  */
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+
 import {BadInputError} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
 import type {DumpRow, DumpTable} from './sqlite-dump.js'
-import {openSqliteStorage, type SqliteStorageOptions} from './sqlite.js'
+import {openSqliteStorage, SQLITE_FILE_NAME, type SqliteStorageOptions} from './sqlite.js'
 import type {ServerStorage} from './types.js'
+import {DEFAULT_WORKSPACE} from './workspace-name.js'
 
 /** Where the storage is: a database URL wins over a data directory. */
 export interface StorageTarget {
@@ -17,8 +21,8 @@ export interface StorageTarget {
 
 /** A storage with everything `jarvis serve` and its subcommands use, export and import included. */
 export type OpenedStorage = ServerStorage & {
-  /** Every row, read in one transaction. */
-  dumpRows(): Iterable<DumpRow> | AsyncIterable<DumpRow>
+  /** Every row of `tables` (default all), the keys of workspace `keysOf` (default the default one) only, read in one transaction. */
+  dumpRows(tables?: readonly DumpTable[], keysOf?: string): Iterable<DumpRow> | AsyncIterable<DumpRow>
   /** Loads a dump into a storage that holds no memory yet. */
   loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>>
 }
@@ -39,16 +43,46 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url)
 }
 
-/** Opens (creating or migrating when needed) the storage of `target`. */
-export async function openStorage(target: StorageTarget, options: Pick<SqliteStorageOptions, 'groupCommit'> = {}): Promise<OpenedStorage> {
-  if (target.databaseUrl !== undefined && target.databaseUrl !== '') {
-    if (!isPostgresUrl(target.databaseUrl)) {
-      throw new BadInputError(`--database: ${JSON.stringify(redactDatabaseUrl(target.databaseUrl))} is not a PostgreSQL URL: give postgres://user:password@host:5432/database, or leave it out to use the embedded SQLite file under --data`, {field: 'database'})
-    }
-    const {PostgresStorage} = await import('./postgres.js')
-    return PostgresStorage.open(target.databaseUrl)
+/** The PostgreSQL URL of `target`, checked, or undefined when the target is a data directory. */
+function postgresUrlOf(target: StorageTarget): string | undefined {
+  if (target.databaseUrl === undefined || target.databaseUrl === '') return undefined
+  if (!isPostgresUrl(target.databaseUrl)) {
+    throw new BadInputError(`--database: ${JSON.stringify(redactDatabaseUrl(target.databaseUrl))} is not a PostgreSQL URL: give postgres://user:password@host:5432/database, or leave it out to use the embedded SQLite file under --data`, {field: 'database'})
   }
-  return openSqliteStorage(target.dataDir ?? defaultDataDir(), undefined, options)
+  return target.databaseUrl
+}
+
+/**
+ * The directory of a workspace's SQLite file. The default workspace's is the data directory itself, where the server
+ * kept its one memory before workspaces: an existing data directory serves on as the default workspace, unmoved.
+ */
+export function workspaceDir(dataDir: string, workspace: string): string {
+  return workspace === DEFAULT_WORKSPACE ? dataDir : join(dataDir, 'workspaces', workspace)
+}
+
+/**
+ * Opens (creating or migrating when needed) the storage of `target`: the default workspace's, or the checked
+ * `workspace`'s (docs/decisions/workspaces.md). The default workspace's storage also holds every workspace's keys.
+ */
+export async function openStorage(target: StorageTarget, options: Pick<SqliteStorageOptions, 'groupCommit'> & {workspace?: string} = {}): Promise<OpenedStorage> {
+  const workspace = options.workspace ?? DEFAULT_WORKSPACE
+  const url = postgresUrlOf(target)
+  if (url !== undefined) {
+    const {PostgresStorage} = await import('./postgres.js')
+    return PostgresStorage.open(url, {workspace})
+  }
+  return openSqliteStorage(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), undefined, options)
+}
+
+/** Whether workspace `workspace` has a storage in `target` yet (the default one always has). */
+export async function workspaceExists(target: StorageTarget, workspace: string): Promise<boolean> {
+  if (workspace === DEFAULT_WORKSPACE) return true
+  const url = postgresUrlOf(target)
+  if (url !== undefined) {
+    const {PostgresStorage} = await import('./postgres.js')
+    return PostgresStorage.hasWorkspace(url, workspace)
+  }
+  return existsSync(join(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), SQLITE_FILE_NAME))
 }
 
 /** The storage of `target` for one piece of work of a `jarvis serve` subcommand, closed after it whatever happens. */

@@ -12,6 +12,9 @@
  *   one exactly once, and the others wait for it.
  * - Broadcasts reach the WebSocket clients of every process: each process publishes what it sends with
  *   `pg_notify` and LISTENs on one connection of its own for what the others sent (BroadcastRelay).
+ * - A workspace other than the default one (docs/decisions/workspaces.md) is the same tables in a schema of its own,
+ *   `jarvis_ws_<name>`: its connections search only that schema, it has its own NOTIFY channel and its own event-log
+ *   lock, so nothing of one workspace is reachable through another's storage.
  */
 import {randomBytes} from 'node:crypto'
 
@@ -21,11 +24,12 @@ import pg from 'pg'
 import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
 import {planCommit} from './commit-rules.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
-import {KEY_COLUMNS, type KeyRow, toKey} from './key-rows.js'
+import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
 import {redactDatabaseUrl} from './open.js'
 import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
-import {DUMP_TABLES, DUMP_ORDER, type DumpRow, type DumpTable} from './sqlite-dump.js'
+import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpRow, type DumpTable} from './sqlite-dump.js'
+import {DEFAULT_WORKSPACE} from './workspace-name.js'
 import type {
   ApiKey,
   AppendEventOutcome,
@@ -99,6 +103,7 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
       );
     `,
   },
+  {version: 5, description: "the workspace of each API key (keys made before are the default workspace's)", sql: KEYS_WORKSPACE_MIGRATION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -132,16 +137,41 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 }
 
+/** The PostgreSQL schema of a workspace other than the default one (whose tables stay where they always were). */
+export function workspaceSchema(workspace: string): string {
+  // A workspace name is lower-case letters, digits and `-` (workspace-name.ts): `-` → `_` keeps names apart and quote-free.
+  return `jarvis_ws_${workspace.replace(/-/g, '_')}`
+}
+
+export interface PostgresStorageOptions {
+  /** The workspace whose memory this is; default the default workspace (the database's own search_path). */
+  workspace?: string
+}
+
 export class PostgresStorage implements ServerStorage {
   readonly url: string
+  /** The schema of a non-default workspace, or undefined for the default one. */
+  readonly schema: string | undefined
   private readonly pool: pg.Pool
   private readonly events: PostgresEventLog
+  private readonly channel: string
   private closed = false
   private listener: pg.Client | null = null
 
-  private constructor(url: string) {
+  private constructor(url: string, options: PostgresStorageOptions) {
     this.url = redactDatabaseUrl(url)
-    this.pool = new pg.Pool({connectionString: url, types: TYPES, max: 10, application_name: 'jarvis serve'})
+    const workspace = options.workspace ?? DEFAULT_WORKSPACE
+    this.schema = workspace === DEFAULT_WORKSPACE ? undefined : workspaceSchema(workspace)
+    this.channel = this.schema === undefined ? BROADCAST_CHANNEL : `${this.schema}_broadcast`
+    this.pool = new pg.Pool({
+      connectionString: url,
+      types: TYPES,
+      // A workspace's own pool is small: a server may hold many (idle connections close after 10 s).
+      max: this.schema === undefined ? 10 : 4,
+      application_name: 'jarvis serve',
+      // Only the workspace's schema is searched: a table missing there is an error, never another workspace's table.
+      ...(this.schema === undefined ? {} : {options: `-c search_path=${this.schema}`}),
+    })
     // An idle connection the server dropped must not end the process: the next query gets a new one.
     this.pool.on('error', (error) => debug('idle connection lost: %s', error.message))
     this.events = new PostgresEventLog({
@@ -151,8 +181,8 @@ export class PostgresStorage implements ServerStorage {
   }
 
   /** Connects, and brings the schema up to date (once, even when several processes start together). */
-  static async open(url: string): Promise<PostgresStorage> {
-    const storage = new PostgresStorage(url)
+  static async open(url: string, options: PostgresStorageOptions = {}): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(url, options)
     try {
       await storage.migrate()
     } catch (error) {
@@ -174,7 +204,11 @@ export class PostgresStorage implements ServerStorage {
     let broken: Error | undefined
     try {
       await client.query(options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN')
-      if (options.lock !== undefined) await client.query('SELECT pg_advisory_xact_lock($1)', [options.lock])
+      if (options.lock !== undefined) {
+        // The migration lock is one for the database; the event log's is a workspace's own (its schema's).
+        if (this.schema === undefined || options.lock === MIGRATION_LOCK) await client.query('SELECT pg_advisory_xact_lock($1)', [options.lock])
+        else await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [options.lock, this.schema])
+      }
       const result = await work(client)
       await client.query('COMMIT')
       return result
@@ -189,6 +223,7 @@ export class PostgresStorage implements ServerStorage {
   private async migrate(): Promise<void> {
     await this.transaction(
       async (client) => {
+        if (this.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`)
         await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at text NOT NULL)')
         const applied = new Set((await client.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version))
         const newest = Math.max(0, ...applied)
@@ -322,13 +357,15 @@ export class PostgresStorage implements ServerStorage {
   // API keys.
 
   async addKey(key: ApiKey, tokenHash: string): Promise<void> {
-    await this.pool.query('INSERT INTO api_keys (id, token_hash, agent_id, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+    await this.pool.query('INSERT INTO api_keys (id, token_hash, workspace, agent_id, role, created_at, expires_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
       key.id,
       tokenHash,
+      key.workspace,
       key.agentId,
       key.role,
       key.createdAt,
       key.expiresAt,
+      key.revokedAt,
     ])
   }
 
@@ -347,6 +384,20 @@ export class PostgresStorage implements ServerStorage {
     return row ? toKey(row) : null
   }
 
+  /** Whether the schema of workspace `workspace` exists in the database of `url` (the default one always does). */
+  static async hasWorkspace(url: string, workspace: string): Promise<boolean> {
+    if (workspace === DEFAULT_WORKSPACE) return true
+    const client = new pg.Client({connectionString: url, application_name: 'jarvis serve'})
+    try {
+      await client.connect()
+      return ((await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [workspaceSchema(workspace)])).rowCount ?? 0) > 0
+    } catch (error) {
+      throw new JarvisError(`cannot use the PostgreSQL database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, {code: 'STORAGE', exit: ExitCode.failed, data: {database: redactDatabaseUrl(url)}, cause: error})
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+
   async ping(): Promise<boolean> {
     if (this.closed) return false
     try {
@@ -358,14 +409,17 @@ export class PostgresStorage implements ServerStorage {
 
   // Export and import (dump.ts): the same rows as the SQLite storage's.
 
-  /** Every row, read in one REPEATABLE READ transaction (a consistent copy while servers write), a page at a time. */
-  async *dumpRows(): AsyncGenerator<DumpRow> {
+  /**
+   * Every row of `tables` (the keys of workspace `keysOf` only), read in one REPEATABLE READ transaction (a consistent
+   * copy while servers write), a page at a time.
+   */
+  async *dumpRows(tables: readonly DumpTable[] = DUMP_TABLES, keysOf = DEFAULT_WORKSPACE): AsyncGenerator<DumpRow> {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      for (const table of DUMP_TABLES) {
+      for (const table of tables) {
         const columns = table === 'memory_events' ? EVENT_COLUMNS : '*'
-        await client.query(`DECLARE dump_rows NO SCROLL CURSOR FOR SELECT ${columns} FROM ${table} ORDER BY ${DUMP_ORDER[table]}`)
+        await client.query(`DECLARE dump_rows NO SCROLL CURSOR FOR SELECT ${columns} FROM ${table} ${dumpFilter(table, keysOf)} ORDER BY ${DUMP_ORDER[table]}`)
         for (;;) {
           const page = await client.query<Record<string, unknown>>('FETCH 500 FROM dump_rows')
           for (const row of page.rows) yield {table, row}
@@ -382,14 +436,17 @@ export class PostgresStorage implements ServerStorage {
     }
   }
 
-  /** Loads a dump into this database, which must hold no file, event or key yet; all or nothing. */
+  /** Loads a dump into this database, which must hold no file, event or default-workspace key yet; all or nothing. */
   async loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>> {
     return this.transaction(
       async (client) => {
         // Locked before the emptiness check, so two imports cannot both find it empty.
         await client.query('LOCK TABLE files, memory_events, api_keys IN EXCLUSIVE MODE')
-        const counts = (await client.query<{n: number}>('SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM memory_events) + (SELECT COUNT(*) FROM api_keys) AS n')).rows[0]
-        if ((counts?.n ?? 0) > 0) throw new BadInputError(`the PostgreSQL database ${this.url} already holds memory: import into a new database`, {database: this.url})
+        const counts = (await client.query<{n: number}>(EMPTY_BEFORE_IMPORT)).rows[0]
+        if ((counts?.n ?? 0) > 0) {
+          const where = this.schema === undefined ? `the PostgreSQL database ${this.url}` : `the schema ${this.schema} of the PostgreSQL database ${this.url}`
+          throw new BadInputError(`${where} already holds memory: import into a new database or workspace`, {database: this.url})
+        }
         const known = new Map<string, Set<string>>()
         const columns = await client.query<{table_name: string; column_name: string}>(
           "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ANY($1::text[]) AND column_name <> 'fts'",
@@ -434,7 +491,7 @@ export class PostgresStorage implements ServerStorage {
     const origin = randomBytes(8).toString('hex')
     return {
       publish: async (data: string) => {
-        await this.pool.query('SELECT pg_notify($1, $2)', [BROADCAST_CHANNEL, JSON.stringify({origin, data})])
+        await this.pool.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({origin, data})])
       },
       subscribe: (deliver: (data: string) => void) => this.listen(origin, deliver),
     }
@@ -444,7 +501,7 @@ export class PostgresStorage implements ServerStorage {
     if (this.closed) return
     const client = new pg.Client({connectionString: this.pool.options.connectionString, types: TYPES, application_name: 'jarvis serve (broadcasts)'})
     client.on('notification', (message) => {
-      if (message.channel !== BROADCAST_CHANNEL || message.payload === undefined) return
+      if (message.channel !== this.channel || message.payload === undefined) return
       try {
         const note = JSON.parse(message.payload) as {origin?: string; data?: string}
         if (note.origin !== origin && typeof note.data === 'string') deliver(note.data)
@@ -460,7 +517,7 @@ export class PostgresStorage implements ServerStorage {
       if (!this.closed) setTimeout(() => void this.listen(origin, deliver).catch((retryError: Error) => debug('listen again failed: %s', retryError.message)), RELISTEN_MS).unref()
     })
     await client.connect()
-    await client.query(`LISTEN ${BROADCAST_CHANNEL}`)
+    await client.query(`LISTEN ${this.channel}`)
     if (this.closed) {
       await client.end()
       return

@@ -7,6 +7,7 @@
 import type Database from 'better-sqlite3'
 
 import {ftsText} from './fts.js'
+import {DEFAULT_WORKSPACE, isWorkspaceName} from './workspace-name.js'
 
 /** Every table a dump carries, in the order an import writes them. */
 export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys'] as const
@@ -28,21 +29,36 @@ export const DUMP_ORDER: Record<DumpTable, string> = {
   api_keys: 'created_at, id',
 }
 
-/** Every row, read in one transaction: a consistent copy even while a server writes. */
-export function* exportRows(db: Database.Database): Generator<DumpRow> {
+/** The tables of one workspace's own storage: everything but the keys, which all live in the default workspace's. */
+export const WORKSPACE_TABLES = DUMP_TABLES.filter((table) => table !== 'api_keys')
+
+/**
+ * The WHERE of a table's dump: the keys of one workspace (keys of every workspace share the default one's table).
+ * `keysOf` is a checked workspace name (storage/workspace-name.ts: letters, digits, `-`), safe inside quotes.
+ */
+export function dumpFilter(table: DumpTable, keysOf: string): string {
+  if (!isWorkspaceName(keysOf)) throw new Error(`not a workspace name: ${JSON.stringify(keysOf)}`)
+  return table === 'api_keys' ? `WHERE workspace = '${keysOf}'` : ''
+}
+
+/** Every row of `tables`, read in one transaction: a consistent copy even while a server writes. */
+export function* exportRows(db: Database.Database, tables: readonly DumpTable[] = DUMP_TABLES, keysOf = DEFAULT_WORKSPACE): Generator<DumpRow> {
   db.exec('BEGIN DEFERRED')
   try {
-    for (const table of DUMP_TABLES) {
-      for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ORDER BY ${DUMP_ORDER[table]}`).iterate()) yield {table, row}
+    for (const table of tables) {
+      for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ${dumpFilter(table, keysOf)} ORDER BY ${DUMP_ORDER[table]}`).iterate()) yield {table, row}
     }
   } finally {
     db.exec('COMMIT')
   }
 }
 
-/** True when the storage holds no file, no event and no key (an import goes only into such a one). */
+/** The tables an import must find empty: it goes only into a storage with no file, no event and no key of its workspace. */
+export const EMPTY_BEFORE_IMPORT = `SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM memory_events) + (SELECT COUNT(*) FROM api_keys ${dumpFilter('api_keys', DEFAULT_WORKSPACE)}) AS n`
+
+/** True when the storage holds no file, no event and no key of the default workspace (an import goes only into such a one). */
 export function isEmpty(db: Database.Database): boolean {
-  return ['files', 'memory_events', 'api_keys'].every((table) => db.prepare<[], {n: number}>(`SELECT COUNT(*) AS n FROM ${table}`).get()?.n === 0)
+  return db.prepare<[], {n: number}>(EMPTY_BEFORE_IMPORT).get()?.n === 0
 }
 
 /**

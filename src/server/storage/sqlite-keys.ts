@@ -21,8 +21,8 @@ export class SqliteKeyStore {
 
   constructor(db: Database.Database) {
     this.statements = {
-      add: db.prepare<[string, string, string, string, string, string | null]>(
-        'INSERT INTO api_keys (id, token_hash, agent_id, role, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+      add: db.prepare<[string, string, string, string, string, string, string | null, string | null]>(
+        'INSERT INTO api_keys (id, token_hash, workspace, agent_id, role, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       list: db.prepare<[], KeyRow>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`),
       one: db.prepare<[string], KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ?`),
@@ -32,7 +32,7 @@ export class SqliteKeyStore {
   }
 
   add(key: ApiKey, tokenHash: string): void {
-    this.statements.add.run(key.id, tokenHash, key.agentId, key.role, key.createdAt, key.expiresAt)
+    this.statements.add.run(key.id, tokenHash, key.workspace, key.agentId, key.role, key.createdAt, key.expiresAt, key.revokedAt)
   }
 
   list(): ApiKey[] {

@@ -19,6 +19,7 @@ import {defaultDataDir} from '../config.js'
 import {planCommit} from './commit-rules.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
+import {KEYS_WORKSPACE_MIGRATION_SQL} from './key-rows.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
 import {openSqlite} from '../../store/sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
@@ -99,6 +100,11 @@ const MIGRATIONS: readonly Migration[] = [
     version: 4,
     description: 'API keys: the sha256 of each token, its agent, role, expiry and revocation',
     sql: KEYS_MIGRATION_SQL,
+  },
+  {
+    version: 5,
+    description: 'the workspace of each API key (keys made before are the default workspace\'s)',
+    sql: KEYS_WORKSPACE_MIGRATION_SQL,
   },
 ]
 
@@ -381,12 +387,12 @@ export class SqliteStorage implements ServerStorage {
     this.db.prepare('VACUUM INTO ?').run(file)
   }
 
-  /** Every row, in one read transaction (sqlite-dump.ts). */
-  dumpRows(): Iterable<DumpRow> {
-    return exportRows(this.db)
+  /** Every row of `tables`, the keys of workspace `keysOf` only, in one read transaction (sqlite-dump.ts). */
+  dumpRows(tables?: readonly DumpTable[], keysOf?: string): Iterable<DumpRow> {
+    return exportRows(this.db, tables, keysOf)
   }
 
-  /** Loads a dump into this storage, which must hold no file, event or key yet. */
+  /** Loads a dump into this storage, which must hold no file, event or default-workspace key yet. */
   async loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>> {
     if (!isEmpty(this.db)) throw new BadInputError(`${this.file} already holds memory: import into a new data directory`, {file: this.file})
     return importRows(this.db, rows)

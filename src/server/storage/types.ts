@@ -336,6 +336,8 @@ export type KeyRole = (typeof KEY_ROLES)[number]
 export interface ApiKey {
   /** `key_…`: names the key in `token list` and `token revoke` (not secret). */
   id: string
+  /** The memory the key opens (storage/workspace-name.ts); keys of every workspace live in the default one's storage. */
+  workspace: string
   agentId: string
   role: KeyRole
   createdAt: string
@@ -345,6 +347,7 @@ export interface ApiKey {
 
 /** API keys made by `jarvis serve token create`, shared by every process on the same database. */
 export interface KeyStorage {
+  /** Stores a key (a revoked one too: an import brings keys as they were). */
   addKey(key: ApiKey, tokenHash: string): Promise<void>
   listKeys(): Promise<ApiKey[]>
   /** The key, revoked now (or earlier); null when there is no such key. */

@@ -24,6 +24,8 @@ export class Live {
   state: LiveState = 'connecting'
   /** The token's agent, as the server's HELLO said (kept: a page may start listening after it came). */
   agentId: string | null = null
+  /** The token's workspace (HELLO): the one memory this page shows. */
+  workspace: string | null = null
 
   constructor(private readonly token: string) {
     this.open()
@@ -54,6 +56,7 @@ export class Live {
         return // Not ours to fail on: a message this page cannot read is skipped.
       }
       if (message.type === 'HELLO' && typeof message.agentId === 'string') this.agentId = message.agentId
+      if (message.type === 'HELLO' && typeof message.workspace === 'string') this.workspace = message.workspace
       this.emit(message)
     })
     socket.addEventListener('close', () => {

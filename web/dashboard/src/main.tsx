@@ -77,6 +77,7 @@ function Dashboard({token, onSignOut}: {token: string; onSignOut: () => void}) {
   const live = useMemo(() => new Live(token), [token])
   const [liveState, setLiveState] = useState<LiveState>(live.state)
   const [agentId, setAgentId] = useState<string | null>(live.agentId)
+  const [workspace, setWorkspace] = useState<string | null>(live.workspace)
   const [route, setRoute] = useState(currentRoute)
   useEffect(() => {
     const offState = live.onState((state) => {
@@ -87,8 +88,10 @@ function Dashboard({token, onSignOut}: {token: string; onSignOut: () => void}) {
     })
     setLiveState(live.state)
     setAgentId(live.agentId)
+    setWorkspace(live.workspace)
     const offHello = live.subscribe((message) => {
       if (message.type === 'HELLO' && typeof message.agentId === 'string') setAgentId(message.agentId)
+      if (message.type === 'HELLO' && typeof message.workspace === 'string') setWorkspace(message.workspace)
     })
     return () => {
       offState()
@@ -123,7 +126,12 @@ function Dashboard({token, onSignOut}: {token: string; onSignOut: () => void}) {
           <span class={`live live-${liveState}`} role="status" aria-live="polite">
             {liveState === 'down' ? 'Offline' : LIVE_TEXT[liveState]}
           </span>
-          {agentId ? <span class="agent-id">signed in as {agentId}</span> : null}
+          {agentId ? (
+            <span class="agent-id">
+              signed in as {agentId}
+              {workspace && workspace !== 'default' ? ` · workspace ${workspace}` : ''}
+            </span>
+          ) : null}
           <button type="button" onClick={onSignOut}>
             Sign out
           </button>
