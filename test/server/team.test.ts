@@ -131,6 +131,9 @@ describe.each(BACKENDS.filter((backend) => backend === 'postgres'))('two jarvis 
       return {handle, syncs}
     })()
     expect(watchB.handle.stats().connected).toBe(true)
+    // The sync that follows the subscription may still be running after ready: had it pulled the file, the relayed
+    // broadcast would rightly be skipped as an echo, and the test could not tell the relay worked.
+    await until('B’s sync after subscribing', () => (watchB.syncs.some((info) => info.reasons.includes('subscribed')) ? true : null))
 
     await a.write('notes/from-one.md', 'pushed through process one\n')
     const pushed = await a.sync()
