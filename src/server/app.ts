@@ -7,11 +7,13 @@ import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOpti
 
 import {SchemaError} from '../errors.js'
 import {parseJsonText} from '../schemas/index.js'
+import {AuditService} from './audit-service.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
 import {Broadcaster} from './broadcast.js'
 import type {TokenMap} from './config.js'
 import {EventService} from './events-service.js'
 import {HttpError} from './http-error.js'
+import {auditRoutes} from './routes/audit.js'
 import {dashboardRoutes} from './routes/dashboard.js'
 import {eventRoutes} from './routes/events.js'
 import {fileRoutes} from './routes/files.js'
@@ -137,13 +139,16 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   const relay = options.storage.relay
   // Listening for the other processes' broadcasts before this one takes requests (app.ready / app.listen).
   if (relay) app.addHook('onReady', () => relay.subscribe((data) => broadcaster.deliver(data)))
+  // An audit entry that cannot be written is logged; the change it records stands, and its answer is not an error.
+  const audit = new AuditService({storage: options.storage, broadcaster, onError: (error, entry) => app.log.error({err: error, audit: entry.kind, agent: entry.agent}, 'audit entry not written')})
   const service = new MemoryService({
     storage: options.storage,
     broadcaster,
     now,
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+    audit,
   })
-  const events = new EventService({storage: options.storage, now, broadcaster})
+  const events = new EventService({storage: options.storage, now, broadcaster, audit})
   // The file index that MCP search and the dashboard's search share.
   const hosted = new HostedState()
 
@@ -242,6 +247,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     wsRoutes(scope, service, broadcaster, now)
     mcpRoutes(scope, {events, memory: service, state: hosted, now})
     searchRoutes(scope, {events, memory: service, state: hosted, now})
+    auditRoutes(scope, audit)
   })
   // The dashboard's page and assets need no token: they hold no data (every request they make carries one).
   dashboardRoutes(app)

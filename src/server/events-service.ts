@@ -34,6 +34,7 @@ import {
   type SnapshotResponse,
   type StoredMemoryEvent,
 } from '../schemas/index.js'
+import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, KeyRole, NewEvent, ScopeFilter} from './storage/types.js'
@@ -68,6 +69,8 @@ export interface EventServiceOptions {
   now: () => Date
   /** Tells the WebSocket clients that may read its scope of each event appended (EVENT_APPENDED). */
   broadcaster?: Broadcaster
+  /** Where refused appends, supersedes, masks and forgotten events are recorded; none: nothing is. */
+  audit?: AuditService
 }
 
 /** Query of GET /v1/memory/snapshot, as sent. */
@@ -217,6 +220,7 @@ export class EventService {
   private readonly storage: EventStorage
   private readonly now: () => Date
   private readonly broadcaster?: Broadcaster
+  private readonly audit?: AuditService
   /** Consolidations run one at a time: each reads, scans, then applies. */
   private consolidating: Promise<unknown> = Promise.resolve()
 
@@ -224,6 +228,11 @@ export class EventService {
     this.storage = options.storage
     this.now = options.now
     this.broadcaster = options.broadcaster
+    this.audit = options.audit
+  }
+
+  private nowIso(): string {
+    return this.now().toISOString()
   }
 
   // ---------------------------------------------------------------------------------------------------- append
@@ -263,6 +272,7 @@ export class EventService {
 
     const findings = await findSensitive(scannedFields(event))
     if (findings.length > 0) {
+      await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths: [], event_ids: [], count: findings.length, detail: refusedDetail(`a ${event.kind} event for ${event.scope}`, findings)})
       throw new HttpError(422, 'sensitive', `refused: the event holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again.`, {
         field: `body/${findings[0].field.replace(/\./g, '/')}`,
         findings,
@@ -297,6 +307,9 @@ export class EventService {
     this.broadcaster?.broadcast(
       {type: 'EVENT_APPENDED', event_id: stored.event_id, scope: stored.scope, kind: stored.kind, dedupe_key: stored.dedupe_key, agent_id: stored.agent_id, created_at: stored.created_at},
     )
+    if (superseded !== null) {
+      await this.audit?.record({at: stored.created_at, agent: agentId, kind: 'supersede', paths: [], event_ids: [stored.event_id, superseded.event_id], count: 1, detail: `${superseded.event_id} (${superseded.dedupe_key}) superseded by a ${stored.kind} event`})
+    }
     const warnings = appendWarnings(event, seen)
     if (superseded !== null && superseded.deprecated) warnings.push(`${superseded.event_id}, which this event supersedes, was already superseded`)
     if (outcome.runCount > MAX_EVENTS_PER_RUN) {
@@ -452,6 +465,10 @@ export class EventService {
     })
     const maskedSet = new Set(applied.masked)
     const masked = plan.toMask.filter((item) => maskedSet.has(item.event_id)).map((item) => ({event_id: item.event_id, findings: item.findings}))
+    if (masked.length > 0) {
+      const rules = [...new Set(masked.flatMap((item) => item.findings.map((finding) => finding.rule)))].sort()
+      await this.audit?.record({at: nowIso, agent: agentId, kind: 'mask', paths: [], event_ids: masked.map((item) => item.event_id), count: masked.length, detail: `the janitor masked ${masked.length} event(s): ${rules.join(', ')}`})
+    }
     if (masked.length > 0) debug('masked %d events: %o', masked.length, masked.map((m) => ({event_id: m.event_id, rules: m.findings.map((f) => f.rule)})))
     const created = [...applied.resolutions.values()].filter((r) => r.created).length
     return {
@@ -510,6 +527,9 @@ export class EventService {
     }
     const {candidates, total} = await this.storage.cleanupCandidates(query, limit)
     const deleted = dryRun ? [] : await this.storage.deleteEvents(eventIds, query)
+    if (deleted.length > 0) {
+      await this.audit?.record({at: query.now, agent: agentId, kind: 'forget', paths: [], event_ids: deleted, count: deleted.length, detail: `${deleted.length} superseded or expired event(s) deleted by a cleanup`})
+    }
     const gone = new Set(deleted)
     return {
       dry_run: dryRun,

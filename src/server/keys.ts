@@ -43,7 +43,11 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
-  await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
+  await withStorage(options, async (storage) => {
+    await storage.addKey(key, hashText(token))
+    const expiry = expiresAt === null ? 'no expiry' : `expires ${expiresAt}`
+    await storage.appendAudit([{at: key.createdAt, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail: `key ${key.id} created (role ${role}, ${expiry})`}])
+  })
   return {token, key}
 }
 
@@ -52,7 +56,13 @@ export async function listKeys(options: StorageTarget): Promise<ApiKey[]> {
 }
 
 export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<ApiKey> {
-  const key = await withStorage(options, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
+  const now = (options.now ?? new Date()).toISOString()
+  const key = await withStorage(options, async (storage) => {
+    const revoked = await storage.revokeKey(options.id, now)
+    // Recorded once: revoking a key revoked before changes nothing.
+    if (revoked?.revokedAt === now) await storage.appendAudit([{at: now, agent: revoked.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail: `key ${revoked.id} revoked`}])
+    return revoked
+  })
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   return key
 }

@@ -9,7 +9,7 @@ import type Database from 'better-sqlite3'
 import {ftsText} from './fts.js'
 
 /** Every table a dump carries, in the order an import writes them. */
-export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys'] as const
+export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys', 'audit_log'] as const
 export type DumpTable = (typeof DUMP_TABLES)[number]
 
 export interface DumpRow {
@@ -26,6 +26,7 @@ export const DUMP_ORDER: Record<DumpTable, string> = {
   memory_pins: 'scope, dedupe_key',
   deleted_events: 'deleted_at, identity',
   api_keys: 'created_at, id',
+  audit_log: 'seq',
 }
 
 /** Every row, read in one transaction: a consistent copy even while a server writes. */
@@ -40,9 +41,9 @@ export function* exportRows(db: Database.Database): Generator<DumpRow> {
   }
 }
 
-/** True when the storage holds no file, no event and no key (an import goes only into such a one). */
+/** True when the storage holds no file, no event, no key and no audit entry (an import goes only into such a one). */
 export function isEmpty(db: Database.Database): boolean {
-  return ['files', 'memory_events', 'api_keys'].every((table) => db.prepare<[], {n: number}>(`SELECT COUNT(*) AS n FROM ${table}`).get()?.n === 0)
+  return ['files', 'memory_events', 'api_keys', 'audit_log'].every((table) => db.prepare<[], {n: number}>(`SELECT COUNT(*) AS n FROM ${table}`).get()?.n === 0)
 }
 
 /**

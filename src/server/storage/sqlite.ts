@@ -16,7 +16,9 @@ import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
+import {commitAuditEntry} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
+import {AUDIT_MIGRATION_SQL, SqliteAuditLog} from './sqlite-audit.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
@@ -27,6 +29,8 @@ export {baseMatches} from './commit-rules.js'
 import type {
   ApiKey,
   AppendEventOutcome,
+  AuditEntry,
+  AuditQuery,
   AppendEventRequest,
   CleanupCandidate,
   CleanupQuery,
@@ -41,6 +45,7 @@ import type {
   FileRecord,
   ImportedEvent,
   JanitorInput,
+  NewAuditEntry,
   ScopeFilter,
   ServerStorage,
   SnapshotRows,
@@ -100,6 +105,11 @@ const MIGRATIONS: readonly Migration[] = [
     description: 'API keys: the sha256 of each token, its agent, role, expiry and revocation',
     sql: KEYS_MIGRATION_SQL,
   },
+  {
+    version: 5,
+    description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys',
+    sql: AUDIT_MIGRATION_SQL,
+  },
 ]
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -155,6 +165,7 @@ export class SqliteStorage implements ServerStorage {
   private readonly statements
   private readonly events: SqliteEventLog
   private readonly keys: SqliteKeyStore
+  private readonly audit: SqliteAuditLog
   private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
@@ -227,6 +238,7 @@ export class SqliteStorage implements ServerStorage {
     this.walSync = walSync
     this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
     this.keys = new SqliteKeyStore(this.db)
+    this.audit = new SqliteAuditLog(this.db)
   }
 
   private migrate(): void {
@@ -305,13 +317,29 @@ export class SqliteStorage implements ServerStorage {
         if (row) current.set(path, toMeta(row))
       }
       const plan = planCommit(request, current, seqBefore, author, now)
-      if (!plan.ok) return plan
+      if (!plan.ok) return this.withAudit(request, plan, author, now)
       for (const row of plan.rows) this.statements.upsert.run(row.path, row.content, row.hash, row.rev, now, author, plan.result.seq, row.deleted ? 1 : 0)
       if (plan.rows.length > 0) this.statements.setSeq.run(plan.result.seq)
       if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
-      return plan.result
+      return this.withAudit(request, plan.result, author, now)
     })
     return run.immediate()
+  }
+
+  /** Records the commit's audit entry (if any) in the running transaction, and answers the outcome with it. */
+  private withAudit<T extends CommitOutcome>(request: CommitRequest, outcome: T, author: string, now: string): T {
+    const entry = commitAuditEntry(request, outcome, author, now)
+    return entry === null ? outcome : {...outcome, audit: this.audit.appendSync([entry])[0]}
+  }
+
+  // The audit log (sqlite-audit.ts).
+
+  async appendAudit(entries: readonly NewAuditEntry[]): Promise<AuditEntry[]> {
+    return this.audit.append(entries)
+  }
+
+  async queryAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return this.audit.query(query)
   }
 
   // The event log (docs/event-log.md); the SQL lives in sqlite-events.ts.
