@@ -57,17 +57,15 @@ export class AuditService {
     },
   ) {}
 
-  /** Tells the clients that may read it about an entry already stored (a commit records its own). */
-  announce(entry: AuditEntry | undefined): void {
-    if (entry === undefined) return
-    this.options.broadcaster?.broadcast({type: 'AUDIT_APPENDED', seq: entry.seq, kind: entry.kind, agent: entry.agent, at: entry.at})
+  /** Tells the clients that may read them about entries already stored (a commit records its own). */
+  announce(entries: readonly AuditEntry[] = []): void {
+    for (const entry of entries) this.options.broadcaster?.broadcast({type: 'AUDIT_APPENDED', seq: entry.seq, kind: entry.kind, agent: entry.agent, at: entry.at})
   }
 
   /** Stores and announces an entry; never throws (see onError). */
   async record(entry: NewAuditEntry): Promise<void> {
     try {
-      const [stored] = await this.options.storage.appendAudit([entry])
-      this.announce(stored)
+      this.announce(await this.options.storage.appendAudit([entry]))
     } catch (error) {
       this.options.onError(error, entry)
     }

@@ -29,6 +29,8 @@ export interface PushBody {
   files?: Record<string, string>
   base?: Record<string, number | null>
   deletes?: string[]
+  /** Paths of `files` the client merged three-way with a newer server version (recorded in the audit log only). */
+  merged?: string[]
 }
 
 export interface ServiceOptions {
@@ -173,7 +175,7 @@ export class MemoryService {
   async push(body: PushBody, agentId: string): Promise<PushAnswer> {
     const request = this.preparePush(body)
     const now = this.nowIso()
-    const outcome = await this.storage.commit({...request, audit: {kind: 'push'}}, agentId, now)
+    const outcome = await this.storage.commit({...request, audit: {kind: 'push', merged: body.merged}}, agentId, now)
     this.audit?.announce(outcome.audit)
     if (!outcome.ok) {
       throw new HttpError(409, 'stale', `the server has newer revisions of ${outcome.stale.join(', ')}; pull, merge and push again`, {

@@ -38,9 +38,9 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
   it('a commit records its push or its conflict in the same transaction; a commit that changes nothing records nothing', async () => {
     const storage = await openFresh(backend, cleanup)
     const first = await storage.commit(push({'a.md': 'A\n', 'b.md': 'B\n'}), 'claude', NOW)
-    expect(first.audit).toMatchObject({kind: 'push', agent: 'claude', paths: ['a.md', 'b.md'], count: 2, at: NOW})
+    expect(first.audit).toMatchObject([{kind: 'push', agent: 'claude', paths: ['a.md', 'b.md'], count: 2, at: NOW}])
     const stale = await storage.commit(push({'a.md': 'A2\n'}, {'a.md': null}), 'gemini', NOW)
-    expect(stale).toMatchObject({ok: false, stale: ['a.md'], audit: {kind: 'conflict', agent: 'gemini', paths: ['a.md'], count: 1}})
+    expect(stale).toMatchObject({ok: false, stale: ['a.md'], audit: [{kind: 'conflict', agent: 'gemini', paths: ['a.md'], count: 1}]})
     // The same content again changes nothing: no entry. A commit without `audit` (sync-task) records none either.
     expect((await storage.commit(push({'a.md': 'A\n'}), 'claude', NOW)).audit).toBeUndefined()
     await storage.commit({writes: new Map([['c.md', 'C\n']]), deletes: [], base: new Map()}, 'claude', NOW)
@@ -48,7 +48,19 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
     const all = await storage.queryAudit({limit: 10})
     expect(all.map((entry) => entry.kind)).toEqual(['conflict', 'push'])
     expect(all[0].seq).toBeGreaterThan(all[1].seq)
-    expect(all).toEqual([stale.audit, first.audit])
+    expect(all).toEqual([...stale.audit!, ...first.audit!])
+  })
+
+  it('a push of files the client merged records the conflict before the push, naming only merged paths it wrote', async () => {
+    const storage = await openFresh(backend, cleanup)
+    await storage.commit(push({'a.md': 'A\n', 'b.md': 'B\n'}), 'claude', NOW)
+    const request = push({'a.md': 'A merged\n', 'b.md': 'B\n'}, {'a.md': 1, 'b.md': 1})
+    const merged = await storage.commit({...request, audit: {kind: 'push', merged: ['a.md', 'b.md', 'elsewhere.md']}}, 'gemini', NOW)
+    expect(merged.audit).toMatchObject([
+      {kind: 'conflict', agent: 'gemini', paths: ['a.md'], count: 1, detail: expect.stringContaining('merged three-way')},
+      {kind: 'push', agent: 'gemini', paths: ['a.md'], count: 1},
+    ])
+    expect((await storage.queryAudit({agent: 'gemini', limit: 5})).map((entry) => entry.kind)).toEqual(['push', 'conflict'])
   })
 
   it('filters by agent, kind and time, and pages with before; lists keep their order and are capped', async () => {
@@ -92,7 +104,7 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
     cleanup.add(() => again.close())
     expect((await again.read(['kept.md'])).get('kept.md')?.content).toBe('K\n')
     expect(await again.queryAudit({limit: 10})).toEqual([])
-    expect((await again.commit(push({'new.md': 'N\n'}), 'claude', NOW)).audit).toMatchObject({kind: 'push', paths: ['new.md']})
+    expect((await again.commit(push({'new.md': 'N\n'}), 'claude', NOW)).audit).toMatchObject([{kind: 'push', paths: ['new.md']}])
   })
 
   it('the server records what its doors refused or changed; a token reads its own entries, an admin key every one, live', async () => {

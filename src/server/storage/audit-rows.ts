@@ -45,17 +45,25 @@ export function auditWhere(query: AuditQuery, param: (index: number) => string):
 }
 
 /**
- * What a commit records: a `conflict` naming the stale paths, a `push` naming what it wrote and deleted, or
- * nothing (no `request.audit`, a duplicate, or a push that changed nothing: a sync with nothing to send is noise).
+ * What a commit records: a `conflict` naming the stale paths; or a `push` naming what it wrote and deleted, after a
+ * `conflict` naming the written paths the client merged with a newer server version; or nothing (no
+ * `request.audit`, a duplicate, or a push that changed nothing: a sync with nothing to send is noise).
  */
-export function commitAuditEntry(request: CommitRequest, outcome: CommitOutcome, author: string, now: string): NewAuditEntry | null {
+export function commitAuditEntries(request: CommitRequest, outcome: CommitOutcome, author: string, now: string): NewAuditEntry[] {
   const note = request.audit
-  if (note === undefined) return null
+  if (note === undefined) return []
   if (!outcome.ok) {
-    return {at: now, agent: author, kind: 'conflict', paths: outcome.stale, event_ids: [], count: outcome.stale.length, detail: `stale base: the server has newer revisions of ${outcome.stale.length} file(s); nothing was written`}
+    return [{at: now, agent: author, kind: 'conflict', paths: outcome.stale, event_ids: [], count: outcome.stale.length, detail: `stale base: the server has newer revisions of ${outcome.stale.length} file(s); nothing was written`}]
   }
   const changed = [...outcome.written, ...outcome.deleted]
-  if (outcome.duplicate || changed.length === 0) return null
+  if (outcome.duplicate || changed.length === 0) return []
+  const entries: NewAuditEntry[] = []
+  const written = new Set(outcome.written.map((meta) => meta.path))
+  const merged = [...new Set(note.merged ?? [])].filter((path) => written.has(path)).sort()
+  if (merged.length > 0) {
+    entries.push({at: now, agent: author, kind: 'conflict', paths: merged, event_ids: [], count: merged.length, detail: `changed on both sides: merged three-way by the client, then pushed`})
+  }
   const detail = note.detail ?? `${outcome.written.length} written, ${outcome.deleted.length} deleted (seq ${outcome.seq})`
-  return {at: now, agent: author, kind: note.kind, paths: changed.map((meta) => meta.path).sort(), event_ids: [], count: changed.length, detail}
+  entries.push({at: now, agent: author, kind: note.kind, paths: changed.map((meta) => meta.path).sort(), event_ids: [], count: changed.length, detail})
+  return entries
 }

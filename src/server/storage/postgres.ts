@@ -19,7 +19,7 @@ import createDebug from 'debug'
 import pg from 'pg'
 
 import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
-import {commitAuditEntry} from './audit-rows.js'
+import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
 import {insertAudit, PG_AUDIT_MIGRATION_SQL, selectAudit} from './postgres-audit.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
@@ -138,10 +138,10 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 }
 
-/** Records the commit's audit entry (if any) with `client`, in the commit's transaction, and answers the outcome with it. */
+/** Records the commit's audit entries (if any) with `client`, in the commit's transaction, and answers the outcome with them. */
 async function withAudit<T extends CommitOutcome>(client: pg.PoolClient, request: CommitRequest, outcome: T, author: string, now: string): Promise<T> {
-  const entry = commitAuditEntry(request, outcome, author, now)
-  return entry === null ? outcome : {...outcome, audit: (await insertAudit(client, [entry]))[0]}
+  const entries = commitAuditEntries(request, outcome, author, now)
+  return entries.length === 0 ? outcome : {...outcome, audit: await insertAudit(client, entries)}
 }
 
 export class PostgresStorage implements ServerStorage {

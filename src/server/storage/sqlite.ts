@@ -16,7 +16,7 @@ import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
-import {commitAuditEntry} from './audit-rows.js'
+import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
 import {AUDIT_MIGRATION_SQL, SqliteAuditLog} from './sqlite-audit.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
@@ -326,10 +326,10 @@ export class SqliteStorage implements ServerStorage {
     return run.immediate()
   }
 
-  /** Records the commit's audit entry (if any) in the running transaction, and answers the outcome with it. */
+  /** Records the commit's audit entries (if any) in the running transaction, and answers the outcome with them. */
   private withAudit<T extends CommitOutcome>(request: CommitRequest, outcome: T, author: string, now: string): T {
-    const entry = commitAuditEntry(request, outcome, author, now)
-    return entry === null ? outcome : {...outcome, audit: this.audit.appendSync([entry])[0]}
+    const entries = commitAuditEntries(request, outcome, author, now)
+    return entries.length === 0 ? outcome : {...outcome, audit: this.audit.appendSync(entries)}
   }
 
   // The audit log (sqlite-audit.ts).

@@ -64,9 +64,10 @@ export interface CommitRequest {
   idempotencyKey?: string
   /**
    * What the audit log records of this commit, in the commit's own transaction: a `push` (when anything changed)
-   * or a `switch-project`, and a `conflict` when a base is stale. Absent: nothing is recorded (sync-task).
+   * or a `switch-project`; a `conflict` when a base is stale, or for the paths the client says it `merged` with a
+   * newer server version before pushing. Absent: nothing is recorded (sync-task).
    */
-  audit?: {kind: 'push' | 'switch-project'; detail?: string}
+  audit?: {kind: 'push' | 'switch-project'; detail?: string; merged?: readonly string[]}
 }
 
 export interface CommitResult {
@@ -83,8 +84,8 @@ export interface CommitResult {
   unchanged: FileMeta[]
   /** Deletes of a path the server has never seen: nothing changed. */
   unknown: string[]
-  /** The audit entry recorded with it (request.audit set and something changed). */
-  audit?: AuditEntry
+  /** The audit entries recorded with it (request.audit set and something changed), oldest first. */
+  audit?: AuditEntry[]
 }
 
 export interface CommitStale {
@@ -92,7 +93,7 @@ export interface CommitStale {
   /** Paths whose `base` did not match, sorted. Nothing was written. */
   stale: string[]
   /** The `conflict` audit entry recorded (request.audit set). */
-  audit?: AuditEntry
+  audit?: AuditEntry[]
 }
 
 export type CommitOutcome = CommitResult | CommitStale
