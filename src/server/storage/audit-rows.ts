@@ -63,7 +63,9 @@ export function commitAuditEntries(request: CommitRequest, outcome: CommitOutcom
   if (merged.length > 0) {
     entries.push({at: now, agent: author, kind: 'conflict', paths: merged, event_ids: [], count: merged.length, detail: `changed on both sides: merged three-way by the client, then pushed`})
   }
-  const detail = note.detail ?? `${outcome.written.length} written, ${outcome.deleted.length} deleted (seq ${outcome.seq})`
+  const files = (n: number) => `${n} file${n === 1 ? '' : 's'}`
+  const deleted = outcome.deleted.length === 0 ? '' : `, ${files(outcome.deleted.length)} deleted`
+  const detail = note.detail ?? `${files(outcome.written.length)} written${deleted} (server change ${outcome.seq})`
   entries.push({at: now, agent: author, kind: note.kind, paths: changed.map((meta) => meta.path).sort(), event_ids: [], count: changed.length, detail})
   return entries
 }
