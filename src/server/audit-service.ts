@@ -6,10 +6,13 @@
 import {describeFindings, type SensitiveFinding} from '../events/index.js'
 import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
+import {badRequest, integerParam, single, timeParam} from './query-params.js'
 import {AUDIT_KINDS, type AuditEntry, type AuditKind, type AuditStorage, type KeyRole, type NewAuditEntry} from './storage/types.js'
 
 export const DEFAULT_AUDIT_LIMIT = 50
 export const MAX_AUDIT_LIMIT = 500
+/** The largest `before` the query takes (the parameter check's nine digits): far more entries than a server keeps. */
+const MAX_AUDIT_SEQ = 999_999_999
 
 export interface AuditQueryParams {
   kind?: unknown
@@ -28,23 +31,6 @@ export interface AuditAnswer {
 /** The detail of a refused write: which rules matched in which fields, never the text itself. */
 export function refusedDetail(what: string, findings: readonly SensitiveFinding[]): string {
   return `${what} refused: it held ${describeFindings([...findings])}`
-}
-
-function badRequest(field: string, message: string): HttpError {
-  return new HttpError(400, 'bad_request', `${field} ${message}`, {field})
-}
-
-function single(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === '') return undefined
-  if (typeof value !== 'string') throw badRequest(field, 'must be given once')
-  return value
-}
-
-function positiveInteger(value: unknown, field: string, max: number): number | undefined {
-  const text = single(value, field)
-  if (text === undefined) return undefined
-  if (!/^[1-9][0-9]{0,15}$/.test(text) || Number(text) > max) throw badRequest(field, `must be a whole number from 1 to ${max}`)
-  return Number(text)
 }
 
 export class AuditService {
@@ -73,24 +59,18 @@ export class AuditService {
 
   /** GET /api/audit: newest first; `agent` other than the token's own needs an admin key. */
   async list(query: AuditQueryParams, agentId: string, role: KeyRole): Promise<AuditAnswer> {
-    const kind = single(query.kind, 'querystring/kind')
+    const kind = single(query.kind, 'querystring/kind') || undefined
     if (kind !== undefined && !(AUDIT_KINDS as readonly string[]).includes(kind)) throw badRequest('querystring/kind', `must be one of ${AUDIT_KINDS.join(', ')}`)
-    let agent = single(query.agent, 'querystring/agent')
+    let agent = single(query.agent, 'querystring/agent') || undefined
     if (role !== 'admin') {
       if (agent !== undefined && agent !== agentId) {
         throw new HttpError(403, 'forbidden', `querystring/agent: ${agent}'s audit entries are readable with an admin key only; ${agentId} reads its own`, {field: 'querystring/agent'})
       }
       agent = agentId
     }
-    const sinceText = single(query.since, 'querystring/since')
-    let since: string | undefined
-    if (sinceText !== undefined) {
-      const time = new Date(sinceText)
-      if (!/^\d{4}-\d{2}-\d{2}T/.test(sinceText) || Number.isNaN(time.getTime())) throw badRequest('querystring/since', 'must be an ISO-8601 date-time, e.g. 2026-02-02T10:00:00Z')
-      since = time.toISOString()
-    }
-    const limit = positiveInteger(query.limit, 'querystring/limit', MAX_AUDIT_LIMIT) ?? DEFAULT_AUDIT_LIMIT
-    const before = positiveInteger(query.before, 'querystring/before', Number.MAX_SAFE_INTEGER)
+    const since = timeParam(query.since, 'querystring/since')
+    const limit = integerParam(query.limit, 'querystring/limit', 1, MAX_AUDIT_LIMIT, DEFAULT_AUDIT_LIMIT)
+    const before = query.before === undefined ? undefined : integerParam(query.before, 'querystring/before', 1, MAX_AUDIT_SEQ, 1)
     // One more than asked tells whether an older page exists.
     const rows = await this.options.storage.queryAudit({agent, kind: kind as AuditKind | undefined, before, since, limit: limit + 1})
     const entries = rows.slice(0, limit)

@@ -26,7 +26,6 @@ import {
 import {
   dedupeKeySchema,
   eventKindSchema,
-  isoDateTimeSchema,
   memoryEventSchema,
   scopeSchema,
   type AppendResponse,
@@ -37,6 +36,7 @@ import {
 import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
+import {badRequest, booleanParam, integerParam, single, timeParam} from './query-params.js'
 import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, KeyRole, NewEvent, ScopeFilter} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:events')
@@ -136,9 +136,6 @@ function zodProblems(issues: readonly z.core.$ZodIssue[], prefix: string): {fiel
   return {field: [prefix, ...(first?.path.map(String) ?? [])].join('/'), problems}
 }
 
-function badRequest(field: string, message: string, extra: Record<string, unknown> = {}): HttpError {
-  return new HttpError(400, 'bad_request', `${field} ${message}`, {field, ...extra})
-}
 
 /** A record as it goes on the wire (StoredMemoryEvent: the event, its id and time, and its flags). */
 export function toWire(record: EventRecord): StoredMemoryEvent {
@@ -162,35 +159,9 @@ export function toWire(record: EventRecord): StoredMemoryEvent {
   }
 }
 
-/** One query parameter as a string, or undefined; a repeated parameter is refused. */
-function single(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string') throw badRequest(field, 'must be given once')
-  return value
-}
 
-function integerParam(value: unknown, field: string, min: number, max: number, fallback: number): number {
-  const text = single(value, field)
-  if (text === undefined) return fallback
-  if (!/^(0|[1-9][0-9]{0,8})$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw badRequest(field, `must be an integer from ${min} to ${max}`)
-  }
-  return Number(text)
-}
 
-function booleanParam(value: unknown, field: string): boolean {
-  const text = single(value, field)
-  if (text === undefined || text === 'false' || text === '0') return false
-  if (text === 'true' || text === '1' || text === '') return true
-  throw badRequest(field, 'must be true or false')
-}
 
-function timeParam(value: unknown, field: string): string | undefined {
-  const text = single(value, field)
-  if (text === undefined) return undefined
-  if (!isoDateTimeSchema.safeParse(text).success) throw badRequest(field, 'must be an ISO-8601 date-time with a zone, e.g. 2026-02-02T10:00:00Z')
-  return new Date(text).toISOString()
-}
 
 /**
  * A scope selector of `events` and `cleanup`: a scope (`global`, `project:x`, `agent:claude`) or a prefix ending in

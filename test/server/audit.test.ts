@@ -158,6 +158,8 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
     expect(older.body.next_before).toBeNull()
     expect((await h.call('GET', '/api/audit?kind=pull')).body.message).toContain('querystring/kind must be one of')
     expect((await h.call('GET', '/api/audit?limit=0')).status).toBe(400)
+    expect((await h.call('GET', '/api/audit?since=yesterday')).body).toMatchObject({error: 'bad_request', field: 'querystring/since'})
+    expect((await h.call('GET', `/api/audit?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`)).body.entries).toEqual([])
 
     // Live: each agent's socket hears its own entries only.
     await claudeWs.next((m) => m.type === 'AUDIT_APPENDED' && m.kind === 'switch-project')
