@@ -136,7 +136,6 @@ function zodProblems(issues: readonly z.core.$ZodIssue[], prefix: string): {fiel
   return {field: [prefix, ...(first?.path.map(String) ?? [])].join('/'), problems}
 }
 
-
 /** A record as it goes on the wire (StoredMemoryEvent: the event, its id and time, and its flags). */
 export function toWire(record: EventRecord): StoredMemoryEvent {
   return {
@@ -158,10 +157,6 @@ export function toWire(record: EventRecord): StoredMemoryEvent {
     ttl_candidate: record.ttl_candidate,
   }
 }
-
-
-
-
 
 /**
  * A scope selector of `events` and `cleanup`: a scope (`global`, `project:x`, `agent:claude`) or a prefix ending in
