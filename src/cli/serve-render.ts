@@ -25,9 +25,9 @@ export function renderKeyRevoked(key: ApiKey): string {
 }
 
 /** `12 files, 30 events, 2 keys` of a dump. */
-export function describeCounts(counts: {files: number; memory_events: number; api_keys: number}): string {
+export function describeCounts(counts: {files: number; memory_events: number; api_keys: number; audit_log: number}): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
-  return [plural(counts.files, 'file'), plural(counts.memory_events, 'event'), plural(counts.api_keys, 'key')].join(', ')
+  return [plural(counts.files, 'file'), plural(counts.memory_events, 'event'), plural(counts.api_keys, 'key'), plural(counts.audit_log, 'audit entry').replace(/entrys$/, 'entries')].join(', ')
 }
 
 export function renderBackup(result: {file: string; bytes: number; removed: string[]}): string {

@@ -84,10 +84,12 @@ export class MemoryClient {
     return this.call('POST', '/api/memory/pull', {files: paths}, pullResponseSchema)
   }
 
-  push(files: Record<string, string>, base?: Record<string, number | null>, deletes?: string[]): Promise<PushResponse> {
+  /** `merged`: paths of `files` merged with a newer server version, for the server's audit log (sent with `base` only). */
+  push(files: Record<string, string>, base?: Record<string, number | null>, deletes?: string[], merged?: string[]): Promise<PushResponse> {
     const body: Record<string, unknown> = {files}
     if (base && Object.keys(base).length > 0) body.base = base
     if (deletes && deletes.length > 0) body.deletes = deletes
+    if (body.base !== undefined && merged && merged.length > 0) body.merged = merged
     return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema)
   }
 

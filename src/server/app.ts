@@ -14,6 +14,7 @@ import {parseJsonText} from '../schemas/index.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
 import type {TokenMap} from './config.js'
 import {HttpError} from './http-error.js'
+import {auditRoutes} from './routes/audit.js'
 import {dashboardRoutes} from './routes/dashboard.js'
 import {eventRoutes} from './routes/events.js'
 import {fileRoutes} from './routes/files.js'
@@ -148,6 +149,8 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     open: (name) => (openWorkspace ? openWorkspace(name) : Promise.reject(new HttpError(503, 'unavailable', `this server hosts only the ${DEFAULT_WORKSPACE} workspace, not ${name}`))),
     now,
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+    // An audit entry that cannot be written is logged; the change it records stands, and its answer is not an error.
+    onAuditError: (error, entry, workspace) => app.log.error({err: error, audit: entry.kind, agent: entry.agent, workspace}, 'audit entry not written'),
   })
   // Listening for the other processes' broadcasts before this one takes requests (app.ready / app.listen).
   app.addHook('onReady', async () => workspaces.listen(await workspaces.root()))
@@ -255,6 +258,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     wsRoutes(scope, now)
     mcpRoutes(scope, now)
     searchRoutes(scope, now)
+    auditRoutes(scope)
   })
   // The dashboard's page and assets need no token: they hold no data (every request they make carries one).
   dashboardRoutes(app)

@@ -42,6 +42,15 @@ export interface EventAppendedMessage {
   created_at: string
 }
 
+/** An audit entry was recorded: sent only to its agent's clients and to admin keys (who may read it). */
+export interface AuditAppendedMessage {
+  type: 'AUDIT_APPENDED'
+  seq: number
+  kind: string
+  agent: string
+  at: string
+}
+
 export interface HelloMessage {
   type: 'HELLO'
   /** The workspace of the socket's token: every message on it is of that workspace's memory. */
@@ -62,7 +71,7 @@ export interface ErrorMessage {
   message: string
 }
 
-export type ServerMessage = MemUpdateMessage | StateChangedMessage | EventAppendedMessage | HelloMessage | PongMessage | ErrorMessage
+export type ServerMessage = MemUpdateMessage | StateChangedMessage | EventAppendedMessage | AuditAppendedMessage | HelloMessage | PongMessage | ErrorMessage
 
 /** Who is on a socket: its token's agent, and whether that token is an admin key (which reads every scope). */
 interface Listener {
@@ -121,11 +130,13 @@ export class Broadcaster {
 
 /**
  * Who may hear a message: an appended event only the agents that may read its scope (a private `agent:<id>` event
- * only that agent), everything else every client. Decided from the message itself, so a message relayed from
+ * only that agent), an audit entry its agent and admin keys, everything else every client. Decided from the message itself, so a message relayed from
  * another process reaches the same clients as one made here.
  */
 function audienceOf(message: ServerMessage): (listener: Listener) => boolean {
-  return message.type === 'EVENT_APPENDED' ? ({agentId, admin}) => canRead(agentId, message.scope, admin) : () => true
+  if (message.type === 'EVENT_APPENDED') return ({agentId, admin}) => canRead(agentId, message.scope, admin)
+  if (message.type === 'AUDIT_APPENDED') return ({agentId, admin}) => admin || agentId === message.agent
+  return () => true
 }
 
 export function send(socket: WebSocket, message: ServerMessage): void {

@@ -26,7 +26,6 @@ import {
 import {
   dedupeKeySchema,
   eventKindSchema,
-  isoDateTimeSchema,
   memoryEventSchema,
   scopeSchema,
   type AppendResponse,
@@ -34,8 +33,10 @@ import {
   type SnapshotResponse,
   type StoredMemoryEvent,
 } from '../schemas/index.js'
+import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster} from './broadcast.js'
 import {HttpError} from './http-error.js'
+import {badRequest, booleanParam, integerParam, single, timeParam} from './query-params.js'
 import type {AppendEventRequest, CleanupQuery, EarlierAppend, EventRecord, EventStorage, KeyRole, NewEvent, ScopeFilter} from './storage/types.js'
 
 const debug = createDebug('jarvis:server:events')
@@ -68,6 +69,8 @@ export interface EventServiceOptions {
   now: () => Date
   /** Tells the WebSocket clients that may read its scope of each event appended (EVENT_APPENDED). */
   broadcaster?: Broadcaster
+  /** Where refused appends, supersedes, masks and forgotten events are recorded; none: nothing is. */
+  audit?: AuditService
 }
 
 /** Query of GET /v1/memory/snapshot, as sent. */
@@ -133,10 +136,6 @@ function zodProblems(issues: readonly z.core.$ZodIssue[], prefix: string): {fiel
   return {field: [prefix, ...(first?.path.map(String) ?? [])].join('/'), problems}
 }
 
-function badRequest(field: string, message: string, extra: Record<string, unknown> = {}): HttpError {
-  return new HttpError(400, 'bad_request', `${field} ${message}`, {field, ...extra})
-}
-
 /** A record as it goes on the wire (StoredMemoryEvent: the event, its id and time, and its flags). */
 export function toWire(record: EventRecord): StoredMemoryEvent {
   return {
@@ -157,36 +156,6 @@ export function toWire(record: EventRecord): StoredMemoryEvent {
     masked: record.masked,
     ttl_candidate: record.ttl_candidate,
   }
-}
-
-/** One query parameter as a string, or undefined; a repeated parameter is refused. */
-function single(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string') throw badRequest(field, 'must be given once')
-  return value
-}
-
-function integerParam(value: unknown, field: string, min: number, max: number, fallback: number): number {
-  const text = single(value, field)
-  if (text === undefined) return fallback
-  if (!/^(0|[1-9][0-9]{0,8})$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw badRequest(field, `must be an integer from ${min} to ${max}`)
-  }
-  return Number(text)
-}
-
-function booleanParam(value: unknown, field: string): boolean {
-  const text = single(value, field)
-  if (text === undefined || text === 'false' || text === '0') return false
-  if (text === 'true' || text === '1' || text === '') return true
-  throw badRequest(field, 'must be true or false')
-}
-
-function timeParam(value: unknown, field: string): string | undefined {
-  const text = single(value, field)
-  if (text === undefined) return undefined
-  if (!isoDateTimeSchema.safeParse(text).success) throw badRequest(field, 'must be an ISO-8601 date-time with a zone, e.g. 2026-02-02T10:00:00Z')
-  return new Date(text).toISOString()
 }
 
 /**
@@ -217,6 +186,7 @@ export class EventService {
   private readonly storage: EventStorage
   private readonly now: () => Date
   private readonly broadcaster?: Broadcaster
+  private readonly audit?: AuditService
   /** Consolidations run one at a time: each reads, scans, then applies. */
   private consolidating: Promise<unknown> = Promise.resolve()
 
@@ -224,6 +194,11 @@ export class EventService {
     this.storage = options.storage
     this.now = options.now
     this.broadcaster = options.broadcaster
+    this.audit = options.audit
+  }
+
+  private nowIso(): string {
+    return this.now().toISOString()
   }
 
   // ---------------------------------------------------------------------------------------------------- append
@@ -263,6 +238,7 @@ export class EventService {
 
     const findings = await findSensitive(scannedFields(event))
     if (findings.length > 0) {
+      await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths: [], event_ids: [], count: findings.length, detail: refusedDetail(`a ${event.kind} event for ${event.scope}`, findings)})
       throw new HttpError(422, 'sensitive', `refused: the event holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again.`, {
         field: `body/${findings[0].field.replace(/\./g, '/')}`,
         findings,
@@ -297,6 +273,9 @@ export class EventService {
     this.broadcaster?.broadcast(
       {type: 'EVENT_APPENDED', event_id: stored.event_id, scope: stored.scope, kind: stored.kind, dedupe_key: stored.dedupe_key, agent_id: stored.agent_id, created_at: stored.created_at},
     )
+    if (superseded !== null) {
+      await this.audit?.record({at: stored.created_at, agent: agentId, kind: 'supersede', paths: [], event_ids: [stored.event_id, superseded.event_id], count: 1, detail: `${superseded.event_id} (${superseded.dedupe_key}) superseded by a ${stored.kind} event`})
+    }
     const warnings = appendWarnings(event, seen)
     if (superseded !== null && superseded.deprecated) warnings.push(`${superseded.event_id}, which this event supersedes, was already superseded`)
     if (outcome.runCount > MAX_EVENTS_PER_RUN) {
@@ -452,6 +431,10 @@ export class EventService {
     })
     const maskedSet = new Set(applied.masked)
     const masked = plan.toMask.filter((item) => maskedSet.has(item.event_id)).map((item) => ({event_id: item.event_id, findings: item.findings}))
+    if (masked.length > 0) {
+      const rules = [...new Set(masked.flatMap((item) => item.findings.map((finding) => finding.rule)))].sort()
+      await this.audit?.record({at: nowIso, agent: agentId, kind: 'mask', paths: [], event_ids: masked.map((item) => item.event_id), count: masked.length, detail: `the janitor masked ${masked.length} event(s): ${rules.join(', ')}`})
+    }
     if (masked.length > 0) debug('masked %d events: %o', masked.length, masked.map((m) => ({event_id: m.event_id, rules: m.findings.map((f) => f.rule)})))
     const created = [...applied.resolutions.values()].filter((r) => r.created).length
     return {
@@ -510,6 +493,9 @@ export class EventService {
     }
     const {candidates, total} = await this.storage.cleanupCandidates(query, limit)
     const deleted = dryRun ? [] : await this.storage.deleteEvents(eventIds, query)
+    if (deleted.length > 0) {
+      await this.audit?.record({at: query.now, agent: agentId, kind: 'forget', paths: [], event_ids: deleted, count: deleted.length, detail: `${deleted.length} superseded or expired event(s) deleted by a cleanup`})
+    }
     const gone = new Set(deleted)
     return {
       dry_run: dryRun,

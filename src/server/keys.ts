@@ -49,6 +49,7 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
+  await auditKey(options, key, key.createdAt, `key ${key.id} created (role ${role}, ${expiresAt === null ? 'no expiry' : `expires ${expiresAt}`})`)
   return {token, key}
 }
 
@@ -60,7 +61,18 @@ export async function listKeys(options: StorageTarget & {workspace?: string}): P
 }
 
 export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<ApiKey> {
-  const key = await withStorage(options, (storage) => storage.revokeKey(options.id, (options.now ?? new Date()).toISOString()))
+  const now = (options.now ?? new Date()).toISOString()
+  const key = await withStorage(options, (storage) => storage.revokeKey(options.id, now))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
+  // Recorded once: revoking a key revoked before changes nothing.
+  if (key.revokedAt === now) await auditKey(options, key, now, `key ${key.id} revoked`)
   return key
+}
+
+/**
+ * Records a key's creation or revocation in the audit log of the key's own workspace (its storage made when new), so
+ * that workspace's people see it and no other workspace does. The key itself lives with every key, in the default one.
+ */
+async function auditKey(target: StorageTarget, key: ApiKey, at: string, detail: string): Promise<void> {
+  await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), key.workspace)
 }

@@ -4,11 +4,12 @@
  */
 import createDebug from 'debug'
 
-import {assertCleanMemoryFile} from '../events/index.js'
+import {assertCleanMemoryFile, type SensitiveFinding} from '../events/index.js'
 import {PathRefusedError, SchemaError, SecretRefusedError} from '../errors.js'
 import {ACTIVE_PROJECT_FILE, activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRelativePath, isIgnoredMemoryPath} from '../store/paths.js'
+import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import {OneAtATime} from './one-at-a-time.js'
@@ -28,6 +29,8 @@ export interface PushBody {
   files?: Record<string, string>
   base?: Record<string, number | null>
   deletes?: string[]
+  /** Paths of `files` the client merged three-way with a newer server version (recorded in the audit log only). */
+  merged?: string[]
 }
 
 export interface ServiceOptions {
@@ -36,6 +39,8 @@ export interface ServiceOptions {
   now: () => Date
   /** Largest content of one file, in UTF-8 bytes. */
   maxFileBytes: number
+  /** Where pushes, conflicts, refused edits and project switches are recorded; none: nothing is. */
+  audit?: AuditService
 }
 
 /** A content string with a lone surrogate cannot be stored as UTF-8 without changing it. */
@@ -61,10 +66,12 @@ export class MemoryService {
   private readonly broadcaster: Broadcaster
   private readonly now: () => Date
   private readonly maxFileBytes: number
+  private readonly audit?: AuditService
   private readonly workerMemoryWrites = new OneAtATime()
 
   constructor(options: ServiceOptions) {
     this.storage = options.storage
+    this.audit = options.audit
     this.broadcaster = options.broadcaster
     this.now = options.now
     this.maxFileBytes = options.maxFileBytes
@@ -168,7 +175,8 @@ export class MemoryService {
   async push(body: PushBody, agentId: string): Promise<PushAnswer> {
     const request = this.preparePush(body)
     const now = this.nowIso()
-    const outcome = await this.storage.commit(request, agentId, now)
+    const outcome = await this.storage.commit({...request, audit: {kind: 'push', merged: body.merged}}, agentId, now)
+    this.audit?.announce(outcome.audit)
     if (!outcome.ok) {
       throw new HttpError(409, 'stale', `the server has newer revisions of ${outcome.stale.join(', ')}; pull, merge and push again`, {
         stale: outcome.stale,
@@ -196,6 +204,8 @@ export class MemoryService {
       await assertCleanMemoryFile(clean, content)
     } catch (error) {
       if (!(error instanceof SecretRefusedError)) throw error
+      const findings = (error.data.findings ?? []) as SensitiveFinding[]
+      await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths: [clean], event_ids: [], count: findings.length, detail: refusedDetail(`an edit of ${clean}`, findings)})
       throw new HttpError(422, 'sensitive', error.message, {field: 'body/content', path: clean, findings: error.data.findings})
     }
     try {
@@ -312,8 +322,9 @@ export class MemoryService {
     const value: ActiveProject = {projectId, switchedAt: now, switchedBy}
     const content = JSON.stringify(value, null, 2) + '\n'
     const writes = new Map([[ACTIVE_PROJECT_PATH, content]])
-    const outcome = await this.storage.commit({writes, deletes: [], base: new Map()}, agentId, now)
+    const outcome = await this.storage.commit({writes, deletes: [], base: new Map(), audit: {kind: 'switch-project', detail: `switched to ${projectId} (by ${switchedBy})`}}, agentId, now)
     if (!outcome.ok) throw new Error('unconditional write reported stale')
+    this.audit?.announce(outcome.audit)
     this.announce(outcome, writes)
     return value
   }

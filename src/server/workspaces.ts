@@ -10,10 +10,11 @@
 import createDebug from 'debug'
 
 import {HostedState} from '../mcp/hosted.js'
+import {AuditService} from './audit-service.js'
 import {Broadcaster} from './broadcast.js'
 import {EventService} from './events-service.js'
 import {MemoryService} from './service.js'
-import type {ServerStorage} from './storage/types.js'
+import type {NewAuditEntry, ServerStorage} from './storage/types.js'
 import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
 const debug = createDebug('jarvis:server:workspaces')
@@ -25,6 +26,8 @@ export interface Workspace {
   memory: MemoryService
   events: EventService
   broadcaster: Broadcaster
+  /** The workspace's audit log, which the memory and event services record in. */
+  audit: AuditService
   /** The file index that MCP search and the dashboard's search share. */
   hosted: HostedState
 }
@@ -36,6 +39,8 @@ export interface WorkspaceRegistryOptions {
   open(workspace: string): Promise<ServerStorage>
   now: () => Date
   maxFileBytes: number
+  /** Told when an audit entry could not be written: the change it records stands, and its answer is not an error. */
+  onAuditError: (error: unknown, entry: NewAuditEntry, workspace: string) => void
 }
 
 export class WorkspaceRegistry {
@@ -85,12 +90,14 @@ export class WorkspaceRegistry {
   private assemble(name: string, storage: ServerStorage): Workspace {
     const {now, maxFileBytes} = this.options
     const broadcaster = new Broadcaster(storage.relay)
+    const audit = new AuditService({storage, broadcaster, onError: (error, entry) => this.options.onAuditError(error, entry, name)})
     return {
       name,
       storage,
       broadcaster,
-      memory: new MemoryService({storage, broadcaster, now, maxFileBytes}),
-      events: new EventService({storage, now, broadcaster}),
+      audit,
+      memory: new MemoryService({storage, broadcaster, now, maxFileBytes, audit}),
+      events: new EventService({storage, now, broadcaster, audit}),
       hosted: new HostedState(),
     }
   }

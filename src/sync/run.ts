@@ -375,7 +375,8 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   }
   let answer
   try {
-    answer = await client.push(files, mode === 'revision' ? base : undefined, deletes)
+    const merged = batch.filter(({item}) => item.merged).map(({item}) => item.path)
+    answer = await client.push(files, mode === 'revision' ? base : undefined, deletes, merged)
   } catch (error) {
     if (error instanceof StalePushError) return error.stale
     if (error instanceof JarvisError && error.data.status === 413 && batch.length > 1) {

@@ -364,6 +364,66 @@ describe('the dashboard', () => {
     await page.close()
   })
 
+  it('the audit log shows a CLI sync with a conflict, a refused secret and a forget, live, filtered by kind, and only to their agent', async () => {
+    const page = await signedIn(TOKENS.claude, '#/audit')
+    await page.getByRole('heading', {name: 'Audit log'}).waitFor()
+    const entries = page.locator('li.audit')
+    await entries.first().waitFor()
+    const seen = async () => page.locator('li.audit').evaluateAll((items) => items.map((item) => item.getAttribute('data-kind')))
+
+    // Two machines of one agent edit the same file; the second sync merges and pushes, and the server records both.
+    const laptop = await makeTree('claude', server.url)
+    await writeFile(join(alice.memory, 'notes', 'audit.md'), 'first line\nmiddle line\nlast line\n')
+    await sync(alice)
+    await sync(laptop)
+    await writeFile(join(alice.memory, 'notes', 'audit.md'), 'first line, edited on the desktop\nmiddle line\nlast line\n')
+    await sync(alice)
+    await writeFile(join(laptop.memory, 'notes', 'audit.md'), 'first line\nmiddle line\nlast line, edited on the laptop\n')
+    const merged = await laptop.jarvis(['sync', '--json'])
+    expect(merged.code, merged.stdout + merged.stderr).toBe(0)
+    expect(envelope<{merged: string[]}>(merged).result?.merged).toEqual(['notes/audit.md'])
+    const conflict = page.getByRole('listitem', {name: 'conflict by claude'}).filter({hasText: 'notes/audit.md'})
+    await conflict.waitFor()
+    expect(await conflict.textContent()).toContain('merged three-way by the client')
+
+    // A secret sent to the server is refused, and the entry says what and where, never the secret.
+    const secret = fakeGithubToken()
+    const refused = await call(server.url, TOKENS.claude, 'POST', '/v1/memory/append', {run_id: 'audit-run', scope: 'global', kind: 'fact', dedupe_key: 'fact:deploy_token', confidence: 'high', content_md: `The deploy token is ${secret}`, source: {system: 'cli'}, ttl_days: 0})
+    expect(refused.status).toBe(422)
+    const refusal = page.getByRole('listitem', {name: 'secret refused by claude'}).filter({hasText: 'a fact event for global'})
+    await refusal.waitFor()
+    expect(await refusal.textContent()).toContain('a GitHub token in content_md')
+
+    // Forgotten from the CLI's side of the API: superseded, then deleted by a cleanup.
+    const fact = await alice.jarvis(['memory', 'append', '--kind', 'fact', '--key', 'fact:audit_forget', '--content', 'A fact to forget.', '--json'])
+    expect(fact.code, fact.stdout + fact.stderr).toBe(0)
+    const [target] = await events('claude', '&dedupe_key=fact:audit_forget')
+    const withdrawn = await call(server.url, TOKENS.claude, 'POST', '/v1/memory/append', {run_id: 'audit-run', scope: 'global', kind: 'deprecation', dedupe_key: 'fact:audit_forget', confidence: 'high', content_md: 'Withdrawn.', source: {system: 'cli'}, ttl_days: 0, supersedes: target.event_id})
+    expect(withdrawn.status).toBe(200)
+    const cleanup = await call(server.url, TOKENS.claude, 'POST', '/v1/memory/cleanup', {older_than_days: 0, dry_run: false, event_ids: [target.event_id]})
+    expect(cleanup.body.deleted).toEqual([target.event_id])
+    await page.getByRole('listitem', {name: 'forgotten by claude'}).filter({hasText: target.event_id}).waitFor()
+    await page.getByRole('listitem', {name: 'superseded by claude'}).filter({hasText: target.event_id}).waitFor()
+    // Newest first: the forget, the supersede, and before them the refusal, and before it the merged sync.
+    const kinds = await seen()
+    expect(kinds.slice(0, 2)).toEqual(['forget', 'supersede'])
+    expect(kinds.indexOf('refused')).toBeLessThan(kinds.indexOf('conflict'))
+    expect(await page.locator('main').textContent()).not.toContain(secret)
+    await screenshots(page, 'audit')
+
+    await page.getByLabel('Kind').selectOption('conflict')
+    await until('the kind filter', async () => (await seen()).length > 0 && (await seen()).every((kind) => kind === 'conflict'))
+    await page.getByLabel('Kind').selectOption('')
+    await page.close()
+
+    // Another agent's token sees none of claude's entries.
+    const asGemini = await signedIn(TOKENS.gemini, '#/audit')
+    await asGemini.getByRole('heading', {name: 'Audit log'}).waitFor()
+    await until('gemini’s list', async () => (await asGemini.locator('p.count').count()) === 1)
+    expect(await asGemini.locator('li.audit .agent').allTextContents()).not.toContain('claude')
+    await asGemini.close()
+  })
+
   it('a refused token and a server restart while editing give a clear message and lose nothing typed', async () => {
     const key = await runJarvis(['serve', 'token', 'create', '--agent', 'claude', '--data', dataDir, '--json'])
     expect(key.code, key.stderr).toBe(0)

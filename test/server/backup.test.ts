@@ -24,17 +24,20 @@ afterAll(async () => {
 })
 
 /** What a restored data directory holds, read through `jarvis serve export` (a process of its own). */
-async function contents(dataDir: string): Promise<{events: Set<string>; files: Map<string, string>}> {
+async function contents(dataDir: string): Promise<{events: Set<string>; files: Map<string, string>; pushed: Set<string>}> {
   const run = await runJarvis(['serve', 'export', '--data', dataDir])
   expect(run.code, run.stderr).toBe(0)
   const events = new Set<string>()
   const files = new Map<string, string>()
+  /** The paths the audit log's push entries name. */
+  const pushed = new Set<string>()
   for (const line of run.stdout.trim().split('\n').slice(1)) {
     const {table, row} = JSON.parse(line) as {table: string; row: Record<string, string>}
     if (table === 'memory_events') events.add(row.event_id)
     if (table === 'files' && row.hash) files.set(row.path, row.hash)
+    if (table === 'audit_log' && row.kind === 'push') for (const path of JSON.parse(row.paths) as string[]) pushed.add(path)
   }
-  return {events, files}
+  return {events, files, pushed}
 }
 
 describe('serve backup and restore', () => {
@@ -87,11 +90,13 @@ describe('serve backup and restore', () => {
     const restored = join(work, 'restored')
     const restore = await runJarvis(['serve', 'restore', file, '--data', restored])
     expect(restore.code, restore.stderr).toBe(0)
-    const {events, files} = await contents(restored)
+    const {events, files, pushed} = await contents(restored)
     const before = acknowledgedEvents.filter((event) => event.at <= began)
     expect(before.length).toBeGreaterThanOrEqual(40)
     expect(before.filter((event) => !events.has(event.id))).toEqual([])
     for (const {path, hash} of acknowledgedFiles.filter((f) => f.at <= began)) expect(files.get(path)).toBe(hash)
+    // The audit log came back with them: every push acknowledged before the backup has its entry.
+    expect(acknowledgedFiles.filter((f) => f.at <= began && !pushed.has(f.path))).toEqual([])
 
     // The restored directory serves: a client of it finds the same memory.
     const copy = await startServerProcess(restored)

@@ -1,7 +1,7 @@
 /**
  * `jarvis serve export` and `jarvis serve import`: a server's memory moved to a new data directory or database, from
  * SQLite to PostgreSQL and back, loses nothing —
- * files with their revisions, events with their ids, keys — and a client syncs on against the copy with nothing to
+ * files with their revisions, events with their ids, keys, the audit log — and a client syncs on against the copy with nothing to
  * transfer. A broken dump imports nothing and names its line.
  */
 import {join} from 'node:path'
@@ -63,14 +63,15 @@ describe.each(MOVES)('serve export from %s, import into %s', (from, to) => {
 
     const exported = await runJarvis(['serve', 'export', ...storageFlags(source)], {env: env()})
     expect(exported.code, exported.stderr).toBe(0)
-    expect(exported.stderr).toContain('exported 2 files, 2 events, 1 key')
+    // The audit log moves too: the two pushes and the key.
+    expect(exported.stderr).toContain('exported 2 files, 2 events, 1 key, 3 audit entries')
     dump = exported.stdout
     expect(JSON.parse(dump.split('\n')[0])).toMatchObject({jarvis_dump: 1})
 
     const target = await newPlace('copy')
     const imported = await runJarvis(['serve', 'import', ...storageFlags(target)], {env: env(), input: dump})
     expect(imported.code, imported.stderr).toBe(0)
-    expect(imported.stdout).toContain('imported 2 files, 2 events, 1 key')
+    expect(imported.stdout).toContain('imported 2 files, 2 events, 1 key, 3 audit entries')
 
     copy = await startTestServer(target.dataDir, 0, target.databaseUrl ?? null)
     const sync = await runJarvis(['sync', '--server', copy.url, '--json'], {cwd: tree.root, env: env()})

@@ -39,6 +39,9 @@ async function registry(options: {failFirst?: boolean} = {}) {
     },
     now: () => new Date(),
     maxFileBytes: 1024,
+    onAuditError: (error) => {
+      throw error
+    },
   })
   cleanup.add(() => workspaces.close())
   return {workspaces, root, opened, storages}
@@ -81,7 +84,8 @@ describe('a workspace whose storage cannot be opened', () => {
     const server = await startServer({host: '127.0.0.1', port: 0, dataDir, tokens: {'t-default-token-0001': 'claude'}, logLevel: 'silent'})
     cleanup.add(() => server.close())
     const {token} = await createKey({dataDir, workspace: 'team-a', agent: 'claude'})
-    // A file where the workspaces' directory should be: the workspace's SQLite file cannot be made.
+    // A file where the workspaces' directory should be (making the key made it): the workspace's SQLite file cannot be opened.
+    await rm(join(dataDir, 'workspaces'), {recursive: true})
     await writeFile(join(dataDir, 'workspaces'), 'in the way\n')
     const refused = await call(server.url, token, 'GET', '/api/memory/status')
     expect(refused.status).toBe(503)

@@ -92,6 +92,17 @@ describe.each(BACKENDS)('two workspaces on one %s server', (backend) => {
     /** Each route of the app, as A tries it; in this order (the MCP tools look before A writes anything). */
     const probes: [string, () => Promise<void>][] = [
       [
+        'GET /api/audit',
+        async () => {
+          // The same agent id as B's key: only team-a's own entries (its key's creation), none of B's pushes or switch.
+          const answer = await asA('GET', '/api/audit?limit=500')
+          expect(answer.status, answer.text).toBe(200)
+          expect(answer.body.entries.map((entry: {kind: string}) => entry.kind)).toEqual(['key'])
+          expect(answer.text).not.toContain(B_FILE)
+          expect(answer.text).not.toContain('project-b')
+        },
+      ],
+      [
         'POST /mcp',
         async () => {
           const mcp = await httpSession(server.url, tokenA)
@@ -305,8 +316,10 @@ describe.each(BACKENDS)('two workspaces on one %s server', (backend) => {
       expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/push', {files: {'notes/default-ws.md': 'D\n'}})).status).toBe(200)
       await ofDefault.next((m) => m.type === 'MEM_UPDATE' && m.path === 'notes/default-ws.md', 20_000)
       for (const client of [ofA, ofDefault]) {
+        // Its own push and that push's audit entry, nothing of B's.
+        await client.next((m) => m.type === 'AUDIT_APPENDED' && m.kind === 'push', 20_000)
         const heard = client.messages.filter((m) => m.type !== 'HELLO')
-        expect(heard.length).toBe(1)
+        expect(heard.map((m) => m.type).sort()).toEqual(['AUDIT_APPENDED', 'MEM_UPDATE'])
         expect(JSON.stringify(heard)).not.toMatch(/b-ws|project-b|fact:b_ws/)
       }
     } finally {

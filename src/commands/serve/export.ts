@@ -12,7 +12,7 @@ export default class ServeExport extends JarvisCommand<typeof ServeExport> {
   static enableJsonFlag = false
 
   static summary = "Write one workspace's whole memory to stdout as JSON Lines, for `jarvis serve import`."
-  static description = `Files with their revisions, events with their ids, the active project, the workspace's id and change sequence, its API keys (as hashes): a client syncs on against the imported copy with nothing to transfer. A consistent copy even while the server runs. What it wrote is counted on stderr.`
+  static description = `Files with their revisions, events with their ids, the active project, the workspace's id and change sequence, its API keys (as hashes), its audit log: a client syncs on against the imported copy with nothing to transfer. A consistent copy even while the server runs. What it wrote is counted on stderr.`
   static examples = ['<%= config.bin %> serve export --data ~/.local/share/jarvis > jarvis-dump.jsonl', '<%= config.bin %> serve export --database postgres://jarvis@db.internal/jarvis --workspace team-a > team-a.jsonl']
 
   static flags = {

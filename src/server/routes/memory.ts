@@ -34,6 +34,7 @@ const pushBody = {
     files: {type: 'object', additionalProperties: {type: 'string'}},
     base: {type: 'object', additionalProperties: {type: ['integer', 'null'], minimum: 0}},
     deletes: {type: 'array', items: {type: 'string'}},
+    merged: {type: 'array', items: {type: 'string'}, maxItems: 10_000},
   },
 } as const
 

@@ -86,8 +86,8 @@ export async function workspaceExists(target: StorageTarget, workspace: string):
 }
 
 /** The storage of `target` for one piece of work of a `jarvis serve` subcommand, closed after it whatever happens. */
-export async function withStorage<T>(target: StorageTarget, use: (storage: OpenedStorage) => Promise<T>): Promise<T> {
-  const storage = await openStorage(target)
+export async function withStorage<T>(target: StorageTarget, use: (storage: OpenedStorage) => Promise<T>, workspace?: string): Promise<T> {
+  const storage = await openStorage(target, {workspace})
   try {
     return await use(storage)
   } finally {

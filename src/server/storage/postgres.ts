@@ -22,7 +22,9 @@ import createDebug from 'debug'
 import pg from 'pg'
 
 import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
+import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
+import {insertAudit, PG_AUDIT_MIGRATION_SQL, selectAudit} from './postgres-audit.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
@@ -33,6 +35,8 @@ import {DEFAULT_WORKSPACE} from './workspace-name.js'
 import type {
   ApiKey,
   AppendEventOutcome,
+  AuditEntry,
+  AuditQuery,
   AppendEventRequest,
   BroadcastRelay,
   CleanupCandidate,
@@ -48,6 +52,7 @@ import type {
   FileRecord,
   ImportedEvent,
   JanitorInput,
+  NewAuditEntry,
   ScopeFilter,
   ServerStorage,
   SnapshotRows,
@@ -104,6 +109,7 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
     `,
   },
   {version: 5, description: "the workspace of each API key (keys made before are the default workspace's)", sql: KEYS_WORKSPACE_MIGRATION_SQL},
+  {version: 6, description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys', sql: PG_AUDIT_MIGRATION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -135,6 +141,12 @@ function toMeta(row: FileRow): FileMeta {
 /** bigint (int8) and COUNT(*) as JS numbers: seqs stay far below 2^53. */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+}
+
+/** Records the commit's audit entries (if any) with `client`, in the commit's transaction, and answers the outcome with them. */
+async function withAudit<T extends CommitOutcome>(client: pg.PoolClient, request: CommitRequest, outcome: T, author: string, now: string): Promise<T> {
+  const entries = commitAuditEntries(request, outcome, author, now)
+  return entries.length === 0 ? outcome : {...outcome, audit: await insertAudit(client, entries)}
 }
 
 /** The PostgreSQL schema of a workspace other than the default one (whose tables stay where they always were). */
@@ -285,7 +297,7 @@ export class PostgresStorage implements ServerStorage {
       const found = await client.query<FileRow>(`SELECT ${FILE_META} FROM files WHERE path = ANY($1::text[])`, [paths])
       const current = new Map(found.rows.map((row) => [row.path, toMeta(row)]))
       const plan = planCommit(request, current, seqBefore, author, now)
-      if (!plan.ok) return plan
+      if (!plan.ok) return withAudit(client, request, plan, author, now)
       if (plan.rows.length > 0) {
         await client.query(
           `INSERT INTO files (path, content, hash, rev, deleted, updated_at, author, seq)
@@ -308,8 +320,18 @@ export class PostgresStorage implements ServerStorage {
       if (request.idempotencyKey !== undefined) {
         await client.query('INSERT INTO idempotency_keys (key, seq, created_at) VALUES ($1, $2, $3)', [request.idempotencyKey, plan.result.seq, now])
       }
-      return plan.result
+      return withAudit(client, request, plan.result, author, now)
     })
+  }
+
+  // The audit log (postgres-audit.ts).
+
+  async appendAudit(entries: readonly NewAuditEntry[]): Promise<AuditEntry[]> {
+    return this.transaction((client) => insertAudit(client, entries))
+  }
+
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return selectAudit(this.pool, query)
   }
 
   // The event log (postgres-events.ts).
@@ -441,7 +463,7 @@ export class PostgresStorage implements ServerStorage {
     return this.transaction(
       async (client) => {
         // Locked before the emptiness check, so two imports cannot both find it empty.
-        await client.query('LOCK TABLE files, memory_events, api_keys IN EXCLUSIVE MODE')
+        await client.query('LOCK TABLE files, memory_events, api_keys, audit_log IN EXCLUSIVE MODE')
         const counts = (await client.query<{n: number}>(EMPTY_BEFORE_IMPORT)).rows[0]
         if ((counts?.n ?? 0) > 0) {
           const where = this.schema === undefined ? `the PostgreSQL database ${this.url}` : `the schema ${this.schema} of the PostgreSQL database ${this.url}`
@@ -476,8 +498,9 @@ export class PostgresStorage implements ServerStorage {
           }
           imported[table]++
         }
-        // The next event gets a seq after the imported ones.
+        // The next event and audit entry get a seq after the imported ones.
         await client.query("SELECT setval(pg_get_serial_sequence('memory_events', 'seq'), COALESCE((SELECT MAX(seq) FROM memory_events), 0) + 1, false)")
+        await client.query("SELECT setval(pg_get_serial_sequence('audit_log', 'seq'), COALESCE((SELECT MAX(seq) FROM audit_log), 0) + 1, false)")
         return imported
       },
       {lock: EVENTS_LOCK},

@@ -10,7 +10,7 @@ import {ftsText} from './fts.js'
 import {DEFAULT_WORKSPACE, isWorkspaceName} from './workspace-name.js'
 
 /** Every table a dump carries, in the order an import writes them. */
-export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys'] as const
+export const DUMP_TABLES = ['server_state', 'files', 'idempotency_keys', 'memory_events', 'memory_pins', 'deleted_events', 'api_keys', 'audit_log'] as const
 export type DumpTable = (typeof DUMP_TABLES)[number]
 
 export interface DumpRow {
@@ -27,6 +27,7 @@ export const DUMP_ORDER: Record<DumpTable, string> = {
   memory_pins: 'scope, dedupe_key',
   deleted_events: 'deleted_at, identity',
   api_keys: 'created_at, id',
+  audit_log: 'seq',
 }
 
 /** The tables of one workspace's own storage: everything but the keys, which all live in the default workspace's. */
@@ -53,10 +54,10 @@ export function* exportRows(db: Database.Database, tables: readonly DumpTable[] 
   }
 }
 
-/** The tables an import must find empty: it goes only into a storage with no file, no event and no key of its workspace. */
-export const EMPTY_BEFORE_IMPORT = `SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM memory_events) + (SELECT COUNT(*) FROM api_keys ${dumpFilter('api_keys', DEFAULT_WORKSPACE)}) AS n`
+/** The tables an import must find empty: it goes only into a storage with no file, no event, no audit entry and no key of its workspace. */
+export const EMPTY_BEFORE_IMPORT = `SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM memory_events) + (SELECT COUNT(*) FROM audit_log) + (SELECT COUNT(*) FROM api_keys ${dumpFilter('api_keys', DEFAULT_WORKSPACE)}) AS n`
 
-/** True when the storage holds no file, no event and no key of the default workspace (an import goes only into such a one). */
+/** True when the storage holds no file, no event, no audit entry and no key of the default workspace (an import goes only into such a one). */
 export function isEmpty(db: Database.Database): boolean {
   return db.prepare<[], {n: number}>(EMPTY_BEFORE_IMPORT).get()?.n === 0
 }

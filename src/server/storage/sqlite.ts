@@ -16,7 +16,9 @@ import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
+import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
+import {AUDIT_MIGRATION_SQL, SqliteAuditLog} from './sqlite-audit.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_WORKSPACE_MIGRATION_SQL} from './key-rows.js'
@@ -28,6 +30,8 @@ export {baseMatches} from './commit-rules.js'
 import type {
   ApiKey,
   AppendEventOutcome,
+  AuditEntry,
+  AuditQuery,
   AppendEventRequest,
   CleanupCandidate,
   CleanupQuery,
@@ -42,6 +46,7 @@ import type {
   FileRecord,
   ImportedEvent,
   JanitorInput,
+  NewAuditEntry,
   ScopeFilter,
   ServerStorage,
   SnapshotRows,
@@ -106,6 +111,11 @@ const MIGRATIONS: readonly Migration[] = [
     description: 'the workspace of each API key (keys made before are the default workspace\'s)',
     sql: KEYS_WORKSPACE_MIGRATION_SQL,
   },
+  {
+    version: 6,
+    description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys',
+    sql: AUDIT_MIGRATION_SQL,
+  },
 ]
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -161,6 +171,7 @@ export class SqliteStorage implements ServerStorage {
   private readonly statements
   private readonly events: SqliteEventLog
   private readonly keys: SqliteKeyStore
+  private readonly audit: SqliteAuditLog
   private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
@@ -233,6 +244,7 @@ export class SqliteStorage implements ServerStorage {
     this.walSync = walSync
     this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
     this.keys = new SqliteKeyStore(this.db)
+    this.audit = new SqliteAuditLog(this.db)
   }
 
   private migrate(): void {
@@ -311,13 +323,29 @@ export class SqliteStorage implements ServerStorage {
         if (row) current.set(path, toMeta(row))
       }
       const plan = planCommit(request, current, seqBefore, author, now)
-      if (!plan.ok) return plan
+      if (!plan.ok) return this.withAudit(request, plan, author, now)
       for (const row of plan.rows) this.statements.upsert.run(row.path, row.content, row.hash, row.rev, now, author, plan.result.seq, row.deleted ? 1 : 0)
       if (plan.rows.length > 0) this.statements.setSeq.run(plan.result.seq)
       if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
-      return plan.result
+      return this.withAudit(request, plan.result, author, now)
     })
     return run.immediate()
+  }
+
+  /** Records the commit's audit entries (if any) in the running transaction, and answers the outcome with them. */
+  private withAudit<T extends CommitOutcome>(request: CommitRequest, outcome: T, author: string, now: string): T {
+    const entries = commitAuditEntries(request, outcome, author, now)
+    return entries.length === 0 ? outcome : {...outcome, audit: this.audit.appendSync(entries)}
+  }
+
+  // The audit log (sqlite-audit.ts).
+
+  async appendAudit(entries: readonly NewAuditEntry[]): Promise<AuditEntry[]> {
+    return this.audit.append(entries)
+  }
+
+  async queryAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return this.audit.query(query)
   }
 
   // The event log (docs/event-log.md); the SQL lives in sqlite-events.ts.

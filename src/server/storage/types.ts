@@ -62,6 +62,12 @@ export interface CommitRequest {
    * answers `{ok: true, duplicate: true}`. Used by sync-task (`sync-task:<agent>:<taskId>`).
    */
   idempotencyKey?: string
+  /**
+   * What the audit log records of this commit, in the commit's own transaction: a `push` (when anything changed)
+   * or a `switch-project`; a `conflict` when a base is stale, or for the paths the client says it `merged` with a
+   * newer server version before pushing. Absent: nothing is recorded (sync-task).
+   */
+  audit?: {kind: 'push' | 'switch-project'; detail?: string; merged?: readonly string[]}
 }
 
 export interface CommitResult {
@@ -78,12 +84,16 @@ export interface CommitResult {
   unchanged: FileMeta[]
   /** Deletes of a path the server has never seen: nothing changed. */
   unknown: string[]
+  /** The audit entries recorded with it (request.audit set and something changed), oldest first. */
+  audit?: AuditEntry[]
 }
 
 export interface CommitStale {
   ok: false
   /** Paths whose `base` did not match, sorted. Nothing was written. */
   stale: string[]
+  /** The `conflict` audit entry recorded (request.audit set). */
+  audit?: AuditEntry[]
 }
 
 export type CommitOutcome = CommitResult | CommitStale
@@ -328,6 +338,57 @@ export interface ImportedEvent extends NewEvent {
   scanned?: boolean
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The audit log (docs/audit.md): who changed, tried or was refused what, append-only.
+// ---------------------------------------------------------------------------------------------------------
+
+/**
+ * What an audit entry records: a push that changed files, a push refused for a stale base (`conflict`), a secret
+ * refused (`refused`) or masked by the janitor (`mask`), an event superseded or deleted by a cleanup (`forget`),
+ * the active project switched, an API key made or revoked. Pulls are not recorded: they change nothing.
+ */
+export const AUDIT_KINDS = ['push', 'conflict', 'refused', 'mask', 'supersede', 'forget', 'switch-project', 'key'] as const
+export type AuditKind = (typeof AUDIT_KINDS)[number]
+
+/** One entry as written. Never holds a secret or a file's content: only names, ids, counts and rule names. */
+export interface NewAuditEntry {
+  /** Server time, ISO 8601 UTC. */
+  at: string
+  /** The agent of the token that did it (for a key made or revoked: the key's agent). */
+  agent: string
+  kind: AuditKind
+  /** Memory files involved (`.memory/`-relative). */
+  paths: string[]
+  /** Events involved. */
+  event_ids: string[]
+  /** How many things it touched (files written and deleted, events forgotten, …). */
+  count: number
+  /** One line for a person: what happened (rule names, project id, key id), never a secret. */
+  detail: string
+}
+
+/** A stored entry: `seq` orders the log (the newest entry has the highest). */
+export interface AuditEntry extends NewAuditEntry {
+  seq: number
+}
+
+export interface AuditQuery {
+  agent?: string
+  kind?: AuditKind
+  /** Only entries older than this seq (the next page of a newest-first list). */
+  before?: number
+  /** Only entries at or after this time (ISO 8601 UTC). */
+  since?: string
+  limit: number
+}
+
+export interface AuditStorage {
+  /** Appends entries in one transaction; answers them with their seqs. */
+  appendAudit(entries: readonly NewAuditEntry[]): Promise<AuditEntry[]>
+  /** Entries matching `query`, newest first. */
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]>
+}
+
 /** What a key may do: `read` reads only; `write` also pushes and appends; `admin` also manages keys. */
 export const KEY_ROLES = ['read', 'write', 'admin'] as const
 export type KeyRole = (typeof KEY_ROLES)[number]
@@ -372,7 +433,8 @@ export interface BroadcastRelay {
 /** What `jarvis serve` needs from a backend: the memory files, the event log and the API keys. */
 export type ServerStorage = MemoryStorage &
   EventStorage &
-  KeyStorage & {
+  KeyStorage &
+  AuditStorage & {
     /** Present when several processes can serve the same storage. */
     readonly relay?: BroadcastRelay
   }

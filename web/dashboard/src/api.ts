@@ -70,6 +70,11 @@ export type {CurrentFile, PullAnswer, StatusAnswer, StatusFileEntry as FileEntry
 export type {ActiveProject, RecentTask, WorkerMemory} from '../../../src/schemas/memory.js'
 export type {StoredMemoryEvent as StoredEvent} from '../../../src/schemas/events.js'
 
+export type {AuditEntry} from '../../../src/server/storage/types.js'
+export type {AuditAnswer} from '../../../src/server/audit-service.js'
+// A value, not only a type: the storage's types module imports nothing, so the bundle gains only this list.
+export {AUDIT_KINDS} from '../../../src/server/storage/types.js'
+
 export const EVENT_KINDS = ['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'] as const
 export const AGENT_IDS = ['claude', 'gemini', 'chatgpt', 'openclaw'] as const
 

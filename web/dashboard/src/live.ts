@@ -4,7 +4,7 @@
  * (broadcasts sent while it was away are not replayed).
  */
 export interface LiveMessage {
-  type: 'HELLO' | 'MEM_UPDATE' | 'STATE_CHANGED' | 'EVENT_APPENDED' | 'RECONNECTED'
+  type: 'HELLO' | 'MEM_UPDATE' | 'STATE_CHANGED' | 'EVENT_APPENDED' | 'AUDIT_APPENDED' | 'RECONNECTED'
   [field: string]: unknown
 }
 

@@ -9,6 +9,7 @@ import {useEffect, useMemo, useState} from 'preact/hooks'
 import {api, ApiError, messageOf, type StatusAnswer, whenUnauthorized} from './api.js'
 import {Live, type LiveState} from './live.js'
 import {AgentsPage} from './pages/agents.js'
+import {AuditPage} from './pages/audit.js'
 import {EventsPage} from './pages/events.js'
 import {FilesPage} from './pages/files.js'
 import {PinnedPage} from './pages/pinned.js'
@@ -24,6 +25,7 @@ const PAGES = [
   {id: 'agents', label: 'Agents'},
   {id: 'project', label: 'Active project'},
   {id: 'search', label: 'Search'},
+  {id: 'audit', label: 'Audit'},
 ] as const
 
 function currentRoute(): {page: string; rest: string} {
@@ -145,6 +147,7 @@ function Dashboard({token, onSignOut}: {token: string; onSignOut: () => void}) {
         {route.page === 'agents' ? <AgentsPage /> : null}
         {route.page === 'project' ? <ProjectPage /> : null}
         {route.page === 'search' ? <SearchPage /> : null}
+        {route.page === 'audit' ? <AuditPage /> : null}
       </main>
     </SessionContext.Provider>
   )

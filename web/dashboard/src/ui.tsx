@@ -29,6 +29,23 @@ export function useLive(handler: (message: LiveMessage) => void): void {
   useEffect(() => live.subscribe((message) => latest.current(message)), [live])
 }
 
+/** A labelled choice of one of `options`, or any (the empty value). */
+export function AnyOf(props: {id: string; label: string; options: readonly string[]; value: string; onChange: (value: string) => void}) {
+  return (
+    <div>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {props.options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </div>
+  )
+}
+
 export type Tone = 'error' | 'info' | 'success'
 
 /** A message the person must notice: errors are alerts (read at once by a screen reader), the rest polite. */

@@ -6,7 +6,7 @@
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
 import {AGENT_IDS, api, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId} from '../api.js'
-import {ConfirmDialog, EventCard, Notice, type Tone, useLive, useSession} from '../ui.js'
+import {AnyOf, ConfirmDialog, EventCard, Notice, type Tone, useLive, useSession} from '../ui.js'
 
 interface Filters {
   scope: string
@@ -19,23 +19,6 @@ interface Filters {
 type Pending = {action: 'forget'; event: StoredEvent} | {action: 'supersede'; event: StoredEvent; content: string}
 
 const LIST_LIMIT = 100
-
-/** A labelled choice of one of `options`, or any (the empty value). */
-function AnyOf(props: {id: string; label: string; options: readonly string[]; value: string; onChange: (value: string) => void}) {
-  return (
-    <div>
-      <label for={props.id}>{props.label}</label>
-      <select id={props.id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
-        <option value="">any</option>
-        {props.options.map((option) => (
-          <option key={option} value={option}>
-            {option}
-          </option>
-        ))}
-      </select>
-    </div>
-  )
-}
 
 export function EventsPage() {
   const {agentId} = useSession()
