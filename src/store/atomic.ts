@@ -3,7 +3,8 @@
  * never a torn mix: temp file in the same directory, write, fsync, close, rename over the target, fsync the
  * directory (POSIX needs the directory fsync for the rename itself to be durable).
  */
-import {link, lstat, mkdir, open, readFile, rename, rm, stat} from 'node:fs/promises'
+import {statSync} from 'node:fs'
+import {link, lstat, mkdir, open, readFile, rename, rm} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 import createDebug from 'debug'
@@ -67,19 +68,16 @@ export interface WriteAtomicOptions {
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): Promise<void> {
   const dir = dirname(path)
-  await mkdir(dir, {recursive: true})
   let mode = options.mode
   if (mode === undefined) {
-    try {
-      mode = (await stat(path)).mode & 0o7777
-    } catch (error) {
-      if (errorCode(error) !== 'ENOENT') throw error
-    }
+    // Synchronous, and no thrown ENOENT for a new file: a pull of 10,000 files paid a promise and an error for each.
+    const info = statSync(path, {throwIfNoEntry: false})
+    if (info !== undefined) mode = info.mode & 0o7777
   }
   const temp = tempPathFor(path)
   let handle
   try {
-    handle = await open(temp, 'wx', mode ?? 0o666)
+    handle = await openCreatingFolders(temp, dir, mode ?? 0o666)
     if (mode !== undefined) await handle.chmod(mode) // open's mode is filtered by the umask; keep an existing file's exactly
     await handle.writeFile(data)
     if (options.durable !== false) await handle.sync()
@@ -95,6 +93,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   if (options.durable === false) return
   if (options.syncDirLater) options.syncDirLater.add(dir)
   else await fsyncDir(dir)
+}
+
+/** Opens a new temp file; its folders are made only when missing (most writes go to a folder that exists: one call less). */
+async function openCreatingFolders(temp: string, dir: string, mode: number) {
+  try {
+    return await open(temp, 'wx', mode)
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error
+    await mkdir(dir, {recursive: true})
+    return open(temp, 'wx', mode)
+  }
 }
 
 /** fsyncs each directory once (see `syncDirLater`). */

@@ -12,7 +12,7 @@ import {BadInputError} from '../errors.js'
 import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {hashBytes} from './hash.js'
-import {realTreeRoot, resolveInside} from './inside.js'
+import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
 import {isBackupName, isTempName, TEMP_NAME} from './paths.js'
 import {pidAlive} from './pid.js'
 import {memoryDir, nexusDir} from './root.js'
@@ -250,6 +250,7 @@ export async function pruneEmptyDirs(dir: string, stop: string): Promise<void> {
     } catch {
       return // not empty, or gone: stop
     }
+    forgetGuardedFolders()
     current = dirname(current)
   }
 }

@@ -21,6 +21,7 @@ import {
   saveBackup,
   scanMemory,
   sweepTempFiles,
+  withPathGuardCache,
   writeBase,
   writeMemoryFile,
   writeStatCache,
@@ -86,6 +87,11 @@ export interface SyncResult {
 
 /** One whole `jarvis sync`: flush the outbox, then status → plan → pull/merge → push, retried on 409. */
 export async function runSync(options: SyncOptions): Promise<SyncResult> {
+  // The path guard asks of each file's folders once per sync, not once per file and per base.
+  return withPathGuardCache(() => runSyncGuarded(options))
+}
+
+async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
   const {root, client} = options
   const result: SyncResult = {
     server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
