@@ -3,8 +3,7 @@
  * never a torn mix: temp file in the same directory, write, fsync, close, rename over the target, fsync the
  * directory (POSIX needs the directory fsync for the rename itself to be durable).
  */
-import {statSync} from 'node:fs'
-import {link, lstat, mkdir, open, readFile, rename, rm} from 'node:fs/promises'
+import {link, lstat, mkdir, open, readFile, rename, rm, stat} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 import createDebug from 'debug'
@@ -70,9 +69,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   const dir = dirname(path)
   let mode = options.mode
   if (mode === undefined) {
-    // Synchronous, and no thrown ENOENT for a new file: a pull of 10,000 files paid a promise and an error for each.
-    const info = statSync(path, {throwIfNoEntry: false})
-    if (info !== undefined) mode = info.mode & 0o7777
+    try {
+      mode = (await stat(path)).mode & 0o7777
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') throw error
+    }
   }
   const temp = tempPathFor(path)
   let handle

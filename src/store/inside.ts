@@ -1,6 +1,5 @@
 /** The filesystem half of the path guard: symlinks must not lead out of the tree. */
-import {lstatSync} from 'node:fs'
-import {realpath} from 'node:fs/promises'
+import {lstat, realpath} from 'node:fs/promises'
 import {basename, isAbsolute, join, relative, sep} from 'node:path'
 
 import {PathRefusedError} from '../errors.js'
@@ -98,14 +97,13 @@ export async function resolveInside(treeRoot: string, rel: string): Promise<stri
     const last = i === segments.length - 1
     if (!last && cache?.folders.has(current)) continue
     let info
-    // Synchronous: microseconds on a warm disk cache, where a promise and a thrown ENOENT for each new file cost more.
+    // Not synchronous: while the thread pool creates files in a folder, a lookup there waits for the folder's lock.
     try {
-      info = lstatSync(current, {throwIfNoEntry: false})
+      info = await lstat(current)
     } catch (error) {
-      if (isCode(error, 'ENOTDIR')) break
+      if (isCode(error, 'ENOENT', 'ENOTDIR')) break
       throw error
     }
-    if (info === undefined) break
     if (!info.isSymbolicLink()) {
       if (!last && info.isDirectory()) cache?.folders.add(current)
       continue
