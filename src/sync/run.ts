@@ -201,7 +201,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
   const cache = await readStatCache(root)
   const backupsSeen: string[] = []
-  const local = await scanMemory(root, cache, {backups: backupsSeen})
+  // The texts the scan reads anyway, of the files changed since their base: kept, not read again below.
+  const scannedText = new Map<string, string>()
+  const wanted = (path: string, hash: string) => state.files[path]?.hash !== hash
+  const local = await scanMemory(root, cache, {backups: backupsSeen, texts: {into: scannedText, maxBytes: KEEP_TEXT_BYTES, wanted}})
   if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
@@ -211,7 +214,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   result.invalid = []
   for (const [path, hash] of localHashes) {
     if (state.files[path]?.hash === hash) continue
-    const text = await readMemoryFile(root, path)
+    const text = scannedText.get(path) ?? (await readMemoryFile(root, path))
     if (text === null) continue
     if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
     const problem = problemsOf(path, text)
