@@ -336,9 +336,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       }
     }
   }
+  // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
+  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
   // What we pulled is safe on disk; record it before the push can fail.
   if (plan.actions.length > 0) await writeSyncState(root, settled(state))
-  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
   // once, so a sync that is killed or refused later never sends it again.
