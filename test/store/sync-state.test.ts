@@ -73,6 +73,25 @@ describe('the sync state', () => {
     }
   })
 
+  it('an entry checked once is not edited in place afterwards, and one put in its place, or moved to another path, is checked again', async () => {
+    const {root} = await initTree(await tempDir(), {})
+    try {
+      await writeSyncState(root, {version: 1, files: {'a.md': {hash: HASH, syncedAt: new Date().toISOString()}}})
+      const state = await readSyncState(root)
+      // Frozen at its check: an edit in place would slip past the next write's check.
+      expect(() => {
+        state.files['a.md'].hash = 'not a hash'
+      }).toThrow(TypeError)
+      await writeSyncState(root, state)
+      state.files['a.md'] = {hash: 'not a hash', syncedAt: new Date().toISOString()}
+      await expect(writeSyncState(root, state)).rejects.toThrow(/files\.a\.md\.hash/)
+      const good = (await readSyncState(root)).files['a.md']
+      await expect(writeSyncState(root, {version: 1, files: {'../out.md': good}})).rejects.toBeInstanceOf(SchemaError)
+    } finally {
+      await removeAll([root])
+    }
+  })
+
   it('a hand-damaged entry among thousands is named by file and field, as before', async () => {
     const {root} = await initTree(await tempDir(), {})
     try {
