@@ -67,7 +67,6 @@ export interface WriteAtomicOptions {
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): Promise<void> {
   const dir = dirname(path)
-  await mkdir(dir, {recursive: true})
   let mode = options.mode
   if (mode === undefined) {
     try {
@@ -79,7 +78,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   const temp = tempPathFor(path)
   let handle
   try {
-    handle = await open(temp, 'wx', mode ?? 0o666)
+    handle = await openCreatingFolders(temp, dir, mode ?? 0o666)
     if (mode !== undefined) await handle.chmod(mode) // open's mode is filtered by the umask; keep an existing file's exactly
     await handle.writeFile(data)
     if (options.durable !== false) await handle.sync()
@@ -95,6 +94,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   if (options.durable === false) return
   if (options.syncDirLater) options.syncDirLater.add(dir)
   else await fsyncDir(dir)
+}
+
+/** Opens a new temp file; its folders are made only when missing (most writes go to a folder that exists: one call less). */
+async function openCreatingFolders(temp: string, dir: string, mode: number) {
+  try {
+    return await open(temp, 'wx', mode)
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error
+    await mkdir(dir, {recursive: true})
+    return open(temp, 'wx', mode)
+  }
 }
 
 /** fsyncs each directory once (see `syncDirLater`). */

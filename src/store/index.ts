@@ -20,7 +20,7 @@ export {
 } from './backup.js'
 export {hashBytes, hashText} from './hash.js'
 export {GITIGNORE_LINE, gitignoreWithNexus, type InitOptions, type InitResult, initTree} from './init.js'
-export {realTreeRoot, resolveInside} from './inside.js'
+export {realTreeRoot, resolveInside, withPathGuardCache} from './inside.js'
 export {
   isTreeLockHeld,
   LOCK_DIR,

@@ -43,11 +43,25 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
  * hand edit, another shape — goes through zod for the whole file, which names the problem.
  */
 function checkSyncState(value: unknown): SyncState {
-  if (isRecord(value) && isRecord(value.files) && Object.entries(value.files).every(([path, entry]) => isWrittenEntry(path, entry))) {
+  if (isRecord(value) && isRecord(value.files) && Object.entries(value.files).every(([path, entry]) => isCheckedEntry(path, entry))) {
     const {files, ...rest} = value
     return {...parseWith(syncStateSchema, {...rest, files: {}}, SYNC_STATE_FILE), files: files as SyncState['files']}
   }
   return parseWith(syncStateSchema, value, SYNC_STATE_FILE)
+}
+
+/**
+ * Entries this process has checked, by the path they were checked under, and frozen then: a sync replaces an entry,
+ * never edits one, so one checked at the read or at an earlier write is not checked again (a push of 10,000 files
+ * in 20 batches wrote, and checked, the whole state 40 times).
+ */
+const checkedEntries = new WeakMap<object, string>()
+
+function isCheckedEntry(path: string, entry: unknown): boolean {
+  if (isRecord(entry) && checkedEntries.get(entry) === path) return true
+  if (!isWrittenEntry(path, entry)) return false
+  checkedEntries.set(Object.freeze(entry as object), path)
+  return true
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -56,9 +70,24 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
-/** An ISO date-time as `Date.prototype.toISOString` prints it, and a real one (no 30 February). */
+const WRITTEN_DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+/**
+ * An ISO date-time as `Date.prototype.toISOString` prints it, and a real one (no 30 February). By its digits: the
+ * round trip through Date (the same answer, property-tested) was a third of a 10,000-file push's own work, every
+ * entry being checked at each of the state's writes.
+ */
 function isWrittenDateTime(value: unknown): boolean {
-  return typeof value === 'string' && value.length === 24 && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value
+  if (typeof value !== 'string' || value.length !== 24) return false
+  const found = WRITTEN_DATE_TIME.exec(value)
+  if (found === null) return false
+  const year = Number(found[1])
+  const month = Number(found[2])
+  const day = Number(found[3])
+  if (month < 1 || month > 12 || day < 1) return false
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])
 }
 
 /** True only for `{hash, rev?, updatedAt?, syncedAt}` exactly as jarvis writes them (see checkSyncState). */

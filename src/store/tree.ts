@@ -12,7 +12,7 @@ import {BadInputError} from '../errors.js'
 import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {hashBytes} from './hash.js'
-import {realTreeRoot, resolveInside} from './inside.js'
+import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
 import {isBackupName, isTempName, TEMP_NAME} from './paths.js'
 import {pidAlive} from './pid.js'
 import {memoryDir, nexusDir} from './root.js'
@@ -56,6 +56,11 @@ export interface ScanOptions {
   dirCache?: Hints<DirStat>
   /** Filled with the directories this scan saw: the next scan's `dirCache`. */
   dirs?: Map<string, DirStat>
+  /**
+   * Filled with the text of each file the scan reads to hash that `wanted` asks for and that has at most `maxBytes`:
+   * a sync needs the text of every file changed since its base, which it read a second time.
+   */
+  texts?: {into: Map<string, string>; maxBytes: number; wanted(rel: string, hash: string): boolean}
 }
 
 function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: number, ino: number): cached is MemoryFileStat {
@@ -212,7 +217,10 @@ export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>
       throw error
     }
     // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
-    found.push([rel, {hash: hashBytes(bytes), size: bytes.length, mtimeMs, ino, checkedAtMs}])
+    const hash = hashBytes(bytes)
+    found.push([rel, {hash, size: bytes.length, mtimeMs, ino, checkedAtMs}])
+    const texts = options.texts
+    if (texts && bytes.length <= texts.maxBytes && texts.wanted(rel, hash)) texts.into.set(rel, bytes.toString('utf8'))
   })
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   debug('scan: %d files, %d hashes reused from the stat cache', found.length, reused)
@@ -250,6 +258,7 @@ export async function pruneEmptyDirs(dir: string, stop: string): Promise<void> {
     } catch {
       return // not empty, or gone: stop
     }
+    forgetGuardedFolders()
     current = dirname(current)
   }
 }

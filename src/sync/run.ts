@@ -21,6 +21,7 @@ import {
   saveBackup,
   scanMemory,
   sweepTempFiles,
+  withPathGuardCache,
   writeBase,
   writeMemoryFile,
   writeStatCache,
@@ -86,6 +87,11 @@ export interface SyncResult {
 
 /** One whole `jarvis sync`: flush the outbox, then status → plan → pull/merge → push, retried on 409. */
 export async function runSync(options: SyncOptions): Promise<SyncResult> {
+  // The path guard asks of each file's folders once per sync, not once per file and per base.
+  return withPathGuardCache(() => runSyncGuarded(options))
+}
+
+async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
   const {root, client} = options
   const result: SyncResult = {
     server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
@@ -195,7 +201,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
   const cache = await readStatCache(root)
   const backupsSeen: string[] = []
-  const local = await scanMemory(root, cache, {backups: backupsSeen})
+  // The texts the scan reads anyway, of the files changed since their base: kept, not read again below.
+  const scannedText = new Map<string, string>()
+  const wanted = (path: string, hash: string) => state.files[path]?.hash !== hash
+  const local = await scanMemory(root, cache, {backups: backupsSeen, texts: {into: scannedText, maxBytes: KEEP_TEXT_BYTES, wanted}})
   if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
@@ -205,7 +214,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   result.invalid = []
   for (const [path, hash] of localHashes) {
     if (state.files[path]?.hash === hash) continue
-    const text = await readMemoryFile(root, path)
+    const text = scannedText.get(path) ?? (await readMemoryFile(root, path))
     if (text === null) continue
     if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
     const problem = problemsOf(path, text)
@@ -327,9 +336,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       }
     }
   }
+  // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
+  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
   // What we pulled is safe on disk; record it before the push can fail.
   if (plan.actions.length > 0) await writeSyncState(root, settled(state))
-  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state, changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
   // once, so a sync that is killed or refused later never sends it again.

@@ -1,10 +1,10 @@
-import {mkdir, symlink, writeFile} from 'node:fs/promises'
+import {mkdir, rm, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError} from '../../src/errors.js'
-import {checkRelativePath, isIgnoredMemoryPath, resolveInside} from '../../src/store/index.js'
+import {checkRelativePath, deleteMemoryFile, isIgnoredMemoryPath, resolveInside, withPathGuardCache, writeMemoryFile} from '../../src/store/index.js'
 import {tempDir, tempTree} from './helpers/temp.js'
 
 describe('checkRelativePath', () => {
@@ -85,6 +85,32 @@ describe('resolveInside', () => {
     await mkdir(join(root, '.memory', 'real'))
     await symlink(join(root, '.memory', 'real'), join(root, '.memory', 'alias'))
     expect(await resolveInside(join(root, '.memory'), 'alias/x.md')).toBe(join(root, '.memory', 'alias', 'x.md'))
+  })
+
+  it('during a sync (answers kept for the run), a file turned into a symlink leading out is still refused', async () => {
+    const root = await tempTree()
+    const outside = await tempDir()
+    const memory = join(root, '.memory')
+    await withPathGuardCache(async () => {
+      await writeMemoryFile(root, 'notes/a.md', 'one\n')
+      expect(await resolveInside(memory, 'notes/a.md')).toBe(join(memory, 'notes', 'a.md'))
+      await rm(join(memory, 'notes', 'a.md'))
+      await symlink(join(outside, 'x.md'), join(memory, 'notes', 'a.md'))
+      await expect(resolveInside(memory, 'notes/a.md')).rejects.toBeInstanceOf(PathRefusedError)
+      await expect(writeMemoryFile(root, 'notes/a.md', 'two\n')).rejects.toBeInstanceOf(PathRefusedError)
+    })
+  })
+
+  it('during a sync, a folder it removed and someone made again as a symlink leading out is refused', async () => {
+    const root = await tempTree()
+    const outside = await tempDir()
+    const memory = join(root, '.memory')
+    await withPathGuardCache(async () => {
+      await writeMemoryFile(root, 'gone/a.md', 'one\n')
+      expect(await deleteMemoryFile(root, 'gone/a.md')).toBe(true) // the empty folder goes too
+      await symlink(outside, join(memory, 'gone'))
+      await expect(writeMemoryFile(root, 'gone/b.md', 'two\n')).rejects.toThrow(/leaves the tree/)
+    })
   })
 
   it('checks the relative path first', async () => {

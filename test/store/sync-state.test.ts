@@ -45,6 +45,22 @@ describe('the sync state', () => {
     )
   })
 
+  it('reads a date-time by its digits exactly as a round trip through Date does: no 30 February, no 29 February of 2100', () => {
+    const two = (n: number) => String(n).padStart(2, '0')
+    const dateTime = fc
+      .tuple(fc.integer({min: 0, max: 9999}), fc.integer({min: 0, max: 13}), fc.integer({min: 0, max: 32}), fc.integer({min: 0, max: 25}), fc.integer({min: 0, max: 61}), fc.integer({min: 0, max: 61}), fc.integer({min: 0, max: 999}))
+      .map(([y, mo, d, h, mi, s, ms]) => `${String(y).padStart(4, '0')}-${two(mo)}-${two(d)}T${two(h)}:${two(mi)}:${two(s)}.${String(ms).padStart(3, '0')}Z`)
+    const roundTrip = (text: string) => !Number.isNaN(Date.parse(text)) && new Date(text).toISOString() === text
+    const edges = ['2024-02-29T00:00:00.000Z', '2100-02-29T00:00:00.000Z', '2000-02-29T23:59:59.999Z', '2026-04-31T00:00:00.000Z', '0000-01-01T00:00:00.000Z']
+    for (const text of edges) expect(isWrittenEntry('a.md', {hash: HASH, syncedAt: text}), text).toBe(roundTrip(text))
+    fc.assert(
+      fc.property(dateTime, (text) => {
+        expect(isWrittenEntry('a.md', {hash: HASH, syncedAt: text})).toBe(roundTrip(text))
+      }),
+      {numRuns: 20000},
+    )
+  })
+
   it('accepts what jarvis writes, and reads it back the same', async () => {
     const {root} = await initTree(await tempDir(), {})
     try {
@@ -52,6 +68,25 @@ describe('the sync state', () => {
       expect(Object.entries(state.files).every(([p, e]) => isWrittenEntry(p, e))).toBe(true)
       await writeSyncState(root, state)
       expect(await readSyncState(root)).toEqual(state)
+    } finally {
+      await removeAll([root])
+    }
+  })
+
+  it('an entry checked once is not edited in place afterwards, and one put in its place, or moved to another path, is checked again', async () => {
+    const {root} = await initTree(await tempDir(), {})
+    try {
+      await writeSyncState(root, {version: 1, files: {'a.md': {hash: HASH, syncedAt: new Date().toISOString()}}})
+      const state = await readSyncState(root)
+      // Frozen at its check: an edit in place would slip past the next write's check.
+      expect(() => {
+        state.files['a.md'].hash = 'not a hash'
+      }).toThrow(TypeError)
+      await writeSyncState(root, state)
+      state.files['a.md'] = {hash: 'not a hash', syncedAt: new Date().toISOString()}
+      await expect(writeSyncState(root, state)).rejects.toThrow(/files\.a\.md\.hash/)
+      const good = (await readSyncState(root)).files['a.md']
+      await expect(writeSyncState(root, {version: 1, files: {'../out.md': good}})).rejects.toBeInstanceOf(SchemaError)
     } finally {
       await removeAll([root])
     }

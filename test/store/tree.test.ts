@@ -46,6 +46,18 @@ describe('scanMemory', () => {
     expect(scanned.get('PROJECT_MEMORY.md')).toMatchObject({hash: hashText('# memory\n'), size: 9})
   })
 
+  it('gives back the text of each file it hashed that the caller wants, up to a size, as the file reads', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'changed.md', 'new text é\n')
+    await writeMemoryFile(root, 'same.md', 'as at the last sync\n')
+    await writeMemoryFile(root, 'large.md', 'x'.repeat(100))
+    const into = new Map<string, string>()
+    const scanned = await scanMemory(root, undefined, {texts: {into, maxBytes: 64, wanted: (rel, hash) => rel !== 'same.md' && hash === hashText(rel === 'changed.md' ? 'new text é\n' : 'x'.repeat(100))}})
+    expect(scanned.size).toBe(3)
+    expect([...into]).toEqual([['changed.md', 'new text é\n']])
+    expect(into.get('changed.md')).toBe(await readMemoryFile(root, 'changed.md'))
+  })
+
   it('gives the same hash after a touch that changes nothing', async () => {
     const root = await tempTree()
     await writeMemoryFile(root, 'a.md', 'same\n')

@@ -152,9 +152,30 @@ describe.each(BACKENDS)('on %s', (backend) => {
     })
   })
 
-  function runStraced(trace: string, cwd: string): Promise<{code: number | null; stderr: string}> {
+  describe('a sync that only pulls writes its sync state once', () => {
+    it('pulling 30 files: one rename onto .nexus/sync-state.json, and the state records every file', async () => {
+      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      for (let i = 0; i < 30; i++) await a.write(`pulled/note-${i}.md`, `# Note ${i}\n`)
+      await a.sync()
+      const trace = join(b.root, '..', `renames-${process.pid}.txt`)
+      dirs.push(trace)
+      const run = await runStraced(trace, b.root, ['-e', 'trace=rename,renameat,renameat2'])
+      expect(run.code, run.stderr).toBe(0)
+      const stateWrites = (await readFile(trace, 'utf8')).split('\n').filter((line) => /rename.*sync-state\.json"/.test(line))
+      expect(stateWrites).toHaveLength(1)
+      const state = JSON.parse(await readFile(join(b.root, '.nexus', 'sync-state.json'), 'utf8')) as {files: Record<string, unknown>; seq?: number}
+      expect(Object.keys(state.files).filter((path) => path.startsWith('pulled/'))).toHaveLength(30)
+      expect(state.seq).toBeGreaterThan(0)
+      expect((await b.sync()).pulled).toEqual([])
+    })
+  })
+
+  function runStraced(trace: string, cwd: string, filter = ['-c', '-e', 'trace=fsync,fdatasync']): Promise<{code: number | null; stderr: string}> {
     return new Promise((resolve, reject) => {
-      const child = spawn('strace', ['-f', '-qq', '-c', '-o', trace, '-e', 'trace=fsync,fdatasync', process.execPath, jarvisBin, 'sync', '--quiet'], {
+      const child = spawn('strace', ['-f', '-qq', '-o', trace, ...filter, process.execPath, jarvisBin, 'sync', '--quiet'], {
         cwd,
         env: {...process.env, JARVIS_TOKEN: TOKENS.gemini, NO_COLOR: '1'},
         stdio: ['ignore', 'ignore', 'pipe'],
