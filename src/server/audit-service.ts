@@ -30,7 +30,8 @@ export interface AuditAnswer {
 
 /** The detail of a refused write: which rules matched in which fields, never the text itself. */
 export function refusedDetail(what: string, findings: readonly SensitiveFinding[]): string {
-  return `${what} refused: it held ${describeFindings([...findings])}`
+  // Only the top-level field: a nested one is named by its key (`source.<key>`), which the writer chose and no scan read.
+  return `${what} refused: it held ${describeFindings(findings.map((f) => ({...f, field: f.field.split(/[.[]/)[0]})))}`
 }
 
 export class AuditService {

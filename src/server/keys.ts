@@ -38,7 +38,7 @@ export interface CreateKeyOptions extends StorageTarget {
 }
 
 /** A new key: its token (shown once, never stored) and what is stored of it. */
-export async function createKey(options: CreateKeyOptions): Promise<{token: string; key: ApiKey}> {
+export async function createKey(options: CreateKeyOptions): Promise<{token: string; key: ApiKey; warnings: string[]}> {
   const agent = agentIdSchema.safeParse(options.agent)
   if (!agent.success) throw new BadInputError(`--agent: ${JSON.stringify(options.agent)} ${agent.error.issues[0]?.message ?? 'is not an agent id'}`, {field: 'agent'})
   const workspace = checkWorkspaceName(options.workspace ?? DEFAULT_WORKSPACE, '--workspace')
@@ -49,8 +49,8 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
-  await auditKey(options, key, key.createdAt, `key ${key.id} created (role ${role}, ${expiresAt === null ? 'no expiry' : `expires ${expiresAt}`})`)
-  return {token, key}
+  const warnings = await auditKey(options, key, key.createdAt, `key ${key.id} created (role ${role}, ${expiresAt === null ? 'no expiry' : `expires ${expiresAt}`})`)
+  return {token, key, warnings}
 }
 
 /** Every key, or those of one workspace. */
@@ -60,19 +60,24 @@ export async function listKeys(options: StorageTarget & {workspace?: string}): P
   return workspace === undefined ? keys : keys.filter((key) => key.workspace === workspace)
 }
 
-export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<ApiKey> {
+export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<{key: ApiKey; warnings: string[]}> {
   const now = (options.now ?? new Date()).toISOString()
   const key = await withStorage(options, (storage) => storage.revokeKey(options.id, now))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   // Recorded once: revoking a key revoked before changes nothing.
-  if (key.revokedAt === now) await auditKey(options, key, now, `key ${key.id} revoked`)
-  return key
+  return {key, warnings: key.revokedAt === now ? await auditKey(options, key, now, `key ${key.id} revoked`) : []}
 }
 
 /**
  * Records a key's creation or revocation in the audit log of the key's own workspace (its storage made when new), so
  * that workspace's people see it and no other workspace does. The key itself lives with every key, in the default one.
+ * The key is made or revoked already: an entry that cannot be written is a warning, never a lost token.
  */
-async function auditKey(target: StorageTarget, key: ApiKey, at: string, detail: string): Promise<void> {
-  await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), key.workspace)
+async function auditKey(target: StorageTarget, key: ApiKey, at: string, detail: string): Promise<string[]> {
+  try {
+    await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), key.workspace)
+    return []
+  } catch (error) {
+    return [`${detail}, but the workspace ${key.workspace}'s audit log could not record it: ${(error as Error).message}`]
+  }
 }

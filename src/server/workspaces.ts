@@ -128,7 +128,10 @@ export class WorkspaceRegistry {
     this.closed = true
     const others = [...this.ready.values()].filter((workspace) => workspace.name !== DEFAULT_WORKSPACE)
     this.ready.clear()
-    await Promise.all(others.map((workspace) => workspace.storage.close()))
-    await this.options.root.close()
+    try {
+      await Promise.all(others.map((workspace) => workspace.storage.close()))
+    } finally {
+      await this.options.root.close()
+    }
   }
 }

@@ -17,6 +17,7 @@ import type {AuditEntry, CommitRequest} from '../../src/server/storage/types.js'
 import {BACKENDS, databaseFor, freshTarget, openFresh, useBackend} from '../helpers/backends.js'
 import {fakeGithubToken} from '../files/helpers.js'
 import {Cleanup, call, connectWs, harness} from './helpers.js'
+import {refusedDetail} from '../../src/server/audit-service.js'
 
 const cleanup = new Cleanup()
 afterEach(() => cleanup.run())
@@ -169,7 +170,7 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
     // A key revoked is recorded once.
     const {key} = await createKey({...storageTarget, agent: 'gemini', role: 'read'})
     await revokeKey({...storageTarget, id: key.id})
-    await expect(revokeKey({...storageTarget, id: key.id})).resolves.toMatchObject({id: key.id})
+    await expect(revokeKey({...storageTarget, id: key.id})).resolves.toMatchObject({key: {id: key.id}, warnings: []})
     const keys = await call(h.server.url, admin, 'GET', '/api/audit?kind=key&agent=gemini')
     expect(keys.body.entries.map((entry: AuditEntry) => entry.detail)).toEqual([`key ${key.id} revoked`, expect.stringContaining(`key ${key.id} created (role read`)])
 
@@ -185,5 +186,14 @@ describe.each(BACKENDS)('the audit log on %s', (backend) => {
     expect(masks.body.entries).toMatchObject([{agent: 'claude', kind: 'mask', event_ids: [leaked], count: 1}])
     expect(masks.body.entries[0].detail).toContain('github-token')
     expect(masks.text).not.toContain(secret)
+  })
+})
+
+describe('a refused write in the audit log', () => {
+  it('names the top-level field only: a nested key is the writer\'s text, which may itself be a secret', () => {
+    const token = fakeGithubToken()
+    const detail = refusedDetail('append', [{kind: 'email', rule: 'email', field: `source.${token}`, line: 1, column: 1}])
+    expect(detail).toContain('in source at line 1')
+    expect(detail).not.toContain(token)
   })
 })

@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {BadInputError} from '../../src/errors.js'
-import {createKey} from '../../src/server/keys.js'
+import {createKey, listKeys} from '../../src/server/keys.js'
 import {startServer} from '../../src/server/start.js'
 import {openStorage} from '../../src/server/storage/open.js'
 import type {ServerStorage} from '../../src/server/storage/types.js'
@@ -79,6 +79,15 @@ describe('WorkspaceRegistry', () => {
 })
 
 describe('a workspace whose storage cannot be opened', () => {
+  it('a key whose workspace storage cannot be made is still made and printed; the missing audit entry is a warning', async () => {
+    const dataDir = cleanup.dir(await tempDir())
+    await writeFile(join(dataDir, 'workspaces'), 'in the way\n')
+    const created = await createKey({dataDir, workspace: 'team-a', agent: 'claude'})
+    expect(created.token).toMatch(/^jvk_/)
+    expect(created.warnings).toEqual([expect.stringMatching(new RegExp(`key ${created.key.id} created .*the workspace team-a's audit log could not record it`))])
+    expect((await listKeys({dataDir, workspace: 'team-a'})).map((key) => key.id)).toEqual([created.key.id])
+  })
+
   it('answers 503 naming the workspace, keeps serving the others, and opens it at a later request', async () => {
     const dataDir = cleanup.dir(await tempDir())
     const server = await startServer({host: '127.0.0.1', port: 0, dataDir, tokens: {'t-default-token-0001': 'claude'}, logLevel: 'silent'})

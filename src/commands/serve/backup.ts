@@ -8,7 +8,8 @@ import {backupData, type BackupResult} from '../../server/backup.js'
 export default class ServeBackup extends JarvisCommand<typeof ServeBackup> {
   static summary = "Copy the server's database, consistently, while it serves."
   static description = `One file per backup in --to (jarvis-<time>.sqlite), written under a temporary name and renamed once complete and on disk. With --keep N, the oldest backups beyond N are removed. Bring one back with jarvis serve restore.
-With --database (PostgreSQL), a backup is the database's dump, jarvis-<time>.jsonl, read in one transaction while the servers write; bring it back into an empty database with jarvis serve import.`
+With --database (PostgreSQL), a backup is the database's dump, jarvis-<time>.jsonl, read in one transaction while the servers write; bring it back into an empty database with jarvis serve import.
+A backup holds the default workspace (and every workspace's keys); keep each other workspace with jarvis serve export --workspace W.`
   static examples = ['<%= config.bin %> serve backup --to /backups/jarvis --keep 14', '<%= config.bin %> serve backup --data /srv/jarvis --to /backups/jarvis']
 
   static flags = {

@@ -1,4 +1,4 @@
-/** The audit log in PostgreSQL (schema migration 5): the same table and columns as SQLite's (sqlite-audit.ts). */
+/** The audit log in PostgreSQL (schema migration 6): the same table and columns as SQLite's (sqlite-audit.ts). */
 import type pg from 'pg'
 
 import {AUDIT_COLUMNS, type AuditRow, auditValues, auditWhere, toAuditEntry} from './audit-rows.js'

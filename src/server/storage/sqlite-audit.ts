@@ -1,4 +1,4 @@
-/** The audit log in SQLite (schema migration 5): one append-only table, read newest first by agent or kind. */
+/** The audit log in SQLite (schema migration 6): one append-only table, read newest first by agent or kind. */
 import type Database from 'better-sqlite3'
 
 import {AUDIT_COLUMNS, type AuditRow, auditValues, auditWhere, toAuditEntry} from './audit-rows.js'

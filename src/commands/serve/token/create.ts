@@ -7,7 +7,7 @@ import {type ApiKey, createKey, KEY_ROLES} from '../../../server/keys.js'
 
 export default class ServeTokenCreate extends JarvisCommand<typeof ServeTokenCreate> {
   static summary = 'Make an API key for one agent of one workspace: printed once, stored only as its hash.'
-  static description = `A key opens one workspace, an isolated memory (files, events, active project) of its own; one server hosts many. A new workspace is made at its first key's first request. Works on the server's data directory, or its PostgreSQL --database, whether the server runs or not; every server process refuses a revoked key at its next request. A read key can read but not push, append or switch the project (403); write can do everything an agent does; admin is write, for the people who run the server. Without --expires the key lasts until it is revoked. The tokens file (tokens.json) keeps working beside the keys, as the default workspace.`
+  static description = `A key opens one workspace, an isolated memory (files, events, active project) of its own; one server hosts many. A new workspace's storage is made with its first key, which its audit log records. Works on the server's data directory, or its PostgreSQL --database, whether the server runs or not; every server process refuses a revoked key at its next request. A read key can read but not push, append or switch the project (403); write can do everything an agent does; admin is write, for the people who run the server. Without --expires the key lasts until it is revoked. The tokens file (tokens.json) keeps working beside the keys, as the default workspace.`
   static examples = ['<%= config.bin %> serve token create --agent claude', '<%= config.bin %> serve token create --agent gemini --role read --expires 90d --data /srv/jarvis', '<%= config.bin %> serve token create --workspace team-a --agent claude']
 
   static flags = {
@@ -20,8 +20,9 @@ export default class ServeTokenCreate extends JarvisCommand<typeof ServeTokenCre
   }
 
   async run(): Promise<{id: string; token: string; key: ApiKey}> {
-    const created = await createKey({dataDir: this.flags.data, databaseUrl: this.flags.database, workspace: this.flags.workspace, agent: this.flags.agent, role: this.flags.role, expires: this.flags.expires})
+    const {warnings, ...created} = await createKey({dataDir: this.flags.data, databaseUrl: this.flags.database, workspace: this.flags.workspace, agent: this.flags.agent, role: this.flags.role, expires: this.flags.expires})
     this.log(renderKeyCreated(created))
+    for (const warning of warnings) this.warn(warning)
     return {id: created.key.id, ...created}
   }
 }

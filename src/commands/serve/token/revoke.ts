@@ -17,8 +17,9 @@ export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRev
   }
 
   async run(): Promise<ApiKey> {
-    const key = await revokeKey({dataDir: this.flags.data, databaseUrl: this.flags.database, id: this.args.id})
+    const {key, warnings} = await revokeKey({dataDir: this.flags.data, databaseUrl: this.flags.database, id: this.args.id})
     this.log(renderKeyRevoked(key))
+    for (const warning of warnings) this.warn(warning)
     return key
   }
 }
