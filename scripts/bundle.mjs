@@ -1,5 +1,5 @@
 /**
- * `npm run build`, after tsc: each command (and the fast door of bin/run.js) as one ES module with its own code,
+ * `npm run build`, after tsc: each command as one ES module with its own code,
  * zod and the small libraries bundled in, shared parts split into dist/chunks/. A process then loads a handful of
  * files instead of a few hundred, which is most of what start-up costs (docs/decisions/startup.md). Packages
  * that load native code, workers or their own files at run time, and oclif (which plugins share), stay in
@@ -7,7 +7,7 @@
  */
 import {readdirSync} from 'node:fs'
 import {join, sep} from 'node:path'
-import {fileURLToPath} from 'node:url'
+import {fileURLToPath, pathToFileURL} from 'node:url'
 
 import {build} from 'esbuild'
 
@@ -30,9 +30,12 @@ const zodEnglishOnly = {
 
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
+/** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
+const external = ['@oclif/core', '@modelcontextprotocol/sdk', '@fastify/*', 'better-sqlite3', 'chokidar', 'fastify', 'pg', 'pino', 'proper-lockfile', 'simple-git', 'undici']
+
 await build({
   absWorkingDir: root,
-  entryPoints: [...commands, 'src/cli/fast.ts', 'src/cli/command-not-found.ts'],
+  entryPoints: [...commands, 'src/cli/command-not-found.ts'],
   outdir: 'dist',
   outbase: 'src',
   chunkNames: 'chunks/[name]-[hash]',
@@ -43,23 +46,61 @@ await build({
   target: 'node20',
   // ES module builds first: jsonc-parser's CommonJS entry is a UMD wrapper whose require() calls a bundle cannot see.
   mainFields: ['module', 'main'],
-  external: [
-    '@oclif/core',
-    '@modelcontextprotocol/sdk',
-    '@fastify/*',
-    '@secretlint/*',
-    'better-sqlite3',
-    'chokidar',
-    'fastify',
-    'pg',
-    'pino',
-    'proper-lockfile',
-    'simple-git',
-    'undici',
-  ],
+  // secretlint too: it is ES modules only, and the commands load it when they write.
+  external: [...external, '@secretlint/*'],
   // A bundled CommonJS dependency may call require(): give ES modules one.
   banner: {js: "import {createRequire as __jarvisCreateRequire} from 'node:module'; const require = __jarvisCreateRequire(import.meta.url);"},
   plugins: [zodEnglishOnly],
+  logLevel: 'warning',
+})
+
+/**
+ * The fast door's calls (bin/run.js), each as one CommonJS script of its own, `dist/fast/<name>.cjs`, that
+ * src/cli/code-cache.ts compiles through V8's code cache (Node 20 has none for ES modules): one per entry of
+ * FAST_ACTIONS (src/cli/fast.ts, the action module of that name), and `hook`. One script per call keeps each small: V8
+ * creates every function a script declares, used or not. secretlint is bundled in: an ES module could only be loaded
+ * by `import()`, which code from a cache cannot call, and for the same reason every `import()` becomes `require()`.
+ * `import.meta.url` is the bundle's own URL, which is how the code finds the package's root.
+ */
+const {FAST_ACTIONS} = await import(pathToFileURL(join(root, 'dist', 'cli', 'fast.js')).href)
+const doorEntries = {
+  hook: `export {runHookDoor as run} from ${JSON.stringify(join(root, 'src', 'cli', 'hook-door.ts'))}`,
+  ...Object.fromEntries(
+    Object.keys(FAST_ACTIONS).map((name) => [
+      name,
+      [
+        `import * as action from ${JSON.stringify(join(root, 'src', 'cli', 'actions', `${name}.ts`))}`,
+        `import {runAction} from ${JSON.stringify(join(root, 'src', 'cli', 'fast-action.ts'))}`,
+        'export const run = (argv) => runAction(action, argv)',
+      ].join('\n'),
+    ]),
+  ),
+}
+const fastDoors = {
+  name: 'fast-doors',
+  setup(bundle) {
+    bundle.onResolve({filter: /^fast-door:/}, ({path}) => ({path: path.slice('fast-door:'.length), namespace: 'fast-door'}))
+    bundle.onLoad({filter: /.*/, namespace: 'fast-door'}, ({path}) => ({contents: doorEntries[path], loader: 'js', resolveDir: root}))
+  },
+}
+await build({
+  absWorkingDir: root,
+  entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
+  outdir: 'dist/fast',
+  outExtension: {'.js': '.cjs'},
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  supported: {'dynamic-import': false},
+  mainFields: ['module', 'main'],
+  external,
+  // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
+  charset: 'ascii',
+  // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
+  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
+  banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
+  plugins: [zodEnglishOnly, fastDoors],
   logLevel: 'warning',
 })
 

@@ -1,9 +1,11 @@
 /**
  * `jarvis hook` as a process: stdin in, the agent's answer out, always exit 0. Shared by the oclif command and
- * the fast door (cli/fast.ts) that skips oclif for this call, the one an agent makes on every prompt.
+ * the fast door (cli/fast.ts, `runHookDoor`) that skips oclif for this call, the one an agent makes on every prompt.
  */
 import {basename} from 'node:path'
+import {parseArgs} from 'node:util'
 
+import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from '../hook/budget.js'
 import {logHookFailure, readHookStdin, runHook, type RunHookResult} from '../hook/index.js'
 
 export interface HookArgs {
@@ -11,6 +13,26 @@ export interface HookArgs {
   agent: string
   maxTokens: number
   dir?: string
+}
+
+/** `jarvis hook <event> --agent …` read with `node:util` for its four flags; false for anything unusual (help, a bad value): oclif answers it. */
+export async function runHookDoor(argv: string[]): Promise<boolean> {
+  let parsed
+  try {
+    parsed = parseArgs({args: argv, allowPositionals: true, strict: true, options: {agent: {type: 'string'}, 'max-tokens': {type: 'string'}, dir: {type: 'string'}}})
+  } catch {
+    return false
+  }
+  const {positionals, values} = parsed
+  const maxTokens = values['max-tokens'] === undefined ? undefined : Number(values['max-tokens'])
+  if (positionals.length !== 1 || values.agent === undefined || (maxTokens !== undefined && !Number.isInteger(maxTokens))) return false
+  if (maxTokens !== undefined && maxTokens < MIN_MAX_TOKENS) return false
+  try {
+    await answerHook({event: positionals[0], agent: values.agent, maxTokens: maxTokens ?? DEFAULT_MAX_TOKENS, dir: values.dir ?? (process.env.JARVIS_DIR || undefined)})
+  } catch (error) {
+    await hookFailed(error instanceof Error ? error : new Error(String(error)))
+  }
+  return true
 }
 
 export async function answerHook(args: HookArgs): Promise<RunHookResult> {

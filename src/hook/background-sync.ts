@@ -93,6 +93,6 @@ function isMainScript(): boolean {
 // Run only as a script (never when imported).
 if (process.argv.length >= 5 && isMainScript()) {
   const [root, agent, marker] = process.argv.slice(2)
-  await runBackgroundSync(root, agent, marker)
-  process.exit(0)
+  // No top-level await: the fast door's code is bundled as one CommonJS script (scripts/bundle.mjs).
+  void runBackgroundSync(root, agent, marker).then(() => process.exit(0))
 }

@@ -33,9 +33,9 @@ function throughOclif(args: string[]): string {
 
 /** The oclif command class of each fast action, to hold the two flag definitions to each other. */
 const COMMANDS: Record<string, () => Promise<{default: typeof Command}>> = {
-  'memory snapshot': () => import('../../src/commands/memory/snapshot.js'),
-  'memory append': () => import('../../src/commands/memory/append.js'),
-  'memory ls': () => import('../../src/commands/memory/ls.js'),
+  'memory-snapshot': () => import('../../src/commands/memory/snapshot.js'),
+  'memory-append': () => import('../../src/commands/memory/append.js'),
+  'memory-ls': () => import('../../src/commands/memory/ls.js'),
   recall: () => import('../../src/commands/recall.js'),
   sync: () => import('../../src/commands/sync.js'),
 }

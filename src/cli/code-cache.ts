@@ -1,0 +1,92 @@
+/**
+ * Loads the fast door (src/cli/fast.ts), bundled by `npm run build` as CommonJS scripts (dist/fast/), through
+ * V8's code cache. Node 20 caches no compiled code for ES modules or `require()`: every process parses and compiles
+ * the code it runs again, about a fifth of a hot command's time. A `vm.Script` takes the code V8 compiled in an
+ * earlier run (`cachedData`) and skips that work. Each call of the door has its bundle, `dist/fast/<name>.cjs`, and
+ * its cache, written after the first run that the door answered, so that it holds the functions that call runs.
+ *
+ * A cache is never needed: one that is missing, unreadable, rejected by V8 (another Node) or unwritable only costs
+ * the compile. A cache is named after its bundle's size, time and inode, and its folder after Node's version: V8
+ * checks a cache against the source's length only. A new build or a new Node gets new files; the old ones are removed.
+ */
+import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import {homedir} from 'node:os'
+import {basename, dirname, join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {Script} from 'node:vm'
+
+import {fastDoorOf, printVersion} from './door.js'
+
+/** What each bundle exports: its door, given the arguments after the command words; false: run oclif. */
+type Door = (argv: string[]) => Promise<boolean>
+
+/** Where the caches live: beside oclif's own cache of jarvis (`~/.cache/jarvis`). */
+export function codeCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'jarvis', 'code-cache')
+}
+
+/** true when the fast door answered the call; false: run oclif (a call with no bundle of its own, or one it leaves). */
+export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boolean> {
+  // The one call that needs no bundle.
+  if (printVersion(argv, packageRoot)) return true
+  const door = fastDoorOf(argv)
+  if (door === undefined) return false
+  const bundle = fileURLToPath(new URL(`dist/fast/${door.name}.cjs`, packageRoot))
+  let source: string
+  try {
+    // esbuild writes ASCII only (scripts/bundle.mjs), so latin1 reads the same text as UTF-8, faster.
+    source = readFileSync(bundle, 'latin1')
+  } catch {
+    return false
+  }
+  // Each hook event runs code of its own (a session's start, every prompt): a cache each.
+  const event = door.name === 'hook' ? fastDoorOf(door.argv) : undefined
+  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, event ? `hook-${event.name}` : door.name)
+  const cachedData = cacheFile ? readOrNothing(cacheFile) : undefined
+  // The wrapper of a CommonJS module: the bundle calls require() for Node's modules and the few packages it leaves out.
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: bundle, cachedData})
+  const module = {exports: {} as {run: Door}}
+  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle))
+  const answered = await module.exports.run(door.argv)
+  if (answered && cacheFile && (cachedData === undefined || script.cachedDataRejected)) {
+    // At exit, so that the cache holds every function the call compiled; only after a call that succeeded.
+    process.once('exit', (code) => code === 0 && writeCache(cacheFile, script))
+  }
+  return answered
+}
+
+/** `<root>/node<version>-<arch>/<name>.<size>.<time>.<inode>.bin`: a new build of the bundle is a new file. */
+function cacheFileOf(bundle: string, name: string): string | undefined {
+  try {
+    const {size, mtimeMs, ino} = statSync(bundle)
+    return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, `${name}.${size}.${Math.trunc(mtimeMs)}.${ino}.bin`)
+  } catch {
+    return undefined
+  }
+}
+
+function readOrNothing(file: string): Buffer | undefined {
+  try {
+    return readFileSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+/** Written whole or not at all (a temp file renamed); the call's caches of other builds, and other Nodes', are removed. */
+function writeCache(file: string, script: Script): void {
+  try {
+    const folder = dirname(file)
+    mkdirSync(folder, {recursive: true})
+    const temp = `${file}.${process.pid}.tmp`
+    writeFileSync(temp, script.createCachedData())
+    renameSync(temp, file)
+    const name = basename(file).split('.')[0]
+    for (const other of readdirSync(folder)) if (other.split('.')[0] === name && join(folder, other) !== file) rmSync(join(folder, other), {force: true})
+    const root = dirname(folder)
+    for (const other of readdirSync(root)) if (join(root, other) !== folder) rmSync(join(root, other), {recursive: true, force: true})
+  } catch {
+    // No cache this time: the next call compiles again and tries again.
+  }
+}
