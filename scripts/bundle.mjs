@@ -63,12 +63,14 @@ await build({
  * `import.meta.url` is the bundle's own URL, which is how the code finds the package's root.
  */
 const {FAST_ACTIONS} = await import(pathToFileURL(join(root, 'dist', 'cli', 'fast.js')).href)
+const oneShotZod = `import ${JSON.stringify(join(root, 'src', 'cli', 'one-shot-zod.ts'))}`
 const doorEntries = {
-  hook: `export {runHookDoor as run} from ${JSON.stringify(join(root, 'src', 'cli', 'hook-door.ts'))}`,
+  hook: [oneShotZod, `export {runHookDoor as run} from ${JSON.stringify(join(root, 'src', 'cli', 'hook-door.ts'))}`].join('\n'),
   ...Object.fromEntries(
     Object.keys(FAST_ACTIONS).map((name) => [
       name,
       [
+        oneShotZod,
         `import * as action from ${JSON.stringify(join(root, 'src', 'cli', 'actions', `${name}.ts`))}`,
         `import {runAction} from ${JSON.stringify(join(root, 'src', 'cli', 'fast-action.ts'))}`,
         'export const run = (argv) => runAction(action, argv)',

@@ -9,6 +9,7 @@
  * the compile. A cache is named after its bundle's size, time and inode, and its folder after Node's version: V8
  * checks a cache against the source's length only. A new build or a new Node gets new files; the old ones are removed.
  */
+import {createHash} from 'node:crypto'
 import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {homedir} from 'node:os'
@@ -56,11 +57,15 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
   return answered
 }
 
-/** `<root>/node<version>-<arch>/<name>.<size>.<time>.<inode>.bin`: a new build of the bundle is a new file. */
+/**
+ * `<root>/node<version>-<arch>/<install>/<name>.<size>.<time>.<inode>.bin`, where `<install>` stands for the folder of
+ * the bundles (two copies of jarvis on one machine keep their own caches): a new build of the bundle is a new file.
+ */
 function cacheFileOf(bundle: string, name: string): string | undefined {
   try {
     const {size, mtimeMs, ino} = statSync(bundle)
-    return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, `${name}.${size}.${Math.trunc(mtimeMs)}.${ino}.bin`)
+    const install = createHash('sha256').update(dirname(bundle)).digest('hex').slice(0, 16)
+    return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, install, `${name}.${size}.${Math.trunc(mtimeMs)}.${ino}.bin`)
   } catch {
     return undefined
   }
@@ -74,7 +79,7 @@ function readOrNothing(file: string): Buffer | undefined {
   }
 }
 
-/** Written whole or not at all (a temp file renamed); the call's caches of other builds, and other Nodes', are removed. */
+/** Written whole or not at all (a temp file renamed); the call's caches of older builds, and other Nodes', are removed. */
 function writeCache(file: string, script: Script): void {
   try {
     const folder = dirname(file)
@@ -84,8 +89,9 @@ function writeCache(file: string, script: Script): void {
     renameSync(temp, file)
     const name = basename(file).split('.')[0]
     for (const other of readdirSync(folder)) if (other.split('.')[0] === name && join(folder, other) !== file) rmSync(join(folder, other), {force: true})
-    const root = dirname(folder)
-    for (const other of readdirSync(root)) if (join(root, other) !== folder) rmSync(join(root, other), {recursive: true, force: true})
+    const root = codeCacheRoot()
+    const node = dirname(folder)
+    for (const other of readdirSync(root)) if (join(root, other) !== node) rmSync(join(root, other), {recursive: true, force: true})
   } catch {
     // No cache this time: the next call compiles again and tries again.
   }

@@ -1,0 +1,104 @@
+/**
+ * The fast door's code cache (src/cli/code-cache.ts): the built bin/run.js writes one cache per call after a call
+ * that succeeded, uses it on the next, and answers the same with a cache that is missing, broken, stale or cannot be
+ * written. What a user would notice: the same output and exit code every time, and no cache piling up.
+ */
+import {mkdir, readdir, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
+
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {initTree} from '../../src/store/index.js'
+import {assertBuilt, runJarvisBuilt} from '../hook/helpers.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+describe('the fast door’s code cache', () => {
+  let work: string
+  let root: string
+
+  beforeAll(async () => {
+    assertBuilt()
+    work = await tempDir('jarvis-code-cache-')
+    root = (await initTree(join(work, 'tree'), {agent: 'claude'})).root
+    await writeFile(join(root, '.memory', 'notes.md'), '# Notes\n\nThe cache test.\n')
+  })
+
+  afterAll(() => removeAll([work]))
+
+  /** `memory ls` with its own cache folder; everything else as a user's shell has it, without a server. */
+  async function ls(cacheHome: string, extra: NodeJS.ProcessEnv = {}) {
+    const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1', ...extra}
+    const run = await runJarvisBuilt(['memory', 'ls'], {cwd: root, env})
+    return {code: run.code, stdout: run.stdout, stderr: run.stderr}
+  }
+
+  /** Every file under the cache folder, by its path below `<cacheHome>/jarvis/code-cache`. */
+  async function cacheFiles(cacheHome: string): Promise<string[]> {
+    const entries = await readdir(join(cacheHome, 'jarvis', 'code-cache'), {recursive: true, withFileTypes: true}).catch(() => [])
+    return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name).slice(join(cacheHome, 'jarvis', 'code-cache').length + 1)).sort()
+  }
+
+  it('writes one cache after the first call, uses it unchanged after, and the answer never changes', async () => {
+    const cacheHome = join(work, 'cache-first')
+    const first = await ls(cacheHome)
+    expect(first).toMatchObject({code: 0, stderr: ''})
+    expect(first.stdout).toContain('notes.md')
+    const files = await cacheFiles(cacheHome)
+    expect(files).toEqual([expect.stringMatching(new RegExp(`^node${process.versions.node}-${process.arch}/[0-9a-f]{16}/memory-ls\\.\\d+\\.\\d+\\.\\d+\\.bin$`))])
+    const written = await stat(join(cacheHome, 'jarvis', 'code-cache', files[0]))
+    expect(written.size).toBeGreaterThan(0)
+
+    expect(await ls(cacheHome)).toEqual(first)
+    // Taken, not written again.
+    expect((await stat(join(cacheHome, 'jarvis', 'code-cache', files[0]))).mtimeMs).toBe(written.mtimeMs)
+  })
+
+  it('a broken cache is replaced, and the call answers as if there were none', async () => {
+    const cacheHome = join(work, 'cache-broken')
+    const clean = await ls(cacheHome)
+    const [file] = await cacheFiles(cacheHome)
+    const path = join(cacheHome, 'jarvis', 'code-cache', file)
+    const garbage = Buffer.alloc((await stat(path)).size, 7)
+    await writeFile(path, garbage)
+    expect(await ls(cacheHome)).toEqual(clean)
+    expect((await readFile(path)).equals(garbage)).toBe(false)
+    await writeFile(path, 'short')
+    expect(await ls(cacheHome)).toEqual(clean)
+    expect((await stat(path)).size).toBeGreaterThan(5)
+  })
+
+  it('caches of an older build of the same call, and of another Node, are removed when a new one is written', async () => {
+    const cacheHome = join(work, 'cache-stale')
+    const cacheRoot = join(cacheHome, 'jarvis', 'code-cache')
+    await ls(cacheHome)
+    const [current] = await cacheFiles(cacheHome)
+    const folder = join(cacheRoot, dirname(current))
+    await writeFile(join(folder, 'memory-ls.1.2.3.bin'), 'from an older build')
+    await writeFile(join(folder, 'recall.1.2.3.bin'), 'another call’s, kept')
+    await mkdir(join(cacheRoot, 'node0.0.0-x64', 'install'), {recursive: true})
+    await writeFile(join(cacheRoot, 'node0.0.0-x64', 'install', 'memory-ls.1.2.3.bin'), 'from another Node')
+    // Gone, so that the next call writes it again.
+    await rm(join(cacheRoot, current))
+    expect((await ls(cacheHome)).code).toBe(0)
+    expect(await cacheFiles(cacheHome)).toEqual([current, join(dirname(current), 'recall.1.2.3.bin')].sort())
+  })
+
+  it('no cache for a call that failed, one the door leaves to oclif, or with JARVIS_CODE_CACHE=off; a cache that cannot be written changes nothing', async () => {
+    const cacheHome = join(work, 'cache-none')
+    const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}
+    const outside = await runJarvisBuilt(['memory', 'ls'], {cwd: work, env})
+    expect(outside.code).toBe(2)
+    const help = await runJarvisBuilt(['memory', 'ls', '--help'], {cwd: root, env})
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('USAGE')
+    const off = await ls(cacheHome, {JARVIS_CODE_CACHE: 'off'})
+    expect(off.code).toBe(0)
+    expect(await cacheFiles(cacheHome)).toEqual([])
+
+    // The cache's folder is a file: nothing can be written under it.
+    const blocked = join(work, 'cache-blocked')
+    await writeFile(blocked, 'not a folder')
+    expect(await ls(blocked)).toEqual(off)
+    expect(await ls(blocked)).toEqual(off)
+  })
+})
