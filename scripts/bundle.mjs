@@ -58,7 +58,7 @@ await build({
  * The fast door's calls (bin/run.js), each as one CommonJS script of its own, `dist/fast/<name>.cjs`, that
  * src/cli/code-cache.ts compiles through V8's code cache (Node 20 has none for ES modules): one per entry of
  * FAST_ACTIONS (src/cli/fast.ts, the action module of that name), and `hook`. One script per call keeps each small: V8
- * creates every function a script declares, used or not. secretlint is bundled in: an ES module could only be loaded
+ * creates every function a script declares, used or not. secretlint and proper-lockfile are bundled in: an ES module could only be loaded
  * by `import()`, which code from a cache cannot call, and for the same reason every `import()` becomes `require()`.
  * `import.meta.url` is the bundle's own URL, which is how the code finds the package's root.
  */
@@ -96,7 +96,8 @@ await build({
   target: 'node20',
   supported: {'dynamic-import': false},
   mainFields: ['module', 'main'],
-  external,
+  // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
+  external: external.filter((name) => name !== 'proper-lockfile'),
   // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
   charset: 'ascii',
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.

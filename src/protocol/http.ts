@@ -4,22 +4,31 @@
  * process (a sync makes several requests) and never keep it from exiting: node unrefs an idle pooled socket.
  */
 import {Agent as HttpAgent, request as httpRequest, type IncomingMessage} from 'node:http'
-import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
+import type {Agent as HttpsAgent} from 'node:https'
 
 export interface HttpAnswer {
   status: number
   text: string
 }
 
-const agents = {http: new HttpAgent({keepAlive: true}), https: new HttpsAgent({keepAlive: true})}
+const agents: {http: HttpAgent; https?: HttpsAgent} = {http: new HttpAgent({keepAlive: true})}
+
+/** node:https (and TLS behind it, ~2 ms to load) only for a server that asks for it. */
+async function transport(secure: boolean): Promise<{request: typeof httpRequest; agent: HttpAgent}> {
+  if (!secure) return {request: httpRequest, agent: agents.http}
+  const https = await import('node:https')
+  agents.https ??= new https.Agent({keepAlive: true})
+  return {request: https.request, agent: agents.https}
+}
 
 /** An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. */
 export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number}): Promise<HttpAnswer> {
   const target = new URL(url)
   const secure = target.protocol === 'https:'
   const headers = options.body === undefined ? options.headers : {...options.headers, 'content-length': String(Buffer.byteLength(options.body))}
+  const {request: send, agent} = await transport(secure)
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const request = (secure ? httpsRequest : httpRequest)(target, {method: options.method, headers, agent: secure ? agents.https : agents.http}, (response: IncomingMessage) => {
+    const request = send(target, {method: options.method, headers, agent}, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('end', () => resolve({status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8')}))
