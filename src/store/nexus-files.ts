@@ -13,8 +13,8 @@ export async function readNexusFile(root: string, rel: string): Promise<string |
   return readTextIfExists(await resolveInside(nexusDir(root), rel))
 }
 
-/** Writes `.nexus/<rel>` atomically. */
-export async function writeNexusFile(root: string, rel: string, content: string | Uint8Array, options: {mode?: number} = {}): Promise<void> {
+/** Writes `.nexus/<rel>` atomically (and durably unless `durable: false`: see writeFileAtomic). */
+export async function writeNexusFile(root: string, rel: string, content: string | Uint8Array, options: {mode?: number; durable?: boolean} = {}): Promise<void> {
   await writeFileAtomic(await resolveInside(nexusDir(root), rel), content, options)
 }
 

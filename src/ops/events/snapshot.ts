@@ -2,10 +2,10 @@
 import createDebug from 'debug'
 import {z} from 'zod'
 
-import {JarvisError, LockedError, UnreachableError} from '../../errors.js'
+import {JarvisError, UnreachableError} from '../../errors.js'
 import {RULESET_STAMP} from '../../events/index.js'
 import {isoDateTimeSchema, parseJsonFile, type SnapshotResponse, snapshotResponseSchema} from '../../schemas/index.js'
-import {readNexusFile, withTreeLock, writeNexusFile} from '../../store/index.js'
+import {readNexusFile, writeNexusFile} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
 import {checkAgent, checkScopes, type IdentityOptions, openEvents, type Warn} from './common.js'
@@ -102,16 +102,13 @@ function unreadable(error: unknown, agentId: string, scopes: string[]): unknown 
   return new UnreachableError(message, {...error.data, agent_id: agentId, scopes}, error)
 }
 
+/**
+ * A cache, rebuilt by the next snapshot and checked when read: written atomically (old or new file, never a torn one)
+ * but neither under the tree lock nor fsynced, which would cost an agent's every start four fsyncs. Two snapshots at
+ * once leave the later one.
+ */
 async function cacheSnapshot(tree: TreeContext, entry: z.input<typeof snapshotCacheSchema>): Promise<void> {
-  try {
-    await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: 'jarvis memory snapshot'}, () =>
-      writeNexusFile(tree.root, SNAPSHOT_CACHE_FILE, JSON.stringify(entry, null, 2) + '\n'),
-    )
-  } catch (error) {
-    // The snapshot itself was read; a busy tree only means the cache stays one snapshot older.
-    if (!(error instanceof LockedError)) throw error
-    debug('snapshot cache not updated: %s', error.message)
-  }
+  await writeNexusFile(tree.root, SNAPSHOT_CACHE_FILE, JSON.stringify(entry, null, 2) + '\n', {durable: false})
 }
 
 async function readCachedSnapshot(tree: TreeContext | undefined, agentId: string | undefined, options: SnapshotOptions, now: Date): Promise<SnapshotResult> {
