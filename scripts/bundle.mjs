@@ -57,10 +57,10 @@ await build({
 /**
  * The fast door's calls (bin/run.js), each as one CommonJS script of its own, `dist/fast/<name>.cjs`, that
  * src/cli/code-cache.ts compiles through V8's code cache (Node 20 has none for ES modules): one per entry of
- * FAST_ACTIONS (src/cli/fast.ts, the action module of that name), and `hook`. One script per call keeps each small: V8
- * creates every function a script declares, used or not. secretlint and proper-lockfile are bundled in: an ES module could only be loaded
- * by `import()`, which code from a cache cannot call, and for the same reason every `import()` becomes `require()`.
- * `import.meta.url` is the bundle's own URL, which is how the code finds the package's root.
+ * FAST_ACTIONS (src/cli/fast.ts, the action module of that name), and `hook`. One script per call keeps each small:
+ * V8 makes every function a script declares, used or not. secretlint and proper-lockfile are bundled in: an ES
+ * module could only be loaded by `import()`, which code from a cache cannot call, and for the same reason every
+ * `import()` becomes `require()`. `import.meta.url` is the bundle's own URL, how the code finds the package's root.
  */
 const {FAST_ACTIONS} = await import(pathToFileURL(join(root, 'dist', 'cli', 'fast.js')).href)
 const oneShotZod = `import ${JSON.stringify(join(root, 'src', 'cli', 'one-shot-zod.ts'))}`
