@@ -126,7 +126,8 @@ async function snapshot(user: User): Promise<Snapshot> {
     const entries = await readdir(dir, {withFileTypes: true}).catch(() => [])
     for (const entry of entries) {
       const path = join(dir, entry.name)
-      if (entry.name === '.git' || path === join(user.root, '.nexus')) continue
+      // jarvis's own state and its code cache (src/cli/code-cache.ts, safe to delete at any time), not configuration.
+      if (entry.name === '.git' || path === join(user.root, '.nexus') || path === join(user.home, '.cache', 'jarvis')) continue
       const stat = await lstat(path).catch(() => undefined)
       if (!stat) continue
       if (stat.isDirectory()) await walk(path)
