@@ -5,7 +5,9 @@
  * that load native code, workers or their own files at run time, and oclif (which plugins share), stay in
  * node_modules. tsc's per-module output stays beside it for what is started by path (dist/hook/background-sync.js).
  */
-import {readdirSync} from 'node:fs'
+import {Buffer} from 'node:buffer'
+import {createHash} from 'node:crypto'
+import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
 import {join, sep} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
@@ -85,9 +87,10 @@ const fastDoors = {
     bundle.onLoad({filter: /.*/, namespace: 'fast-door'}, ({path}) => ({contents: doorEntries[path], loader: 'js', resolveDir: root}))
   },
 }
-await build({
+const doors = await build({
   absWorkingDir: root,
   entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
+  write: false,
   outdir: 'dist/fast',
   outExtension: {'.js': '.cjs'},
   bundle: true,
@@ -106,6 +109,12 @@ await build({
   plugins: [zodEnglishOnly, fastDoors],
   logLevel: 'warning',
 })
+// Each bundle's first line names its content, which is what its code cache is filed under (src/cli/code-cache.ts).
+mkdirSync(join(root, 'dist', 'fast'), {recursive: true})
+for (const {path, contents} of doors.outputFiles) {
+  const tag = createHash('sha256').update(contents).digest('hex').slice(0, 16)
+  writeFileSync(path, Buffer.concat([Buffer.from(`// jarvis-bundle ${tag}\n`), contents]))
+}
 
 // The web dashboard, served by `jarvis serve` at /.
 await buildDashboard()

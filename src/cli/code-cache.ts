@@ -6,11 +6,11 @@
  * its cache, written after the first run that the door answered, so that it holds the functions that call runs.
  *
  * A cache is never needed: one that is missing, unreadable, rejected by V8 (another Node) or unwritable only costs
- * the compile. A cache is named after its bundle's size, time and inode, and its folder after Node's version: V8
- * checks a cache against the source's length only. A new build or a new Node gets new files; the old ones are removed.
+ * the compile. A cache is named after its bundle's content, and its folder after Node's version: V8 checks a cache
+ * against the source's length only. A new build or a new Node gets new files; the old ones are removed.
  */
 import {createHash} from 'node:crypto'
-import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {homedir} from 'node:os'
 import {basename, dirname, join} from 'node:path'
@@ -43,7 +43,7 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
   }
   // Each hook event runs code of its own (a session's start, every prompt): a cache each.
   const event = door.name === 'hook' ? fastDoorOf(door.argv) : undefined
-  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, event ? `hook-${event.name}` : door.name)
+  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event.name}` : door.name)
   const cachedData = cacheFile ? readOrNothing(cacheFile) : undefined
   // The wrapper of a CommonJS module: the bundle calls require() for Node's modules and the few packages it leaves out.
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: bundle, cachedData})
@@ -58,17 +58,15 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
 }
 
 /**
- * `<root>/node<version>-<arch>/<install>/<name>.<size>.<time>.<inode>.bin`, where `<install>` stands for the folder of
- * the bundles (two copies of jarvis on one machine keep their own caches): a new build of the bundle is a new file.
+ * `<root>/node<version>-<arch>/<install>/<name>.<content>.bin`, where `<install>` stands for the folder of the bundles
+ * (two copies of jarvis on one machine keep their own caches) and `<content>` is the hash of the bundle written on
+ * its first line by the build (V8 checks a cache against the source's length only): a new build is a new file.
  */
-function cacheFileOf(bundle: string, name: string): string | undefined {
-  try {
-    const {size, mtimeMs, ino} = statSync(bundle)
-    const install = createHash('sha256').update(dirname(bundle)).digest('hex').slice(0, 16)
-    return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, install, `${name}.${size}.${Math.trunc(mtimeMs)}.${ino}.bin`)
-  } catch {
-    return undefined
-  }
+function cacheFileOf(bundle: string, source: string, name: string): string | undefined {
+  const content = /^\/\/ jarvis-bundle ([0-9a-f]{16})\n/.exec(source)?.[1]
+  if (content === undefined) return undefined
+  const install = createHash('sha256').update(dirname(bundle)).digest('hex').slice(0, 16)
+  return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, install, `${name}.${content}.bin`)
 }
 
 function readOrNothing(file: string): Buffer | undefined {
