@@ -8,6 +8,7 @@
 import {Buffer} from 'node:buffer'
 import {createHash} from 'node:crypto'
 import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import {join, sep} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
@@ -91,6 +92,7 @@ const doors = await build({
   absWorkingDir: root,
   entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
   write: false,
+  metafile: true,
   outdir: 'dist/fast',
   outExtension: {'.js': '.cjs'},
   bundle: true,
@@ -109,6 +111,17 @@ const doors = await build({
   plugins: [zodEnglishOnly, fastDoors],
   logLevel: 'warning',
 })
+// Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
+const requireFromDist = createRequire(join(root, 'dist', 'fast', 'index.cjs'))
+for (const [file, output] of Object.entries(doors.metafile.outputs)) {
+  for (const {path} of output.imports.filter((entry) => entry.external)) {
+    try {
+      requireFromDist(path)
+    } catch (error) {
+      throw new Error(`${file} leaves out ${path}, which require() cannot load (${error.code ?? error.message}): bundle it in (scripts/bundle.mjs)`)
+    }
+  }
+}
 // Each bundle's first line names its content, which is what its code cache is filed under (src/cli/code-cache.ts).
 mkdirSync(join(root, 'dist', 'fast'), {recursive: true})
 for (const {path, contents} of doors.outputFiles) {
