@@ -26,7 +26,7 @@ afterAll(async () => {
 
 /** dist/ is rebuilt now and then by `npm run build` (which starts with rm -rf dist): wait for it to be back. */
 async function builtCommand(): Promise<void> {
-  const needed = ['dist/cli/fast.js', 'dist/commands/serve.js', 'dist/commands/sync.js'].map((path) => join(repoRoot, path))
+  const needed = ['dist/cli/code-cache.js', 'dist/fast/sync.cjs', 'dist/commands/serve.js', 'dist/commands/sync.js'].map((path) => join(repoRoot, path))
   for (const end = Date.now() + 120_000; !needed.every((path) => existsSync(path)); ) {
     if (Date.now() > end) throw new Error('dist/ is missing: run npm run build')
     await new Promise((resolve) => setTimeout(resolve, 500))
