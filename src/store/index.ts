@@ -1,7 +1,7 @@
 /** store/: the only code that touches `.memory/` and `.nexus/` (docs/architecture.md, docs/store-format.md). */
 export {appendLineDurable, fsyncDir, fsyncDirs, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
-export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
+export {BASE_DIR, BASE_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
 export {
   attributeBackups,
@@ -58,6 +58,7 @@ export {
   deleteMemoryFile,
   type DirCache,
   type DirStat,
+  memoryFileAbsent,
   type MemoryFileStat,
   pruneEmptyDirs,
   RACY_WINDOW_MS,

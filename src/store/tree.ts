@@ -13,7 +13,7 @@ import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {hashBytes} from './hash.js'
 import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
-import {isBackupName, isTempName, TEMP_NAME} from './paths.js'
+import {checkRelativePath, isBackupName, isTempName, TEMP_NAME} from './paths.js'
 import {pidAlive} from './pid.js'
 import {memoryDir, nexusDir} from './root.js'
 
@@ -240,11 +240,24 @@ export async function readMemoryFile(root: string, rel: string): Promise<string 
 
 /**
  * Writes a memory file atomically (creating parent directories). The path is checked (PathRefusedError).
- * `syncDirLater`: see writeFileAtomic — the caller fsyncs the folders of many files at once.
+ * `syncDirLater`: see writeFileAtomic — the caller fsyncs the folders of many files at once. `absent`: the caller
+ * has just seen (`memoryFileAbsent`) that no file is there, so neither the guard nor the write looks again.
  */
-export async function writeMemoryFile(root: string, rel: string, content: string | Uint8Array, options: {syncDirLater?: Set<string>} = {}): Promise<void> {
-  const path = await resolveInside(memoryDir(root), rel)
-  await writeFileAtomic(path, content, {syncDirLater: options.syncDirLater})
+export async function writeMemoryFile(root: string, rel: string, content: string | Uint8Array, options: {syncDirLater?: Set<string>; absent?: boolean} = {}): Promise<void> {
+  const path = await resolveInside(memoryDir(root), rel, {lastSeenAbsent: options.absent})
+  await writeFileAtomic(path, content, {syncDirLater: options.syncDirLater, absent: options.absent})
+}
+
+/** True when nothing at all (no file, folder or link) is at `.memory/<rel>`: one lstat, nothing read. */
+export async function memoryFileAbsent(root: string, rel: string): Promise<boolean> {
+  try {
+    await lstat(join(memoryDir(root), checkRelativePath(rel)))
+    return false
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return true
+    throw error
+  }
 }
 
 /** Removes empty directories from `dir` upwards, stopping at (and never removing) `stop`. */

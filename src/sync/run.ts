@@ -6,15 +6,15 @@ import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  BaseStore,
   beginSyncRun,
-  deleteBase,
   deleteMemoryFile,
   endSyncRun,
   findBackups,
   forEachConcurrently,
   fsyncDirs,
   hashText,
-  readBase,
+  memoryFileAbsent,
   readMemoryFile,
   readStatCache,
   readSyncState,
@@ -22,7 +22,6 @@ import {
   scanMemory,
   sweepTempFiles,
   withPathGuardCache,
-  writeBase,
   writeMemoryFile,
   writeStatCache,
   writeSyncState,
@@ -93,6 +92,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
 
 async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
   const {root, client} = options
+  // Opened at its first use: a no-op sync never touches the base copies.
+  const bases = new BaseStore(root)
   const result: SyncResult = {
     server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
     invalid: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
@@ -103,15 +104,20 @@ async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
     // files only when the last sync did not finish; the marker goes when this one ends, however it ends.
     await sweepTempFiles(root, {everywhere: await beginSyncRun(root)})
     try {
-      return await syncRounds(options, result)
+      return await syncRounds(options, result, bases)
     } finally {
+      bases.close()
       await endSyncRun(root).catch(() => {})
     }
   }
-  return syncRounds(options, result)
+  try {
+    return await syncRounds(options, result, bases)
+  } finally {
+    bases.close()
+  }
 }
 
-async function syncRounds(options: SyncOptions, result: SyncResult): Promise<SyncResult> {
+async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseStore): Promise<SyncResult> {
   const {root, client, settings} = options
   const now = options.now ?? (() => new Date())
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
@@ -144,7 +150,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
     const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
     result.mode = mode
 
-    const round = await syncRound({root, client, state, status, mode, incremental: !fullListing, options, now, result})
+    const round = await syncRound({root, client, bases, state, status, mode, incremental: !fullListing, options, now, result})
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
@@ -156,7 +162,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
         const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])
         if (moved) {
           state.lastSyncAt = now().toISOString()
-          await writeSyncState(root, state)
+          await writeState(root, bases, state)
         }
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
       }
@@ -182,6 +188,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
 interface RoundInput {
   root: string
   client: MemoryClient
+  bases: BaseStore
   state: SyncState
   status: StatusResponse
   mode: SyncMode
@@ -195,7 +202,7 @@ interface RoundInput {
 type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
-  const {root, client, status, mode, options, now, result} = input
+  const {root, client, bases, status, mode, options, now, result} = input
   // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
   const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
   // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
@@ -254,13 +261,16 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       options.onProgress?.(++done, total)
       const remote = remoteText.get(path)
       if (!remote) return // vanished between status and pull: the next sync sees it
-      if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
-      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn})
-      await recordBase(root, state, path, remote.content, remote.entry, now)
+      const scanned = localHashes.get(path)
+      // A file the scan did not see is checked with one lstat: still absent, it is written without looking again.
+      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return
+      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn, absent: scanned === undefined})
+      recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
     // One fsync per folder of the batch, not per file; the sync state that records these pulls is written later.
     await fsyncDirs(renamedIn)
+    bases.flush()
   }
   result.pulled.sort()
   const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)
@@ -275,10 +285,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       case 'record': {
         if (action.remote === null || action.remote.deleted) {
           delete state.files[path]
-          await deleteBase(root, path)
+          await bases.remove(path)
         } else {
           const text = localText.get(path) ?? (await readMemoryFile(root, path))
-          if (text !== null) await recordBase(root, state, path, text, action.remote, now)
+          if (text !== null) recordBase(bases, state, path, text, action.remote, now)
         }
         break
       }
@@ -286,7 +296,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
         await deleteMemoryFile(root, path)
         delete state.files[path]
-        await deleteBase(root, path)
+        await bases.remove(path)
         result.deleted.push(path)
         break
       }
@@ -308,7 +318,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         const remote = remoteText.get(path)
         const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
         if (!remote || localContent === null) break
-        const baseText = await verifiedBase(root, state, path)
+        const baseText = await verifiedBase(bases, state, path)
         const strategy = strategyFor(path, options.settings.strategies)
         const modified = local.get(path)?.mtimeMs
         const merge = mergeByStrategy(path, baseText, localContent, remote.content, strategy, {local: modified === undefined ? undefined : new Date(modified).toISOString(), remote: remote.entry.updatedAt})
@@ -328,7 +338,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (merge.merged !== localContent) await writeMemoryFile(root, path, merge.merged)
         result.merged.push(path)
         if (merge.merged === remote.content) {
-          await recordBase(root, state, path, remote.content, remote.entry, now)
+          recordBase(bases, state, path, remote.content, remote.entry, now)
         } else {
           pushes.push({path, text: merge.merged, baseRev: remote.entry.rev ?? action.baseRev, merged: true})
         }
@@ -339,12 +349,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
   if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
   // What we pulled is safe on disk; record it before the push can fail.
-  if (plan.actions.length > 0) await writeSyncState(root, settled(state))
+  if (plan.actions.length > 0) await writeState(root, bases, settled(state))
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
   // once, so a sync that is killed or refused later never sends it again.
   for await (const batch of pushBatches(root, pushes, deletes)) {
-    const stale = await pushBatch({root, client, state, mode, now, result, pushBase}, batch.files, batch.deletes)
+    const stale = await pushBatch({root, client, bases, state, mode, now, result, pushBase}, batch.files, batch.deletes)
     if (stale) return {kind: 'stale', state: settled(state), stale}
   }
   return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
@@ -353,6 +363,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
 interface PushContext {
   root: string
   client: MemoryClient
+  bases: BaseStore
   state: SyncState
   mode: SyncMode
   now: () => Date
@@ -366,7 +377,7 @@ interface PushContext {
  * ours answers 413: the batch is then sent in halves, down to one file, which the server's message names.
  */
 async function pushBatch(context: PushContext, batch: Array<{item: PushItem; text: string}>, deletes: string[]): Promise<string[] | undefined> {
-  const {root, client, state, mode, now, result} = context
+  const {root, client, bases, state, mode, now, result} = context
   const files = Object.fromEntries(batch.map(({item, text}) => [item.path, text]))
   const base: Record<string, number | null> = {}
   for (const {item} of batch) base[item.path] = item.baseRev ?? null
@@ -381,7 +392,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
     }
     state.pending = pending
-    await writeSyncState(root, settled(state))
+    await writeState(root, bases, settled(state))
   }
   let answer
   try {
@@ -400,19 +411,19 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   const acknowledged = answer.files ?? {}
   let timestamps: StatusResponse | undefined
   if (mode === 'timestamp' && batch.some(({item}) => !acknowledged[item.path]?.updatedAt)) timestamps = await client.status()
-  await forEachConcurrently(batch, PULL_CONCURRENCY, async ({item, text}) => {
+  for (const {item, text} of batch) {
     const ack = acknowledged[item.path]
     const updatedAt = ack?.updatedAt ?? timestamps?.files[item.path]?.updatedAt
-    await recordBase(root, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
-  })
+    recordBase(bases, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
+  }
   for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
   for (const path of deletes) {
     delete state.files[path]
-    await deleteBase(root, path)
+    await bases.remove(path)
     result.deleted.push(path)
   }
   // Written at once: a sync killed or refused after this batch never sends it again.
-  await writeSyncState(root, settled(state))
+  await writeState(root, bases, settled(state))
   return undefined
 }
 
@@ -499,8 +510,15 @@ function settled(state: SyncState): SyncState {
   return state
 }
 
-async function recordBase(root: string, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): Promise<void> {
-  await writeBase(root, path, text)
+/** The sync state, after the base copies it names (file, then base, then state). */
+async function writeState(root: string, bases: BaseStore, state: SyncState): Promise<void> {
+  bases.flush()
+  await writeSyncState(root, state)
+}
+
+/** Kept by `bases` until the next writeState. */
+function recordBase(bases: BaseStore, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): void {
+  bases.put(path, text)
   // Deleted in place (the round owns its copy of the map): copying it per file made a large push quadratic.
   if (state.pending != null) delete pendingOf(state)[path]
   const entry: SyncState['files'][string] = {hash: hashText(text), syncedAt: now().toISOString()}
@@ -510,10 +528,10 @@ async function recordBase(root: string, state: SyncState, path: string, text: st
 }
 
 /** The base copy, trusted only when it still matches the hash the sync state recorded for it. */
-async function verifiedBase(root: string, state: SyncState, path: string): Promise<string | null> {
+async function verifiedBase(bases: BaseStore, state: SyncState, path: string): Promise<string | null> {
   const recorded = state.files[path]
   if (!recorded) return null
-  const text = await readBase(root, path)
+  const text = await bases.get(path)
   if (text === null || hashText(text) !== recorded.hash) {
     debug('base of %s missing or torn: merging two-way', path)
     return null
@@ -527,6 +545,12 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   const current = text === null ? undefined : hashText(text)
   if (current === scannedHash) return true
   debug('%s changed during the sync: left for the next one', path)
+  return false
+}
+
+async function stillAbsent(root: string, path: string): Promise<boolean> {
+  if (await memoryFileAbsent(root, path)) return true
+  debug('%s appeared during the sync: left for the next one', path)
   return false
 }
 

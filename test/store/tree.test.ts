@@ -5,6 +5,7 @@ import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError, SchemaError} from '../../src/errors.js'
 import {
+  BaseStore,
   deleteBase,
   deleteMemoryFile,
   type DirStat,
@@ -172,15 +173,50 @@ describe('memory files', () => {
 })
 
 describe('base copies', () => {
-  it('live in .nexus/base/<path>', async () => {
+  it('live in .nexus/base.sqlite, one transaction a flush', async () => {
     const root = await tempTree()
     expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
     await writeBase(root, 'jarvis/claude.json', '{"a":1}\n')
-    expect(await readFile(join(root, '.nexus', 'base', 'jarvis', 'claude.json'), 'utf8')).toBe('{"a":1}\n')
+    expect(await readdir(join(root, '.nexus'))).toContain('base.sqlite')
     expect(await readBase(root, 'jarvis/claude.json')).toBe('{"a":1}\n')
     expect(await deleteBase(root, 'jarvis/claude.json')).toBe(true)
-    expect(await readdir(join(root, '.nexus', 'base'))).toEqual([])
+    expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
+    expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
     await expect(writeBase(root, '../config.json', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+
+  it('kept until flushed, and dropped when closed unflushed (a sync writes them only after the server acknowledged)', async () => {
+    const root = await tempTree()
+    const bases = new BaseStore(root)
+    bases.put('a.md', 'one\n')
+    expect(await bases.get('a.md')).toBe('one\n')
+    bases.close()
+    expect(await readBase(root, 'a.md')).toBeNull()
+    const again = new BaseStore(root)
+    again.put('a.md', 'two\n')
+    again.flush()
+    again.close()
+    expect(await readBase(root, 'a.md')).toBe('two\n')
+  })
+
+  it('reads an older jarvis\'s .nexus/base/<path> when the database has no row, and removes it with the base', async () => {
+    const root = await tempTree()
+    await mkdir(join(root, '.nexus', 'base', 'notes'), {recursive: true})
+    await writeFile(join(root, '.nexus', 'base', 'notes', 'old.md'), 'old\n')
+    expect(await readBase(root, 'notes/old.md')).toBe('old\n')
+    await writeBase(root, 'notes/old.md', 'new\n')
+    expect(await readBase(root, 'notes/old.md')).toBe('new\n')
+    expect(await deleteBase(root, 'notes/old.md')).toBe(true)
+    expect(await readBase(root, 'notes/old.md')).toBeNull()
+    expect(await readdir(join(root, '.nexus', 'base'))).toEqual([])
+  })
+
+  it('an unusable database is made again, empty: the next merge is two-way, nothing fails', async () => {
+    const root = await tempTree()
+    await writeFile(join(root, '.nexus', 'base.sqlite'), 'not a database at all, and long enough to be read as a header. '.repeat(4))
+    expect(await readBase(root, 'a.md')).toBeNull()
+    await writeBase(root, 'a.md', 'a\n')
+    expect(await readBase(root, 'a.md')).toBe('a\n')
   })
 })
 
