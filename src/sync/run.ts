@@ -1,7 +1,6 @@
 import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
-import {mergeByStrategy, strategyFor} from '../merge/index.js'
 import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../protocol/client.js'
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
@@ -40,7 +39,7 @@ const PULL_CONCURRENCY = 16
  * holds one bounded batch at a time.
  */
 export const PUSH_BATCH_BYTES = 8 * 1024 * 1024
-export const PUSH_BATCH_FILES = 500
+export const PUSH_BATCH_FILES = 2000
 export const PULL_BATCH_FILES = 64
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
 const PULL_FIRST_BATCH_FILES = 8
@@ -247,17 +246,20 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
 
-  // Pulls go in batches, each written before the next is asked for; files side by side, mostly waiting on fsync.
+  // Pulls go in batches, files side by side, mostly waiting on fsync. The next batch is asked for while this one is
+  // written, so the server's work and ours overlap (two batches held at most). Small first: an answer of large files
+  // stays bounded before any size is known.
   const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
-  // Small first: an answer of large files stays bounded before any size is known.
-  let batchFiles = PULL_FIRST_BATCH_FILES
-  for (let start = 0; start < pulls.length; ) {
-    const batch = pulls.slice(start, start + batchFiles)
+  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+  for (let start = batch.length; asked !== undefined; ) {
+    const remoteText = await asked
+    const current = batch
+    batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
     start += batch.length
-    const remoteText = await pullTexts(client, batch)
-    batchFiles = nextPullBatchFiles(batch.length, remoteText)
+    asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
     const renamedIn = new Set<string>()
-    await forEachConcurrently(batch, PULL_CONCURRENCY, async (path) => {
+    await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
       options.onProgress?.(++done, total)
       const remote = remoteText.get(path)
       if (!remote) return // vanished between status and pull: the next sync sees it
@@ -315,6 +317,8 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         break
       }
       case 'merge': {
+        // The merge engine is loaded by the first sync that merges: most never do.
+        const {mergeByStrategy, strategyFor} = await import('../merge/index.js')
         const remote = remoteText.get(path)
         const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
         if (!remote || localContent === null) break
@@ -432,7 +436,12 @@ interface RemoteText {
   entry: RemoteEntry
 }
 
-/** The server's texts of `paths` (one request); a path it no longer has is left out. */
+/** A request whose answer is awaited later: a failure meanwhile is not an unhandled rejection (it is thrown at the await). */
+function prefetch<T>(answer: Promise<T>): Promise<T> {
+  answer.catch(() => {})
+  return answer
+}
+
 /** As many files as the last answer's sizes suggest fit in PULL_BATCH_BYTES: fewer after large files, at most twice as many after small ones. */
 function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): number {
   let bytes = 0
@@ -441,6 +450,7 @@ function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): num
   return Math.max(1, Math.min(PULL_BATCH_FILES, asked * 2, fit))
 }
 
+/** The server's texts of `paths` (one request); a path it no longer has is left out. */
 async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<string, RemoteText>> {
   const texts = new Map<string, RemoteText>()
   if (paths.length === 0) return texts
