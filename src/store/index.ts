@@ -38,7 +38,7 @@ export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} fro
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
-export {readStatCache, statCachePath, writeStatCache} from './stat-cache.js'
+export {type CleanMark, type FileStamp, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
   beginSyncRun,

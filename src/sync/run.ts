@@ -1,3 +1,5 @@
+import {lstat} from 'node:fs/promises'
+
 import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
@@ -5,6 +7,13 @@ import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  type CleanMark,
+  type DirCache,
+  type DirStat,
+  type FileStamp,
+  type MemoryFileStat,
+  type ScanHints,
+  syncStatePath,
   BaseStore,
   beginSyncRun,
   deleteMemoryFile,
@@ -15,7 +24,7 @@ import {
   hashText,
   memoryFileAbsent,
   readMemoryFile,
-  readStatCache,
+  readScanHints,
   readSyncState,
   saveBackup,
   scanMemory,
@@ -122,6 +131,12 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   if (!options.dryRun) result.outbox = await flushOutbox(root, client)
 
+  const quick = options.dryRun || !settings.incrementalSync ? undefined : await quickCheck(root, client)
+  if (quick?.kind === 'nothing') {
+    result.attempts = 1
+    await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode: result.mode, pushed: 0, pulled: 0, merged: 0, deleted: 0, conflicts: 0, backups: 0, attempts: 1})
+    return result
+  }
   let state = await readSyncState(root)
   const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
   let forgotRevisions = false
@@ -134,7 +149,9 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   let fullListing = !settings.incrementalSync || state.seq === undefined || state.server !== client.server
   for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
     result.attempts = attempt + 1
-    let status = await client.status(fullListing ? undefined : state.seq)
+    // The quick check's answer stands for this request when it asked the same question.
+    const asked = attempt === 0 && !fullListing && quick?.seq === state.seq ? quick : undefined
+    let status = asked?.status ?? (await client.status(fullListing ? undefined : state.seq))
     // A server whose identity changed or whose sequence went backwards was replaced or reset:
     // its revisions and its "since" mean nothing to us any more, only content hashes still do.
     const replaced = serverIdOf(status) !== undefined && state.serverId !== undefined && serverIdOf(status) !== state.serverId
@@ -149,7 +166,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
     result.mode = mode
 
-    const round = await syncRound({root, client, bases, state, status, mode, incremental: !fullListing, options, now, result})
+    const round = await syncRound({root, client, bases, scanned: asked?.scanned, state, status, mode, incremental: !fullListing, options, now, result})
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
@@ -163,6 +180,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
           state.lastSyncAt = now().toISOString()
           await writeState(root, bases, state)
         }
+        if (round.scan) await writeScan(root, round.scan, round.scan.clean && mode === 'revision' && state.seq !== undefined ? {server: client.server, serverId: serverIdOf(status), seq: state.seq} : undefined)
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
       }
       // A round retried after a 409 merges (or pushes) the same file again: the report names each file once.
@@ -184,10 +202,92 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   throw new JarvisError(`the server kept changing under this sync (${settings.maxRetries + 1} attempts); every local edit is still on disk, run \`jarvis sync\` again`, {code: 'RETRIES_EXHAUSTED', exit: 1, data: {server: client.server}})
 }
 
+/** What a scan of `.memory/` found, with the hints it started from. */
+interface Scanned {
+  hints: ScanHints
+  local: Map<string, MemoryFileStat>
+  dirs: Map<string, DirStat>
+  backups: string[]
+  /** The texts of the files `wanted` asked for (see scanMemory's `texts`). */
+  texts: Map<string, string>
+  /** Every file as the stat cache has it. */
+  sameEntries: boolean
+  /** Nothing in it differs from the hints: the stat cache need not be written. */
+  unchanged: boolean
+}
+
+/**
+ * The stat cache only saves hashing; a file whose size or mtime moved is always hashed again. Its folders save
+ * listing the ones whose entries did not change (each file is still stat-ed: an edit in place changes only it).
+ */
+async function scanTree(root: string, hints: ScanHints, wanted: (path: string, hash: string) => boolean): Promise<Scanned> {
+  const backups: string[] = []
+  const texts = new Map<string, string>()
+  const dirs = new Map<string, DirStat>()
+  const counts = {unchanged: 0}
+  const local = await scanMemory(root, hints.files, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
+  // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
+  const sameEntries = counts.unchanged === local.size && local.size === Object.keys(hints.files).length
+  return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+}
+
+type QuickCheck = {kind: 'nothing'} | {kind: 'asked'; seq: number; status: StatusResponse; scanned?: Scanned}
+
+/**
+ * A sync after one that left every file equal to its base (the stat cache's clean mark, for the sync state as it
+ * is now) asks the server what changed since then and scans the tree against the stat cache: neither found
+ * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the answer and the
+ * scan serve the round.
+ */
+async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck | undefined> {
+  const hints = await readScanHints(root)
+  const clean = hints.clean
+  if (clean === undefined || clean.server !== client.server || !sameStamp(await fileStamp(syncStatePath(root)), clean.state)) return undefined
+  const status = await client.status(clean.seq)
+  if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'asked', seq: clean.seq, status}
+  // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
+  const scanned = await scanTree(root, hints, (path, hash) => hints.files[path]?.hash !== hash)
+  // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
+  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameFiles(scanned.local, hints.files))) return {kind: 'asked', seq: clean.seq, status, scanned}
+  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean})
+  return {kind: 'nothing'}
+}
+
+/** The stat cache of a round with nothing to do, written after the sync state so that its clean mark names it. */
+async function writeScan(root: string, scan: {scanned: Scanned; clean: boolean}, mark: Omit<CleanMark, 'state'> | undefined): Promise<void> {
+  const stamp = mark === undefined ? undefined : await fileStamp(syncStatePath(root))
+  const clean: CleanMark | undefined = mark === undefined || stamp === undefined ? undefined : {...mark, state: stamp}
+  const old = scan.scanned.hints.clean
+  const sameMark = old === undefined ? clean === undefined : clean !== undefined && old.server === clean.server && old.serverId === clean.serverId && old.seq === clean.seq && sameStamp(old.state, clean.state)
+  if (scan.scanned.unchanged && sameMark) return
+  await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean})
+}
+
+async function fileStamp(path: string): Promise<FileStamp | undefined> {
+  try {
+    const info = await lstat(path)
+    return {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
+  } catch {
+    return undefined
+  }
+}
+
+const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
+
+/** Every local file has an entry of the same hash in `files` (the bases, or the stat cache), and every entry a file. */
+function sameFiles(local: Map<string, MemoryFileStat>, files: Record<string, {hash: string}>): boolean {
+  if (Object.keys(files).length !== local.size) return false
+  for (const [path, entry] of local) if (files[path]?.hash !== entry.hash) return false
+  return true
+}
+
 interface RoundInput {
   root: string
   client: MemoryClient
   bases: BaseStore
+  /** The scan the quick check made, if it made one. */
+  scanned?: Scanned
   state: SyncState
   status: StatusResponse
   mode: SyncMode
@@ -197,21 +297,20 @@ interface RoundInput {
   result: SyncResult
 }
 
-/** `changed`: the round recorded a base, so the sync state must be written. */
-type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
+/**
+ * `changed`: the round recorded a base, so the sync state must be written. `scan`: a round with nothing to do left
+ * the stat cache to its caller; `clean` when every file is its base (see CleanMark).
+ */
+type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean; scan?: {scanned: Scanned; clean: boolean}} | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, bases, status, mode, options, now, result} = input
   // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
   const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
-  // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
-  const cache = await readStatCache(root)
-  const backupsSeen: string[] = []
-  // The texts the scan reads anyway, of the files changed since their base: kept, not read again below.
-  const scannedText = new Map<string, string>()
-  const wanted = (path: string, hash: string) => state.files[path]?.hash !== hash
-  const local = await scanMemory(root, cache, {backups: backupsSeen, texts: {into: scannedText, maxBytes: KEEP_TEXT_BYTES, wanted}})
-  if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
+  // Scanned already when the quick check found something to do; else now, the bases' hashes deciding which
+  // texts to keep.
+  const scanned = input.scanned ?? (await scanTree(root, await readScanHints(root), (path, hash) => state.files[path]?.hash !== hash))
+  const {local, texts: scannedText, backups: backupsSeen} = scanned
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
@@ -239,6 +338,13 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     result.plan = summarisePlan(plan)
     return {kind: 'done', state: input.state, changed: false, backupsSeen: backupsSeen.length > 0}
   }
+  // Nothing to do: the caller writes the stat cache, after the sync state, with a clean mark when it may.
+  if (plan.actions.length === 0) {
+    const clean = result.invalid.length === 0 && backupsSeen.length === 0 && Object.keys(pendingOf(state)).length === 0 && sameFiles(local, state.files)
+    return {kind: 'done', state: settled(state), changed: false, backupsSeen: backupsSeen.length > 0, scan: {scanned, clean}}
+  }
+  // Written without a clean mark: this round changes the tree or its bases.
+  if (!scanned.unchanged || scanned.hints.clean) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen})
 
   const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
@@ -564,11 +670,11 @@ async function stillAbsent(root: string, path: string): Promise<boolean> {
   return false
 }
 
-function sameStats(cache: Awaited<ReturnType<typeof readStatCache>>, scan: Awaited<ReturnType<typeof scanMemory>>): boolean {
+function sameDirs(cache: DirCache, scan: Map<string, DirStat>): boolean {
   if (Object.keys(cache).length !== scan.size) return false
   for (const [path, entry] of scan) {
     const cached = cache[path]
-    if (!cached || cached.hash !== entry.hash || cached.size !== entry.size || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
+    if (!cached || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
   }
   return true
 }

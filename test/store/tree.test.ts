@@ -1,4 +1,4 @@
-import {mkdir, readdir, readFile, stat, symlink, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
@@ -15,6 +15,7 @@ import {
   readConfig,
   readMemoryFile,
   readNexusFile,
+  readScanHints,
   readStatCache,
   readSyncState,
   scanMemory,
@@ -129,6 +130,32 @@ describe('scanMemory', () => {
     await utimes(join(memory, 'notes'), new Date(), new Date())
     expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
     expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints, fullCheck: true})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
+  })
+
+  it('still reports the conflict backups of a folder it does not read again, from the hints that listed them', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await mkdir(join(memory, 'notes'))
+    await writeFile(join(memory, 'notes', 'a.md'), 'a')
+    await writeFile(join(memory, 'notes', 'a.local.bak'), 'mine')
+    const old = past(60_000)
+    for (const path of [join(memory, 'notes', 'a.md'), join(memory, 'notes', 'a.local.bak'), join(memory, 'notes'), memory]) await utimes(path, old, old)
+    const dirs = new Map<string, DirStat>()
+    const backups: string[] = []
+    const first = await scanMemory(root, undefined, {dirCache: {}, dirs, backups})
+    expect(backups).toEqual(['notes/a.local.bak'])
+    await writeStatCache(root, first, {dirs, backups})
+    const hints = await readScanHints(root)
+    expect(hints).toMatchObject({dirs: Object.fromEntries(dirs), backups: ['notes/a.local.bak']})
+
+    const again: string[] = []
+    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
+    expect(again).toEqual(['notes/a.local.bak'])
+    // Resolved: the backup goes, its folder changes, and the folder is read again.
+    await rm(join(memory, 'notes', 'a.local.bak'))
+    const after: string[] = []
+    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
+    expect(after).toEqual([])
   })
 
   it('round-trips the stat cache through .nexus/stat-cache.json; a broken cache reads as empty', async () => {
