@@ -60,7 +60,8 @@ export class BaseStore {
   async get(rel: string): Promise<string | null> {
     const clean = checkRelativePath(rel)
     if (this.pending.has(clean)) return this.pending.get(clean) ?? null
-    const row = this.open().get.get(clean)
+    // A tree that never synced has no database: reading makes none (a command that only looks writes nothing).
+    const row = this.hasDatabase() ? this.open().get.get(clean) : undefined
     if (row !== undefined) return row[0] as string
     if (!this.hasLegacy()) return null
     return readTextIfExists(await resolveInside(baseDir(this.root), clean))
@@ -89,6 +90,11 @@ export class BaseStore {
   /** Writes what `put` and `remove` kept, in one transaction. */
   flush(): void {
     if (this.pending.size === 0) return
+    // Removals only, and no database: nothing to remove from.
+    if (!this.hasDatabase() && [...this.pending.values()].every((text) => text === null)) {
+      this.pending.clear()
+      return
+    }
     const {put, remove} = this.open()
     const db = this.db!
     db.immediate(() => {
@@ -108,6 +114,10 @@ export class BaseStore {
     this.db?.close()
     this.db = undefined
     this.statements = undefined
+  }
+
+  private hasDatabase(): boolean {
+    return this.db !== undefined || existsSync(join(nexusDir(this.root), BASE_FILE))
   }
 
   private hasLegacy(): boolean {

@@ -203,6 +203,8 @@ describe('base copies', () => {
   it('live in .nexus/base.sqlite, one transaction a flush', async () => {
     const root = await tempTree()
     expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
+    expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
+    expect(await readdir(join(root, '.nexus'))).not.toContain('base.sqlite') // looking makes no database
     await writeBase(root, 'jarvis/claude.json', '{"a":1}\n')
     expect(await readdir(join(root, '.nexus'))).toContain('base.sqlite')
     expect(await readBase(root, 'jarvis/claude.json')).toBe('{"a":1}\n')
