@@ -1,13 +1,8 @@
 import {BadInputError} from '../errors.js'
-import {assertNoSensitive} from '../events/index.js'
-import {EventsClient} from '../protocol/events.js'
-import {runReplicas} from '../replica/ops.js'
 import type {ReplicaReport} from '../replica/run.js'
 import {runSync, type SyncResult} from '../sync/run.js'
 import {withTreeLock} from '../store/index.js'
 import {connect, openTree, type TreeContext} from './context.js'
-import {checkAgent} from './events/common.js'
-import {eventLogOver} from './replicate.js'
 
 export interface SyncOnceOptions {
   dir?: string
@@ -30,10 +25,20 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult
   const tree = await openTree(options.dir)
   assertSyncEnabled(tree)
   const {client, identity} = await connect(tree, options)
-  // The event replicas read and write the log through this sync's own connection, which the sync closes.
-  const openEventLog = async () => eventLogOver(EventsClient.over(client), checkAgent(identity.agentId, "to write a person's edits in a replica as"), {closes: false})
   // A replica that fails (its directory unreadable, a secret refused) is reported, never a reason to stop the sync.
-  const replicate = async () => (await runReplicas({dir: tree.root, dryRun: options.dryRun, force: options.force, screen: assertNoSensitive, openEventLog})).replicas
+  // Its code is loaded only for a tree that has replicas: most syncs never need it.
+  const replicate = async () => {
+    const [{assertNoSensitive}, {EventsClient}, {runReplicas}, {checkAgent}, {eventLogOver}] = await Promise.all([
+      import('../events/index.js'),
+      import('../protocol/events.js'),
+      import('../replica/ops.js'),
+      import('./events/common.js'),
+      import('./replicate.js'),
+    ])
+    // The event replicas read and write the log through this sync's own connection, which the sync closes.
+    const openEventLog = async () => eventLogOver(EventsClient.over(client), checkAgent(identity.agentId, "to write a person's edits in a replica as"), {closes: false})
+    return (await runReplicas({dir: tree.root, dryRun: options.dryRun, force: options.force, screen: assertNoSensitive, openEventLog})).replicas
+  }
   try {
     return await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout}, async () => {
       const configured = (tree.config.replicas ?? []).length > 0

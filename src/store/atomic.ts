@@ -59,6 +59,8 @@ export interface WriteAtomicOptions {
    * costs N file fsyncs and a few directory fsyncs, not 2N). The file's own data is still fsynced before the rename.
    */
   syncDirLater?: Set<string>
+  /** The caller has just seen that `path` does not exist: no `stat` for an existing file's mode. */
+  absent?: boolean
 }
 
 /**
@@ -68,7 +70,7 @@ export interface WriteAtomicOptions {
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): Promise<void> {
   const dir = dirname(path)
   let mode = options.mode
-  if (mode === undefined) {
+  if (mode === undefined && !options.absent) {
     try {
       mode = (await stat(path)).mode & 0o7777
     } catch (error) {

@@ -1,7 +1,7 @@
 /** store/: the only code that touches `.memory/` and `.nexus/` (docs/architecture.md, docs/store-format.md). */
 export {appendLineDurable, fsyncDir, fsyncDirs, linkNoClobber, readTextIfExists, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
-export {BASE_DIR, baseDir, deleteBase, readBase, writeBase} from './base.js'
+export {BASE_DIR, BASE_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
 export {
   attributeBackups,
@@ -38,7 +38,7 @@ export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} fro
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
-export {readStatCache, statCachePath, writeStatCache} from './stat-cache.js'
+export {type CleanMark, type FileStamp, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
   beginSyncRun,
@@ -58,6 +58,7 @@ export {
   deleteMemoryFile,
   type DirCache,
   type DirStat,
+  memoryFileAbsent,
   type MemoryFileStat,
   pruneEmptyDirs,
   RACY_WINDOW_MS,

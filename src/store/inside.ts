@@ -85,9 +85,11 @@ async function findRealTreeRoot(p: string): Promise<string> {
  * `checkRelativePath(rel)` and then, on disk: every existing component of `treeRoot/rel` that is a symlink must
  * resolve inside `treeRoot` (a dangling symlink is refused: writing through it could create a file anywhere).
  * The final file need not exist. Returns the absolute path under the real path of `treeRoot`
- * (`treeRoot` itself may be a symlink — a `.memory` kept elsewhere is fine).
+ * (`treeRoot` itself may be a symlink — a `.memory` kept elsewhere is fine). `lastSeenAbsent`: the caller has just
+ * seen that nothing is there (or never follows it: it replaces it by a rename, or opens it with O_NOFOLLOW), so
+ * the final component is not looked at again; the folders on the way still are.
  */
-export async function resolveInside(treeRoot: string, rel: string): Promise<string> {
+export async function resolveInside(treeRoot: string, rel: string, options: {lastSeenAbsent?: boolean} = {}): Promise<string> {
   const clean = checkRelativePath(rel)
   const root = await realTreeRoot(treeRoot)
   const segments = clean.split('/')
@@ -96,6 +98,7 @@ export async function resolveInside(treeRoot: string, rel: string): Promise<stri
     current = join(current, segments[i])
     const last = i === segments.length - 1
     if (!last && cache?.folders.has(current)) continue
+    if (last && options.lastSeenAbsent) break
     let info
     // Not synchronous: while the thread pool creates files in a folder, a lookup there waits for the folder's lock.
     try {

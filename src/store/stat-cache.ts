@@ -1,7 +1,8 @@
 /**
  * `.nexus/stat-cache.json`: the previous scan's `{size, mtimeMs, ino, checkedAtMs, hash}` per path, so the next
- * scan can skip re-hashing files that have not been touched. A hint only: a missing or unreadable cache is
- * treated as empty (every file is hashed), never as an error.
+ * scan can skip re-hashing files that have not been touched, and its folders' `{mtimeMs, checkedAtMs}` (`dirs`), so
+ * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
+ * empty (every folder is listed and every file hashed), never as an error.
  */
 import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -10,7 +11,7 @@ import createDebug from 'debug'
 
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
-import type {MemoryFileStat, StatCache} from './tree.js'
+import type {DirCache, DirStat, MemoryFileStat, StatCache} from './tree.js'
 
 const debug = createDebug('jarvis:store')
 
@@ -24,28 +25,90 @@ function isEntry(value: unknown): value is MemoryFileStat {
   return typeof v.hash === 'string' && typeof v.size === 'number' && typeof v.mtimeMs === 'number'
 }
 
+function isDirEntry(value: unknown): value is DirStat {
+  if (value === null || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  return typeof v.mtimeMs === 'number' && typeof v.checkedAtMs === 'number'
+}
+
+/**
+ * Written by a sync that found nothing to do, every file equal to its base: the sync state it left (`state`: the
+ * inode, size and mtime of `.nexus/sync-state.json`, which every write replaces by a rename) and the server's
+ * sequence then. While the state file is that one, the files of this cache are the bases' contents: a later sync
+ * whose server reports nothing since `seq` and whose scan hashes nothing has nothing to do either, without reading
+ * the sync state.
+ */
+export interface CleanMark {
+  state: FileStamp
+  server: string
+  serverId?: string
+  seq: number
+}
+
+export interface FileStamp {
+  ino: number
+  size: number
+  mtimeMs: number
+}
+
+/** What the last scan saw: its files and folders. */
+export interface ScanHints {
+  files: StatCache
+  dirs: DirCache
+  /** The conflict backups the scan met (relative paths). */
+  backups: string[]
+  clean?: CleanMark
+}
+
+function isCleanMark(value: unknown): value is CleanMark {
+  if (value === null || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  const state = v.state as Record<string, unknown> | null
+  return (
+    typeof v.server === 'string' && (v.serverId === undefined || typeof v.serverId === 'string') && Number.isSafeInteger(v.seq) &&
+    state !== null && typeof state === 'object' && typeof state.ino === 'number' && typeof state.size === 'number' && typeof state.mtimeMs === 'number'
+  )
+}
+
 export async function readStatCache(root: string): Promise<StatCache> {
+  return (await readScanHints(root)).files
+}
+
+export async function readScanHints(root: string): Promise<ScanHints> {
   let text: string
   try {
     text = await readFile(statCachePath(root), 'utf8')
   } catch {
-    return {}
+    return {files: {}, dirs: {}, backups: []}
   }
   try {
-    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown}
-    const cache: StatCache = {}
+    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown}
+    const hints: ScanHints = {files: {}, dirs: {}, backups: []}
     if (parsed && typeof parsed === 'object' && parsed.files && typeof parsed.files === 'object') {
-      for (const [path, entry] of Object.entries(parsed.files as Record<string, unknown>)) if (isEntry(entry)) cache[path] = entry
+      // Checked in place: building a second object of 10,000 keys cost more than the check.
+      const files = parsed.files as Record<string, unknown>
+      for (const path in files) if (!isEntry(files[path])) delete files[path]
+      hints.files = files as StatCache
+      // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
+      if (parsed.dirs && typeof parsed.dirs === 'object' && Array.isArray(parsed.backups) && parsed.backups.every((path) => typeof path === 'string')) {
+        for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
+        hints.backups = parsed.backups as string[]
+      }
+      if (isCleanMark(parsed.clean)) hints.clean = parsed.clean
     }
-    return cache
+    return hints
   } catch (error) {
     debug('stat cache unreadable, hashing every file: %s', (error as Error).message)
-    return {}
+    return {files: {}, dirs: {}, backups: []}
   }
 }
 
-export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache): Promise<void> {
+/** `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark. */
+export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark}): Promise<void> {
   const files = entries instanceof Map ? Object.fromEntries(entries) : entries
-  // A cache: after a power cut it may be old or empty, and then every file is simply hashed again.
-  await writeFileAtomic(statCachePath(root), JSON.stringify({version: 1, files}) + '\n', {durable: false})
+  const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
+  const body = folders === undefined ? {version: 1, files} : {version: 1, files, dirs, backups: folders.backups, ...(folders.clean ? {clean: folders.clean} : {})}
+  // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
+  // old clean mark only means a sync that reads its state).
+  await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
 }

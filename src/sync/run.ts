@@ -1,28 +1,35 @@
+import {lstat} from 'node:fs/promises'
+
 import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
-import {mergeByStrategy, strategyFor} from '../merge/index.js'
 import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../protocol/client.js'
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  type CleanMark,
+  type DirCache,
+  type DirStat,
+  type FileStamp,
+  type MemoryFileStat,
+  type ScanHints,
+  syncStatePath,
+  BaseStore,
   beginSyncRun,
-  deleteBase,
   deleteMemoryFile,
   endSyncRun,
   findBackups,
   forEachConcurrently,
   fsyncDirs,
   hashText,
-  readBase,
+  memoryFileAbsent,
   readMemoryFile,
-  readStatCache,
+  readScanHints,
   readSyncState,
   saveBackup,
   scanMemory,
   sweepTempFiles,
   withPathGuardCache,
-  writeBase,
   writeMemoryFile,
   writeStatCache,
   writeSyncState,
@@ -41,7 +48,7 @@ const PULL_CONCURRENCY = 16
  * holds one bounded batch at a time.
  */
 export const PUSH_BATCH_BYTES = 8 * 1024 * 1024
-export const PUSH_BATCH_FILES = 500
+export const PUSH_BATCH_FILES = 2000
 export const PULL_BATCH_FILES = 64
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
 const PULL_FIRST_BATCH_FILES = 8
@@ -93,6 +100,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
 
 async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
   const {root, client} = options
+  // Opened at its first use: a no-op sync never touches the base copies.
+  const bases = new BaseStore(root)
   const result: SyncResult = {
     server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
     invalid: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
@@ -103,20 +112,31 @@ async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
     // files only when the last sync did not finish; the marker goes when this one ends, however it ends.
     await sweepTempFiles(root, {everywhere: await beginSyncRun(root)})
     try {
-      return await syncRounds(options, result)
+      return await syncRounds(options, result, bases)
     } finally {
+      bases.close()
       await endSyncRun(root).catch(() => {})
     }
   }
-  return syncRounds(options, result)
+  try {
+    return await syncRounds(options, result, bases)
+  } finally {
+    bases.close()
+  }
 }
 
-async function syncRounds(options: SyncOptions, result: SyncResult): Promise<SyncResult> {
+async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseStore): Promise<SyncResult> {
   const {root, client, settings} = options
   const now = options.now ?? (() => new Date())
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   if (!options.dryRun) result.outbox = await flushOutbox(root, client)
 
+  const quick = options.dryRun || !settings.incrementalSync ? undefined : await quickCheck(root, client)
+  if (quick?.kind === 'nothing') {
+    result.attempts = 1
+    await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode: result.mode, pushed: 0, pulled: 0, merged: 0, deleted: 0, conflicts: 0, backups: 0, attempts: 1})
+    return result
+  }
   let state = await readSyncState(root)
   const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
   let forgotRevisions = false
@@ -129,7 +149,9 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
   let fullListing = !settings.incrementalSync || state.seq === undefined || state.server !== client.server
   for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
     result.attempts = attempt + 1
-    let status = await client.status(fullListing ? undefined : state.seq)
+    // The quick check's answer stands for this request when it asked the same question.
+    const asked = attempt === 0 && !fullListing && quick?.seq === state.seq ? quick : undefined
+    let status = asked?.status ?? (await client.status(fullListing ? undefined : state.seq))
     // A server whose identity changed or whose sequence went backwards was replaced or reset:
     // its revisions and its "since" mean nothing to us any more, only content hashes still do.
     const replaced = serverIdOf(status) !== undefined && state.serverId !== undefined && serverIdOf(status) !== state.serverId
@@ -144,7 +166,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
     const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
     result.mode = mode
 
-    const round = await syncRound({root, client, state, status, mode, incremental: !fullListing, options, now, result})
+    const round = await syncRound({root, client, bases, scanned: asked?.scanned, state, status, mode, incremental: !fullListing, options, now, result})
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
@@ -156,8 +178,9 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
         const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])
         if (moved) {
           state.lastSyncAt = now().toISOString()
-          await writeSyncState(root, state)
+          await writeState(root, bases, state)
         }
+        if (round.scan) await writeScan(root, round.scan, round.scan.clean && mode === 'revision' && state.seq !== undefined ? {server: client.server, serverId: serverIdOf(status), seq: state.seq} : undefined)
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
       }
       // A round retried after a 409 merges (or pushes) the same file again: the report names each file once.
@@ -179,9 +202,92 @@ async function syncRounds(options: SyncOptions, result: SyncResult): Promise<Syn
   throw new JarvisError(`the server kept changing under this sync (${settings.maxRetries + 1} attempts); every local edit is still on disk, run \`jarvis sync\` again`, {code: 'RETRIES_EXHAUSTED', exit: 1, data: {server: client.server}})
 }
 
+/** What a scan of `.memory/` found, with the hints it started from. */
+interface Scanned {
+  hints: ScanHints
+  local: Map<string, MemoryFileStat>
+  dirs: Map<string, DirStat>
+  backups: string[]
+  /** The texts of the files `wanted` asked for (see scanMemory's `texts`). */
+  texts: Map<string, string>
+  /** Every file as the stat cache has it. */
+  sameEntries: boolean
+  /** Nothing in it differs from the hints: the stat cache need not be written. */
+  unchanged: boolean
+}
+
+/**
+ * The stat cache only saves hashing; a file whose size or mtime moved is always hashed again. Its folders save
+ * listing the ones whose entries did not change (each file is still stat-ed: an edit in place changes only it).
+ */
+async function scanTree(root: string, hints: ScanHints, wanted: (path: string, hash: string) => boolean): Promise<Scanned> {
+  const backups: string[] = []
+  const texts = new Map<string, string>()
+  const dirs = new Map<string, DirStat>()
+  const counts = {unchanged: 0}
+  const local = await scanMemory(root, hints.files, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
+  // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
+  const sameEntries = counts.unchanged === local.size && local.size === Object.keys(hints.files).length
+  return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+}
+
+type QuickCheck = {kind: 'nothing'} | {kind: 'asked'; seq: number; status: StatusResponse; scanned?: Scanned}
+
+/**
+ * A sync after one that left every file equal to its base (the stat cache's clean mark, for the sync state as it
+ * is now) asks the server what changed since then and scans the tree against the stat cache: neither found
+ * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the answer and the
+ * scan serve the round.
+ */
+async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck | undefined> {
+  const hints = await readScanHints(root)
+  const clean = hints.clean
+  if (clean === undefined || clean.server !== client.server || !sameStamp(await fileStamp(syncStatePath(root)), clean.state)) return undefined
+  const status = await client.status(clean.seq)
+  if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'asked', seq: clean.seq, status}
+  // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
+  const scanned = await scanTree(root, hints, (path, hash) => hints.files[path]?.hash !== hash)
+  // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
+  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameFiles(scanned.local, hints.files))) return {kind: 'asked', seq: clean.seq, status, scanned}
+  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean})
+  return {kind: 'nothing'}
+}
+
+/** The stat cache of a round with nothing to do, written after the sync state so that its clean mark names it. */
+async function writeScan(root: string, scan: {scanned: Scanned; clean: boolean}, mark: Omit<CleanMark, 'state'> | undefined): Promise<void> {
+  const stamp = mark === undefined ? undefined : await fileStamp(syncStatePath(root))
+  const clean: CleanMark | undefined = mark === undefined || stamp === undefined ? undefined : {...mark, state: stamp}
+  const old = scan.scanned.hints.clean
+  const sameMark = old === undefined ? clean === undefined : clean !== undefined && old.server === clean.server && old.serverId === clean.serverId && old.seq === clean.seq && sameStamp(old.state, clean.state)
+  if (scan.scanned.unchanged && sameMark) return
+  await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean})
+}
+
+async function fileStamp(path: string): Promise<FileStamp | undefined> {
+  try {
+    const info = await lstat(path)
+    return {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
+  } catch {
+    return undefined
+  }
+}
+
+const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
+
+/** Every local file has an entry of the same hash in `files` (the bases, or the stat cache), and every entry a file. */
+function sameFiles(local: Map<string, MemoryFileStat>, files: Record<string, {hash: string}>): boolean {
+  if (Object.keys(files).length !== local.size) return false
+  for (const [path, entry] of local) if (files[path]?.hash !== entry.hash) return false
+  return true
+}
+
 interface RoundInput {
   root: string
   client: MemoryClient
+  bases: BaseStore
+  /** The scan the quick check made, if it made one. */
+  scanned?: Scanned
   state: SyncState
   status: StatusResponse
   mode: SyncMode
@@ -191,21 +297,20 @@ interface RoundInput {
   result: SyncResult
 }
 
-/** `changed`: the round recorded a base, so the sync state must be written. */
-type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean} | {kind: 'stale'; state: SyncState; stale: string[]}
+/**
+ * `changed`: the round recorded a base, so the sync state must be written. `scan`: a round with nothing to do left
+ * the stat cache to its caller; `clean` when every file is its base (see CleanMark).
+ */
+type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean; scan?: {scanned: Scanned; clean: boolean}} | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
-  const {root, client, status, mode, options, now, result} = input
+  const {root, client, bases, status, mode, options, now, result} = input
   // Entries are only ever replaced or removed, never edited in place: a shallow copy keeps the input intact.
   const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
-  // The stat cache only saves hashing; a file whose size or mtime moved is always hashed again.
-  const cache = await readStatCache(root)
-  const backupsSeen: string[] = []
-  // The texts the scan reads anyway, of the files changed since their base: kept, not read again below.
-  const scannedText = new Map<string, string>()
-  const wanted = (path: string, hash: string) => state.files[path]?.hash !== hash
-  const local = await scanMemory(root, cache, {backups: backupsSeen, texts: {into: scannedText, maxBytes: KEEP_TEXT_BYTES, wanted}})
-  if (!options.dryRun && !sameStats(cache, local)) await writeStatCache(root, local)
+  // Scanned already when the quick check found something to do; else now, the bases' hashes deciding which
+  // texts to keep.
+  const scanned = input.scanned ?? (await scanTree(root, await readScanHints(root), (path, hash) => state.files[path]?.hash !== hash))
+  const {local, texts: scannedText, backups: backupsSeen} = scanned
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
@@ -233,6 +338,13 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     result.plan = summarisePlan(plan)
     return {kind: 'done', state: input.state, changed: false, backupsSeen: backupsSeen.length > 0}
   }
+  // Nothing to do: the caller writes the stat cache, after the sync state, with a clean mark when it may.
+  if (plan.actions.length === 0) {
+    const clean = result.invalid.length === 0 && backupsSeen.length === 0 && Object.keys(pendingOf(state)).length === 0 && sameFiles(local, state.files)
+    return {kind: 'done', state: settled(state), changed: false, backupsSeen: backupsSeen.length > 0, scan: {scanned, clean}}
+  }
+  // Written without a clean mark: this round changes the tree or its bases.
+  if (!scanned.unchanged || scanned.hints.clean) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen})
 
   const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
@@ -240,27 +352,33 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
 
-  // Pulls go in batches, each written before the next is asked for; files side by side, mostly waiting on fsync.
+  // Pulls go in batches, files side by side, mostly waiting on fsync. The next batch is asked for while this one is
+  // written, so the server's work and ours overlap (two batches held at most). Small first: an answer of large files
+  // stays bounded before any size is known.
   const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
-  // Small first: an answer of large files stays bounded before any size is known.
-  let batchFiles = PULL_FIRST_BATCH_FILES
-  for (let start = 0; start < pulls.length; ) {
-    const batch = pulls.slice(start, start + batchFiles)
+  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+  for (let start = batch.length; asked !== undefined; ) {
+    const remoteText = await asked
+    const current = batch
+    batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
     start += batch.length
-    const remoteText = await pullTexts(client, batch)
-    batchFiles = nextPullBatchFiles(batch.length, remoteText)
+    asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
     const renamedIn = new Set<string>()
-    await forEachConcurrently(batch, PULL_CONCURRENCY, async (path) => {
+    await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
       options.onProgress?.(++done, total)
       const remote = remoteText.get(path)
       if (!remote) return // vanished between status and pull: the next sync sees it
-      if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) return
-      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn})
-      await recordBase(root, state, path, remote.content, remote.entry, now)
+      const scanned = localHashes.get(path)
+      // A file the scan did not see is checked with one lstat: still absent, it is written without looking again.
+      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return
+      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn, absent: scanned === undefined})
+      recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
     // One fsync per folder of the batch, not per file; the sync state that records these pulls is written later.
     await fsyncDirs(renamedIn)
+    bases.flush()
   }
   result.pulled.sort()
   const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)
@@ -275,10 +393,10 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       case 'record': {
         if (action.remote === null || action.remote.deleted) {
           delete state.files[path]
-          await deleteBase(root, path)
+          await bases.remove(path)
         } else {
           const text = localText.get(path) ?? (await readMemoryFile(root, path))
-          if (text !== null) await recordBase(root, state, path, text, action.remote, now)
+          if (text !== null) recordBase(bases, state, path, text, action.remote, now)
         }
         break
       }
@@ -286,7 +404,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
         await deleteMemoryFile(root, path)
         delete state.files[path]
-        await deleteBase(root, path)
+        await bases.remove(path)
         result.deleted.push(path)
         break
       }
@@ -305,10 +423,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         break
       }
       case 'merge': {
+        // The merge engine is loaded by the first sync that merges: most never do.
+        const {mergeByStrategy, strategyFor} = await import('../merge/index.js')
         const remote = remoteText.get(path)
         const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
         if (!remote || localContent === null) break
-        const baseText = await verifiedBase(root, state, path)
+        const baseText = await verifiedBase(bases, state, path)
         const strategy = strategyFor(path, options.settings.strategies)
         const modified = local.get(path)?.mtimeMs
         const merge = mergeByStrategy(path, baseText, localContent, remote.content, strategy, {local: modified === undefined ? undefined : new Date(modified).toISOString(), remote: remote.entry.updatedAt})
@@ -328,7 +448,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (merge.merged !== localContent) await writeMemoryFile(root, path, merge.merged)
         result.merged.push(path)
         if (merge.merged === remote.content) {
-          await recordBase(root, state, path, remote.content, remote.entry, now)
+          recordBase(bases, state, path, remote.content, remote.entry, now)
         } else {
           pushes.push({path, text: merge.merged, baseRev: remote.entry.rev ?? action.baseRev, merged: true})
         }
@@ -339,12 +459,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
   if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
   // What we pulled is safe on disk; record it before the push can fail.
-  if (plan.actions.length > 0) await writeSyncState(root, settled(state))
+  if (plan.actions.length > 0) await writeState(root, bases, settled(state))
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
   // once, so a sync that is killed or refused later never sends it again.
   for await (const batch of pushBatches(root, pushes, deletes)) {
-    const stale = await pushBatch({root, client, state, mode, now, result, pushBase}, batch.files, batch.deletes)
+    const stale = await pushBatch({root, client, bases, state, mode, now, result, pushBase}, batch.files, batch.deletes)
     if (stale) return {kind: 'stale', state: settled(state), stale}
   }
   return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
@@ -353,6 +473,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
 interface PushContext {
   root: string
   client: MemoryClient
+  bases: BaseStore
   state: SyncState
   mode: SyncMode
   now: () => Date
@@ -366,7 +487,7 @@ interface PushContext {
  * ours answers 413: the batch is then sent in halves, down to one file, which the server's message names.
  */
 async function pushBatch(context: PushContext, batch: Array<{item: PushItem; text: string}>, deletes: string[]): Promise<string[] | undefined> {
-  const {root, client, state, mode, now, result} = context
+  const {root, client, bases, state, mode, now, result} = context
   const files = Object.fromEntries(batch.map(({item, text}) => [item.path, text]))
   const base: Record<string, number | null> = {}
   for (const {item} of batch) base[item.path] = item.baseRev ?? null
@@ -381,7 +502,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
     }
     state.pending = pending
-    await writeSyncState(root, settled(state))
+    await writeState(root, bases, settled(state))
   }
   let answer
   try {
@@ -400,19 +521,19 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   const acknowledged = answer.files ?? {}
   let timestamps: StatusResponse | undefined
   if (mode === 'timestamp' && batch.some(({item}) => !acknowledged[item.path]?.updatedAt)) timestamps = await client.status()
-  await forEachConcurrently(batch, PULL_CONCURRENCY, async ({item, text}) => {
+  for (const {item, text} of batch) {
     const ack = acknowledged[item.path]
     const updatedAt = ack?.updatedAt ?? timestamps?.files[item.path]?.updatedAt
-    await recordBase(root, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
-  })
+    recordBase(bases, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
+  }
   for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
   for (const path of deletes) {
     delete state.files[path]
-    await deleteBase(root, path)
+    await bases.remove(path)
     result.deleted.push(path)
   }
   // Written at once: a sync killed or refused after this batch never sends it again.
-  await writeSyncState(root, settled(state))
+  await writeState(root, bases, settled(state))
   return undefined
 }
 
@@ -421,7 +542,12 @@ interface RemoteText {
   entry: RemoteEntry
 }
 
-/** The server's texts of `paths` (one request); a path it no longer has is left out. */
+/** A request whose answer is awaited later: a failure meanwhile is not an unhandled rejection (it is thrown at the await). */
+function prefetch<T>(answer: Promise<T>): Promise<T> {
+  answer.catch(() => {})
+  return answer
+}
+
 /** As many files as the last answer's sizes suggest fit in PULL_BATCH_BYTES: fewer after large files, at most twice as many after small ones. */
 function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): number {
   let bytes = 0
@@ -430,6 +556,7 @@ function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): num
   return Math.max(1, Math.min(PULL_BATCH_FILES, asked * 2, fit))
 }
 
+/** The server's texts of `paths` (one request); a path it no longer has is left out. */
 async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<string, RemoteText>> {
   const texts = new Map<string, RemoteText>()
   if (paths.length === 0) return texts
@@ -499,8 +626,15 @@ function settled(state: SyncState): SyncState {
   return state
 }
 
-async function recordBase(root: string, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): Promise<void> {
-  await writeBase(root, path, text)
+/** The sync state, after the base copies it names (file, then base, then state). */
+async function writeState(root: string, bases: BaseStore, state: SyncState): Promise<void> {
+  bases.flush()
+  await writeSyncState(root, state)
+}
+
+/** Kept by `bases` until the next writeState. */
+function recordBase(bases: BaseStore, state: SyncState, path: string, text: string, remote: RemoteEntry, now: () => Date): void {
+  bases.put(path, text)
   // Deleted in place (the round owns its copy of the map): copying it per file made a large push quadratic.
   if (state.pending != null) delete pendingOf(state)[path]
   const entry: SyncState['files'][string] = {hash: hashText(text), syncedAt: now().toISOString()}
@@ -510,10 +644,10 @@ async function recordBase(root: string, state: SyncState, path: string, text: st
 }
 
 /** The base copy, trusted only when it still matches the hash the sync state recorded for it. */
-async function verifiedBase(root: string, state: SyncState, path: string): Promise<string | null> {
+async function verifiedBase(bases: BaseStore, state: SyncState, path: string): Promise<string | null> {
   const recorded = state.files[path]
   if (!recorded) return null
-  const text = await readBase(root, path)
+  const text = await bases.get(path)
   if (text === null || hashText(text) !== recorded.hash) {
     debug('base of %s missing or torn: merging two-way', path)
     return null
@@ -530,11 +664,17 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   return false
 }
 
-function sameStats(cache: Awaited<ReturnType<typeof readStatCache>>, scan: Awaited<ReturnType<typeof scanMemory>>): boolean {
+async function stillAbsent(root: string, path: string): Promise<boolean> {
+  if (await memoryFileAbsent(root, path)) return true
+  debug('%s appeared during the sync: left for the next one', path)
+  return false
+}
+
+function sameDirs(cache: DirCache, scan: Map<string, DirStat>): boolean {
   if (Object.keys(cache).length !== scan.size) return false
   for (const [path, entry] of scan) {
     const cached = cache[path]
-    if (!cached || cached.hash !== entry.hash || cached.size !== entry.size || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
+    if (!cached || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
   }
   return true
 }

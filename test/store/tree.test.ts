@@ -1,10 +1,11 @@
-import {mkdir, readdir, readFile, stat, symlink, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError, SchemaError} from '../../src/errors.js'
 import {
+  BaseStore,
   deleteBase,
   deleteMemoryFile,
   type DirStat,
@@ -14,6 +15,7 @@ import {
   readConfig,
   readMemoryFile,
   readNexusFile,
+  readScanHints,
   readStatCache,
   readSyncState,
   scanMemory,
@@ -130,6 +132,32 @@ describe('scanMemory', () => {
     expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints, fullCheck: true})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
   })
 
+  it('still reports the conflict backups of a folder it does not read again, from the hints that listed them', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await mkdir(join(memory, 'notes'))
+    await writeFile(join(memory, 'notes', 'a.md'), 'a')
+    await writeFile(join(memory, 'notes', 'a.local.bak'), 'mine')
+    const old = past(60_000)
+    for (const path of [join(memory, 'notes', 'a.md'), join(memory, 'notes', 'a.local.bak'), join(memory, 'notes'), memory]) await utimes(path, old, old)
+    const dirs = new Map<string, DirStat>()
+    const backups: string[] = []
+    const first = await scanMemory(root, undefined, {dirCache: {}, dirs, backups})
+    expect(backups).toEqual(['notes/a.local.bak'])
+    await writeStatCache(root, first, {dirs, backups})
+    const hints = await readScanHints(root)
+    expect(hints).toMatchObject({dirs: Object.fromEntries(dirs), backups: ['notes/a.local.bak']})
+
+    const again: string[] = []
+    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
+    expect(again).toEqual(['notes/a.local.bak'])
+    // Resolved: the backup goes, its folder changes, and the folder is read again.
+    await rm(join(memory, 'notes', 'a.local.bak'))
+    const after: string[] = []
+    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
+    expect(after).toEqual([])
+  })
+
   it('round-trips the stat cache through .nexus/stat-cache.json; a broken cache reads as empty', async () => {
     const root = await tempTree()
     await writeMemoryFile(root, 'a.md', 'x')
@@ -172,15 +200,52 @@ describe('memory files', () => {
 })
 
 describe('base copies', () => {
-  it('live in .nexus/base/<path>', async () => {
+  it('live in .nexus/base.sqlite, one transaction a flush', async () => {
     const root = await tempTree()
     expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
+    expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
+    expect(await readdir(join(root, '.nexus'))).not.toContain('base.sqlite') // looking makes no database
     await writeBase(root, 'jarvis/claude.json', '{"a":1}\n')
-    expect(await readFile(join(root, '.nexus', 'base', 'jarvis', 'claude.json'), 'utf8')).toBe('{"a":1}\n')
+    expect(await readdir(join(root, '.nexus'))).toContain('base.sqlite')
     expect(await readBase(root, 'jarvis/claude.json')).toBe('{"a":1}\n')
     expect(await deleteBase(root, 'jarvis/claude.json')).toBe(true)
-    expect(await readdir(join(root, '.nexus', 'base'))).toEqual([])
+    expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
+    expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
     await expect(writeBase(root, '../config.json', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+
+  it('kept until flushed, and dropped when closed unflushed (a sync writes them only after the server acknowledged)', async () => {
+    const root = await tempTree()
+    const bases = new BaseStore(root)
+    bases.put('a.md', 'one\n')
+    expect(await bases.get('a.md')).toBe('one\n')
+    bases.close()
+    expect(await readBase(root, 'a.md')).toBeNull()
+    const again = new BaseStore(root)
+    again.put('a.md', 'two\n')
+    again.flush()
+    again.close()
+    expect(await readBase(root, 'a.md')).toBe('two\n')
+  })
+
+  it('reads an older jarvis\'s .nexus/base/<path> when the database has no row, and removes it with the base', async () => {
+    const root = await tempTree()
+    await mkdir(join(root, '.nexus', 'base', 'notes'), {recursive: true})
+    await writeFile(join(root, '.nexus', 'base', 'notes', 'old.md'), 'old\n')
+    expect(await readBase(root, 'notes/old.md')).toBe('old\n')
+    await writeBase(root, 'notes/old.md', 'new\n')
+    expect(await readBase(root, 'notes/old.md')).toBe('new\n')
+    expect(await deleteBase(root, 'notes/old.md')).toBe(true)
+    expect(await readBase(root, 'notes/old.md')).toBeNull()
+    expect(await readdir(join(root, '.nexus', 'base'))).toEqual([])
+  })
+
+  it('an unusable database is made again, empty: the next merge is two-way, nothing fails', async () => {
+    const root = await tempTree()
+    await writeFile(join(root, '.nexus', 'base.sqlite'), 'not a database at all, and long enough to be read as a header. '.repeat(4))
+    expect(await readBase(root, 'a.md')).toBeNull()
+    await writeBase(root, 'a.md', 'a\n')
+    expect(await readBase(root, 'a.md')).toBe('a\n')
   })
 })
 

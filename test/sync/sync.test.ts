@@ -224,7 +224,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
       const a = await client('claude')
       await a.write('keep.md', 'keep\n')
       await a.sync()
-      await removeAll([join(a.root, '.nexus', 'sync-state.json'), join(a.root, '.nexus', 'base')])
+      await removeAll([join(a.root, '.nexus', 'sync-state.json'), ...['', '-wal', '-shm'].map((suffix) => join(a.root, '.nexus', `base.sqlite${suffix}`))])
       await a.remove('keep.md')
       const result = await a.sync()
       expect(result.deleted).toEqual([])
@@ -289,7 +289,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
       // A sync killed mid-way leaves its marker behind: the next one sweeps everywhere, and clears the marker.
       await writeFile(join(a.root, SYNC_RUNNING_FILE), '1\n')
       await a.sync()
-      expect(await readdir(join(a.root, '.nexus', 'base', 'notes'))).toEqual(['a.md'])
+      expect(await readdir(join(a.root, '.nexus', 'base', 'notes'))).toEqual([])
       expect(await readdir(join(a.root, '.nexus'))).not.toContain('sync-running')
     })
 

@@ -86,8 +86,9 @@ describe.each(BACKENDS)('on %s', (backend) => {
       await a.write('.x.md.jarvis-tmp-1-1', 'partial')
       await a.write('ping.md', 'ping\n')
       await until('B to get ping.md', () => b.read('ping.md'))
+      // A reports its sync when it has finished, which can be after B has pulled what it pushed.
+      await until('A to report the sync of ping.md', () => (watchA.syncs.some((s) => s.info.reasons.some((r) => r.includes('ping.md'))) ? true : undefined))
       const reasons = watchA.syncs.flatMap((s) => s.info.reasons)
-      expect(reasons.some((r) => r.includes('ping.md'))).toBe(true)
       expect(reasons.filter((r) => r.includes('.local.bak') || r.includes('jarvis-tmp'))).toEqual([])
       expect(await b.read('PROJECT_MEMORY.local.bak')).toBeNull()
 
