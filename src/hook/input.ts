@@ -9,7 +9,7 @@ import type {Readable} from 'node:stream'
 
 import {z} from 'zod'
 
-import {findRoot} from '../store/index.js'
+import {findRoot} from '../store/root.js'
 
 const text = z.string().optional().catch(undefined)
 const nullableText = z.string().nullable().optional().catch(undefined)

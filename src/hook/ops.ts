@@ -91,7 +91,8 @@ function describe(error: unknown): string {
 }
 
 async function treeSettings(root: string) {
-  const {readConfig} = await import('../store/index.js')
+  // The config's own module, not the store's barrel (the tree lock, the sync's files): the prompt hook reads only this.
+  const {readConfig} = await import('../store/sync-state.js')
   return readConfig(root)
 }
 

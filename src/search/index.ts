@@ -10,11 +10,11 @@ import {performance} from 'node:perf_hooks'
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
-import {readMemoryFile} from '../store/index.js'
-import {summaryOf, toSearchDocument} from './document.js'
+import {readMemoryFile} from '../store/tree.js'
+import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {reciprocalRankFusion} from './fuse.js'
-import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
+import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
 export {reciprocalRankFusion, RRF_K} from './fuse.js'
@@ -320,8 +320,29 @@ export async function searchMemoryFiles(root: string, query: string, options: Se
   return searchMemory(root, query, options)
 }
 
+/** A file as `jarvis memory ls` lists it, from the index. */
+export interface IndexedListing extends ListingFields {
+  path: string
+  size: number
+  mtimeMs: number
+}
+
+/**
+ * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
+ * index when its manifest proves it describes the tree as it is now (one lstat per folder and file); undefined
+ * otherwise, or when there is no index yet: the caller then reads the files. Never builds or refreshes the index.
+ */
+export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
+  const {existsSync} = await import('node:fs')
+  const {join} = await import('node:path')
+  const {nexusDir} = await import('../store/root.js')
+  if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
+  const rows = (await indexFor(root)).listingIfFresh(accept, limit)
+  return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+}
+
 export const RECALL_MAX_HITS = 10
-export const RECALL_SUMMARY_CHARS = 160
+export const RECALL_SUMMARY_CHARS = SUMMARY_CHARS
 /** The whole block never exceeds this many characters: it goes into every system prompt. */
 export const RECALL_MAX_CHARS = 1600
 
@@ -336,8 +357,15 @@ export interface RecallResult {
 export async function recall(root: string, query: string, options: Omit<SearchOptions, 'limit'> & {limit?: number} = {}): Promise<RecallResult> {
   const limit = checkRecallLimit(options.limit)
   const result = await searchMemory(root, query, {...options, limit})
-  const texts = await Promise.all(result.hits.map(async (hit) => (await readMemoryFile(root, hit.path)) ?? ''))
-  return {...recallBlock(result.hits.map((hit, i) => ({hit, text: texts[i]}))), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  // The search brought the index up to date: each hit's summary is the one its text gives, made when it was indexed.
+  const index = await indexFor(root)
+  const entries = await Promise.all(
+    result.hits.map(async (hit) => {
+      const summary = options.refresh === false ? undefined : index.summaryOf(hit.path)
+      return summary === undefined ? {hit, text: (await readMemoryFile(root, hit.path)) ?? ''} : {hit, summary}
+    }),
+  )
+  return {...recallBlock(entries), mode: result.mode, ...(result.note ? {note: result.note} : {})}
 }
 
 export function checkRecallLimit(limit: number | undefined): number {
@@ -346,13 +374,17 @@ export function checkRecallLimit(limit: number | undefined): number {
   return checked
 }
 
-/** The block itself, from ranked hits and their texts: what `recall` answers, for any store. PURE. */
-export function recallBlock(entries: Array<{hit: SearchHit; text: string}>): {block: string; hits: SearchHit[]} {
+/**
+ * The block itself, from ranked hits and their texts (or their summaries, `summaryOf` of the text, as the index
+ * keeps them): what `recall` answers, for any store. PURE.
+ */
+export function recallBlock(entries: Array<{hit: SearchHit} & ({text: string} | {summary: string})>): {block: string; hits: SearchHit[]} {
   const lines = ['[MEMORY CONTEXT]']
   let length = lines[0].length
   const shown: SearchHit[] = []
-  for (const {hit, text} of entries) {
-    const summary = summaryOf(toSearchDocument(hit.path, text), RECALL_SUMMARY_CHARS) || hit.title || ''
+  for (const given of entries) {
+    const {hit} = given
+    const summary = ('summary' in given ? given.summary : summaryOf(toSearchDocument(hit.path, given.text), RECALL_SUMMARY_CHARS)) || hit.title || ''
     const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
     const add = entry.join('\n').length + 1
     if (length + add > RECALL_MAX_CHARS) break

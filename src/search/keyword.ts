@@ -15,9 +15,15 @@ import {join, sep} from 'node:path'
 
 import createDebug from 'debug'
 
-import {type DirStat, forEachConcurrently, hashBytes, isIgnoredMemoryPath, memoryDir, RACY_WINDOW_MS, readTextIfExists, scanMemory, type StatCache} from '../store/index.js'
+// The store's own modules, not its barrel: a search loads neither the tree lock nor the config's schemas.
+import {readTextIfExists} from '../store/atomic.js'
+import {forEachConcurrently} from '../store/concurrency.js'
+import {hashBytes} from '../store/hash.js'
+import {isIgnoredMemoryPath} from '../store/paths.js'
+import {memoryDir} from '../store/root.js'
+import {type DirStat, RACY_WINDOW_MS, scanMemory, type StatCache} from '../store/tree.js'
 import {openNexusRowDatabase, openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
-import {type SearchDocument, toSearchDocument} from './document.js'
+import {type ListingFields, type SearchDocument, summaryOf, toSearchDocument} from './document.js'
 import {createFtsSchema, FtsEngine} from './fts.js'
 
 export {INDEXED_BODY_CHARS, processTerm} from './fts.js'
@@ -25,8 +31,11 @@ export {INDEXED_BODY_CHARS, processTerm} from './fts.js'
 const debug = createDebug('jarvis:search')
 
 export const INDEX_FILE = 'search/index.sqlite'
-/** `PRAGMA user_version` of the index: 3 is the first SQLite one (1 and 2 were minisearch's index.json). */
-const INDEX_VERSION = 3
+/**
+ * `PRAGMA user_version` of the index: 3 was the first SQLite one (1 and 2 were minisearch's index.json); 4 keeps
+ * each file's summary and listing fields, so that a recall and `memory ls` parse no front matter.
+ */
+const INDEX_VERSION = 4
 const READ_CONCURRENCY = 32
 /** Refreshes tried when other processes keep writing the index in between (each retry starts from their work). */
 const MAX_ATTEMPTS = 5
@@ -123,7 +132,7 @@ const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String(
 
 const FILES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL, size INTEGER NOT NULL,
-    mtime_ms REAL NOT NULL, ino INTEGER, checked_at_ms REAL, title TEXT, tags TEXT NOT NULL, date TEXT);
+    mtime_ms REAL NOT NULL, ino INTEGER, checked_at_ms REAL, title TEXT, tags TEXT NOT NULL, date TEXT, summary TEXT NOT NULL, listing TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, mtime_ms REAL NOT NULL, checked_at_ms REAL NOT NULL) WITHOUT ROWID;
 `
 
@@ -132,7 +141,7 @@ const FILES_SCHEMA = `
  * paths of every folder, then of every file, joined by NUL (no file name holds one); `stats` holds, as float64s,
  * each folder's mtime, then each file's size, mtime and inode. Written only when every entry is settled (its mtime
  * older than its check by the racy window), so that an equal stat proves the entry unchanged; otherwise absent.
- * Added beside the tables of version 3 (an index without it gets it at its next refresh).
+ * (An index of version 4 made without it gets it at its next refresh.)
  */
 const MANIFEST_SCHEMA = 'CREATE TABLE IF NOT EXISTS manifest (id INTEGER PRIMARY KEY CHECK (id = 1), paths TEXT NOT NULL, stats BLOB NOT NULL, dirs INTEGER NOT NULL)'
 
@@ -394,7 +403,7 @@ export class KeywordIndex {
         const id = old?.id ?? nextId++
         const entry: IndexedFile = {id, hash: stat.hash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs}
         const meta = metaOfDocument(doc, stat.mtimeMs)
-        sql.upsertFile.run(id, path, entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, meta.title ?? null, meta.tags.join('\n'), meta.date ?? null)
+        sql.upsertFile.run(id, path, entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, meta.title ?? null, meta.tags.join('\n'), meta.date ?? null, summaryOf(doc), JSON.stringify(doc.listing))
         engine.add(id, doc)
         files.set(path, entry)
         ids.set(id, path)
@@ -496,6 +505,22 @@ export class KeywordIndex {
     return meta
   }
 
+  /** The file's one-line summary as the index made it from its text (`summaryOf`), or undefined when it is not indexed. */
+  summaryOf(path: string): string | undefined {
+    return this.statements.summary.get(path)?.[0] as string | undefined
+  }
+
+  /**
+   * Every indexed file with its size, mtime and listing fields, when the manifest proves the index describes the
+   * tree as it is now; undefined when it cannot (then the caller reads the files: a listing never pays a refresh).
+   */
+  listingIfFresh(accept: (path: string) => boolean, limit: number): Array<{path: string; size: number; mtimeMs: number; listing: ListingFields}> | undefined {
+    if (this.checkManifest() === undefined) return undefined
+    const rows = (this.statements.listing.all() as Array<[string, number, number, string]>).filter(([path]) => accept(path))
+    rows.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return rows.slice(0, limit).map(([path, size, mtimeMs, listing]) => ({path, size, mtimeMs, listing: JSON.parse(listing) as ListingFields}))
+  }
+
   /** True when the file passes every filter given. */
   matches(path: string, filters: KeywordFilters): boolean {
     if (!filters.prefix && !filters.tags?.length && !filters.since && !filters.until) return this.stateRead ? this.fileMap.has(path) : true
@@ -567,13 +592,16 @@ function prepareStatements(db: RowDatabase) {
     allFiles: db.prepare('SELECT id, path, hash, size, mtime_ms, ino, checked_at_ms FROM files'),
     allDirs: db.prepare('SELECT path, mtime_ms, checked_at_ms FROM dirs'),
     upsertFile: db.prepare(
-      `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date, summary, listing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino,
-         checked_at_ms = excluded.checked_at_ms, title = excluded.title, tags = excluded.tags, date = excluded.date`,
+         checked_at_ms = excluded.checked_at_ms, title = excluded.title, tags = excluded.tags, date = excluded.date,
+         summary = excluded.summary, listing = excluded.listing`,
     ),
     deleteFile: db.prepare('DELETE FROM files WHERE id = ?'),
     meta: db.prepare('SELECT id, title, tags, date FROM files WHERE path = ?'),
     pathOfId: db.prepare('SELECT path FROM files WHERE id = ?'),
+    summary: db.prepare('SELECT summary FROM files WHERE path = ?'),
+    listing: db.prepare('SELECT path, size, mtime_ms, listing FROM files'),
     manifest: db.prepare('SELECT paths, stats, dirs FROM manifest WHERE id = 1'),
     putManifest: db.prepare('INSERT OR REPLACE INTO manifest (id, paths, stats, dirs) VALUES (1, ?, ?, ?)'),
     deleteManifest: db.prepare('DELETE FROM manifest'),
