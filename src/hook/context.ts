@@ -117,20 +117,14 @@ export interface PromptRecall {
  */
 export async function readPromptRecall(options: {root: string; prompt: string}): Promise<PromptRecall> {
   if (options.prompt.trim() === '') return {block: '', files: []}
-  const {searchMemory} = await import('../search/index.js')
-  const {summaryOf, toSearchDocument} = await import('../search/document.js')
+  const {searchDocuments} = await import('../search/index.js')
   // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
   const query = promptTerms(options.prompt).slice(0, 40).join(' ')
   if (!query) return {block: '', files: []}
-  const result = await searchMemory(options.root, query, {limit: PROMPT_CANDIDATES})
-  const candidates = []
-  for (const hit of result.hits) {
-    const text = await readMemoryFile(options.root, hit.path)
-    if (text === null) continue
-    const doc = toSearchDocument(hit.path, text)
-    candidates.push({path: hit.path, score: hit.score, title: doc.title, tags: doc.tags, body: doc.body, doc})
-  }
+  // Each hit's title, tags, body and summary as the index made them from its text: no front matter parsed again.
+  const {documents} = await searchDocuments(options.root, query, {limit: PROMPT_CANDIDATES})
+  const candidates = documents.map(({hit, title, tags, body, summary}) => ({path: hit.path, score: hit.score, title, tags, body, summary}))
   const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
-  const block = recallBlock(passed.map((c) => ({path: c.path, summary: summaryOf(c.doc) || c.title || ''})))
+  const block = recallBlock(passed.map((c) => ({path: c.path, summary: c.summary || c.title || ''})))
   return {block, files: passed.map((c) => c.path)}
 }

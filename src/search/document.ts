@@ -16,6 +16,8 @@ export interface SearchDocument {
   summary?: string
   /** What `jarvis memory ls` shows of the file: the front matter's own title and tags, or why it does not parse. */
   listing: ListingFields
+  /** Where `body` starts in the text (it is always the text's tail): `text.slice(bodyStart)` is the body. */
+  bodyStart: number
 }
 
 /** A file as `memory ls` lists it, from its front matter alone (no heading, tags as written). */
@@ -56,7 +58,7 @@ export function toSearchDocument(path: string, text: string): SearchDocument {
   const title = typeof data.title === 'string' ? data.title : heading
   const summary = typeof data.summary === 'string' ? data.summary : typeof data.description === 'string' ? data.description : undefined
   const date = dateOf(data.date) ?? dateOf(data.updated) ?? dateOf(data.created) ?? PATH_DATE.exec(path)?.[1]
-  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary, listing}
+  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary, listing, bodyStart: text.length - body.length}
 }
 
 /** One line that says what the file is about: front matter summary, else the title and the first prose line. */

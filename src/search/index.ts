@@ -239,6 +239,11 @@ function queryTerms(query: string): string[] {
  * embeddings provider is configured and answers. Never fails because of the provider: keyword results + `note`.
  */
 export async function searchMemory(root: string, query: string, options: SearchOptions = {}): Promise<SearchResult> {
+  return (await searchWithTexts(root, query, options)).result
+}
+
+/** `searchMemory`, and the text of each hit as it was read for its snippet. */
+async function searchWithTexts(root: string, query: string, options: SearchOptions): Promise<{result: SearchResult; texts: Map<string, string>; index: KeywordIndex}> {
   if (!query.trim()) throw new BadInputError('the search query is empty')
   const limit = options.limit ?? 10
   if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
@@ -277,13 +282,41 @@ export async function searchMemory(root: string, query: string, options: SearchO
   const top = ranked.slice(0, limit)
   // Read at once: each read checks every path component for symlinks, and one after the other they were most of a warm search.
   const texts = await Promise.all(top.map(({path}) => readMemoryFile(root, path)))
+  const read = new Map<string, string>()
   for (const [i, {path, score}] of top.entries()) {
     const text = texts[i]
     if (text === null) continue
+    read.set(path, text)
     hits.push({path, title: index.metaOf(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
   }
   const stats: SearchStats = {...refresh, embedded, queryMs: Number((performance.now() - started).toFixed(2))}
-  return {hits, mode, ...(note ? {note} : {}), stats}
+  return {result: {hits, mode, ...(note ? {note} : {}), stats}, texts: read, index}
+}
+
+/** A hit with what its text says: title, tags, body and one-line summary (as `toSearchDocument` and `summaryOf` give them). */
+export interface SearchedDocument {
+  hit: SearchHit
+  title?: string
+  tags: string[]
+  body: string
+  summary: string
+}
+
+/**
+ * `searchMemory`'s hits with their documents, for a caller that weighs each hit's text (an agent's prompt): what the
+ * index made of each text when it indexed it, so that no front matter is parsed again; a text that changed since
+ * is parsed here.
+ */
+export async function searchDocuments(root: string, query: string, options: SearchOptions = {}): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
+  const {result, texts, index} = await searchWithTexts(root, query, options)
+  const documents = result.hits.map((hit): SearchedDocument => {
+    const text = texts.get(hit.path)!
+    const stored = options.refresh === false ? undefined : index.documentOf(hit.path, text)
+    if (stored) return {hit, ...stored}
+    const doc = toSearchDocument(hit.path, text)
+    return {hit, title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)}
+  })
+  return {result, documents}
 }
 
 /** Embeds the files whose vector is missing or was made from other content; saves what was computed, even on failure. */

@@ -132,7 +132,8 @@ const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String(
 
 const FILES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL, size INTEGER NOT NULL,
-    mtime_ms REAL NOT NULL, ino INTEGER, checked_at_ms REAL, title TEXT, tags TEXT NOT NULL, date TEXT, summary TEXT NOT NULL, listing TEXT NOT NULL);
+    mtime_ms REAL NOT NULL, ino INTEGER, checked_at_ms REAL, title TEXT, tags TEXT NOT NULL, date TEXT, summary TEXT NOT NULL, listing TEXT NOT NULL,
+    body_start INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, mtime_ms REAL NOT NULL, checked_at_ms REAL NOT NULL) WITHOUT ROWID;
 `
 
@@ -403,7 +404,7 @@ export class KeywordIndex {
         const id = old?.id ?? nextId++
         const entry: IndexedFile = {id, hash: stat.hash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, checkedAtMs: stat.checkedAtMs}
         const meta = metaOfDocument(doc, stat.mtimeMs)
-        sql.upsertFile.run(id, path, entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, meta.title ?? null, meta.tags.join('\n'), meta.date ?? null, summaryOf(doc), JSON.stringify(doc.listing))
+        sql.upsertFile.run(id, path, entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, meta.title ?? null, meta.tags.join('\n'), meta.date ?? null, summaryOf(doc), JSON.stringify(doc.listing), doc.bodyStart)
         engine.add(id, doc)
         files.set(path, entry)
         ids.set(id, path)
@@ -511,6 +512,17 @@ export class KeywordIndex {
   }
 
   /**
+   * What the index made of a file's text when it indexed it (title, tags, summary, where its body starts), for a
+   * text read now: undefined when the file is not indexed or the text is not the size the index saw (changed
+   * since), so that the caller parses the text itself.
+   */
+  documentOf(path: string, text: string): {title?: string; tags: string[]; summary: string; body: string} | undefined {
+    const row = this.statements.document.get(path) as [string | null, string, string, number, number] | undefined
+    if (row === undefined || Buffer.byteLength(text) !== row[4]) return undefined
+    return {title: row[0] ?? undefined, tags: row[1] === '' ? [] : row[1].split('\n'), summary: row[2], body: text.slice(row[3])}
+  }
+
+  /**
    * Every indexed file with its size, mtime and listing fields, when the manifest proves the index describes the
    * tree as it is now; undefined when it cannot (then the caller reads the files: a listing never pays a refresh).
    */
@@ -592,15 +604,16 @@ function prepareStatements(db: RowDatabase) {
     allFiles: db.prepare('SELECT id, path, hash, size, mtime_ms, ino, checked_at_ms FROM files'),
     allDirs: db.prepare('SELECT path, mtime_ms, checked_at_ms FROM dirs'),
     upsertFile: db.prepare(
-      `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date, summary, listing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO files (id, path, hash, size, mtime_ms, ino, checked_at_ms, title, tags, date, summary, listing, body_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino,
          checked_at_ms = excluded.checked_at_ms, title = excluded.title, tags = excluded.tags, date = excluded.date,
-         summary = excluded.summary, listing = excluded.listing`,
+         summary = excluded.summary, listing = excluded.listing, body_start = excluded.body_start`,
     ),
     deleteFile: db.prepare('DELETE FROM files WHERE id = ?'),
     meta: db.prepare('SELECT id, title, tags, date FROM files WHERE path = ?'),
     pathOfId: db.prepare('SELECT path FROM files WHERE id = ?'),
     summary: db.prepare('SELECT summary FROM files WHERE path = ?'),
+    document: db.prepare('SELECT title, tags, summary, body_start, size FROM files WHERE path = ?'),
     listing: db.prepare('SELECT path, size, mtime_ms, listing FROM files'),
     manifest: db.prepare('SELECT paths, stats, dirs FROM manifest WHERE id = 1'),
     putManifest: db.prepare('INSERT OR REPLACE INTO manifest (id, paths, stats, dirs) VALUES (1, ?, ?, ?)'),

@@ -1,7 +1,8 @@
 /**
- * `jarvis memory ls` from the search index: when the index's manifest proves it describes the tree, the listing
- * comes from its rows (no file read); it must be what reading the files gives, byte for byte, and an index that no
- * longer describes the tree must never answer.
+ * What the search index keeps of each file so that no front matter is parsed again: `jarvis memory ls` from its rows
+ * when its manifest proves it describes the tree (no file read) must be what reading the files gives, byte for byte,
+ * and an index that no longer describes the tree must never answer; the summaries and bodies of recall and the
+ * prompt hook must be what parsing the texts gives.
  */
 import {mkdir, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -10,7 +11,8 @@ import {afterAll, beforeEach, describe, expect, it} from 'vitest'
 
 import {listFiles} from '../../src/files/tools.js'
 import {memoryLs} from '../../src/ops/memory-ls.js'
-import {listIndexedFiles, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {summaryOf, toSearchDocument} from '../../src/search/document.js'
+import {listIndexedFiles, recall, resetSearchCache, searchDocuments, searchMemory} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
@@ -80,5 +82,32 @@ describe('memory ls from the search index', () => {
     await writeFile(join(root, '.memory', 'a.md'), '---\ntitle: A\n---\nA.\n')
     expect(await listIndexedFiles(root, () => true, 100)).toBeUndefined()
     expect((await memoryLs({dir: root})).files.map((f) => f.title)).toEqual(['A'])
+  })
+})
+
+describe('what the index keeps of each text', () => {
+  it('gives each hit the title, tags, body and summary that parsing its text gives (BOM, CRLF, no or broken front matter)', async () => {
+    const dir = await tempDir('jarvis-search-documents-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    const texts: Record<string, string> = {
+      'bom.md': '\uFEFF---\ntitle: Harbour with a BOM\ntags: [Dock]\n---\nThe harbour crane.\n',
+      'crlf.md': '---\r\ntitle: Harbour CRLF\r\nsummary: A harbour summary\r\n---\r\n# Heading\r\nThe harbour tug.\r\n',
+      'plain.md': '# Harbour plain\n\nThe harbour pilot boards at dawn.\n',
+      'broken.md': '---\ntitle: [harbour\n---\nThe harbour is closed.\n',
+      'bom-plain.md': '\uFEFF# Harbour BOM plain\n\nThe harbour lights.\n',
+    }
+    for (const [path, text] of Object.entries(texts)) await writeFile(join(root, '.memory', path), text)
+    await searchMemory(root, 'harbour', {embeddings: false})
+    resetSearchCache()
+    const {documents} = await searchDocuments(root, 'harbour', {embeddings: false, limit: 10})
+    expect(documents.map((d) => d.hit.path).sort()).toEqual(Object.keys(texts).sort())
+    for (const {hit, title, tags, body, summary} of documents) {
+      const doc = toSearchDocument(hit.path, texts[hit.path])
+      expect({title, tags, body, summary}).toEqual({title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)})
+    }
+    // recall prints the summaries the index kept: the same block as from the texts.
+    const block = (await recall(root, 'harbour', {embeddings: false, limit: 5})).block
+    for (const path of Object.keys(texts)) expect(block).toContain(`- ${path}\n  Summary: “${summaryOf(toSearchDocument(path, texts[path])).replace(/[“”]/g, '"')}”`)
   })
 })
