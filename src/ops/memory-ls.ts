@@ -1,8 +1,9 @@
 /**
  * `jarvis memory ls`: the Markdown files under a prefix, sorted by path, with their front matter's title and tags.
- * Answered from the search index when its manifest proves the index describes the tree as it is now (one lstat
- * per folder and file, no file read or parsed); otherwise, or when there is no index, by reading the files listed.
- * Both give the same list, byte for byte (test/search/listing.test.ts).
+ * Answered from the search index when it describes the tree as it is now (its manifest holds: one lstat per folder
+ * and file, no file read or parsed; or a refresh re-indexing no more files than the listing shows brings it there);
+ * otherwise, or when there is no index, by reading the files listed. Both give the same list, byte for byte
+ * (test/search/listing.test.ts).
  */
 import type {ListedFile} from '../files/tools.js'
 import {checkLimit, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix} from '../files/paths.js'

@@ -362,15 +362,16 @@ export interface IndexedListing extends ListingFields {
 
 /**
  * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
- * index when its manifest proves it describes the tree as it is now (one lstat per folder and file); undefined
- * otherwise, or when there is no index yet: the caller then reads the files. Never builds or refreshes the index.
+ * index when it describes the tree as it is now (its manifest holds, or a refresh re-indexing at most `limit` files
+ * brings it there); undefined otherwise, or when there is no index yet: the caller then reads the files. Never
+ * builds the index.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
   const {existsSync} = await import('node:fs')
   const {join} = await import('node:path')
   const {nexusDir} = await import('../store/root.js')
   if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
-  const rows = (await indexFor(root)).listingIfFresh(accept, limit)
+  const rows = await (await indexFor(root)).listingIfFresh(accept, limit)
   return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
 }
 

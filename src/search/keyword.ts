@@ -306,12 +306,17 @@ export class KeywordIndex {
 
   /** Brings the index up to date with `.memory/`; writes what changed. Calls run one at a time. */
   refresh(): Promise<RefreshStats> {
-    const run = this.queue.then(() => this.refreshNow())
+    return this.refreshBounded(Infinity) as Promise<RefreshStats>
+  }
+
+  /** `refresh`, unless more than `maxIndexed` files would have to be (re-)indexed: then nothing is done (undefined). */
+  private refreshBounded(maxIndexed: number): Promise<RefreshStats | undefined> {
+    const run = this.queue.then(() => this.refreshNow(0, maxIndexed))
     this.queue = run.catch(() => {})
     return run
   }
 
-  private async refreshNow(attempt = 0): Promise<RefreshStats> {
+  private async refreshNow(attempt = 0, maxIndexed = Infinity): Promise<RefreshStats | undefined> {
     if (attempt === 0) {
       const fresh = this.checkManifest()
       if (fresh !== undefined) return fresh
@@ -327,6 +332,7 @@ export class KeywordIndex {
       if (known === undefined || known.hash !== stat.hash) changed.push(path)
       else if (known.checkedAtMs !== stat.checkedAtMs || known.mtimeMs !== stat.mtimeMs || known.size !== stat.size || known.ino !== stat.ino) hinted.push(path)
     }
+    if (changed.length > maxIndexed) return undefined
     const texts = await readAll(this.root, changed)
     const updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}> = []
     for (const [i, path] of changed.entries()) {
@@ -344,10 +350,10 @@ export class KeywordIndex {
         if (error instanceof IndexMovedOn && attempt < MAX_ATTEMPTS) {
           // Another process refreshed the index since it was read: start from what it wrote (its work is not redone).
           this.readState()
-          return this.refreshNow(attempt + 1)
+          return this.refreshNow(attempt + 1, maxIndexed)
         }
         if (!(await this.recover(error))) throw error
-        return this.refreshNow(attempt + 1)
+        return this.refreshNow(attempt + 1, maxIndexed)
       }
     }
     const rebuilt = this.pendingRebuild
@@ -475,7 +481,7 @@ export class KeywordIndex {
       // Another process wrote the index meanwhile, or it had to be built again: a full refresh covers these paths.
       if (error instanceof IndexMovedOn) this.readState()
       else if (!(await this.recover(error))) throw error
-      return this.refreshNow()
+      return (await this.refreshNow()) as RefreshStats
     }
     debug('refresh of %d watched path(s): %d indexed, %d removed', paths.length, updates.length, removed.length)
     return {indexed: updates.length, removed: removed.length, files: this.fileMap.size, rebuilt: false}
@@ -523,11 +529,13 @@ export class KeywordIndex {
   }
 
   /**
-   * Every indexed file with its size, mtime and listing fields, when the manifest proves the index describes the
-   * tree as it is now; undefined when it cannot (then the caller reads the files: a listing never pays a refresh).
+   * The files `accept` takes, sorted by path, at most `limit`, with their size, mtime and listing fields, when the
+   * index describes the tree as it is now: its manifest says so, or a refresh that (re-)indexes at most `limit`
+   * files brings it there — no more file reads than a listing makes itself. Undefined otherwise (a tree changed in
+   * many files, or an index being built): the caller reads the files.
    */
-  listingIfFresh(accept: (path: string) => boolean, limit: number): Array<{path: string; size: number; mtimeMs: number; listing: ListingFields}> | undefined {
-    if (this.checkManifest() === undefined) return undefined
+  async listingIfFresh(accept: (path: string) => boolean, limit: number): Promise<Array<{path: string; size: number; mtimeMs: number; listing: ListingFields}> | undefined> {
+    if (this.checkManifest() === undefined && (this.pendingRebuild || (await this.refreshBounded(limit)) === undefined)) return undefined
     const rows = (this.statements.listing.all() as Array<[string, number, number, string]>).filter(([path]) => accept(path))
     rows.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     return rows.slice(0, limit).map(([path, size, mtimeMs, listing]) => ({path, size, mtimeMs, listing: JSON.parse(listing) as ListingFields}))

@@ -70,9 +70,19 @@ describe('memory ls from the search index', () => {
   it('never answers from an index that no longer describes the tree: an edit in place is listed as it is now', async () => {
     const {root, memory} = await settledTree()
     await writeFile(join(memory, 'decisions/db.md'), '---\ntitle: Use MySQL after all\n---\nChanged.\n')
-    expect(await listIndexedFiles(root, () => true, 100)).toBeUndefined()
+    // One file changed: the index re-indexes it (no more reads than the listing itself) and answers.
     const listed = await memoryLs({dir: root, prefix: 'decisions/'})
     expect(listed.files.find((f) => f.path === 'decisions/db.md')?.title).toBe('Use MySQL after all')
+    expect(JSON.stringify(listed.files)).toBe(JSON.stringify(await listFiles(root, 'decisions/')))
+    // More files changed than the listing shows: the files are read, the index is left to the next search.
+    await writeFile(join(memory, 'notes/plain.md'), '# Plain note, edited\n')
+    await writeFile(join(memory, 'zz/last.md'), '---\ntitle: Last, edited\n---\n')
+    resetSearchCache()
+    expect(await listIndexedFiles(root, () => true, 1)).toBeUndefined()
+    resetSearchCache()
+    const limited = await memoryLs({dir: root, limit: 1})
+    expect(JSON.stringify(limited.files)).toBe(JSON.stringify(await listFiles(root, undefined, 1)))
+    expect((await memoryLs({dir: root, prefix: 'zz/'})).files.map((f) => f.title)).toEqual(['Last, edited'])
   })
 
   it('is not used where no index was built (nothing is built for a listing)', async () => {
