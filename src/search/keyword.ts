@@ -214,6 +214,8 @@ export class KeywordIndex {
   private seenVersion = 0
   /** False until `files` and `dirs` are read: a search whose manifest holds never reads them. */
   private stateRead = false
+  /** `PRAGMA data_version` when `pathsById` and `metas` were last known good (another process may reuse an id). */
+  private lookupsVersion = -1
 
   private constructor(
     readonly root: string,
@@ -242,10 +244,14 @@ export class KeywordIndex {
 
   /** Every indexed file with its hash and stat hints (read from the index at the first use). */
   get files(): ReadonlyMap<string, IndexedFile> {
-    return this.state().fileMap
+    if (!this.stateRead) this.readState()
+    return this.fileMap
   }
 
-  /** The index's rows of `files` and `dirs`, read now when they were not, or when another process wrote since. */
+  /**
+   * The index's rows of `files` and `dirs`, read now when they were not, or when another process wrote since: only
+   * where a refresh starts (a read in the middle of one would hide another process's commit from its write).
+   */
   private state(): this {
     if (!this.stateRead || (this.statements.dataVersion.get()![0] as number) !== this.seenVersion) this.readState()
     return this
@@ -317,6 +323,12 @@ export class KeywordIndex {
   }
 
   private async refreshNow(attempt = 0, maxIndexed = Infinity): Promise<RefreshStats | undefined> {
+    const version = this.statements.dataVersion.get()![0] as number
+    if (version !== this.lookupsVersion) {
+      this.pathsById.clear()
+      this.metas.clear()
+      this.lookupsVersion = version
+    }
     if (attempt === 0) {
       const fresh = this.checkManifest()
       if (fresh !== undefined) return fresh
@@ -390,7 +402,10 @@ export class KeywordIndex {
   /** One transaction: every change of a refresh is written, or none. */
   private write(change: {removed: string[]; updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}>; hinted: ReadonlyArray<readonly [string, StatCache[string]]>; dirs?: Map<string, DirStat>}): void {
     const {statements: sql, engine} = this
-    const files = new Map(this.state().fileMap)
+    // The maps the change was computed from (read at the start of the refresh), never read again here: a commit by
+    // another process since must be found by the version check below, not hidden by a fresh read.
+    if (!this.stateRead) this.readState()
+    const files = new Map(this.fileMap)
     const ids = new Map(this.ids)
     let nextId = this.nextId
     // IMMEDIATE: the write lock is taken first, so the version check and the writes see the same database.
@@ -456,6 +471,7 @@ export class KeywordIndex {
   }
 
   private async refreshPathsNow(paths: string[]): Promise<RefreshStats> {
+    this.state()
     const base = memoryDir(this.root)
     const removed: string[] = []
     const updates: Array<{path: string; stat: StatCache[string]; doc: SearchDocument}> = []
@@ -468,11 +484,11 @@ export class KeywordIndex {
       let bytes: Buffer | null = null
       if (info?.isFile()) bytes = await readFile(full).catch(() => null)
       if (bytes === null) {
-        if (this.files.has(path)) removed.push(path)
+        if (this.fileMap.has(path)) removed.push(path)
         continue
       }
       const stat = {hash: hashBytes(bytes), size: bytes.length, mtimeMs: info!.mtimeMs, ino: info!.ino, checkedAtMs}
-      if (this.files.get(path)?.hash === stat.hash) hinted.push([path, stat])
+      if (this.fileMap.get(path)?.hash === stat.hash) hinted.push([path, stat])
       else updates.push({path, stat, doc: toSearchDocument(path, bytes.toString('utf8'))})
     }
     try {

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3'
 import {afterAll, beforeEach, describe, expect, it} from 'vitest'
 
 import {INDEX_FILE, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {KeywordIndex} from '../../src/search/keyword.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
@@ -120,5 +121,44 @@ describe('the manifest check of a settled tree', () => {
     await writeFile(join(memory, 'notes', '0', 'just-now.md'), '# Just now\n\nThe tugboat docked.\n')
     expect((await searchAsNewProcess(root, 'tugboat')).hits.map((h) => h.path)).toEqual(['notes/0/just-now.md'])
     expect(manifestFolders(root)).toBeUndefined()
+  })
+})
+
+describe('a long-lived process whose manifest holds while another process re-indexed', () => {
+  it('names each hit by the path the index holds now, even when an id was given to another file', async () => {
+    const dir = await tempDir('jarvis-search-manifest-ids-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    const memory = join(root, '.memory')
+    const write = async (path: string, text: string) => {
+      await writeFile(join(memory, path), text)
+      await utimes(join(memory, path), DAY_AGO, DAY_AGO)
+      await utimes(memory, DAY_AGO, DAY_AGO)
+    }
+    await write('a.md', '# A\n\nThe anchor chain.\n')
+    await write('c.md', '# C\n\nThe capstan turns.\n') // the highest id
+    const opened: KeywordIndex[] = []
+    const open = async () => {
+      const index = await KeywordIndex.load(root)
+      opened.push(index)
+      return index
+    }
+    try {
+      await (await open()).refresh()
+      const longLived = await open()
+      await longLived.refresh() // the manifest holds: no row of files is read
+      expect(longLived.search('capstan', {}, 5).map((h) => h.path)).toEqual(['c.md'])
+      // Other processes: c.md goes, then d.md comes and, the highest id being free again, gets c.md's id.
+      await rm(join(memory, 'c.md'))
+      await utimes(memory, DAY_AGO, new Date(DAY_AGO.getTime() + 1000))
+      await (await open()).refresh()
+      await write('d.md', '# D\n\nThe capstan was replaced by a winch.\n')
+      await utimes(memory, DAY_AGO, new Date(DAY_AGO.getTime() + 2000))
+      await (await open()).refresh()
+      await longLived.refresh()
+      expect(longLived.search('capstan', {}, 5).map((h) => h.path)).toEqual(['d.md'])
+    } finally {
+      for (const index of opened) index.close()
+    }
   })
 })
