@@ -21,6 +21,16 @@ export function matchesPrefix(path: string, prefix: string): boolean {
   return prefix === '' || path.startsWith(prefix)
 }
 
+/** Files `memory ls` lists when no limit is given. */
+export const DEFAULT_LIST_LIMIT = 100
+
+/** A `--limit` of a listing: a positive integer, `fallback` when none is given. */
+export function checkLimit(limit: number | undefined, fallback: number): number {
+  if (limit === undefined) return fallback
+  if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer (got ${limit})`, {limit})
+  return limit
+}
+
 /** A memory file that does not exist (exit 2, code NOT_FOUND). */
 export class MemoryFileNotFoundError extends JarvisError {
   constructor(path: string) {

@@ -10,11 +10,11 @@ import {mergeText} from '../merge/index.js'
 import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readSyncState, readTextIfExists, statMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
-import {checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
+import {checkLimit, checkMemoryPath, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
 /** `.nexus/memory-access.json`: `{path: ISO time of the last read}`; local to this machine, never synced. */
 export const ACCESS_FILE = 'memory-access.json'
-export const DEFAULT_LIST_LIMIT = 100
+export {DEFAULT_LIST_LIMIT} from './paths.js'
 export const DEFAULT_GREP_LIMIT = 100
 
 export interface ListedFile {
@@ -75,12 +75,6 @@ async function markdownFiles(root: string, prefix: string) {
   // A listing needs sizes and times, never hashes: no file is read but the ones listed.
   const found = await statMemory(root)
   return [...found].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
-}
-
-function checkLimit(limit: number | undefined, fallback: number): number {
-  if (limit === undefined) return fallback
-  if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer (got ${limit})`, {limit})
-  return limit
 }
 
 /** Memory files under `prefix`, sorted by path, at most `limit`. A file with bad front matter is listed with its problem. */

@@ -6,7 +6,7 @@ import {basename} from 'node:path'
 
 import {UnreachableError} from '../errors.js'
 import type {SearchHit} from '../search/index.js'
-import {readMemoryFile, withTreeLock} from '../store/index.js'
+import {readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
 import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
 import {promptTerms, relevantFiles} from './relevance.js'
@@ -58,7 +58,7 @@ async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => s
  * Throws when the memory cannot be read: the server (UnreachableError, exit 3), the tree lock (LockedError, exit 6).
  */
 export async function readSessionContext(options: SessionContextOptions): Promise<SessionContext> {
-  const {readSnapshot} = await import('../ops/events/snapshot.js')
+  const [{readSnapshot}, {withTreeLock}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
   const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
   const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
@@ -117,20 +117,14 @@ export interface PromptRecall {
  */
 export async function readPromptRecall(options: {root: string; prompt: string}): Promise<PromptRecall> {
   if (options.prompt.trim() === '') return {block: '', files: []}
-  const {searchMemory} = await import('../search/index.js')
-  const {summaryOf, toSearchDocument} = await import('../search/document.js')
+  const {searchDocuments} = await import('../search/index.js')
   // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
   const query = promptTerms(options.prompt).slice(0, 40).join(' ')
   if (!query) return {block: '', files: []}
-  const result = await searchMemory(options.root, query, {limit: PROMPT_CANDIDATES})
-  const candidates = []
-  for (const hit of result.hits) {
-    const text = await readMemoryFile(options.root, hit.path)
-    if (text === null) continue
-    const doc = toSearchDocument(hit.path, text)
-    candidates.push({path: hit.path, score: hit.score, title: doc.title, tags: doc.tags, body: doc.body, doc})
-  }
+  // Each hit's title, tags, body and summary as the index made them from its text: no front matter parsed again.
+  const {documents} = await searchDocuments(options.root, query, {limit: PROMPT_CANDIDATES})
+  const candidates = documents.map(({hit, title, tags, body, summary}) => ({path: hit.path, score: hit.score, title, tags, body, summary}))
   const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
-  const block = recallBlock(passed.map((c) => ({path: c.path, summary: summaryOf(c.doc) || c.title || ''})))
+  const block = recallBlock(passed.map((c) => ({path: c.path, summary: c.summary || c.title || ''})))
   return {block, files: passed.map((c) => c.path)}
 }

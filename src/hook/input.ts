@@ -7,31 +7,7 @@
 import {existsSync, statSync} from 'node:fs'
 import type {Readable} from 'node:stream'
 
-import {z} from 'zod'
-
-import {findRoot} from '../store/index.js'
-
-const text = z.string().optional().catch(undefined)
-const nullableText = z.string().nullable().optional().catch(undefined)
-
-export const hookInputSchema = z.looseObject({
-  session_id: text,
-  sessionId: text,
-  sessionKey: text,
-  transcript_path: nullableText,
-  transcriptPath: nullableText,
-  sessionFile: nullableText,
-  cwd: text,
-  workspaceDir: text,
-  hook_event_name: text,
-  prompt: text,
-  source: text,
-  trigger: text,
-  reason: text,
-  last_assistant_message: nullableText,
-  prompt_response: nullableText,
-  stop_hook_active: z.boolean().optional().catch(undefined),
-})
+import {findRoot} from '../store/root.js'
 
 /** The fields a hook uses, whatever the agent called them. */
 export interface HookInput {
@@ -59,20 +35,21 @@ export function parseHookInput(raw: string): ParsedHookInput {
   } catch (error) {
     return {ok: false, reason: `the hook input on stdin is not JSON (${(error as Error).message})`, input: {}}
   }
-  const parsed = hookInputSchema.safeParse(value)
-  if (!parsed.success) return {ok: false, reason: 'the hook input on stdin is not a JSON object', input: {}}
-  const v = parsed.data
+  // Checked by hand, not with zod: this runs at every prompt, and every field is just "a string, else ignored".
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {ok: false, reason: 'the hook input on stdin is not a JSON object', input: {}}
+  const fields = value as Record<string, unknown>
+  const text = (key: string) => (typeof fields[key] === 'string' ? (fields[key] as string) : undefined)
   return {
     ok: true,
     input: {
-      sessionId: nonEmpty(v.session_id, v.sessionId, v.sessionKey),
-      transcriptPath: nonEmpty(v.transcript_path, v.transcriptPath, v.sessionFile),
-      cwd: nonEmpty(v.cwd, v.workspaceDir),
-      hookEventName: nonEmpty(v.hook_event_name),
-      prompt: typeof v.prompt === 'string' ? v.prompt : undefined,
-      source: nonEmpty(v.source),
-      lastAssistantMessage: nonEmpty(v.last_assistant_message),
-      promptResponse: nonEmpty(v.prompt_response),
+      sessionId: nonEmpty(text('session_id'), text('sessionId'), text('sessionKey')),
+      transcriptPath: nonEmpty(text('transcript_path'), text('transcriptPath'), text('sessionFile')),
+      cwd: nonEmpty(text('cwd'), text('workspaceDir')),
+      hookEventName: nonEmpty(text('hook_event_name')),
+      prompt: text('prompt'),
+      source: nonEmpty(text('source')),
+      lastAssistantMessage: nonEmpty(text('last_assistant_message')),
+      promptResponse: nonEmpty(text('prompt_response')),
     },
   }
 }

@@ -11,7 +11,10 @@
 import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {appendLineDurable, nexusDir, readNexusFile, writeNexusFile} from '../store/index.js'
+// The store's own modules, not its barrel: the hook at every prompt loads neither the tree lock nor the sync's state.
+import {appendLineDurable} from '../store/atomic.js'
+import {readNexusFile, writeNexusFile} from '../store/nexus-files.js'
+import {nexusDir} from '../store/root.js'
 
 export const HOOK_LOG_FILE = 'hooks.log'
 export const HOOK_LOG_MAX_BYTES = 256 * 1024

@@ -91,7 +91,8 @@ function describe(error: unknown): string {
 }
 
 async function treeSettings(root: string) {
-  const {readConfig} = await import('../store/index.js')
+  // The config's own module, not the store's barrel (the tree lock, the sync's files): the prompt hook reads only this.
+  const {readConfig} = await import('../store/sync-state.js')
   return readConfig(root)
 }
 
@@ -121,8 +122,9 @@ function shortReason(error: unknown): string {
 
 async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
   if (!hook.prompt || hook.prompt.trim() === '') return ''
-  await treeSettings(root) // read for its checks: a malformed .nexus/config.json is reported as by every hook
-  const {readPromptRecall} = await import('./context.js')
+  // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
+  const [{checkConfigOnce}, {readPromptRecall}] = await Promise.all([import('./config-check.js'), import('./context.js')])
+  await checkConfigOnce(root, () => treeSettings(root))
   const recall = await readPromptRecall({root, prompt: hook.prompt})
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }

@@ -10,8 +10,6 @@ import {
   editMemory,
   type GrepHit,
   grepMemory,
-  listFiles,
-  type ListedFile,
   readMemory,
   writeContextMap,
   writeEpisode,
@@ -22,13 +20,10 @@ import type {GuardedWrite} from '../files/tools.js'
 import type {ContextMap} from '../schemas/index.js'
 import {openTree} from './context.js'
 
+export {type LsResult, memoryLs} from './memory-ls.js'
+
 // ---------------------------------------------------------------------------------------------------------------
 // results
-
-export interface LsResult {
-  prefix: string
-  files: ListedFile[]
-}
 
 export interface ReadResult {
   path: string
@@ -55,10 +50,6 @@ export interface ContextMapResult {
 // ---------------------------------------------------------------------------------------------------------------
 // the commands' one call each
 
-export async function memoryLs(options: {dir?: string; prefix?: string; limit?: number}): Promise<LsResult> {
-  const {root} = await openTree(options.dir)
-  return {prefix: options.prefix ?? '', files: await listFiles(root, options.prefix, options.limit)}
-}
 
 export async function memoryRead(options: {dir?: string; path: string}): Promise<ReadResult> {
   const {root} = await openTree(options.dir)

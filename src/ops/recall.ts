@@ -1,5 +1,5 @@
 import {recall, type RecallResult} from '../search/index.js'
-import {openTree} from './context.js'
+import {findRoot} from '../store/root.js'
 
 export type {RecallResult} from '../search/index.js'
 
@@ -18,6 +18,7 @@ export interface RecallInput {
  * exit 3 when that cannot be read).
  */
 export async function recallMemory(input: RecallInput): Promise<RecallResult> {
-  const {root} = await openTree(input.dir)
+  // The tree's root only: its config (and the schemas that check it) says nothing a recall uses.
+  const root = findRoot(process.cwd(), input.dir)
   return recall(root, input.query, {limit: input.limit, tags: input.tags, prefix: input.prefix, since: input.since})
 }

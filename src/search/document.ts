@@ -14,7 +14,22 @@ export interface SearchDocument {
   body: string
   /** The front matter's `summary` or `description`, when there is one. */
   summary?: string
+  /** What `jarvis memory ls` shows of the file: the front matter's own title and tags, or why it does not parse. */
+  listing: ListingFields
+  /** Where `body` starts in the text (it is always the text's tail): `text.slice(bodyStart)` is the body. */
+  bodyStart: number
 }
+
+/** A file as `memory ls` lists it, from its front matter alone (no heading, tags as written). */
+export interface ListingFields {
+  title?: string
+  tags: string[]
+  /** The front matter's problem (SchemaError's message), when it does not parse. */
+  problem?: string
+}
+
+/** One line of at most this many characters says what a file is about (recall, an agent's prompt). */
+export const SUMMARY_CHARS = 160
 
 const PATH_DATE = /(\d{4}-\d{2}-\d{2})/
 
@@ -24,28 +39,30 @@ function dateOf(value: unknown): string | undefined {
   return undefined
 }
 
-function splitFrontMatter(path: string, text: string): {data: Record<string, unknown>; body: string} {
+function splitFrontMatter(path: string, text: string): {data: Record<string, unknown>; body: string; listing: ListingFields} {
   try {
     const file = parseMemoryFile(path, text)
-    return {data: {...file.frontMatter, tags: tagsOf(file.frontMatter)}, body: file.body}
-  } catch {
-    return {data: {}, body: text}
+    const tags = tagsOf(file.frontMatter)
+    const title = file.frontMatter.title
+    return {data: {...file.frontMatter, tags}, body: file.body, listing: {...(typeof title === 'string' ? {title} : {}), tags}}
+  } catch (error) {
+    return {data: {}, body: text, listing: {tags: [], problem: (error as Error).message}}
   }
 }
 
 export function toSearchDocument(path: string, text: string): SearchDocument {
-  const {data, body} = splitFrontMatter(path, text)
+  const {data, body, listing} = splitFrontMatter(path, text)
   const rawTags = data.tags
   const tags = Array.isArray(rawTags) ? rawTags.filter((t): t is string => typeof t === 'string') : typeof rawTags === 'string' ? rawTags.split(/[,\s]+/).filter(Boolean) : []
   const heading = /^#\s+(.+)$/m.exec(body)?.[1]?.trim()
   const title = typeof data.title === 'string' ? data.title : heading
   const summary = typeof data.summary === 'string' ? data.summary : typeof data.description === 'string' ? data.description : undefined
   const date = dateOf(data.date) ?? dateOf(data.updated) ?? dateOf(data.created) ?? PATH_DATE.exec(path)?.[1]
-  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary}
+  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary, listing, bodyStart: text.length - body.length}
 }
 
 /** One line that says what the file is about: front matter summary, else the title and the first prose line. */
-export function summaryOf(doc: SearchDocument, max = 160): string {
+export function summaryOf(doc: SearchDocument, max = SUMMARY_CHARS): string {
   const firstLine = doc.body
     .split(/\r?\n/)
     .map((line) => line.trim())

@@ -4,9 +4,8 @@
  * a file is embedded again only when its hash changes, and a different model has its own file.
  */
 import createDebug from 'debug'
-import {z} from 'zod'
 
-import {readNexusFile, writeNexusFile} from '../store/index.js'
+import {readNexusFile, writeNexusFile} from '../store/nexus-files.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -41,7 +40,17 @@ export function embeddingsEndpoint(url: string): string {
 
 export class EmbeddingsUnavailableError extends Error {}
 
-const response = z.object({data: z.array(z.object({embedding: z.array(z.number()), index: z.number().int().optional()}))})
+/**
+ * The shapes of a provider's answer and of the stored vectors, built at their first use: zod is loaded only when a
+ * provider is configured, not by every keyword search (a recall, an agent's prompt).
+ */
+async function schemas() {
+  const {z} = await import('zod')
+  return {
+    response: z.object({data: z.array(z.object({embedding: z.array(z.number()), index: z.number().int().optional()}))}),
+    vectors: z.object({version: z.literal(1), model: z.string(), files: z.record(z.string(), z.object({hash: z.string(), vector: z.string()}))}),
+  }
+}
 
 /** Vectors for `inputs`, in order, in batches. Any failure (network, timeout, status, shape) → EmbeddingsUnavailableError. */
 export async function embed(config: EmbeddingsConfig, inputs: string[], onBatch?: (done: Float32Array[], from: number) => void): Promise<Float32Array[]> {
@@ -67,7 +76,7 @@ export async function embed(config: EmbeddingsConfig, inputs: string[], onBatch?
       const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${config.timeoutMs ?? 15_000} ms` : (code ?? cause?.message ?? (error as Error).message)
       throw new EmbeddingsUnavailableError(`${endpoint}: ${reason}`)
     }
-    const parsed = response.safeParse(body)
+    const parsed = (await schemas()).response.safeParse(body)
     if (!parsed.success || parsed.data.data.length !== batch.length) throw new EmbeddingsUnavailableError(`${endpoint}: not an embeddings response for ${batch.length} inputs`)
     const ordered = [...parsed.data.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0))
     const vectors = ordered.map((d) => Float32Array.from(d.embedding))
@@ -83,8 +92,6 @@ export function vectorsFile(model: string): string {
   for (const ch of model) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0
   return `search/vectors-${model.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 60)}-${h.toString(16)}.json`
 }
-
-const vectorsSchema = z.object({version: z.literal(1), model: z.string(), files: z.record(z.string(), z.object({hash: z.string(), vector: z.string()}))})
 
 interface StoredVector {
   hash: string
@@ -118,7 +125,7 @@ export class VectorStore {
     const vectors = new Map<string, StoredVector>()
     if (text !== null) {
       try {
-        const parsed = vectorsSchema.parse(JSON.parse(text))
+        const parsed = (await schemas()).vectors.parse(JSON.parse(text))
         if (parsed.model === model) {
           for (const [path, {hash, vector}] of Object.entries(parsed.files)) {
             const v = fromBase64(vector)

@@ -10,11 +10,11 @@ import {performance} from 'node:perf_hooks'
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
-import {readMemoryFile} from '../store/index.js'
-import {summaryOf, toSearchDocument} from './document.js'
+import {readMemoryFile} from '../store/tree.js'
+import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {reciprocalRankFusion} from './fuse.js'
-import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
+import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
 export {reciprocalRankFusion, RRF_K} from './fuse.js'
@@ -239,6 +239,11 @@ function queryTerms(query: string): string[] {
  * embeddings provider is configured and answers. Never fails because of the provider: keyword results + `note`.
  */
 export async function searchMemory(root: string, query: string, options: SearchOptions = {}): Promise<SearchResult> {
+  return (await searchWithTexts(root, query, options)).result
+}
+
+/** `searchMemory`, and the text of each hit as it was read for its snippet. */
+async function searchWithTexts(root: string, query: string, options: SearchOptions): Promise<{result: SearchResult; texts: Map<string, string>; index: KeywordIndex}> {
   if (!query.trim()) throw new BadInputError('the search query is empty')
   const limit = options.limit ?? 10
   if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
@@ -277,13 +282,41 @@ export async function searchMemory(root: string, query: string, options: SearchO
   const top = ranked.slice(0, limit)
   // Read at once: each read checks every path component for symlinks, and one after the other they were most of a warm search.
   const texts = await Promise.all(top.map(({path}) => readMemoryFile(root, path)))
+  const read = new Map<string, string>()
   for (const [i, {path, score}] of top.entries()) {
     const text = texts[i]
     if (text === null) continue
+    read.set(path, text)
     hits.push({path, title: index.metaOf(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
   }
   const stats: SearchStats = {...refresh, embedded, queryMs: Number((performance.now() - started).toFixed(2))}
-  return {hits, mode, ...(note ? {note} : {}), stats}
+  return {result: {hits, mode, ...(note ? {note} : {}), stats}, texts: read, index}
+}
+
+/** A hit with what its text says: title, tags, body and one-line summary (as `toSearchDocument` and `summaryOf` give them). */
+export interface SearchedDocument {
+  hit: SearchHit
+  title?: string
+  tags: string[]
+  body: string
+  summary: string
+}
+
+/**
+ * `searchMemory`'s hits with their documents, for a caller that weighs each hit's text (an agent's prompt): what the
+ * index made of each text when it indexed it, so that no front matter is parsed again; a text that changed since
+ * is parsed here.
+ */
+export async function searchDocuments(root: string, query: string, options: SearchOptions = {}): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
+  const {result, texts, index} = await searchWithTexts(root, query, options)
+  const documents = result.hits.map((hit): SearchedDocument => {
+    const text = texts.get(hit.path)!
+    const stored = options.refresh === false ? undefined : index.documentOf(hit.path, text)
+    if (stored) return {hit, ...stored}
+    const doc = toSearchDocument(hit.path, text)
+    return {hit, title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)}
+  })
+  return {result, documents}
 }
 
 /** Embeds the files whose vector is missing or was made from other content; saves what was computed, even on failure. */
@@ -320,8 +353,30 @@ export async function searchMemoryFiles(root: string, query: string, options: Se
   return searchMemory(root, query, options)
 }
 
+/** A file as `jarvis memory ls` lists it, from the index. */
+export interface IndexedListing extends ListingFields {
+  path: string
+  size: number
+  mtimeMs: number
+}
+
+/**
+ * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
+ * index when it describes the tree as it is now (its manifest holds, or a refresh re-indexing at most `limit` files
+ * brings it there); undefined otherwise, or when there is no index yet: the caller then reads the files. Never
+ * builds the index.
+ */
+export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
+  const {existsSync} = await import('node:fs')
+  const {join} = await import('node:path')
+  const {nexusDir} = await import('../store/root.js')
+  if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
+  const rows = await (await indexFor(root)).listingIfFresh(accept, limit)
+  return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+}
+
 export const RECALL_MAX_HITS = 10
-export const RECALL_SUMMARY_CHARS = 160
+export const RECALL_SUMMARY_CHARS = SUMMARY_CHARS
 /** The whole block never exceeds this many characters: it goes into every system prompt. */
 export const RECALL_MAX_CHARS = 1600
 
@@ -336,8 +391,15 @@ export interface RecallResult {
 export async function recall(root: string, query: string, options: Omit<SearchOptions, 'limit'> & {limit?: number} = {}): Promise<RecallResult> {
   const limit = checkRecallLimit(options.limit)
   const result = await searchMemory(root, query, {...options, limit})
-  const texts = await Promise.all(result.hits.map(async (hit) => (await readMemoryFile(root, hit.path)) ?? ''))
-  return {...recallBlock(result.hits.map((hit, i) => ({hit, text: texts[i]}))), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  // The search brought the index up to date: each hit's summary is the one its text gives, made when it was indexed.
+  const index = await indexFor(root)
+  const entries = await Promise.all(
+    result.hits.map(async (hit) => {
+      const summary = options.refresh === false ? undefined : index.summaryOf(hit.path)
+      return summary === undefined ? {hit, text: (await readMemoryFile(root, hit.path)) ?? ''} : {hit, summary}
+    }),
+  )
+  return {...recallBlock(entries), mode: result.mode, ...(result.note ? {note: result.note} : {})}
 }
 
 export function checkRecallLimit(limit: number | undefined): number {
@@ -346,13 +408,17 @@ export function checkRecallLimit(limit: number | undefined): number {
   return checked
 }
 
-/** The block itself, from ranked hits and their texts: what `recall` answers, for any store. PURE. */
-export function recallBlock(entries: Array<{hit: SearchHit; text: string}>): {block: string; hits: SearchHit[]} {
+/**
+ * The block itself, from ranked hits and their texts (or their summaries, `summaryOf` of the text, as the index
+ * keeps them): what `recall` answers, for any store. PURE.
+ */
+export function recallBlock(entries: Array<{hit: SearchHit} & ({text: string} | {summary: string})>): {block: string; hits: SearchHit[]} {
   const lines = ['[MEMORY CONTEXT]']
   let length = lines[0].length
   const shown: SearchHit[] = []
-  for (const {hit, text} of entries) {
-    const summary = summaryOf(toSearchDocument(hit.path, text), RECALL_SUMMARY_CHARS) || hit.title || ''
+  for (const given of entries) {
+    const {hit} = given
+    const summary = ('summary' in given ? given.summary : summaryOf(toSearchDocument(hit.path, given.text), RECALL_SUMMARY_CHARS)) || hit.title || ''
     const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
     const add = entry.join('\n').length + 1
     if (length + add > RECALL_MAX_CHARS) break

@@ -1,5 +1,5 @@
 /** `jarvis memory ls` once its flags are parsed: run by its oclif command and by the fast door. */
-import {type LsResult, memoryLs} from '../../ops/files.js'
+import {type LsResult, memoryLs} from '../../ops/memory-ls.js'
 import {renderLs} from '../files-render.js'
 import type {CommandOutput} from './output.js'
 import type {ActionSpec} from './spec.js'

@@ -1,0 +1,123 @@
+/**
+ * What the search index keeps of each file so that no front matter is parsed again: `jarvis memory ls` from its rows
+ * when its manifest proves it describes the tree (no file read) must be what reading the files gives, byte for byte,
+ * and an index that no longer describes the tree must never answer; the summaries and bodies of recall and the
+ * prompt hook must be what parsing the texts gives.
+ */
+import {mkdir, utimes, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, beforeEach, describe, expect, it} from 'vitest'
+
+import {listFiles} from '../../src/files/tools.js'
+import {memoryLs} from '../../src/ops/memory-ls.js'
+import {summaryOf, toSearchDocument} from '../../src/search/document.js'
+import {listIndexedFiles, recall, resetSearchCache, searchDocuments, searchMemory} from '../../src/search/index.js'
+import {initTree} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+beforeEach(() => resetSearchCache())
+
+const DAY_AGO = new Date(Date.now() - 86_400_000)
+
+const FILES: Record<string, string> = {
+  'decisions/db.md': '---\ntitle: Use Postgres\ntags: [Storage, ADR]\n---\n# Heading not shown\n\nWe chose Postgres.\n',
+  'decisions/cache.md': '---\ntags: redis\n---\n# Only a heading\n\nRedis for sessions.\n',
+  'notes/plain.md': '# Plain note\n\nNo front matter at all.\n',
+  'notes/broken.md': '---\ntitle: [unclosed\n---\nBody.\n',
+  'notes/bad-tags.md': '---\ntitle: Tags wrong\ntags: {a: 1}\n---\nBody.\n',
+  'notes/never-closed.md': '---\ntitle: Open\nBody without a closing line.\n',
+  'notes/data.json': '{"not": "markdown"}\n',
+  'zz/last.md': '---\ntitle: "Quoted: with a colon"\n---\nLast.\n',
+}
+
+async function settledTree() {
+  const dir = await tempDir('jarvis-search-listing-')
+  dirs.push(dir)
+  const {root} = await initTree(dir, {})
+  const memory = join(root, '.memory')
+  for (const [path, text] of Object.entries(FILES)) {
+    await mkdir(join(memory, path, '..'), {recursive: true})
+    await writeFile(join(memory, path), text)
+  }
+  for (const path of Object.keys(FILES)) await utimes(join(memory, path), DAY_AGO, DAY_AGO)
+  for (const folder of ['decisions', 'notes', 'zz', '']) await utimes(join(memory, folder), DAY_AGO, DAY_AGO)
+  await searchMemory(root, 'postgres', {embeddings: false})
+  resetSearchCache()
+  return {root, memory}
+}
+
+describe('memory ls from the search index', () => {
+  it('lists what reading the files lists, byte for byte: titles, tags as written, problems, prefixes, limits', async () => {
+    const {root} = await settledTree()
+    for (const [prefix, limit] of [[undefined, undefined], ['notes/', undefined], ['notes/b', 1], ['decisions', 5], ['nothing/', 3]] as const) {
+      const accept = (path: string) => path.endsWith('.md') && path.startsWith(prefix ?? '')
+      resetSearchCache()
+      expect(await listIndexedFiles(root, accept, limit ?? 100)).toBeDefined() // answered by the index
+      resetSearchCache()
+      const fromIndex = await memoryLs({dir: root, prefix, limit})
+      const fromFiles = await listFiles(root, prefix, limit)
+      expect(JSON.stringify(fromIndex.files)).toBe(JSON.stringify(fromFiles))
+    }
+    const all = await memoryLs({dir: root})
+    expect(all.files.map((f) => f.path)).toEqual(['decisions/cache.md', 'decisions/db.md', 'notes/bad-tags.md', 'notes/broken.md', 'notes/never-closed.md', 'notes/plain.md', 'zz/last.md'])
+    expect(all.files.find((f) => f.path === 'decisions/db.md')).toMatchObject({title: 'Use Postgres', tags: ['Storage', 'ADR']})
+    expect(all.files.find((f) => f.path === 'notes/broken.md')?.problem).toMatch(/notes\/broken\.md/)
+  })
+
+  it('never answers from an index that no longer describes the tree: an edit in place is listed as it is now', async () => {
+    const {root, memory} = await settledTree()
+    await writeFile(join(memory, 'decisions/db.md'), '---\ntitle: Use MySQL after all\n---\nChanged.\n')
+    // One file changed: the index re-indexes it (no more reads than the listing itself) and answers.
+    const listed = await memoryLs({dir: root, prefix: 'decisions/'})
+    expect(listed.files.find((f) => f.path === 'decisions/db.md')?.title).toBe('Use MySQL after all')
+    expect(JSON.stringify(listed.files)).toBe(JSON.stringify(await listFiles(root, 'decisions/')))
+    // More files changed than the listing shows: the files are read, the index is left to the next search.
+    await writeFile(join(memory, 'notes/plain.md'), '# Plain note, edited\n')
+    await writeFile(join(memory, 'zz/last.md'), '---\ntitle: Last, edited\n---\n')
+    resetSearchCache()
+    expect(await listIndexedFiles(root, () => true, 1)).toBeUndefined()
+    resetSearchCache()
+    const limited = await memoryLs({dir: root, limit: 1})
+    expect(JSON.stringify(limited.files)).toBe(JSON.stringify(await listFiles(root, undefined, 1)))
+    expect((await memoryLs({dir: root, prefix: 'zz/'})).files.map((f) => f.title)).toEqual(['Last, edited'])
+  })
+
+  it('is not used where no index was built (nothing is built for a listing)', async () => {
+    const dir = await tempDir('jarvis-search-listing-none-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    await writeFile(join(root, '.memory', 'a.md'), '---\ntitle: A\n---\nA.\n')
+    expect(await listIndexedFiles(root, () => true, 100)).toBeUndefined()
+    expect((await memoryLs({dir: root})).files.map((f) => f.title)).toEqual(['A'])
+  })
+})
+
+describe('what the index keeps of each text', () => {
+  it('gives each hit the title, tags, body and summary that parsing its text gives (BOM, CRLF, no or broken front matter)', async () => {
+    const dir = await tempDir('jarvis-search-documents-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    const texts: Record<string, string> = {
+      'bom.md': '\uFEFF---\ntitle: Harbour with a BOM\ntags: [Dock]\n---\nThe harbour crane.\n',
+      'crlf.md': '---\r\ntitle: Harbour CRLF\r\nsummary: A harbour summary\r\n---\r\n# Heading\r\nThe harbour tug.\r\n',
+      'plain.md': '# Harbour plain\n\nThe harbour pilot boards at dawn.\n',
+      'broken.md': '---\ntitle: [harbour\n---\nThe harbour is closed.\n',
+      'bom-plain.md': '\uFEFF# Harbour BOM plain\n\nThe harbour lights.\n',
+    }
+    for (const [path, text] of Object.entries(texts)) await writeFile(join(root, '.memory', path), text)
+    await searchMemory(root, 'harbour', {embeddings: false})
+    resetSearchCache()
+    const {documents} = await searchDocuments(root, 'harbour', {embeddings: false, limit: 10})
+    expect(documents.map((d) => d.hit.path).sort()).toEqual(Object.keys(texts).sort())
+    for (const {hit, title, tags, body, summary} of documents) {
+      const doc = toSearchDocument(hit.path, texts[hit.path])
+      expect({title, tags, body, summary}).toEqual({title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)})
+    }
+    // recall prints the summaries the index kept: the same block as from the texts.
+    const block = (await recall(root, 'harbour', {embeddings: false, limit: 5})).block
+    for (const path of Object.keys(texts)) expect(block).toContain(`- ${path}\n  Summary: “${summaryOf(toSearchDocument(path, texts[path])).replace(/[“”]/g, '"')}”`)
+  })
+})
