@@ -22,7 +22,7 @@ import {hashBytes} from '../store/hash.js'
 import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryDir} from '../store/root.js'
 import {type DirStat, RACY_WINDOW_MS, scanMemory, type StatCache} from '../store/tree.js'
-import {openNexusRowDatabase, openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
+import {isSqliteFileError, openNexusRowDatabase, openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
 import {type ListingFields, type SearchDocument, summaryOf, toSearchDocument} from './document.js'
 import {createFtsSchema, FtsEngine} from './fts.js'
 
@@ -120,12 +120,7 @@ function metaOfDocument(doc: SearchDocument, mtimeMs: number): FileMeta {
 }
 
 /** A database error that means the file cannot serve as an index: build it again. */
-function isUnusable(error: unknown): boolean {
-  const {code, errcode} = error as {code?: unknown; errcode?: unknown}
-  // better-sqlite3 names the code; node:sqlite gives its number (IOERR 10, CORRUPT 11, CANTOPEN 14, NOTADB 26).
-  if (typeof errcode === 'number') return [10, 11, 14, 26].includes(errcode & 0xff)
-  return typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB|CANTOPEN|IOERR)/.test(code)
-}
+const isUnusable = (error: unknown) => isSqliteFileError(error, ['IOERR', 'CORRUPT', 'CANTOPEN', 'NOTADB'])
 
 /** An error of the database itself (not of our code): worth building the index again, elsewhere if need be. */
 const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String((error as {code?: unknown}).code))

@@ -21,7 +21,7 @@ import {readTextIfExists} from './atomic.js'
 import {resolveInside} from './inside.js'
 import {checkRelativePath} from './paths.js'
 import {nexusDir} from './root.js'
-import {openNexusRowDatabase, removeNexusSqlite, type RowDatabase, type RowStatement} from './sqlite-open.js'
+import {isSqliteFileError, openNexusRowDatabase, removeNexusSqlite, type RowDatabase, type RowStatement} from './sqlite-open.js'
 import {deleteInside} from './tree.js'
 
 const debug = createDebug('jarvis:store')
@@ -37,8 +37,11 @@ export function baseDir(root: string): string {
 /** Kept texts are written once they exceed this many characters: a batch at a time, bounded memory. */
 const FLUSH_CHARS = 8 * 1024 * 1024
 
-/** An error of the database itself (not of our code): the bases are made again, empty. */
-const isDatabaseError = (error: unknown) => /^(SQLITE_|ERR_SQLITE)/.test(String((error as {code?: unknown}).code))
+/**
+ * A database file that is not one, or a damaged one: the bases are made again, empty. Only then: a busy database
+ * (another process), a full disk or a file it may not open would be gone for good, and each base with it.
+ */
+const isDamaged = (error: unknown) => isSqliteFileError(error, ['CORRUPT', 'NOTADB'])
 
 /**
  * The base copies of one tree, for one command. `put` and `remove` are kept until `flush`, which writes them in one
@@ -143,7 +146,7 @@ export class BaseStore {
         return this.statements
       } catch (error) {
         db?.close()
-        if (attempt > 0 || !isDatabaseError(error)) throw error
+        if (attempt > 0 || !isDamaged(error)) throw error
         debug('base copies unusable, starting them again (merges are two-way until the next sync): %s', (error as Error).message)
         removeNexusSqlite(this.root, BASE_FILE)
       }

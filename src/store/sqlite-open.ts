@@ -56,6 +56,16 @@ export function openSqlite(file: string, options?: Database.Options): Database.D
   return db
 }
 
+/** SQLite's primary result codes that say something of the database file itself. */
+const FILE_ERRORS = {IOERR: 10, CORRUPT: 11, CANTOPEN: 14, NOTADB: 26} as const
+
+/** Whether a SQLite error is one of `names`: better-sqlite3 names its code (`SQLITE_IOERR_READ`…), node:sqlite numbers it. */
+export function isSqliteFileError(error: unknown, names: Array<keyof typeof FILE_ERRORS>): boolean {
+  const {code, errcode} = error as {code?: unknown; errcode?: unknown}
+  if (typeof errcode === 'number') return names.some((name) => FILE_ERRORS[name] === (errcode & 0xff))
+  return typeof code === 'string' && names.some((name) => code === `SQLITE_${name}` || code.startsWith(`SQLITE_${name}_`))
+}
+
 /** Removes the SQLite database `.nexus/<rel>` with its journal files (a cache found unusable, to be built again). */
 export function removeNexusSqlite(root: string, rel: string): void {
   const file = join(nexusDir(root), rel)

@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError, SchemaError} from '../../src/errors.js'
+import {isSqliteFileError} from '../../src/store/sqlite-open.js'
 import {
   BaseStore,
   deleteBase,
@@ -246,6 +247,22 @@ describe('base copies', () => {
     expect(await readBase(root, 'a.md')).toBeNull()
     await writeBase(root, 'a.md', 'a\n')
     expect(await readBase(root, 'a.md')).toBe('a\n')
+  })
+
+  it('only a damaged database is made again: one that is busy, full or cannot be opened is an error, and kept', async () => {
+    const database = await tempTree()
+    await writeBase(database, 'a.md', 'a\n')
+    // A folder where the database should be: SQLite cannot open it, and nothing is removed.
+    const folder = await tempTree()
+    await mkdir(join(folder, '.nexus', 'base.sqlite'))
+    await writeFile(join(folder, '.nexus', 'base.sqlite', 'keep.txt'), 'kept\n')
+    await expect(writeBase(folder, 'a.md', 'a\n')).rejects.toThrow()
+    expect(await readFile(join(folder, '.nexus', 'base.sqlite', 'keep.txt'), 'utf8')).toBe('kept\n')
+    // Both drivers' shapes of the codes: better-sqlite3 names them, node:sqlite numbers them (extended codes too).
+    expect([{code: 'SQLITE_CORRUPT'}, {code: 'SQLITE_NOTADB'}, {errcode: 11}, {errcode: 26}, {errcode: 11 | (1 << 8)}].map((error) => isSqliteFileError(error, ['CORRUPT', 'NOTADB']))).toEqual([true, true, true, true, true])
+    expect([{code: 'SQLITE_BUSY'}, {code: 'SQLITE_FULL'}, {code: 'SQLITE_CANTOPEN'}, {code: 'SQLITE_IOERR_READ'}, {errcode: 5}, {errcode: 13}, {code: 'ENOENT'}].map((error) => isSqliteFileError(error, ['CORRUPT', 'NOTADB']))).toEqual([false, false, false, false, false, false, false])
+    expect(isSqliteFileError({code: 'SQLITE_IOERR_READ'}, ['IOERR'])).toBe(true)
+    expect(await readBase(database, 'a.md')).toBe('a\n')
   })
 })
 
