@@ -35,7 +35,7 @@ export function baseDir(root: string): string {
 }
 
 /** Kept texts are written once they exceed this many characters: a batch at a time, bounded memory. */
-const FLUSH_CHARS = 8 * 1024 * 1024
+const FLUSH_CHARS = 1024 * 1024
 
 /**
  * A database file that is not one, or a damaged one: the bases are made again, empty. Only then: a busy database
@@ -71,7 +71,7 @@ export class BaseStore {
   }
 
   /**
-   * Records `text` as the base of `rel` at the next flush — or now, once what is kept exceeds FLUSH_BYTES, so that a
+   * Records `text` as the base of `rel` at the next flush — or now, once what is kept exceeds FLUSH_CHARS, so that a
    * sync of a large tree never holds it all (a caller puts a base only once it may be written).
    */
   put(rel: string, text: string | Uint8Array): void {

@@ -47,7 +47,7 @@ const PULL_CONCURRENCY = 16
  * files, fewer after an answer of more than PULL_BATCH_BYTES (the status says nothing of sizes), so the client
  * holds one bounded batch at a time.
  */
-export const PUSH_BATCH_BYTES = 8 * 1024 * 1024
+export const PUSH_BATCH_BYTES = 4 * 1024 * 1024
 export const PUSH_BATCH_FILES = 2000
 export const PULL_BATCH_FILES = 64
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
@@ -588,7 +588,7 @@ async function* pushBatches(root: string, items: PushItem[], deletes: string[]):
   for (const item of items) {
     const text = item.text ?? (await readMemoryFile(root, item.path))
     if (text === null) continue
-    const size = Buffer.byteLength(JSON.stringify(text)) + item.path.length + 8
+    const size = jsonStringBytes(text) + item.path.length + 8
     if (batch.length > 0 && (batch.length >= PUSH_BATCH_FILES || bytes + size > PUSH_BATCH_BYTES)) {
       yield {files: batch, deletes: []}
       batch = []
@@ -598,6 +598,26 @@ async function* pushBatches(root: string, items: PushItem[], deletes: string[]):
     bytes += size
   }
   if (batch.length > 0 || deletes.length > 0) yield {files: batch, deletes}
+}
+
+/**
+ * The bytes of `text` as a JSON string, counted without making it (a copy per file was most of a large push's
+ * garbage): its UTF-8 bytes and the quotes, plus one for each character JSON escapes with a backslash and five for
+ * one it writes as `\\u00XX`; a lone surrogate, three bytes in UTF-8, is six as `\\uDXXX`.
+ */
+export function jsonStringBytes(text: string): number {
+  let extra = 2
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 0x22 || code === 0x5c || code === 0x0a || code === 0x0d || code === 0x09 || code === 0x08 || code === 0x0c) extra += 1
+    else if (code < 0x20) extra += 5
+    else if (code >= 0xd800 && code <= 0xdfff) {
+      const next = text.charCodeAt(i + 1)
+      if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++
+      else extra += 3
+    }
+  }
+  return Buffer.byteLength(text) + extra
 }
 
 function remoteEntries(status: StatusResponse): Record<string, RemoteEntry> {

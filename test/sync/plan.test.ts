@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {exceedsDeletionGuard, planSync, type BaseEntry, type PlanInput, type RemoteEntry} from '../../src/sync/plan.js'
+import {jsonStringBytes} from '../../src/sync/run.js'
 
 const runs = {numRuns: 1000}
 const paths = ['a.md', 'b.json', 'jarvis/claude.json', 'notes/x.md']
@@ -146,5 +147,17 @@ describe('planSync', () => {
     expect(exceedsDeletionGuard(three)).toBe(true)
     const two = planSync({mode: 'revision', local: new Map([['c.md', 'h1'], ['d.md', 'h1']]), base, remote, remoteIsIncremental: false})
     expect(exceedsDeletionGuard(two)).toBe(false)
+  })
+})
+
+describe('the size of a push batch', () => {
+  it('counts each text as exactly the bytes of its JSON string, control characters, quotes and lone surrogates included', () => {
+    const unit = fc.oneof(fc.constantFrom('"', '\\', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u001f', '\u2028', '\ud800', '\udfff', 'é', '😀'), fc.integer({min: 0, max: 0xffff}).map((code) => String.fromCharCode(code)))
+    fc.assert(
+      fc.property(fc.string({unit}), (text) => {
+        expect(jsonStringBytes(text)).toBe(Buffer.byteLength(JSON.stringify(text)))
+      }),
+      {numRuns: 2000},
+    )
   })
 })
