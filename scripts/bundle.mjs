@@ -112,13 +112,15 @@ const doors = await build({
   logLevel: 'warning',
 })
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
+// Only an ES module's refusal counts here; a native module built for another Node falls back at run time.
 const requireFromDist = createRequire(join(root, 'dist', 'fast', 'index.cjs'))
 for (const [file, output] of Object.entries(doors.metafile.outputs)) {
   for (const {path} of output.imports.filter((entry) => entry.external)) {
     try {
       requireFromDist(path)
     } catch (error) {
-      throw new Error(`${file} leaves out ${path}, which require() cannot load (${error.code ?? error.message}): bundle it in (scripts/bundle.mjs)`)
+      if (error.code !== 'ERR_REQUIRE_ESM' && error.code !== 'ERR_REQUIRE_ASYNC_MODULE') continue
+      throw new Error(`${file} leaves out ${path}, which require() cannot load (${error.code}): bundle it in (scripts/bundle.mjs)`)
     }
   }
 }
