@@ -42,8 +42,8 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
     return false
   }
   // Each hook event runs code of its own (a session's start, every prompt): a cache each.
-  const event = door.name === 'hook' ? fastDoorOf(door.argv) : undefined
-  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event.name}` : door.name)
+  const event = door.name === 'hook' ? fastDoorOf(door.argv)?.name : undefined
+  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event}` : door.name)
   const cachedData = cacheFile ? readOrNothing(cacheFile) : undefined
   // The wrapper of a CommonJS module: the bundle calls require() for Node's modules and the few packages it leaves out.
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: bundle, cachedData})

@@ -6,10 +6,9 @@
  * of the store's stat hints) knows the config is the one found good. Anything else is checked again.
  */
 import {lstatSync} from 'node:fs'
-import {join} from 'node:path'
 
 import {readNexusFile, writeNexusFile} from '../store/nexus-files.js'
-import {nexusDir} from '../store/root.js'
+import {configPath} from '../store/root.js'
 import {RACY_WINDOW_MS} from '../store/tree.js'
 
 const STAMP_FILE = 'hook-config-checked.json'
@@ -20,9 +19,6 @@ interface ConfigStamp {
   ino: number
   checkedAtMs: number
 }
-
-/** The config file the store reads (its CONFIG_FILE, `.nexus/config.json`), named here without loading the schemas. */
-const configFile = (root: string) => join(nexusDir(root), 'config.json')
 
 function isStamp(value: unknown): value is ConfigStamp {
   const stamp = value as Partial<ConfigStamp> | null
@@ -35,7 +31,7 @@ function isStamp(value: unknown): value is ConfigStamp {
  */
 export async function checkConfigOnce(root: string, check: () => Promise<unknown>): Promise<void> {
   const checkedAtMs = Date.now()
-  const info = lstatSync(configFile(root), {throwIfNoEntry: false})
+  const info = lstatSync(configPath(root), {throwIfNoEntry: false})
   if (info === undefined) return check() as Promise<void> // no config: the defaults, checked as always
   try {
     const stamp: unknown = JSON.parse((await readNexusFile(root, STAMP_FILE)) ?? 'null')

@@ -50,7 +50,6 @@ export interface ContextMapResult {
 // ---------------------------------------------------------------------------------------------------------------
 // the commands' one call each
 
-
 export async function memoryRead(options: {dir?: string; path: string}): Promise<ReadResult> {
   const {root} = await openTree(options.dir)
   const file = await readMemory(root, options.path)

@@ -37,7 +37,7 @@ export {deleteNexusFile, readNexusFile, writeNexusFile} from './nexus-files.js'
 export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} from './outbox.js'
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
-export {findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
+export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
 export {type CleanMark, type FileStamp, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
@@ -45,7 +45,6 @@ export {
   CONFIG_FILE,
   endSyncRun,
   SYNC_RUNNING_FILE,
-  configPath,
   formatJson,
   readConfig,
   readSyncState,

@@ -11,8 +11,8 @@ import {type NexusConfig, nexusConfigSchema} from '../schemas/nexus.js'
 import {formatIssues, parseWith} from '../schemas/parse.js'
 import {fsyncDir, writeFileAtomic} from './atomic.js'
 import {withTreeLock} from './lock.js'
-import {MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
-import {assertNoSecretInConfig, CONFIG_FILE, configPath, formatJson, readConfig} from './sync-state.js'
+import {configPath, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
+import {assertNoSecretInConfig, CONFIG_FILE, formatJson, readConfig} from './sync-state.js'
 
 export interface InitOptions {
   server?: string

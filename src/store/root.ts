@@ -15,6 +15,11 @@ export function nexusDir(root: string): string {
   return join(root, NEXUS_DIR)
 }
 
+/** `.nexus/config.json` (read and checked by sync-state.ts; named here for what must not load its schemas). */
+export function configPath(root: string): string {
+  return join(nexusDir(root), 'config.json')
+}
+
 /** True when `dir/.memory` exists and is a directory (a symlink to a directory counts). */
 export function holdsTree(dir: string): boolean {
   try {

@@ -7,7 +7,7 @@ import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
 import {readTextIfExists, writeFileAtomic} from './atomic.js'
-import {nexusDir} from './root.js'
+import {configPath, nexusDir} from './root.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
 export const SYNC_STATE_FILE = '.nexus/sync-state.json'
@@ -21,9 +21,6 @@ export function syncStatePath(root: string): string {
   return join(nexusDir(root), 'sync-state.json')
 }
 
-export function configPath(root: string): string {
-  return join(nexusDir(root), 'config.json')
-}
 
 /** Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field. */
 export async function readSyncState(root: string): Promise<SyncState> {

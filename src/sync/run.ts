@@ -149,8 +149,10 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   let fullListing = !settings.incrementalSync || state.seq === undefined || state.server !== client.server
   for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
     result.attempts = attempt + 1
-    // The quick check's answer stands for this request when it asked the same question.
-    const asked = attempt === 0 && !fullListing && quick?.seq === state.seq ? quick : undefined
+    // The first round starts from what the quick check read; its answer stands for this request when it asked the
+    // same question.
+    const quickRead = attempt === 0 && quick?.kind === 'sync' ? quick : undefined
+    const asked = !fullListing && quickRead?.answer?.seq === state.seq ? quickRead?.answer : undefined
     let status = asked?.status ?? (await client.status(fullListing ? undefined : state.seq))
     // A server whose identity changed or whose sequence went backwards was replaced or reset:
     // its revisions and its "since" mean nothing to us any more, only content hashes still do.
@@ -166,7 +168,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
     result.mode = mode
 
-    const round = await syncRound({root, client, bases, scanned: asked?.scanned, state, status, mode, incremental: !fullListing, options, now, result})
+    const round = await syncRound({root, client, bases, hints: quickRead?.hints, scanned: asked?.scanned, state, status, mode, incremental: !fullListing, options, now, result})
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
@@ -232,24 +234,25 @@ async function scanTree(root: string, hints: ScanHints, wanted: (path: string, h
   return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
 }
 
-type QuickCheck = {kind: 'nothing'} | {kind: 'asked'; seq: number; status: StatusResponse; scanned?: Scanned}
+/** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
+type QuickCheck = {kind: 'nothing'} | {kind: 'sync'; hints: ScanHints; answer?: {seq: number; status: StatusResponse; scanned?: Scanned}}
 
 /**
  * A sync after one that left every file equal to its base (the stat cache's clean mark, for the sync state as it
  * is now) asks the server what changed since then and scans the tree against the stat cache: neither found
- * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the answer and the
- * scan serve the round.
+ * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the stat cache, the
+ * answer and the scan serve the round (read once: the stat cache is as large as the tree too).
  */
-async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck | undefined> {
+async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck> {
   const hints = await readScanHints(root)
   const clean = hints.clean
-  if (clean === undefined || clean.server !== client.server || !sameStamp(await fileStamp(syncStatePath(root)), clean.state)) return undefined
+  if (clean === undefined || clean.server !== client.server || !sameStamp(await fileStamp(syncStatePath(root)), clean.state)) return {kind: 'sync', hints}
   const status = await client.status(clean.seq)
-  if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'asked', seq: clean.seq, status}
+  if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status}}
   // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
   const scanned = await scanTree(root, hints, (path, hash) => hints.files[path]?.hash !== hash)
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
-  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameFiles(scanned.local, hints.files))) return {kind: 'asked', seq: clean.seq, status, scanned}
+  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameFiles(scanned.local, hints.files))) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean})
   return {kind: 'nothing'}
 }
@@ -286,7 +289,8 @@ interface RoundInput {
   root: string
   client: MemoryClient
   bases: BaseStore
-  /** The scan the quick check made, if it made one. */
+  /** The stat cache as the quick check read it, and its scan if it made one. */
+  hints?: ScanHints
   scanned?: Scanned
   state: SyncState
   status: StatusResponse
@@ -309,7 +313,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
   // Scanned already when the quick check found something to do; else now, the bases' hashes deciding which
   // texts to keep.
-  const scanned = input.scanned ?? (await scanTree(root, await readScanHints(root), (path, hash) => state.files[path]?.hash !== hash))
+  const scanned = input.scanned ?? (await scanTree(root, input.hints ?? (await readScanHints(root)), (path, hash) => state.files[path]?.hash !== hash))
   const {local, texts: scannedText, backups: backupsSeen} = scanned
   const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
 
