@@ -5,11 +5,14 @@
  * the vector ranking too, fused with reciprocal rank fusion. The index is opened once per process, queried in
  * place, and brought up to date from content hashes on each search; see docs/decisions/search.md.
  */
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
 import {performance} from 'node:perf_hooks'
 
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
+import {nexusDir} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
 import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
@@ -367,9 +370,6 @@ export interface IndexedListing extends ListingFields {
  * builds the index.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
-  const {existsSync} = await import('node:fs')
-  const {join} = await import('node:path')
-  const {nexusDir} = await import('../store/root.js')
   if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
   const rows = await (await indexFor(root)).listingIfFresh(accept, limit)
   return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
