@@ -29,7 +29,8 @@ const peaks = new Map<string, number>()
 
 async function jarvis(cwd: string, ...args: string[]): Promise<void> {
   const run = await runJarvis(args, {cwd, env: {...process.env, JARVIS_TOKEN: TOKEN}})
-  const tree = relative(join(cwd, '..', '..'), join(cwd, '..'))
+  // Per tree size, over every run: `<work>/<size>-<run>/jarvis-a`.
+  const tree = relative(join(cwd, '..', '..'), join(cwd, '..')).replace(/-\d+$/, '')
   peaks.set(tree, Math.max(peaks.get(tree) ?? 0, run.peakMiB ?? 0))
 }
 
@@ -94,6 +95,55 @@ async function startGitDaemon(base: string): Promise<{url: string; child: ChildP
   return {url: `git://127.0.0.1:${port}`, child}
 }
 
+/** Initial syncs per tree (each from nothing, on a new server and a new bare repository), alternated with git's. */
+const INITIAL_RUNS = 3
+
+/** Both measurements of one step, alternated run by run so that a busy moment of the machine falls on both. */
+async function alternated(times: number, ours: () => Promise<void>, theirs: () => Promise<void>, warmup = 0): Promise<[number, number]> {
+  const [a, b]: number[][] = [[], []]
+  for (let i = 0; i < warmup + times; i++) {
+    const [x] = await timeRuns(1, ours)
+    const [y] = await timeRuns(1, theirs)
+    if (i < warmup) continue
+    a.push(x)
+    b.push(y)
+  }
+  return [median(a), median(b)]
+}
+
+interface Pair {
+  ja: string
+  jb: string
+  ga: string
+  gb: string
+  server: {url: string; close(): Promise<void>}
+}
+
+/** A new server, two new jarvis trees and two clones of a new bare repository; A's side of each holds the tree. */
+async function newPair(work: string, daemonUrl: string, size: number | 'large', run: number): Promise<Pair> {
+  const base = join(work, `${size}-${run}`)
+  const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(base, 'server'), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
+  const [ja, jb, ga, gb, bare] = ['jarvis-a', 'jarvis-b', 'git-a', 'git-b', 'bare.git'].map((n) => join(base, n))
+  const remote = `${daemonUrl}/${size}-${run}/bare.git`
+  for (const dir of [ja, jb]) {
+    await mkdir(dir, {recursive: true})
+    await initTree(dir, {server: server.url, agent: 'claude'})
+  }
+  await mkdir(bare, {recursive: true})
+  await git(bare, 'init', '-q', '--bare', '-b', 'main')
+  await git(base, 'clone', '-q', remote, ga)
+  await git(base, 'clone', '-q', remote, gb)
+  for (const repo of [ga, gb]) {
+    await git(repo, 'config', 'user.email', 'bench@localhost')
+    await git(repo, 'config', 'user.name', 'bench')
+    await git(repo, 'checkout', '-q', '-b', 'main')
+  }
+  const write = size === 'large' ? writeLargeTree : (dir: string) => writeTree(dir, size)
+  await write(join(ja, '.memory'))
+  await write(ga)
+  return {ja, jb, ga, gb, server}
+}
+
 export async function benchSync(sizes: Array<number | 'large'> = [1000, 10_000, 'large']): Promise<BenchSection> {
   const work = join(process.env.TMPDIR ?? '/tmp', `jarvis-bench-sync-${process.pid}`)
   await rm(work, {recursive: true, force: true})
@@ -106,72 +156,70 @@ export async function benchSync(sizes: Array<number | 'large'> = [1000, 10_000, 
   try {
     for (const size of sizes) {
       const label = size === 'large' ? `${LARGE_FILES} files of ${LARGE_FILE_BYTES / 1024} KiB (${(LARGE_FILES * LARGE_FILE_BYTES) / 2 ** 20} MiB)` : `${size} files`
-      // A server of its own per size: a tree is synced from nothing, as git's is cloned from an empty repository.
-      const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(work, `server-${size}`), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
-      servers.push(server)
-      const base = join(work, String(size))
-      const [ja, jb, ga, gb, bare] = ['jarvis-a', 'jarvis-b', 'git-a', 'git-b', 'bare.git'].map((n) => join(base, n))
-      const remote = `${daemon.url}/${size}/bare.git`
-      for (const dir of [ja, jb]) {
-        await mkdir(dir, {recursive: true})
-        await initTree(dir, {server: server.url, agent: 'claude'})
+      // Each initial sync from nothing, as git's is to an empty repository: a new server, trees and repository per run.
+      const initial: number[][] = [[], []]
+      let pair: Pair | undefined
+      for (let run = 0; run < INITIAL_RUNS; run++) {
+        pair = await newPair(work, daemon.url, size, run)
+        servers.push(pair.server)
+        const {ja, jb, ga, gb} = pair
+        const [jarvisRun] = await timeRuns(1, async () => {
+          await jarvis(ja, 'sync', '--quiet')
+          await jarvis(jb, 'sync', '--quiet')
+        })
+        const [gitRun] = await timeRuns(1, async () => {
+          await git(ga, 'add', '-A')
+          await git(ga, 'commit', '-q', '-m', 'initial')
+          await git(ga, 'push', '-q', 'origin', 'main')
+          await git(gb, 'pull', '-q', 'origin', 'main')
+        })
+        initial[0].push(jarvisRun)
+        initial[1].push(gitRun)
+        const identical = (await treeDigest(join(ja, '.memory'))) === (await treeDigest(join(jb, '.memory')))
+        if (!identical) throw new Error(`${label}: B's tree differs from A's after the initial sync`)
+        if (run < INITIAL_RUNS - 1) {
+          // Only the last run's trees are kept for the steps below.
+          await pair.server.close()
+          servers.splice(servers.indexOf(pair.server), 1)
+          await rm(join(ja, '..'), {recursive: true, force: true})
+        }
       }
-      await mkdir(bare, {recursive: true})
-      await git(bare, 'init', '-q', '--bare', '-b', 'main')
-      await git(base, 'clone', '-q', remote, ga)
-      await git(base, 'clone', '-q', remote, gb)
-      for (const repo of [ga, gb]) {
-        await git(repo, 'config', 'user.email', 'bench@localhost')
-        await git(repo, 'config', 'user.name', 'bench')
-        await git(repo, 'checkout', '-q', '-b', 'main')
-      }
-      if (size === 'large') {
-        await writeLargeTree(join(ja, '.memory'))
-        await writeLargeTree(ga)
-      } else {
-        await writeTree(join(ja, '.memory'), size)
-        await writeTree(ga, size)
-      }
-
-      const jarvisInitial = (await timeRuns(1, async () => {
-        await jarvis(ja, 'sync', '--quiet')
-        await jarvis(jb, 'sync', '--quiet')
-      }))[0]
-      const gitInitial = (await timeRuns(1, async () => {
-        await git(ga, 'add', '-A')
-        await git(ga, 'commit', '-q', '-m', 'initial')
-        await git(ga, 'push', '-q', 'origin', 'main')
-        await git(gb, 'pull', '-q', 'origin', 'main')
-      }))[0]
-      rows.push([label, 'initial sync (A pushes, B pulls)', ms(jarvisInitial), ms(gitInitial), ratio(jarvisInitial, gitInitial)])
-      const identical = (await treeDigest(join(ja, '.memory'))) === (await treeDigest(join(jb, '.memory')))
-      if (!identical) throw new Error(`${label}: B's tree differs from A's after the initial sync`)
+      const [jarvisInitial, gitInitial] = initial.map(median)
+      rows.push([label, `initial sync (A pushes, B pulls; median of ${INITIAL_RUNS})`, ms(jarvisInitial), ms(gitInitial), ratio(jarvisInitial, gitInitial)])
       if (size === 'large') {
         memory.push([label, `${peaks.get(String(size))?.toFixed(0)} MiB`, 'byte-identical on B'])
         continue
       }
+      const {ja, jb, ga, gb, server} = pair!
 
-      const jarvisNoop = median(await timeRuns(7, () => jarvis(ja, 'sync', '--quiet'), 1))
-      const gitNoop = median(await timeRuns(7, async () => {
-        await git(ga, 'pull', '-q', 'origin', 'main')
-        await git(ga, 'push', '-q', 'origin', 'main')
-      }, 1))
+      const [jarvisNoop, gitNoop] = await alternated(
+        7,
+        () => jarvis(ja, 'sync', '--quiet'),
+        async () => {
+          await git(ga, 'pull', '-q', 'origin', 'main')
+          await git(ga, 'push', '-q', 'origin', 'main')
+        },
+        1,
+      )
       rows.push([label, 'no-op sync (`jarvis sync` vs `git pull && git push`)', ms(jarvisNoop), ms(gitNoop), ratio(jarvisNoop, gitNoop)])
 
-      let round = 0
-      const jarvisTen = median(await timeRuns(3, async () => {
-        await editTen(join(ja, '.memory'), size, ++round)
-        await jarvis(ja, 'sync', '--quiet')
-        await jarvis(jb, 'sync', '--quiet')
-      }))
-      round = 0
-      const gitTen = median(await timeRuns(3, async () => {
-        await editTen(ga, size, ++round)
-        await git(ga, 'add', '-A')
-        await git(ga, 'commit', '-q', '-m', `round ${round}`)
-        await git(ga, 'push', '-q', 'origin', 'main')
-        await git(gb, 'pull', '-q', 'origin', 'main')
-      }))
+      let jarvisRound = 0
+      let gitRound = 0
+      const [jarvisTen, gitTen] = await alternated(
+        5,
+        async () => {
+          await editTen(join(ja, '.memory'), size, ++jarvisRound)
+          await jarvis(ja, 'sync', '--quiet')
+          await jarvis(jb, 'sync', '--quiet')
+        },
+        async () => {
+          await editTen(ga, size, ++gitRound)
+          await git(ga, 'add', '-A')
+          await git(ga, 'commit', '-q', '-m', `round ${gitRound}`)
+          await git(ga, 'push', '-q', 'origin', 'main')
+          await git(gb, 'pull', '-q', 'origin', 'main')
+        },
+      )
       rows.push([label, '10 files changed (A pushes, B pulls)', ms(jarvisTen), ms(gitTen), ratio(jarvisTen, gitTen)])
 
       // The engine alone, without process start-up, and what a no-op costs on the wire.
@@ -194,7 +242,7 @@ export async function benchSync(sizes: Array<number | 'large'> = [1000, 10_000, 
     await rm(work, {recursive: true, force: true})
   }
   const markdown = [
-    'Both tools run as whole processes, as a shell or a git hook runs them; every figure is a median (initial sync: one run). `jarvis` talks to a real `jarvis serve` on 127.0.0.1; git to `git daemon` on 127.0.0.1.',
+    'Both tools run as whole processes, as a shell or a git hook runs them, alternated run by run; every figure is a median. `jarvis` talks to a real `jarvis serve` on 127.0.0.1; git to `git daemon` on 127.0.0.1.',
     '',
     table(['tree', 'operation', 'jarvis', 'git', 'jarvis vs git'], rows),
     '',

@@ -13,7 +13,7 @@
  *
  * Shared by the server's storage and the search index (`.nexus/search/index.sqlite`): one way to open SQLite.
  */
-import {mkdirSync, rmSync} from 'node:fs'
+import {existsSync, mkdirSync, rmSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
@@ -25,7 +25,19 @@ const kept: object[] = []
 
 /** The native module is loaded at the first open, not when this module is: importing it costs a command nothing. */
 let DatabaseClass: typeof Database | undefined
-const loadDatabase = () => (DatabaseClass ??= createRequire(import.meta.url)('better-sqlite3') as typeof Database)
+/**
+ * Where better-sqlite3's own build put its addon, named to it directly: left to find it, it asks the `bindings`
+ * package, which probes a dozen paths (about 1 ms of every command that opens a database). Absent (a debug build,
+ * another layout), it is left to find it as usual.
+ */
+let addonPath: string | undefined
+const loadDatabase = () => {
+  if (DatabaseClass) return DatabaseClass
+  const require = createRequire(import.meta.url)
+  const built = join(dirname(require.resolve('better-sqlite3')), '..', 'build', 'Release', 'better_sqlite3.node')
+  addonPath = existsSync(built) ? built : undefined
+  return (DatabaseClass = require('better-sqlite3') as typeof Database)
+}
 
 function keep<T extends object>(handle: T): T {
   kept.push(handle)
@@ -34,7 +46,8 @@ function keep<T extends object>(handle: T): T {
 
 /** `new Database(file, options)` whose databases, statements and iterators live until the process exits. */
 export function openSqlite(file: string, options?: Database.Options): Database.Database {
-  const db = keep(new (loadDatabase())(file, options))
+  const SqliteDatabase = loadDatabase()
+  const db = keep(new SqliteDatabase(file, addonPath === undefined || options?.nativeBinding !== undefined ? options : {...options, nativeBinding: addonPath}))
   const prepare = db.prepare.bind(db)
   db.prepare = ((sql: string) => {
     const statement = keep(prepare(sql))
