@@ -127,6 +127,8 @@ export interface SearchIndexWatch {
   changed(path: string): void
   /** Something the watcher cannot describe path by path (a directory added or removed, a watcher error, ready). */
   rescan(): void
+  /** Brings the index up to date with what the watcher reported (everything, after a `rescan()`), as a search would. */
+  refresh(): Promise<RefreshStats>
   /** Back to a full scan at every search (each watched refresh was written to the index when it ran). */
   stop(): Promise<void>
 }
@@ -142,6 +144,7 @@ export function watchSearchIndex(root: string): SearchIndexWatch {
   return {
     changed: (path) => void state.changed.add(path),
     rescan: () => void (state.rescan = true),
+    refresh: async () => refreshBeforeSearch(root, await indexFor(root)),
     async stop() {
       if (watchedTrees.get(root) === state) watchedTrees.delete(root)
     },
@@ -164,7 +167,11 @@ async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<R
       throw error
     }
   }
-  if (paths.length === 0) return {indexed: 0, removed: 0, files: index.files.size, rebuilt: false}
+  if (paths.length === 0) {
+    // A refresh started by an earlier search may still be writing paths reported before this search was asked.
+    await index.idle()
+    return {indexed: 0, removed: 0, files: index.files.size, rebuilt: false}
+  }
   try {
     return await index.refreshPaths(paths)
   } catch (error) {
@@ -367,11 +374,15 @@ export interface IndexedListing extends ListingFields {
  * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
  * index when it describes the tree as it is now (its manifest holds, or a refresh re-indexing at most `limit` files
  * brings it there); undefined otherwise, or when there is no index yet: the caller then reads the files. Never
- * builds the index.
+ * builds the index, unless this process watches the tree (watchSearchIndex), which answers from its index always.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
-  if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
-  const rows = await (await indexFor(root)).listingIfFresh(accept, limit)
+  // A process that watches the tree knows what changed: it brings those files in, and the index is the tree.
+  const watched = watchedTrees.has(root)
+  if (!watched && !existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
+  const index = await indexFor(root)
+  if (watched) await refreshBeforeSearch(root, index)
+  const rows = watched ? index.listing(accept, limit) : await index.listingIfFresh(accept, limit)
   return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
 }
 

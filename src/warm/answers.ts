@@ -1,0 +1,38 @@
+/**
+ * What a warm server answers: each call is the operation its cold path runs (the same function, so the same
+ * result), on the server's own tree and with its open, watched search index. The client renders the result as
+ * it renders its own.
+ */
+import {readPromptRecall} from '../hook/context.js'
+import {memoryLs} from '../ops/memory-ls.js'
+import {recallMemory} from '../ops/recall.js'
+import {searchMemoryFiles} from '../search/index.js'
+import type {WarmOp} from './protocol.js'
+import {serveWarm, type WarmServer} from './server.js'
+
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
+const number = (value: unknown) => (typeof value === 'number' ? value : undefined)
+const texts = (value: unknown) => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? (value as string[]) : undefined)
+
+/** The answer to one call on the tree at `root`: the input's fields the operation takes, `--dir` always the tree. */
+export function answerFor(root: string): (op: WarmOp, input: Record<string, unknown>) => Promise<unknown> {
+  return async (op, input) => {
+    switch (op) {
+      case 'recall':
+        return recallMemory({dir: root, query: text(input.query) ?? '', limit: number(input.limit), tags: texts(input.tags), prefix: text(input.prefix), since: text(input.since)})
+      case 'memory-ls':
+        return memoryLs({dir: root, prefix: text(input.prefix), limit: number(input.limit)})
+      case 'memory-search-files': {
+        const found = await searchMemoryFiles(root, text(input.query) ?? '', {limit: number(input.limit), tags: texts(input.tags), prefix: text(input.prefix), since: text(input.since), until: text(input.until)})
+        return {hits: found.hits, mode: found.mode, ...(found.note === undefined ? {} : {note: found.note})}
+      }
+      case 'prompt-recall':
+        return readPromptRecall({root, prompt: text(input.prompt) ?? ''})
+    }
+  }
+}
+
+/** The warm server of a long-lived jarvis in the tree at `root`; undefined when there is none (see serveWarm). */
+export function serveTree(root: string): Promise<WarmServer | undefined> {
+  return serveWarm(root, answerFor(root))
+}
