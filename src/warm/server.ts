@@ -100,8 +100,10 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
     if (request.env !== serverEnv) return refuse('another embeddings provider than this server')
     if (!OPS.has(request.op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${request.op}`)
     try {
-      await tree.settle()
-      return {v: WARM_PROTOCOL, ok: true, result: await answer(request.op, request.input)}
+      const refreshed = await tree.settle()
+      const result = await answer(request.op, request.input)
+      debug('answered %s (%d file(s) re-indexed first)', request.op, refreshed.indexed + refreshed.removed)
+      return {v: WARM_PROTOCOL, ok: true, result}
     } catch (error) {
       return refuse(error instanceof Error ? error.message : String(error))
     }
