@@ -6,6 +6,7 @@
 import {readPromptRecall} from '../hook/context.js'
 import {memoryLs} from '../ops/memory-ls.js'
 import {recallMemory} from '../ops/recall.js'
+import type {MemoryFileHits} from '../ops/search.js'
 import {searchMemoryFiles} from '../search/index.js'
 import type {WarmOp} from './protocol.js'
 import {serveWarm, type WarmServer} from './server.js'
@@ -24,7 +25,8 @@ export function answerFor(root: string): (op: WarmOp, input: Record<string, unkn
         return memoryLs({dir: root, prefix: text(input.prefix), limit: number(input.limit)})
       case 'memory-search-files': {
         const found = await searchMemoryFiles(root, text(input.query) ?? '', {limit: number(input.limit), tags: texts(input.tags), prefix: text(input.prefix), since: text(input.since), until: text(input.until)})
-        return {hits: found.hits, mode: found.mode, ...(found.note === undefined ? {} : {note: found.note})}
+        const files: MemoryFileHits = {hits: found.hits, mode: found.mode, ...(found.note === undefined ? {} : {note: found.note})}
+        return files
       }
       case 'prompt-recall':
         return readPromptRecall({root, prompt: text(input.prompt) ?? ''})

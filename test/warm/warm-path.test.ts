@@ -1,6 +1,6 @@
 /**
  * The warm path (src/warm/): a real `jarvis sync --watch` (the built bin/run.js, against a real `jarvis serve`)
- * answers `recall`, `memory ls` and the prompt hook of other jarvis processes in its tree. What a user would notice:
+ * answers `recall`, `memory search` (its files), `memory ls` and the prompt hook of other jarvis processes in its tree. What a user would notice:
  * the same output as without it, byte for byte; a file written the moment before is found; a server killed, silent
  * or of another protocol never fails or stalls a call. Which calls the server answered is read from its debug log
  * (`DEBUG=jarvis:warm`): one "answered <call>" line each.
@@ -28,7 +28,7 @@ interface Watch {
   exited: Promise<number | null>
 }
 
-describe('the warm path: jarvis sync --watch answers recall, memory ls and the prompt hook', () => {
+describe('the warm path: jarvis sync --watch answers recall, memory search and ls, and the prompt hook', () => {
   let server: TestServer
   const dirs: string[] = []
   const children: ChildProcess[] = []
@@ -97,6 +97,8 @@ describe('the warm path: jarvis sync --watch answers recall, memory ls and the p
       ['recall', 'deploy', '--limit', '1', '--tag', 'ops'],
       ['memory', 'ls'],
       ['memory', 'ls', 'ops/', '--json'],
+      ['memory', 'search', 'deploy'],
+      ['memory', 'search', 'deploy', '--prefix', 'ops/', '--json'],
     ]
     for (const args of calls) {
       const warm = strip(await run(args, t.root, t.env))
@@ -106,6 +108,7 @@ describe('the warm path: jarvis sync --watch answers recall, memory ls and the p
     expect((await run(['recall', 'kamal'], t.root, t.env)).stdout).toContain('ops/deploy.md')
     expect(watch.answered('recall')).toBe(4)
     expect(watch.answered('memory-ls')).toBe(2)
+    expect(watch.answered('memory-search-files')).toBe(2)
   })
 
   it('finds a file written, edited in place or deleted the moment before the call', async () => {
