@@ -118,6 +118,8 @@ interface WatchedTree {
   changed: Set<string>
   /** Re-scan everything at the next search: nothing seen yet, a directory came or went, or the watcher missed events. */
   rescan: boolean
+  /** Resolves once every change made before the call was reported; false when that cannot be known (then: rescan). */
+  settle?: () => Promise<boolean>
 }
 
 const watchedTrees = new Map<string, WatchedTree>()
@@ -136,10 +138,11 @@ export interface SearchIndexWatch {
 /**
  * For a long-lived process (`jarvis mcp`) that watches `.memory/` itself: from now on a search of `root` re-reads
  * only the files the watcher reported since the last search, instead of scanning the whole tree (0.4 s at 10,000
- * files). The first search after this call, and after every `rescan()`, still scans everything.
+ * files). The first search after this call, and after every `rescan()`, still scans everything. `settle`, when
+ * given, is awaited before each search: it proves the watcher has reported every change made before it.
  */
-export function watchSearchIndex(root: string): SearchIndexWatch {
-  const state: WatchedTree = {changed: new Set(), rescan: true}
+export function watchSearchIndex(root: string, options: {settle?: () => Promise<boolean>} = {}): SearchIndexWatch {
+  const state: WatchedTree = {changed: new Set(), rescan: true, settle: options.settle}
   watchedTrees.set(root, state)
   return {
     changed: (path) => void state.changed.add(path),
@@ -155,6 +158,7 @@ export function watchSearchIndex(root: string): SearchIndexWatch {
 async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<RefreshStats> {
   const watched = watchedTrees.get(root)
   if (!watched) return index.refresh()
+  if (watched.settle && !(await watched.settle())) watched.rescan = true
   // Taken before the refresh starts: what the watcher reports meanwhile is read by the next search.
   const paths = [...watched.changed]
   watched.changed.clear()

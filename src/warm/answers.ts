@@ -9,7 +9,8 @@ import {recallMemory} from '../ops/recall.js'
 import type {MemoryFileHits} from '../ops/search.js'
 import {searchMemoryFiles} from '../search/index.js'
 import type {WarmOp} from './protocol.js'
-import {serveWarm, type WarmServer} from './server.js'
+import {serveWarm} from './server.js'
+import {watchTreeFresh} from './tree-watch.js'
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
 const number = (value: unknown) => (typeof value === 'number' ? value : undefined)
@@ -34,7 +35,26 @@ export function answerFor(root: string): (op: WarmOp, input: Record<string, unkn
   }
 }
 
-/** The warm server of a long-lived jarvis in the tree at `root`; undefined when there is none (see serveWarm). */
-export function serveTree(root: string): Promise<WarmServer | undefined> {
-  return serveWarm(root, answerFor(root))
+export interface TreeService {
+  /** The socket, when this process answers other jarvis processes of the tree; undefined when another one does. */
+  socket?: string
+  /** Stops answering and watching. */
+  close(): Promise<void>
+}
+
+/**
+ * A long-lived jarvis in the tree at `root` answers the other jarvis processes of the tree (`jarvis sync --watch`):
+ * watching the tree only when it answers (no warm path here, or another process answers: nothing to do).
+ */
+export async function serveTree(root: string): Promise<TreeService> {
+  const tree = watchTreeFresh(root)
+  const server = await serveWarm(root, tree, answerFor(root)).catch(() => undefined)
+  if (server === undefined) await tree.close()
+  return {
+    socket: server?.path,
+    async close() {
+      await server?.close()
+      if (server !== undefined) await tree.close()
+    },
+  }
 }

@@ -1,8 +1,8 @@
 /**
  * The server side of the warm path: a long-lived jarvis in a tree (`jarvis sync --watch`, `jarvis mcp`) listens on
- * the tree's socket (protocol.ts) and answers each request once the tree watch vouches that the search index holds
- * every change made before it (tree-watch.ts), by calling the operation the cold path would call (the caller's
- * `answer`). One server per tree: a live socket is left to its server; a stale one (its server was killed) is
+ * the tree's socket (protocol.ts) and answers each request by calling the operation the cold path would call (the
+ * caller's `answer`), whose search first waits until the tree watch vouches that the index holds every change made
+ * before the request (tree-watch.ts). One server per tree: a live socket is left to its server; a stale one (its server was killed) is
  * replaced. The socket is the user's only (0600, or in a 0700 folder of theirs) and removed at a clean stop.
  */
 import {chmodSync, lstatSync, mkdirSync, rmSync} from 'node:fs'
@@ -12,7 +12,7 @@ import createDebug from 'debug'
 
 import {isPrivateDir} from './client.js'
 import {answerEnvOf, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
-import {type FreshTree, watchTreeFresh} from './tree-watch.js'
+import type {FreshTree} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
 
@@ -26,9 +26,7 @@ export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promis
 export interface WarmServer {
   /** The socket it listens on. */
   path: string
-  /** The tree watch that keeps its answers fresh. */
-  tree: FreshTree
-  /** Stops listening, removes the socket and stops watching. Idempotent. */
+  /** Stops listening and removes the socket (the tree watch is the caller's). Idempotent. */
   close(): Promise<void>
 }
 
@@ -45,10 +43,11 @@ export function probeSocket(path: string): Promise<'live' | 'stale' | 'none'> {
 }
 
 /**
- * Starts the warm server of the tree at `root` (as its search index names it); undefined when there is no warm
- * path here (Windows, no socket path that fits, a folder not the user's own) or another server answers for the tree.
+ * Starts the warm server of the tree at `root` (as its search index names it), whose answers `tree` keeps fresh;
+ * undefined when there is no warm path here (Windows, no socket path that fits, a folder not the user's own) or
+ * another server answers for the tree.
  */
-export async function serveWarm(root: string, answer: WarmHandler, options: {env?: NodeJS.ProcessEnv} = {}): Promise<WarmServer | undefined> {
+export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandler, options: {env?: NodeJS.ProcessEnv} = {}): Promise<WarmServer | undefined> {
   const env = options.env ?? process.env
   const real = realRoot(root)
   const socket = warmSocketOf(real, env)
@@ -67,7 +66,6 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
   }
   if (found === 'stale') rmSync(socket.path, {force: true})
 
-  const tree = watchTreeFresh(root)
   const serverEnv = answerEnvOf(env)
   const connections = new Set<Socket>()
   const server = createServer((connection) => {
@@ -100,9 +98,9 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
     if (request.env !== serverEnv) return refuse('another embeddings provider than this server')
     if (!OPS.has(request.op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${request.op}`)
     try {
-      const refreshed = await tree.settle()
+      // Each operation's search settles the tree first (tree-watch.ts): it sees every change made before this request.
       const result = await answer(request.op, request.input)
-      debug('answered %s (%d file(s) re-indexed first)', request.op, refreshed.indexed + refreshed.removed)
+      debug('answered %s ', request.op)
       return {v: WARM_PROTOCOL, ok: true, result}
     } catch (error) {
       return refuse(error instanceof Error ? error.message : String(error))
@@ -120,7 +118,6 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
   } catch (error) {
     // EADDRINUSE: another server started at the same moment and answers for the tree.
     debug('no warm path from this process: %s', (error as Error).message)
-    await tree.close()
     return undefined
   }
   chmodSync(socket.path, 0o600)
@@ -133,7 +130,6 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
   let closing: Promise<void> | undefined
   return {
     path: socket.path,
-    tree,
     close: () => (closing ??= stop(server)),
   }
 
@@ -143,6 +139,5 @@ export async function serveWarm(root: string, answer: WarmHandler, options: {env
     await closed
     // Only our own socket: a server that replaced it (after this one was thought gone) keeps its own.
     if (lstatSync(socket!.path, {throwIfNoEntry: false})?.ino === ours) rmSync(socket!.path, {force: true})
-    await tree.close()
   }
 }

@@ -41,7 +41,7 @@ export const COOKIE_TIMEOUT_MS = 500
 export interface FreshTree {
   /**
    * Brings the search index up to date with every change made under `.memory/` before this call (the watched
-   * paths only, or everything when the watch cannot vouch for them).
+   * paths only, or everything when the watch cannot vouch for them). Each search in this process does it too.
    */
   settle(): Promise<RefreshStats>
   /** Whether the watch vouches for the order of events (false: every `settle()` rescans). */
@@ -55,7 +55,8 @@ function ignored(rel: string): boolean {
 }
 
 export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number} = {}): FreshTree {
-  const index: SearchIndexWatch = watchSearchIndex(root)
+  // Every search of the tree in this process waits for a cookie first (a request's, the MCP session's own).
+  const index: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
   const memory = memoryDir(root)
   const cookies = join(nexusDir(root), COOKIE_DIR)
   const cookieTimeoutMs = options.cookieTimeoutMs ?? COOKIE_TIMEOUT_MS
@@ -160,10 +161,7 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   }
 
   return {
-    async settle() {
-      if (!(await cookie())) index.rescan()
-      return index.refresh()
-    },
+    settle: () => index.refresh(),
     ordered: () => ordered,
     async close() {
       for (const watcher of folders.values()) watcher.close()

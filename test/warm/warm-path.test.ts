@@ -209,6 +209,27 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
     expect(strip(warm)).toEqual(strip(await run(['recall', 'kamal'], t.root, {...env, JARVIS_WARM: 'off'})))
   })
 
+  it('an agent’s jarvis mcp answers too, and removes its socket when the session ends', async () => {
+    const t = await tree()
+    await writeFile(join(t.memory, 'deploy.md'), '# Deploy\n\nkamal to the hetzner box\n')
+    const mcp = spawn(process.execPath, [runJs, 'mcp', '--dir', t.root], {cwd: t.root, env: {...t.env, DEBUG: 'jarvis:warm'}, stdio: ['pipe', 'pipe', 'pipe']})
+    children.push(mcp)
+    let stderr = ''
+    mcp.stdout!.resume()
+    mcp.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    const exited = new Promise((resolve) => mcp.once('exit', resolve))
+    const socket = join(realRoot(t.root), '.nexus', 'warm.sock')
+    await until('the session to listen', () => stat(socket).then(() => true, () => undefined))
+    await writeFile(join(t.memory, 'fresh.md'), '# Fresh\n\nkamal once more\n')
+    const warm = await run(['recall', 'kamal'], t.root, t.env)
+    expect(warm.stdout).toContain('fresh.md')
+    expect(stderr.split('\n').filter((line) => line.includes('answered recall')).length).toBe(1)
+    expect(strip(warm)).toEqual(strip(await run(['recall', 'kamal'], t.root, {...t.env, JARVIS_WARM: 'off'})))
+    mcp.stdin!.end()
+    await exited
+    await expect(stat(socket)).rejects.toMatchObject({code: 'ENOENT'})
+  })
+
   describe('a socket that does not answer as a warm server must', () => {
     let listening: Server | undefined
     afterEach(async () => {
