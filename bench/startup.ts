@@ -45,36 +45,28 @@ export async function benchStartup(): Promise<BenchSection> {
     ]
     // Warm the disk cache, the search index and the first sync once, unmeasured.
     for (const c of cases) await timedProcess(c.args, root, env, c.input)
-    const rows: string[][] = []
-    const uncached = {...env, JARVIS_CODE_CACHE: 'off'}
-    for (const c of cases) {
+    /** One row: the call with `env`, `node -e 0` and the call with `other`, alternated, RUNS times (medians). */
+    async function row(c: (typeof cases)[number], other: NodeJS.ProcessEnv): Promise<string[]> {
       const ours: number[] = []
       const floor: number[] = []
-      const cold: number[] = []
+      const without: number[] = []
       for (let i = 0; i < RUNS; i++) {
         floor.push(await timedProcess(['-e', '0'], root, env))
         ours.push(await timedProcess(c.args, root, env, c.input))
-        cold.push(await timedProcess(c.args, root, uncached, c.input))
+        without.push(await timedProcess(c.args, root, other, c.input))
       }
-      rows.push([c.label, ms(median(ours)), ms(median(floor)), `${(median(ours) / median(floor)).toFixed(2)}×`, ms(median(cold))])
+      return [c.label, ms(median(ours)), ms(median(floor)), `${(median(ours) / median(floor)).toFixed(2)}×`, ms(median(without))]
     }
+    const rows: string[][] = []
+    for (const c of cases) rows.push(await row(c, {...env, JARVIS_CODE_CACHE: 'off'}))
     // The calls the warm path answers, with a `jarvis sync --watch` running in the tree (docs/decisions/warm-path.md),
     // beside the same calls without it (JARVIS_WARM=off) and `node -e 0`.
     const warmRows: string[][] = []
     const watch = await startSyncWatch(root, env)
     try {
-      const noWarm = {...env, JARVIS_WARM: 'off'}
       for (const c of cases.filter((c) => WARM_CALLS.has(c.label))) {
         await timedProcess(c.args, root, env, c.input)
-        const warm: number[] = []
-        const cold: number[] = []
-        const floor: number[] = []
-        for (let i = 0; i < RUNS; i++) {
-          floor.push(await timedProcess(['-e', '0'], root, env))
-          warm.push(await timedProcess(c.args, root, env, c.input))
-          cold.push(await timedProcess(c.args, root, noWarm, c.input))
-        }
-        warmRows.push([c.label, ms(median(warm)), ms(median(floor)), `${(median(warm) / median(floor)).toFixed(2)}×`, ms(median(cold))])
+        warmRows.push(await row(c, {...env, JARVIS_WARM: 'off'}))
       }
     } finally {
       await watch.stop()
