@@ -23,7 +23,7 @@
  *   libuv drops silently.
  */
 import {type FSWatcher, lstatSync, mkdirSync, readdirSync, rmSync, watch, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import createDebug from 'debug'
 
@@ -33,8 +33,10 @@ import {memoryDir, nexusDir} from '../store/root.js'
 
 const debug = createDebug('jarvis:warm')
 
-/** The folder of `.nexus/` where cookies are made and removed. */
+/** The folder of `.nexus/` where cookies are made and removed, a folder per watch (`<pid>.<n>`) in it. */
 export const COOKIE_DIR = 'warm-cookies'
+/** The watches this process started: each one's cookie folder has its number. */
+let watches = 0
 /** How long a request waits for its cookie before it settles for a full rescan. */
 export const COOKIE_TIMEOUT_MS = 500
 
@@ -58,7 +60,8 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   // Every search of the tree in this process waits for a cookie first (a request's, the MCP session's own).
   const index: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
   const memory = memoryDir(root)
-  const cookies = join(nexusDir(root), COOKIE_DIR)
+  // A folder of its own: another watch of the tree (a sync --watch and an MCP session) never touches it.
+  const cookies = join(nexusDir(root), COOKIE_DIR, `${process.pid}.${++watches}`)
   const cookieTimeoutMs = options.cookieTimeoutMs ?? COOKIE_TIMEOUT_MS
   let ordered = options.ordered ?? process.platform === 'linux'
   const folders = new Map<string, FSWatcher>()
@@ -127,9 +130,9 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
     if (resolve) resolve()
   }
 
-  // Cookies left by a server that was killed are removed; then the folder is watched.
+  // Cookies left by processes that were killed are removed; then this process's folder is watched.
   try {
-    rmSync(cookies, {recursive: true, force: true})
+    removeDeadCookies(dirname(cookies))
     mkdirSync(cookies, {recursive: true})
     cookieWatcher = watch(cookies, {persistent: false}, (_event, name) => onCookie(name))
     cookieWatcher.on('error', (error) => unordered(`cookie watcher: ${error.message}`))
@@ -141,7 +144,7 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   /** Resolves once every change made before the call has been marked; false when that cannot be known. */
   async function cookie(): Promise<boolean> {
     if (!ordered) return false
-    const name = `${process.pid}-${++cookieCount}`
+    const name = String(++cookieCount)
     const file = join(cookies, name)
     let timer: NodeJS.Timeout | undefined
     const seen = new Promise<boolean>((resolve) => {
@@ -150,8 +153,11 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
     })
     try {
       writeFileSync(file, '')
-      return await seen
-    } catch {
+      if (await seen) return true
+      debug('cookie %s not seen within %d ms: this search rescans the tree', file, cookieTimeoutMs)
+      return false
+    } catch (error) {
+      debug('cookie %s not made (%s): this search rescans the tree', file, (error as Error).message)
       return false
     } finally {
       clearTimeout(timer)
@@ -170,5 +176,28 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
       rmSync(cookies, {recursive: true, force: true})
       await index.stop()
     },
+  }
+}
+
+/** The cookie folders of processes that no longer run (a server killed before it could remove its own). */
+function removeDeadCookies(folder: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(folder)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = /^(\d+)\.\d+$/.exec(name)?.[1]
+    if (pid === undefined || !isRunning(Number(pid))) rmSync(join(folder, name), {recursive: true, force: true})
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

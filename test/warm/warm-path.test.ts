@@ -230,6 +230,25 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
     await expect(stat(socket)).rejects.toMatchObject({code: 'ENOENT'})
   })
 
+  it('a jarvis mcp started beside a sync --watch leaves it the socket and its cookies', async () => {
+    const t = await tree()
+    await writeFile(join(t.memory, 'deploy.md'), '# Deploy\n\nkamal to the hetzner box\n')
+    const watch = await startWatch(t.root, t.env)
+    const mcp = spawn(process.execPath, [runJs, 'mcp', '--dir', t.root], {cwd: t.root, env: {...t.env, DEBUG: 'jarvis:warm'}, stdio: ['pipe', 'pipe', 'pipe']})
+    children.push(mcp)
+    let stderr = ''
+    mcp.stdout!.resume()
+    mcp.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    await until('the session to find the watch', () => (stderr.includes('another one answers') ? true : undefined))
+    for (let i = 0; i < 3; i++) {
+      await writeFile(join(t.memory, `fresh${i}.md`), `# Fresh\n\nkamal ${['once', 'twice', 'thrice'][i]} more\n`)
+      expect((await run(['recall', 'kamal', '--limit', '5'], t.root, t.env)).stdout).toContain(`fresh${i}.md`)
+    }
+    expect(watch.answered('recall')).toBe(3)
+    expect(watch.stderr()).not.toContain('rescans the tree')
+    mcp.stdin!.end()
+  })
+
   describe('a socket that does not answer as a warm server must', () => {
     let listening: Server | undefined
     afterEach(async () => {
