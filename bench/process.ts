@@ -50,3 +50,23 @@ export async function runJarvis(args: string[], options: RunOptions): Promise<Pr
     rmSync(peakFile, {force: true})
   }
 }
+
+/** A `jarvis sync --watch` running in the tree (it answers the warm path's calls), until `stop()`. */
+export async function startSyncWatch(root: string, env: NodeJS.ProcessEnv): Promise<{stop(): Promise<void>}> {
+  const child = spawn(process.execPath, [jarvisBin, 'sync', '--watch'], {cwd: root, env, stdio: ['ignore', 'ignore', 'pipe']})
+  let stderr = ''
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+      if (stderr.includes('Ctrl-C to stop')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`jarvis sync --watch exited ${code}: ${stderr}`)))
+  })
+  return {
+    async stop() {
+      child.kill('SIGINT')
+      await exited
+    },
+  }
+}

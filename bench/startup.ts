@@ -12,13 +12,15 @@ import {pathToFileURL} from 'node:url'
 import {startServer} from '../src/server/start.js'
 import {initTree} from '../src/store/index.js'
 import {largeCorpus, writeCorpusFast} from '../test/search/corpus.js'
-import {jarvisBin, runProcess} from './process.js'
+import {jarvisBin, runProcess, startSyncWatch} from './process.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
 const FILES = 1_000
 const RUNS = 15
 const TOKEN = `bench-startup-${process.pid}-${Date.now()}`
 const bin = jarvisBin
+/** The calls a running `jarvis sync --watch` answers (by their labels below). */
+const WARM_CALLS = new Set(['`jarvis memory ls`', '`jarvis recall`', '`jarvis hook prompt` (an agent, every prompt)'])
 
 async function timedProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<number> {
   return (await runProcess(process.execPath, args, {cwd, env, input})).ms
@@ -43,18 +45,31 @@ export async function benchStartup(): Promise<BenchSection> {
     ]
     // Warm the disk cache, the search index and the first sync once, unmeasured.
     for (const c of cases) await timedProcess(c.args, root, env, c.input)
-    const rows: string[][] = []
-    const uncached = {...env, JARVIS_CODE_CACHE: 'off'}
-    for (const c of cases) {
+    /** One row: the call with `env`, `node -e 0` and the call with `other`, alternated, RUNS times (medians). */
+    async function row(c: (typeof cases)[number], other: NodeJS.ProcessEnv): Promise<string[]> {
       const ours: number[] = []
       const floor: number[] = []
-      const cold: number[] = []
+      const without: number[] = []
       for (let i = 0; i < RUNS; i++) {
         floor.push(await timedProcess(['-e', '0'], root, env))
         ours.push(await timedProcess(c.args, root, env, c.input))
-        cold.push(await timedProcess(c.args, root, uncached, c.input))
+        without.push(await timedProcess(c.args, root, other, c.input))
       }
-      rows.push([c.label, ms(median(ours)), ms(median(floor)), `${(median(ours) / median(floor)).toFixed(2)}×`, ms(median(cold))])
+      return [c.label, ms(median(ours)), ms(median(floor)), `${(median(ours) / median(floor)).toFixed(2)}×`, ms(median(without))]
+    }
+    const rows: string[][] = []
+    for (const c of cases) rows.push(await row(c, {...env, JARVIS_CODE_CACHE: 'off'}))
+    // The calls the warm path answers, with a `jarvis sync --watch` running in the tree (docs/decisions/warm-path.md),
+    // beside the same calls without it (JARVIS_WARM=off) and `node -e 0`.
+    const warmRows: string[][] = []
+    const watch = await startSyncWatch(root, env)
+    try {
+      for (const c of cases.filter((c) => WARM_CALLS.has(c.label))) {
+        await timedProcess(c.args, root, env, c.input)
+        warmRows.push(await row(c, {...env, JARVIS_WARM: 'off'}))
+      }
+    } finally {
+      await watch.stop()
     }
     return {
       title: 'Start-up: hot commands against `node -e 0`',
@@ -63,6 +78,10 @@ export async function benchStartup(): Promise<BenchSection> {
         'Every call below is answered without loading oclif (src/cli/fast.ts), from its own bundle through V8\'s code cache (src/cli/code-cache.ts); the last column is the same call with `JARVIS_CODE_CACHE=off`, compiled from scratch. See docs/decisions/startup.md.',
         '',
         table(['process', 'jarvis', '`node -e 0`', 'ratio', 'without the code cache'], rows),
+        '',
+        `The same calls with \`jarvis sync --watch\` running in the tree, which answers them from its watched index over a local socket (the warm path); the last column is the same call with \`JARVIS_WARM=off\`:`,
+        '',
+        table(['process', 'jarvis (warm path)', '`node -e 0`', 'ratio', 'without the warm path'], warmRows),
       ].join('\n'),
     }
   } finally {

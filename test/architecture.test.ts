@@ -21,7 +21,7 @@ const files = sourceFiles(src).map((path) => ({path, rel: relative(src, path), i
 // Layers may import only from the layers after them (STYLE.md: commands → cli → features → merge|store|protocol → schemas).
 const allowed: Record<string, string[]> = {
   commands: ['cli', 'telegram', 'ops', 'agents', 'status', 'hook', 'mcp', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  cli: ['cli', 'ops', 'agents', 'status', 'hook', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  cli: ['cli', 'warm', 'ops', 'agents', 'status', 'hook', 'replica', 'files', 'git', 'sync', 'server', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   // A door like a command: a person's text in, the commands' own renderings out.
   telegram: ['telegram', 'cli', 'ops', 'errors.ts'],
   status: ['status', 'agents', 'hook', 'ops', 'protocol', 'store', 'schemas', 'errors.ts'],
@@ -31,8 +31,10 @@ const allowed: Record<string, string[]> = {
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
   // invocation.ts: where jarvis's own package (and its built dashboard) lies.
   server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events', 'invocation.ts'],
-  mcp: ['mcp', 'invocation.ts', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
-  hook: ['hook', 'invocation.ts', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
+  mcp: ['mcp', 'warm', 'invocation.ts', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
+  hook: ['hook', 'warm', 'invocation.ts', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
+  // The warm path: its client (hook/ and cli/ ask it) and its server, which answers with the operations (answers.ts).
+  warm: ['warm', 'ops', 'hook', 'search', 'store', 'errors.ts'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
   files: ['files', 'merge', 'store', 'schemas', 'errors.ts', 'events'],

@@ -74,13 +74,18 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
     onError: output.onError,
     onEvent: output.onEvent,
   })
+  // Recall, search, ls and the prompt hook of other jarvis processes in this tree are answered from here (src/warm/).
+  const warm = import('../warm/answers.js')
+    .then(({serveTree}) => serveTree(tree.root))
+    .catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   let stoppedBy: string
   try {
-    await Promise.race([handle.ready, until])
+    await Promise.race([Promise.all([handle.ready, warm]), until])
     output.onStart?.(tree.root, identity.server)
     stoppedBy = await until
   } finally {
     signals.dispose()
+    await (await warm)?.close()
     await handle.stop()
   }
   const stats: WatchStats = handle.stats()

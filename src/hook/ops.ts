@@ -13,6 +13,7 @@
  */
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
+import type {PromptRecall} from './context.js'
 import {formatAnswer, oneLine, unreadableNotice} from './format.js'
 import {findHookTree, type HookInput, parseHookInput} from './input.js'
 import {appendHookLog} from './log.js'
@@ -123,9 +124,10 @@ function shortReason(error: unknown): string {
 async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
   if (!hook.prompt || hook.prompt.trim() === '') return ''
   // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
-  const [{checkConfigOnce}, {readPromptRecall}] = await Promise.all([import('./config-check.js'), import('./context.js')])
+  const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
-  const recall = await readPromptRecall({root, prompt: hook.prompt})
+  // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
+  const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: hook.prompt})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: hook.prompt}))
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 

@@ -1,57 +1,32 @@
 /**
- * A chokidar watcher on `.memory/` for the life of an MCP session: it tells the search index which files changed
- * (search/index.ts watchSearchIndex), so a search after a change re-reads that file only, and a search with no
- * change re-reads nothing. chokidar is loaded only when a session starts.
+ * The tree watch of an MCP session (warm/tree-watch.ts): it tells the search index which files changed under
+ * `.memory/`, so a search after a change re-reads that file only, a search with no change re-reads nothing, and
+ * every search first makes sure the watch has seen every change made before it (a file the agent just wrote is
+ * found). The session also answers the other jarvis processes of the tree (recall, search, ls, the prompt hook)
+ * over the warm path's socket, unless another process (a `jarvis sync --watch`, another session) already does.
  */
-import {relative, sep} from 'node:path'
-
 import createDebug from 'debug'
 
-import {watchSearchIndex} from '../search/index.js'
-import {isIgnoredMemoryPath, memoryDir} from '../store/index.js'
+import {answerFor} from '../warm/answers.js'
+import {serveWarm} from '../warm/server.js'
+import {watchTreeFresh} from '../warm/tree-watch.js'
 
 const debug = createDebug('jarvis:mcp')
 
 export interface MemoryWatch {
-  /** Resolves once the watcher has seen the whole tree (changes before that are caught by a full scan). */
+  /** Resolves once the watch is set (changes before that are caught by the first search's full scan). */
   ready: Promise<void>
   close(): Promise<void>
 }
 
 export async function watchMemory(root: string): Promise<MemoryWatch> {
-  const {watch} = await import('chokidar')
-  const memory = memoryDir(root)
-  const index = watchSearchIndex(root)
-  const relativePath = (path: string) => relative(memory, path).split(sep).join('/')
-  const watcher = watch(memory, {
-    ignoreInitial: true,
-    ignored: (path: string) => {
-      const rel = relativePath(path)
-      return rel !== '' && (isIgnoredMemoryPath(rel) || rel.slice(rel.lastIndexOf('/') + 1).includes('.jarvis-tmp-'))
-    },
-  })
-  watcher.on('all', (event, path) => {
-    const rel = relativePath(path)
-    debug('watch: %s %s', event, rel)
-    if (event === 'addDir' || event === 'unlinkDir') index.rescan()
-    else index.changed(rel)
-  })
-  watcher.on('error', (error) => {
-    debug('watcher error: %s', (error as Error).message)
-    index.rescan()
-  })
-  const ready = new Promise<void>((resolve) =>
-    watcher.once('ready', () => {
-      // What changed between the start and now was not reported: the next search scans everything once.
-      index.rescan()
-      resolve()
-    }),
-  )
+  const tree = watchTreeFresh(root)
+  const server = await serveWarm(root, tree, answerFor(root)).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   return {
-    ready,
+    ready: Promise.resolve(),
     async close() {
-      await watcher.close()
-      await index.stop()
+      await server?.close()
+      await tree.close()
     },
   }
 }

@@ -9,12 +9,26 @@ export interface MemorySearchOptions extends ListOptions {
   tags?: string[]
   /** Memory files only: under this path of `.memory/`. */
   prefix?: string
+  /** The memory files' part, when a jarvis running in the tree already answered it (cli/warm.ts). */
+  files?: MemoryFileHits
+}
+
+/** The memory files' part of a search. */
+export interface MemoryFileHits {
+  hits: SearchHit[]
+  mode: 'hybrid' | 'keyword'
+  note?: string
+}
+
+/** What of the memory files' search a `memory search` takes: its files' filters and its limit (default 10). */
+export function fileSearchOf(options: MemorySearchOptions): {query: string; limit: number; tags?: string[]; prefix?: string; since?: string; until?: string} {
+  return {query: options.query, limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until}
 }
 
 export interface MemorySearchResult {
   query: string
   /** Long-term memory files of this tree, ranked (keyword, or hybrid with embeddings). */
-  files: {hits: SearchHit[]; mode: 'hybrid' | 'keyword'; note?: string} | null
+  files: MemoryFileHits | null
   /** Events of the shared log, ranked by the server; null when no server is configured. */
   events: ListResult | null
   notes: string[]
@@ -35,7 +49,7 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   }
   // The files (local) and the event log (one request) are searched at the same time.
   const [files, events] = await Promise.all([
-    root ? searchMemoryFiles(root, options.query, {limit: options.limit ?? 10, tags: options.tags, prefix: options.prefix, since: options.since, until: options.until}) : null,
+    root ? (options.files ?? searchMemoryFiles(root, options.query, fileSearchOf(options))) : null,
     listEvents(options).catch((error: unknown): null => {
       // The log cannot be read: say so (exit 3), and where the files alone can still be asked.
       if (error instanceof UnreachableError) throw new UnreachableError(`${error.message}\nthe shared event log could not be searched, so no answer is given as if it were complete; the memory files of this tree alone: jarvis recall ${JSON.stringify(options.query)}`, error.data, error)

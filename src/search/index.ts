@@ -118,6 +118,8 @@ interface WatchedTree {
   changed: Set<string>
   /** Re-scan everything at the next search: nothing seen yet, a directory came or went, or the watcher missed events. */
   rescan: boolean
+  /** Resolves once every change made before the call was reported; false when that cannot be known (then: rescan). */
+  settle?: () => Promise<boolean>
 }
 
 const watchedTrees = new Map<string, WatchedTree>()
@@ -127,6 +129,8 @@ export interface SearchIndexWatch {
   changed(path: string): void
   /** Something the watcher cannot describe path by path (a directory added or removed, a watcher error, ready). */
   rescan(): void
+  /** Brings the index up to date with what the watcher reported (everything, after a `rescan()`), as a search would. */
+  refresh(): Promise<RefreshStats>
   /** Back to a full scan at every search (each watched refresh was written to the index when it ran). */
   stop(): Promise<void>
 }
@@ -134,14 +138,16 @@ export interface SearchIndexWatch {
 /**
  * For a long-lived process (`jarvis mcp`) that watches `.memory/` itself: from now on a search of `root` re-reads
  * only the files the watcher reported since the last search, instead of scanning the whole tree (0.4 s at 10,000
- * files). The first search after this call, and after every `rescan()`, still scans everything.
+ * files). The first search after this call, and after every `rescan()`, still scans everything. `settle`, when
+ * given, is awaited before each search: it proves the watcher has reported every change made before it.
  */
-export function watchSearchIndex(root: string): SearchIndexWatch {
-  const state: WatchedTree = {changed: new Set(), rescan: true}
+export function watchSearchIndex(root: string, options: {settle?: () => Promise<boolean>} = {}): SearchIndexWatch {
+  const state: WatchedTree = {changed: new Set(), rescan: true, settle: options.settle}
   watchedTrees.set(root, state)
   return {
     changed: (path) => void state.changed.add(path),
     rescan: () => void (state.rescan = true),
+    refresh: async () => refreshBeforeSearch(root, await indexFor(root)),
     async stop() {
       if (watchedTrees.get(root) === state) watchedTrees.delete(root)
     },
@@ -152,6 +158,7 @@ export function watchSearchIndex(root: string): SearchIndexWatch {
 async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<RefreshStats> {
   const watched = watchedTrees.get(root)
   if (!watched) return index.refresh()
+  if (watched.settle && !(await watched.settle())) watched.rescan = true
   // Taken before the refresh starts: what the watcher reports meanwhile is read by the next search.
   const paths = [...watched.changed]
   watched.changed.clear()
@@ -164,7 +171,11 @@ async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<R
       throw error
     }
   }
-  if (paths.length === 0) return {indexed: 0, removed: 0, files: index.files.size, rebuilt: false}
+  if (paths.length === 0) {
+    // A refresh started by an earlier search may still be writing paths reported before this search was asked.
+    await index.idle()
+    return {indexed: 0, removed: 0, files: index.files.size, rebuilt: false}
+  }
   try {
     return await index.refreshPaths(paths)
   } catch (error) {
@@ -367,11 +378,15 @@ export interface IndexedListing extends ListingFields {
  * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
  * index when it describes the tree as it is now (its manifest holds, or a refresh re-indexing at most `limit` files
  * brings it there); undefined otherwise, or when there is no index yet: the caller then reads the files. Never
- * builds the index.
+ * builds the index, unless this process watches the tree (watchSearchIndex), which answers from its index always.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
-  if (!existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
-  const rows = await (await indexFor(root)).listingIfFresh(accept, limit)
+  // A process that watches the tree knows what changed: it brings those files in, and the index is the tree.
+  const watched = watchedTrees.has(root)
+  if (!watched && !existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
+  const index = await indexFor(root)
+  if (watched) await refreshBeforeSearch(root, index)
+  const rows = watched ? index.listing(accept, limit) : await index.listingIfFresh(accept, limit)
   return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
 }
 

@@ -305,6 +305,11 @@ export class KeywordIndex {
 
   private queue: Promise<unknown> = Promise.resolve()
 
+  /** Resolves when the refreshes asked for so far have ended. */
+  async idle(): Promise<void> {
+    await this.queue
+  }
+
   /** Brings the index up to date with `.memory/`; writes what changed. Calls run one at a time. */
   refresh(): Promise<RefreshStats> {
     return this.refreshBounded(Infinity) as Promise<RefreshStats>
@@ -547,6 +552,11 @@ export class KeywordIndex {
    */
   async listingIfFresh(accept: (path: string) => boolean, limit: number): Promise<Array<{path: string; size: number; mtimeMs: number; listing: ListingFields}> | undefined> {
     if (this.checkManifest() === undefined && (this.pendingRebuild || (await this.refreshBounded(limit)) === undefined)) return undefined
+    return this.listing(accept, limit)
+  }
+
+  /** The files `accept` takes, sorted by path, at most `limit`, as the index holds them (the caller knows it is fresh). */
+  listing(accept: (path: string) => boolean, limit: number): Array<{path: string; size: number; mtimeMs: number; listing: ListingFields}> {
     const rows = (this.statements.listing.all() as Array<[string, number, number, string]>).filter(([path]) => accept(path))
     rows.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     return rows.slice(0, limit).map(([path, size, mtimeMs, listing]) => ({path, size, mtimeMs, listing: JSON.parse(listing) as ListingFields}))

@@ -1,5 +1,6 @@
 /** `jarvis recall` once its flags are parsed: run by its oclif command and by the fast door. */
-import {recallMemory, type RecallResult} from '../../ops/recall.js'
+import type {RecallInput, RecallResult} from '../../ops/recall.js'
+import {askWarmTree} from '../warm.js'
 import type {CommandOutput} from './output.js'
 import type {ActionSpec} from './spec.js'
 
@@ -19,7 +20,10 @@ export const spec: ActionSpec = {
 }
 
 export async function run({flags, args}: {flags: RecallFlags; args: {query: string}}, output: CommandOutput): Promise<RecallResult> {
-  const result = await recallMemory({dir: flags.dir, query: args.query, limit: flags.limit, tags: flags.tag, prefix: flags.prefix, since: flags.since})
+  const input: RecallInput = {query: args.query, limit: flags.limit, tags: flags.tag, prefix: flags.prefix, since: flags.since}
+  // A jarvis running in the tree answers from its watched index; otherwise this process does the work.
+  const result =
+    (await askWarmTree<RecallResult>(flags.dir, 'recall', {...input})) ?? (await (await import('../../ops/recall.js')).recallMemory({dir: flags.dir, ...input}))
   output.log(result.block)
   if (result.note && !output.json) output.logToStderr(`jarvis: ${result.note}`)
   return result

@@ -1,0 +1,75 @@
+/**
+ * The warm path (docs/decisions/warm-path.md): a jarvis that keeps running in a tree (`jarvis sync --watch`,
+ * `jarvis mcp`) answers the read calls of short-lived jarvis processes from its open, watched search index, over a
+ * local socket. This module is what both sides agree on: where the socket of a tree lies, and what travels on it
+ * (one JSON line each way). It loads Node's own modules only: a client must stay light.
+ */
+import {createHash} from 'node:crypto'
+import {realpathSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+/** Bumped whenever a request or an answer changes shape: a server of another version is not asked. */
+export const WARM_PROTOCOL = 1
+
+/** The calls a warm server answers, each the operation the cold path runs (src/cli/warm.ts). */
+export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall'
+
+export interface WarmRequest {
+  v: number
+  op: WarmOp
+  /** The tree as the client found it (real path): a server answers for its own tree only. */
+  root: string
+  /** What of the client's environment changes an answer (the embeddings provider), as a fingerprint. */
+  env: string
+  input: Record<string, unknown>
+}
+
+export type WarmAnswer = {v: number; ok: true; result: unknown} | {v: number; ok: false; error: string}
+
+/** A Unix socket's path must fit `sun_path` (108 bytes on Linux, 104 on macOS, with its NUL): kept below both. */
+export const MAX_SOCKET_PATH = 100
+
+/** The socket's name inside the tree's `.nexus/` when the path fits. */
+export const TREE_SOCKET = 'warm.sock'
+
+export interface WarmSocket {
+  path: string
+  /** The user's own folder that holds the socket when the tree's path is too long for one; must be 0700 and ours. */
+  privateDir?: string
+}
+
+/** Windows has no warm path (no Unix sockets with file permissions): its calls always take the cold path. */
+export const WARM_SUPPORTED = process.platform !== 'win32'
+
+/** The tree's real path: a client and a server must name it alike, whatever symlink either went through. */
+export function realRoot(root: string): string {
+  try {
+    return realpathSync.native(root)
+  } catch {
+    return root
+  }
+}
+
+/**
+ * Where the warm server of the tree at `root` (a real path) listens: `.nexus/warm.sock` when that path fits, otherwise
+ * a socket named by a hash of the root in a folder of the user's own (`$XDG_RUNTIME_DIR/jarvis`, or
+ * `<tmpdir>/jarvis-<uid>`). Undefined when neither fits, or on Windows.
+ */
+export function warmSocketOf(root: string, env: NodeJS.ProcessEnv = process.env): WarmSocket | undefined {
+  if (!WARM_SUPPORTED) return undefined
+  const inTree = join(root, '.nexus', TREE_SOCKET)
+  if (Buffer.byteLength(inTree) <= MAX_SOCKET_PATH) return {path: inTree}
+  const privateDir = env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, 'jarvis') : join(tmpdir(), `jarvis-${process.getuid?.() ?? 'user'}`)
+  const path = join(privateDir, `${createHash('sha256').update(root).digest('hex').slice(0, 24)}.sock`)
+  return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? {path, privateDir} : undefined
+}
+
+/** The environment variables that change an answer (the embeddings provider: hybrid or keyword ranking). */
+const ANSWER_ENV = ['JARVIS_EMBEDDINGS_URL', 'JARVIS_EMBEDDINGS_MODEL', 'JARVIS_EMBEDDINGS_KEY'] as const
+
+/** Those variables as one fingerprint ('' when none is set): a server whose own differ does not answer. */
+export function answerEnvOf(env: NodeJS.ProcessEnv): string {
+  const values = ANSWER_ENV.map((name) => env[name] ?? '')
+  return values.every((value) => value === '') ? '' : createHash('sha256').update(JSON.stringify(values)).digest('hex')
+}

@@ -1,0 +1,203 @@
+/**
+ * What lets a warm server answer as if it had just scanned the tree, without scanning it: the changes under
+ * `.memory/` reported to the search index (search/index.ts watchSearchIndex), and a way to be sure every change
+ * made before a request has been reported — git fsmonitor's "cookie".
+ *
+ * Why this is enough (Linux, inotify): Node's `fs.watch` on a folder is one inotify watch on libuv's single
+ * inotify descriptor of the event loop. The kernel queues the events of all watches of one descriptor in one
+ * queue, in the order the changes happened; libuv reads that queue in order and calls each watcher's callback
+ * synchronously, and the callbacks below mark the changed path synchronously (no stat, no timer in between,
+ * unlike chokidar, which stats and throttles before it reports). So when a request comes, the server creates a
+ * cookie file in a watched folder of `.nexus/` (nothing syncs or indexes it) and answers only once the cookie's own
+ * event arrived: every change the client made before it sent the request happened before the cookie was created,
+ * so its event was delivered, and its path marked, before the cookie's.
+ *
+ * - A folder created or removed under `.memory/`: a full rescan at the next request (its files are not reported
+ *   one by one), and the new folder is watched at once, before that rescan reads it.
+ * - A watch that cannot be set (ENOSPC: the user's inotify watches are used up; EMFILE), a watcher error, an event
+ *   without a name, or a cookie that does not come back in time: every request rescans the whole tree. Slower,
+ *   never a wrong answer.
+ * - Elsewhere than Linux the order is not guaranteed (macOS FSEvents batches and coalesces): every request
+ *   rescans (the index open and the modules loaded still spare most of a cold call's time).
+ * - Left to chance, as by git: an inotify queue overflow (16,384 events queued while the server was busy), which
+ *   libuv drops silently.
+ */
+import {type FSWatcher, lstatSync, mkdirSync, readdirSync, rmSync, watch, writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
+
+import createDebug from 'debug'
+
+import {type RefreshStats, type SearchIndexWatch, watchSearchIndex} from '../search/index.js'
+import {isIgnoredMemoryPath} from '../store/paths.js'
+import {memoryDir, nexusDir} from '../store/root.js'
+
+const debug = createDebug('jarvis:warm')
+
+/** The folder of `.nexus/` where cookies are made and removed, a folder per watch (`<pid>.<n>`) in it. */
+export const COOKIE_DIR = 'warm-cookies'
+/** The watches this process started: each one's cookie folder has its number. */
+let watches = 0
+/** How long a request waits for its cookie before it settles for a full rescan. */
+export const COOKIE_TIMEOUT_MS = 500
+
+export interface FreshTree {
+  /**
+   * Brings the search index up to date with every change made under `.memory/` before this call (the watched
+   * paths only, or everything when the watch cannot vouch for them). Each search in this process does it too.
+   */
+  settle(): Promise<RefreshStats>
+  /** Whether the watch vouches for the order of events (false: every `settle()` rescans). */
+  ordered(): boolean
+  close(): Promise<void>
+}
+
+/** True for a path under `.memory/` no answer depends on: conflict backups and atomic-write temp files. */
+function ignored(rel: string): boolean {
+  return rel.slice(rel.lastIndexOf('/') + 1).includes('.jarvis-tmp-') || isIgnoredMemoryPath(rel)
+}
+
+export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number} = {}): FreshTree {
+  // Every search of the tree in this process waits for a cookie first (a request's, the MCP session's own).
+  const index: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
+  const memory = memoryDir(root)
+  // A folder of its own: another watch of the tree (a sync --watch and an MCP session) never touches it.
+  const cookies = join(nexusDir(root), COOKIE_DIR, `${process.pid}.${++watches}`)
+  const cookieTimeoutMs = options.cookieTimeoutMs ?? COOKIE_TIMEOUT_MS
+  let ordered = options.ordered ?? process.platform === 'linux'
+  const folders = new Map<string, FSWatcher>()
+  const waiting = new Map<string, () => void>()
+  let cookieWatcher: FSWatcher | undefined
+  let cookieCount = 0
+
+  /** From now on, every request rescans. */
+  function unordered(reason: string): void {
+    if (ordered) debug('every request rescans the tree: %s', reason)
+    ordered = false
+    index.rescan()
+  }
+
+  function watchFolder(rel: string): void {
+    if (!ordered || folders.has(rel)) return
+    const full = rel === '' ? memory : join(memory, ...rel.split('/'))
+    let watcher: FSWatcher
+    try {
+      watcher = watch(full, {persistent: false}, (event, name) => onEvent(rel, event, name))
+    } catch (error) {
+      // ENOENT: the folder went away meanwhile (its removal is reported to its parent); anything else (ENOSPC).
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') unordered(`cannot watch ${full}: ${(error as Error).message}`)
+      return
+    }
+    watcher.on('error', (error) => unordered(`watcher of ${full}: ${error.message}`))
+    folders.set(rel, watcher)
+    let entries
+    try {
+      entries = readdirSync(full, {withFileTypes: true})
+    } catch {
+      return
+    }
+    for (const entry of entries) if (entry.isDirectory()) watchFolder(rel === '' ? entry.name : `${rel}/${entry.name}`)
+  }
+
+  function unwatchFolder(rel: string): void {
+    for (const [folder, watcher] of folders) {
+      if (folder !== rel && !folder.startsWith(`${rel}/`)) continue
+      watcher.close()
+      folders.delete(folder)
+    }
+  }
+
+  /** Synchronous from libuv's callback to the mark: what makes the cookie a proof (see above). */
+  function onEvent(folder: string, event: string, name: string | Buffer | null): void {
+    if (name === null) return index.rescan()
+    const rel = folder === '' ? String(name) : `${folder}/${String(name)}`
+    if (ignored(rel)) return
+    if (event === 'change') return index.changed(rel)
+    // 'rename': created, removed or moved, a file or a folder.
+    if (folders.has(rel)) {
+      unwatchFolder(rel)
+      return index.rescan()
+    }
+    const info = lstatSync(join(memory, ...rel.split('/')), {throwIfNoEntry: false})
+    if (info?.isDirectory()) {
+      watchFolder(rel)
+      return index.rescan()
+    }
+    index.changed(rel)
+  }
+
+  function onCookie(name: string | Buffer | null): void {
+    const resolve = name === null ? undefined : waiting.get(String(name))
+    if (resolve) resolve()
+  }
+
+  // Cookies left by processes that were killed are removed; then this process's folder is watched.
+  try {
+    removeDeadCookies(dirname(cookies))
+    mkdirSync(cookies, {recursive: true})
+    cookieWatcher = watch(cookies, {persistent: false}, (_event, name) => onCookie(name))
+    cookieWatcher.on('error', (error) => unordered(`cookie watcher: ${error.message}`))
+  } catch (error) {
+    unordered(`cannot watch ${cookies}: ${(error as Error).message}`)
+  }
+  watchFolder('')
+
+  /** Resolves once every change made before the call has been marked; false when that cannot be known. */
+  async function cookie(): Promise<boolean> {
+    if (!ordered) return false
+    const name = String(++cookieCount)
+    const file = join(cookies, name)
+    let timer: NodeJS.Timeout | undefined
+    const seen = new Promise<boolean>((resolve) => {
+      waiting.set(name, () => resolve(true))
+      timer = setTimeout(() => resolve(false), cookieTimeoutMs)
+    })
+    try {
+      writeFileSync(file, '')
+      if (await seen) return true
+      debug('cookie %s not seen within %d ms: this search rescans the tree', file, cookieTimeoutMs)
+      return false
+    } catch (error) {
+      debug('cookie %s not made (%s): this search rescans the tree', file, (error as Error).message)
+      return false
+    } finally {
+      clearTimeout(timer)
+      waiting.delete(name)
+      rmSync(file, {force: true})
+    }
+  }
+
+  return {
+    settle: () => index.refresh(),
+    ordered: () => ordered,
+    async close() {
+      for (const watcher of folders.values()) watcher.close()
+      folders.clear()
+      cookieWatcher?.close()
+      rmSync(cookies, {recursive: true, force: true})
+      await index.stop()
+    },
+  }
+}
+
+/** The cookie folders of processes that no longer run (a server killed before it could remove its own). */
+function removeDeadCookies(folder: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(folder)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = /^(\d+)\.\d+$/.exec(name)?.[1]
+    if (pid === undefined || !isRunning(Number(pid))) rmSync(join(folder, name), {recursive: true, force: true})
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
