@@ -11,6 +11,7 @@ import createDebug from 'debug'
 
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
+import type {StateStamp} from './sync-state.js'
 import type {DirCache, DirStat, MemoryFileStat, StatCache} from './tree.js'
 
 const debug = createDebug('jarvis:store')
@@ -33,22 +34,17 @@ function isDirEntry(value: unknown): value is DirStat {
 
 /**
  * Written by a sync that found nothing to do, every file equal to its base: the sync state it left (`state`: the
- * inode, size and mtime of `.nexus/sync-state.json`, which every write replaces by a rename) and the server's
+ * inode, size and mtime of `.nexus/sync-state.json`, which every rewrite replaces by a rename, and of its journal,
+ * which every other write grows) and the server's
  * sequence then. While the state file is that one, the files of this cache are the bases' contents: a later sync
  * whose server reports nothing since `seq` and whose scan hashes nothing has nothing to do either, without reading
  * the sync state.
  */
 export interface CleanMark {
-  state: FileStamp
+  state: StateStamp
   server: string
   serverId?: string
   seq: number
-}
-
-export interface FileStamp {
-  ino: number
-  size: number
-  mtimeMs: number
 }
 
 /** What the last scan saw: its files and folders. */
@@ -60,13 +56,19 @@ export interface ScanHints {
   clean?: CleanMark
 }
 
+function isStamp(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  return typeof v.ino === 'number' && typeof v.size === 'number' && typeof v.mtimeMs === 'number'
+}
+
 function isCleanMark(value: unknown): value is CleanMark {
   if (value === null || typeof value !== 'object') return false
   const v = value as Record<string, unknown>
-  const state = v.state as Record<string, unknown> | null
+  const state = v.state
   return (
     typeof v.server === 'string' && (v.serverId === undefined || typeof v.serverId === 'string') && Number.isSafeInteger(v.seq) &&
-    state !== null && typeof state === 'object' && typeof state.ino === 'number' && typeof state.size === 'number' && typeof state.mtimeMs === 'number'
+    isStamp(state) && (state.journal === undefined || isStamp(state.journal))
   )
 }
 
