@@ -37,7 +37,7 @@ export async function readSyncState(root: string): Promise<SyncState> {
   const byHand = checkedByHand(value)
   if (byHand === undefined) return checkSyncState(value)
   // Known only when every entry was checked by hand, and so frozen: an entry the caller keeps is then unchanged.
-  onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}})
+  onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}, count: Object.keys(byHand.files).length})
   return byHand
 }
 
@@ -55,7 +55,7 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
   // After the new file: a journal left by a crash here names the old file's stamp, so nobody applies it again.
   await rm(syncJournalPath(root), {force: true})
   const base = await stampOf(syncStatePath(root))
-  if (base !== undefined && Object.values(checked.files).every((entry) => Object.isFrozen(entry))) onDisk.set(root, {base, baseBytes: text.length, files: {...checked.files}})
+  if (base !== undefined && Object.values(checked.files).every((entry) => Object.isFrozen(entry))) onDisk.set(root, {base, baseBytes: text.length, files: {...checked.files}, count: Object.keys(checked.files).length})
 }
 
 export const SYNC_JOURNAL_FILE = '.nexus/sync-state.journal'
@@ -121,8 +121,9 @@ interface StateOnDisk {
   base: FileStamp
   baseBytes: number
   journal?: {stamp: FileStamp; bytes: number}
-  /** The entries as on disk (a copy: the caller may add or remove entries in its own object). */
+  /** The entries as on disk (a copy: the caller may add or remove entries in its own object), and how many. */
   files: SyncState['files']
+  count: number
 }
 
 const onDisk = new Map<string, StateOnDisk>()
@@ -146,6 +147,7 @@ async function appendToJournal(root: string, known: StateOnDisk, state: SyncStat
   const changed: Record<string, unknown> = {}
   let count = 0
   let total = 0
+  let added = 0
   for (const path in files) {
     total++
     const entry = files[path]
@@ -153,13 +155,17 @@ async function appendToJournal(root: string, known: StateOnDisk, state: SyncStat
     // entry. A new one is checked by hand here; one that fails goes with the whole file through the schema.
     if (known.files[path] === entry) continue
     if (!isCheckedEntry(path, entry)) return false
+    if (known.files[path] === undefined) added++
     changed[path] = entry
     count++
   }
-  for (const path in known.files) {
-    if (path in files) continue
-    changed[path] = null
-    count++
+  // Every entry on disk is still here unless fewer than those are: only then are the removed ones looked for.
+  if (total - added < known.count) {
+    for (const path in known.files) {
+      if (path in files) continue
+      changed[path] = null
+      count++
+    }
   }
   const {files: _none, ...rest} = checkedRest(others)
   const line = JSON.stringify({files: changed, state: rest} satisfies JournalLine)
@@ -176,7 +182,7 @@ async function appendToJournal(root: string, known: StateOnDisk, state: SyncStat
     if (entry === null) delete known.files[path]
     else known.files[path] = entry
   }
-  onDisk.set(root, {...known, journal: {stamp, bytes}})
+  onDisk.set(root, {...known, count: total, journal: {stamp, bytes}})
   return true
 }
 
