@@ -5,7 +5,6 @@
  * quick no-op.
  */
 import {lstat, readFile, rm, stat, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
