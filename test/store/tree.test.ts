@@ -133,6 +133,40 @@ describe('scanMemory', () => {
     expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints, fullCheck: true})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
   })
 
+  it('in folders it does not read again, at any depth, a same-size edit in the granule of the last check is still caught, with the mtime put back', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    const paths = ['top.md', 'a/one.md', 'a/b/two.md', 'a/three.md', 'ab/four.md', 'z.md']
+    for (const path of paths) {
+      await mkdir(join(memory, path, '..'), {recursive: true})
+      await writeFile(join(memory, path), 'v1')
+    }
+    const old = past(60_000)
+    for (const dir of ['a/b', 'a', 'ab', '']) await utimes(join(memory, dir), old, old)
+    const dirs = new Map<string, DirStat>()
+    const first = await scanMemory(root, undefined, {dirCache: {}, dirs})
+    // Every file the hints give back, and no folder listed: the walk takes the paths from the stat cache.
+    for (const hints of [Object.fromEntries(first), first]) {
+      const again = await scanMemory(root, hints, {dirCache: dirs, dirs: new Map()})
+      expect([...again.keys()]).toEqual([...first.keys()])
+      for (const path of paths) expect(again.get(path)!.hash).toBe(hashText('v1'))
+    }
+    // The files were checked within the racy window of their mtimes: an edit of the same size, its mtime put back,
+    // is re-hashed even though the folders' hints hold.
+    for (const path of ['a/b/two.md', 'top.md', 'ab/four.md']) {
+      const {mtime} = await stat(join(memory, path))
+      await writeFile(join(memory, path), 'v2')
+      await utimes(join(memory, path), mtime, mtime)
+    }
+    // A file slipped in with its folder's mtime put back is not listed: proof that the folders were not read.
+    await writeFile(join(memory, 'a', 'b', 'unlisted.md'), 'v1')
+    for (const dir of ['a/b', 'a', 'ab', '']) await utimes(join(memory, dir), old, old)
+    const edited = await scanMemory(root, Object.fromEntries(first), {dirCache: dirs, dirs: new Map()})
+    expect([...edited.keys()]).toEqual([...first.keys()])
+    for (const path of ['a/b/two.md', 'top.md', 'ab/four.md']) expect(edited.get(path)!.hash, path).toBe(hashText('v2'))
+    for (const path of ['a/one.md', 'a/three.md', 'z.md']) expect(edited.get(path)!.hash, path).toBe(hashText('v1'))
+  })
+
   it('still reports the conflict backups of a folder it does not read again, from the hints that listed them', async () => {
     const root = await tempTree()
     const memory = join(root, '.memory')
