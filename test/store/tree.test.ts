@@ -202,6 +202,41 @@ describe('scanMemory', () => {
     await writeFile(join(root, '.nexus', 'stat-cache.json'), '{broken')
     expect(await readStatCache(root)).toEqual({})
   })
+
+  it('reads both formats of the stat cache, and trusts a hint of either only as a hint: a racy one is hashed again', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await mkdir(join(memory, 'notes'))
+    for (const name of ['old.md', 'racy.md']) await writeFile(join(memory, 'notes', name), 'aaaa')
+    const old = past(60_000)
+    await utimes(join(memory, 'notes', 'old.md'), old, old)
+    const info = {old: await stat(join(memory, 'notes', 'old.md')), racy: await stat(join(memory, 'notes', 'racy.md'))}
+    // Hashes that are not the files': given back only where the hint is trusted.
+    const fake = (c: string) => c.repeat(64)
+    const entries = {
+      'notes/old.md': {hash: fake('1'), size: 4, mtimeMs: info.old.mtimeMs, ino: info.old.ino, checkedAtMs: info.old.mtimeMs + RACY_WINDOW_MS + 1},
+      'notes/racy.md': {hash: fake('2'), size: 4, mtimeMs: info.racy.mtimeMs, ino: info.racy.ino, checkedAtMs: info.racy.mtimeMs + 500},
+    }
+    const cachePath = join(root, '.nexus', 'stat-cache.json')
+    const written = async () => JSON.parse(await readFile(cachePath, 'utf8')) as {version: number}
+    // Version 1, as an older jarvis wrote it: an object per path.
+    await writeFile(cachePath, JSON.stringify({version: 1, files: entries, dirs: {}, backups: []}))
+    const fromV1 = await scanMemory(root, (await readScanHints(root)).files)
+    expect(fromV1.get('notes/old.md')!.hash).toBe(fake('1'))
+    expect(fromV1.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // Written again as version 2 (one array per field), read the same.
+    await writeStatCache(root, entries, {dirs: {}, backups: []})
+    expect((await written()).version).toBe(2)
+    expect(await readStatCache(root)).toEqual(entries)
+    const fromV2 = await scanMemory(root, await readStatCache(root))
+    expect(fromV2.get('notes/old.md')!.hash).toBe(fake('1'))
+    expect(fromV2.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // A version 2 cache out of shape (a column of another length) is no hint at all: every file is hashed.
+    const broken = {...(await written()), sizes: [4]}
+    await writeFile(cachePath, JSON.stringify(broken))
+    expect(await readStatCache(root)).toEqual({})
+    expect((await scanMemory(root, await readStatCache(root))).get('notes/old.md')!.hash).toBe(hashText('aaaa'))
+  })
 })
 
 describe('memory files', () => {

@@ -1,8 +1,8 @@
 /**
  * A sync that changes a few files of a larger tree appends them to the sync state's journal instead of rewriting
  * the whole state; another jarvis process reads the file and its journal as one state. A tree from the previous
- * version (a state file and no journal, a clean mark without the journal's stamp) still syncs, and still gets its
- * quick no-op.
+ * version (a state file and no journal, a stat cache of an object per file with a clean mark without the journal's
+ * stamp) still syncs, and still gets its quick no-op.
  */
 import {lstat, readFile, rm, stat, writeFile} from 'node:fs/promises'
 
@@ -63,7 +63,7 @@ describe('the sync state journal in a sync', () => {
     expect(await b.sync()).toMatchObject({pushed: [], pulled: [], merged: []})
   })
 
-  it('a tree as the previous version left it (no journal, a clean mark without its stamp) syncs, and gets its quick no-op', async () => {
+  it('a tree as the previous version left it (no journal, a version 1 stat cache, a clean mark without the journal) syncs, and gets its quick no-op', async () => {
     const a = await client('claude')
     const b = await client('gemini')
     for (let i = 0; i < 40; i++) await a.write(`old/n${i}.md`, `# note ${i}\n`)
@@ -75,7 +75,12 @@ describe('the sync state journal in a sync', () => {
     const state = await readSyncState(a.root)
     const text = `${JSON.stringify(state, null, 2)}\n`
     await rm(syncJournalPath(a.root), {force: true})
-    const cache = JSON.parse(await readFile(statCachePath(a.root), 'utf8')) as {clean?: {state: unknown}}
+    // The stat cache as the previous version wrote it too: an object per file (version 1).
+    const columns = JSON.parse(await readFile(statCachePath(a.root), 'utf8')) as {version: number; paths: string[]; hashes: string; sizes: number[]; mtimes: number[]; inos: number[]; checked: number[]; clean?: {state: unknown}}
+    expect(columns.version).toBe(2)
+    const {paths, hashes, sizes, mtimes, inos, checked, ...rest} = columns
+    const files = Object.fromEntries(paths.map((path, i) => [path, {hash: hashes.slice(i * 64, i * 64 + 64), size: sizes[i], mtimeMs: mtimes[i], ino: inos[i], checkedAtMs: checked[i]}]))
+    const cache = {...rest, version: 1, files}
     expect(cache.clean).toBeDefined()
     // The quick check takes the old mark: nothing to do, without reading the state (here not even JSON: read, it
     // would fail the sync).
