@@ -191,7 +191,7 @@ async function appendToJournal(root: string, known: StateOnDisk, state: SyncStat
  * file was rewritten since, by a fold or by another writer). A last line without its newline is an append that never
  * finished (it never reported success): ignored. Returns the lines applied, or undefined when none may be.
  */
-export function applyJournal(value: Record<string, unknown>, text: string, base: FileStamp): number | undefined {
+function applyJournal(value: Record<string, unknown>, text: string, base: FileStamp): number | undefined {
   const lines = text.split('\n')
   // The last piece is empty after a final newline, or a torn append.
   lines.pop()
