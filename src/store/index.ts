@@ -38,7 +38,7 @@ export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} fro
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
-export {type CleanMark, type FileStamp, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
+export {type CleanMark, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
   beginSyncRun,
@@ -47,9 +47,15 @@ export {
   SYNC_RUNNING_FILE,
   formatJson,
   readConfig,
+  type FileStamp,
   readSyncState,
+  sameStateStamp,
+  type StateStamp,
+  SYNC_JOURNAL_FILE,
   SYNC_STATE_FILE,
+  syncJournalPath,
   syncStatePath,
+  syncStateStamp,
   writeConfig,
   writeSyncState,
 } from './sync-state.js'

@@ -1,5 +1,6 @@
 /**
- * `.nexus/stat-cache.json`: the previous scan's `{size, mtimeMs, ino, checkedAtMs, hash}` per path, so the next
+ * `.nexus/stat-cache.json`: the previous scan's `{size, mtimeMs, ino, checkedAtMs, hash}` per path (version 2: one
+ * array per field; version 1, an object per path, is still read), so the next
  * scan can skip re-hashing files that have not been touched, and its folders' `{mtimeMs, checkedAtMs}` (`dirs`), so
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
@@ -11,6 +12,7 @@ import createDebug from 'debug'
 
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
+import type {StateStamp} from './sync-state.js'
 import type {DirCache, DirStat, MemoryFileStat, StatCache} from './tree.js'
 
 const debug = createDebug('jarvis:store')
@@ -33,22 +35,17 @@ function isDirEntry(value: unknown): value is DirStat {
 
 /**
  * Written by a sync that found nothing to do, every file equal to its base: the sync state it left (`state`: the
- * inode, size and mtime of `.nexus/sync-state.json`, which every write replaces by a rename) and the server's
+ * inode, size and mtime of `.nexus/sync-state.json`, which every rewrite replaces by a rename, and of its journal,
+ * which every other write grows) and the server's
  * sequence then. While the state file is that one, the files of this cache are the bases' contents: a later sync
  * whose server reports nothing since `seq` and whose scan hashes nothing has nothing to do either, without reading
  * the sync state.
  */
 export interface CleanMark {
-  state: FileStamp
+  state: StateStamp
   server: string
   serverId?: string
   seq: number
-}
-
-export interface FileStamp {
-  ino: number
-  size: number
-  mtimeMs: number
 }
 
 /** What the last scan saw: its files and folders. */
@@ -60,13 +57,19 @@ export interface ScanHints {
   clean?: CleanMark
 }
 
+function isStamp(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  return typeof v.ino === 'number' && typeof v.size === 'number' && typeof v.mtimeMs === 'number'
+}
+
 function isCleanMark(value: unknown): value is CleanMark {
   if (value === null || typeof value !== 'object') return false
   const v = value as Record<string, unknown>
-  const state = v.state as Record<string, unknown> | null
+  const state = v.state
   return (
     typeof v.server === 'string' && (v.serverId === undefined || typeof v.serverId === 'string') && Number.isSafeInteger(v.seq) &&
-    state !== null && typeof state === 'object' && typeof state.ino === 'number' && typeof state.size === 'number' && typeof state.mtimeMs === 'number'
+    isStamp(state) && (state.journal === undefined || isStamp(state.journal))
   )
 }
 
@@ -84,11 +87,9 @@ export async function readScanHints(root: string): Promise<ScanHints> {
   try {
     const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown}
     const hints: ScanHints = {files: {}, dirs: {}, backups: []}
-    if (parsed && typeof parsed === 'object' && parsed.files && typeof parsed.files === 'object') {
-      // Checked in place: building a second object of 10,000 keys cost more than the check.
-      const files = parsed.files as Record<string, unknown>
-      for (const path in files) if (!isEntry(files[path])) delete files[path]
-      hints.files = files as StatCache
+    const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    if (files !== undefined) {
+      hints.files = files
       // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
       if (parsed.dirs && typeof parsed.dirs === 'object' && Array.isArray(parsed.backups) && parsed.backups.every((path) => typeof path === 'string')) {
         for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
@@ -103,12 +104,77 @@ export async function readScanHints(root: string): Promise<ScanHints> {
   }
 }
 
+/** Version 1 (an older jarvis): `files: {path: {hash, size, mtimeMs, ino, checkedAtMs}}`. */
+function filesOfRecord(value: unknown): StatCache | undefined {
+  if (!value || typeof value !== 'object') return undefined
+  // Checked in place: building a second object of 10,000 keys cost more than the check.
+  const files = value as Record<string, unknown>
+  for (const path in files) if (!isEntry(files[path])) delete files[path]
+  return files as StatCache
+}
+
+/**
+ * Version 2: one array per field, the hashes in one string (64 hex digits each), `null` for an absent inode or
+ * check time. Parsed in half the time of version 1's object per file, and written in half too: no key, no object
+ * and no hash string per file in the JSON. Anything out of shape drops every file (a hint: they are hashed again).
+ */
+interface Columns {
+  paths?: unknown
+  hashes?: unknown
+  sizes?: unknown
+  mtimes?: unknown
+  inos?: unknown
+  checked?: unknown
+}
+
+const HASH_HEX = 64
+
+function filesOfColumns(columns: Columns): StatCache | undefined {
+  const {paths, hashes, sizes, mtimes, inos, checked} = columns
+  if (!Array.isArray(paths) || typeof hashes !== 'string' || !Array.isArray(sizes) || !Array.isArray(mtimes) || !Array.isArray(inos) || !Array.isArray(checked)) return undefined
+  const count = paths.length
+  if (hashes.length !== count * HASH_HEX || sizes.length !== count || mtimes.length !== count || inos.length !== count || checked.length !== count) return undefined
+  const files: StatCache = {}
+  for (let i = 0; i < count; i++) {
+    const path: unknown = paths[i]
+    const size: unknown = sizes[i]
+    const mtimeMs: unknown = mtimes[i]
+    const ino: unknown = inos[i]
+    const checkedAtMs: unknown = checked[i]
+    if (typeof path !== 'string' || typeof size !== 'number' || typeof mtimeMs !== 'number' || (ino !== null && typeof ino !== 'number') || (checkedAtMs !== null && typeof checkedAtMs !== 'number')) return undefined
+    // A slice of the one string (V8 keeps it as a view, not a copy).
+    files[path] = {hash: hashes.slice(i * HASH_HEX, (i + 1) * HASH_HEX), size, mtimeMs, ino: ino ?? undefined, checkedAtMs: checkedAtMs ?? undefined}
+  }
+  return files
+}
+
 /** `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark. */
 export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark}): Promise<void> {
-  const files = entries instanceof Map ? Object.fromEntries(entries) : entries
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
-  const body = folders === undefined ? {version: 1, files} : {version: 1, files, dirs, backups: folders.backups, ...(folders.clean ? {clean: folders.clean} : {})}
+  const body = folders === undefined ? {version: 2, ...columnsOf(entries)} : {version: 2, ...columnsOf(entries), dirs, backups: folders.backups, ...(folders.clean ? {clean: folders.clean} : {})}
   // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
   // old clean mark only means a sync that reads its state).
   await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
+}
+
+function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: string[]; hashes: string; sizes: number[]; mtimes: number[]; inos: Array<number | null>; checked: Array<number | null>} {
+  const paths: string[] = []
+  const hashes: string[] = []
+  const sizes: number[] = []
+  const mtimes: number[] = []
+  const inos: Array<number | null> = []
+  const checked: Array<number | null> = []
+  const add = (path: string, entry: MemoryFileStat) => {
+    // A hash of another length would shift every later one: such an entry is left out (it is hashed again).
+    if (entry.hash.length !== HASH_HEX) return
+    paths.push(path)
+    hashes.push(entry.hash)
+    sizes.push(entry.size)
+    mtimes.push(entry.mtimeMs)
+    inos.push(entry.ino ?? null)
+    checked.push(entry.checkedAtMs ?? null)
+  }
+  if (entries instanceof Map) for (const [path, entry] of entries) add(path, entry)
+  else for (const path in entries) add(path, entries[path])
+  return {paths, hashes: hashes.join(''), sizes, mtimes, inos, checked}
 }

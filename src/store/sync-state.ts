@@ -1,12 +1,16 @@
-/** `.nexus/config.json` and `.nexus/sync-state.json`: zod-checked reads, atomic pretty-printed writes. */
-import {rm} from 'node:fs/promises'
+/**
+ * `.nexus/config.json` and `.nexus/sync-state.json`: zod-checked reads, atomic pretty-printed writes. The sync state
+ * (as large as the tree) has a journal beside it, `.nexus/sync-state.journal`: a write that changes few entries
+ * appends them there instead of rewriting the whole file, and the file is rewritten (folded) when the journal grows.
+ */
+import {lstat, open, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {SecretRefusedError} from '../errors.js'
+import {SchemaError, SecretRefusedError} from '../errors.js'
 import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
-import {readTextIfExists, writeFileAtomic} from './atomic.js'
+import {appendLineDurable, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
@@ -24,13 +28,198 @@ export function syncStatePath(root: string): string {
 
 /** Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field. */
 export async function readSyncState(root: string): Promise<SyncState> {
-  const text = await readTextIfExists(syncStatePath(root))
-  if (text === null) return syncStateSchema.parse({})
-  return checkSyncState(parseJsonText(text, SYNC_STATE_FILE))
+  onDisk.delete(root)
+  const read = await readStamped(syncStatePath(root))
+  if (read === null) return syncStateSchema.parse({})
+  const value = parseJsonText(read.text, SYNC_STATE_FILE)
+  const journal = await readStamped(syncJournalPath(root))
+  const applied = journal === null || !isRecord(value) ? undefined : applyJournal(value, journal.text, read.stamp)
+  const byHand = checkedByHand(value)
+  if (byHand === undefined) return checkSyncState(value)
+  // Known only when every entry was checked by hand, and so frozen: an entry the caller keeps is then unchanged.
+  onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}, count: Object.keys(byHand.files).length})
+  return byHand
 }
 
+/**
+ * Writes the state: appended to the journal when this process knows what is on disk (it read or wrote it, and
+ * nobody replaced it since) and few entries changed; else the whole file, atomically, and the journal goes.
+ */
 export async function writeSyncState(root: string, state: SyncState): Promise<void> {
-  await writeFileAtomic(syncStatePath(root), formatJson(checkSyncState(state)))
+  const known = onDisk.get(root)
+  onDisk.delete(root)
+  if (known !== undefined && (await appendToJournal(root, known, state))) return
+  const checked = checkSyncState(state)
+  const text = formatJson(checked)
+  await writeFileAtomic(syncStatePath(root), text)
+  // After the new file: a journal left by a crash here names the old file's stamp, so nobody applies it again.
+  await rm(syncJournalPath(root), {force: true})
+  const base = await stampOf(syncStatePath(root))
+  if (base !== undefined && Object.values(checked.files).every((entry) => Object.isFrozen(entry))) onDisk.set(root, {base, baseBytes: text.length, files: {...checked.files}, count: Object.keys(checked.files).length})
+}
+
+export const SYNC_JOURNAL_FILE = '.nexus/sync-state.journal'
+
+export function syncJournalPath(root: string): string {
+  return join(nexusDir(root), 'sync-state.journal')
+}
+
+/** The inode, size and mtime of a file: every rewrite of the sync state replaces the file (a rename), every append grows its journal. */
+export interface FileStamp {
+  ino: number
+  size: number
+  mtimeMs: number
+}
+
+/** The sync state's stamp: its file's, and its journal's when there is one (a journal write leaves the file as it was). */
+export interface StateStamp extends FileStamp {
+  journal?: FileStamp
+}
+
+export async function syncStateStamp(root: string): Promise<StateStamp | undefined> {
+  const base = await stampOf(syncStatePath(root))
+  if (base === undefined) return undefined
+  const journal = await stampOf(syncJournalPath(root))
+  return journal === undefined ? base : {...base, journal}
+}
+
+export function sameStateStamp(a: StateStamp | undefined, b: StateStamp): boolean {
+  return a !== undefined && sameStamp(a, b) && (a.journal === undefined ? b.journal === undefined : b.journal !== undefined && sameStamp(a.journal, b.journal))
+}
+
+const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
+
+async function stampOf(path: string): Promise<FileStamp | undefined> {
+  try {
+    const info = await lstat(path)
+    return {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
+  } catch {
+    return undefined
+  }
+}
+
+/** A file's text and the stamp of that very file (one handle: a rename meanwhile cannot pair them wrongly). */
+async function readStamped(path: string): Promise<{text: string; stamp: FileStamp} | null> {
+  let handle
+  try {
+    handle = await open(path, 'r')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null
+    throw error
+  }
+  try {
+    const info = await handle.stat()
+    return {text: await handle.readFile('utf8'), stamp: {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}}
+  } finally {
+    await handle.close()
+  }
+}
+
+/** What this process last read or wrote of a tree's sync state: the journal's appends are the changes since. */
+interface StateOnDisk {
+  base: FileStamp
+  baseBytes: number
+  journal?: {stamp: FileStamp; bytes: number}
+  /** The entries as on disk (a copy: the caller may add or remove entries in its own object), and how many. */
+  files: SyncState['files']
+  count: number
+}
+
+const onDisk = new Map<string, StateOnDisk>()
+
+/** A journal is folded into the file when it would exceed this many bytes, or an eighth of the file. */
+const JOURNAL_FOLD_BYTES = 256 * 1024
+
+/** One journal line: the entries changed (null: removed) and everything else of the state as it now is. */
+interface JournalLine {
+  files: Record<string, unknown>
+  state: Record<string, unknown>
+}
+
+async function appendToJournal(root: string, known: StateOnDisk, state: SyncState): Promise<boolean> {
+  // Only what this process knows is on disk: another writer (an older jarvis, a hand edit) replaced or grew it.
+  const journal = await stampOf(syncJournalPath(root))
+  if (!sameStamp(await stampOf(syncStatePath(root)), known.base)) return false
+  if (journal === undefined ? known.journal !== undefined : known.journal === undefined || !sameStamp(journal, known.journal.stamp)) return false
+  const {files, ...others} = state
+  if (!isRecord(files)) return false
+  const changed: Record<string, unknown> = {}
+  let count = 0
+  let total = 0
+  let added = 0
+  for (const path in files) {
+    total++
+    const entry = files[path]
+    // An entry is replaced, never edited: the one on disk was checked and frozen, so the same object is the same
+    // entry. A new one is checked by hand here; one that fails goes with the whole file through the schema.
+    if (known.files[path] === entry) continue
+    if (!isCheckedEntry(path, entry)) return false
+    if (known.files[path] === undefined) added++
+    changed[path] = entry
+    count++
+  }
+  // Every entry on disk is still here unless fewer than those are: only then are the removed ones looked for.
+  if (total - added < known.count) {
+    for (const path in known.files) {
+      if (path in files) continue
+      changed[path] = null
+      count++
+    }
+  }
+  const {files: _none, ...rest} = checkedRest(others)
+  const line = JSON.stringify({files: changed, state: rest} satisfies JournalLine)
+  const header = known.journal === undefined ? JSON.stringify({journal: 1, base: known.base}) + '\n' : ''
+  const bytes = (known.journal?.bytes ?? 0) + header.length + line.length + 1
+  if (count * 4 > total || bytes > Math.max(JOURNAL_FOLD_BYTES, known.baseBytes / 8)) return false
+  // Durable before the caller goes on: a base is recorded only once it is on disk (as with the whole file).
+  if (header === '') await appendLineDurable(syncJournalPath(root), line)
+  else await writeFileAtomic(syncJournalPath(root), header + line + '\n')
+  const stamp = await stampOf(syncJournalPath(root))
+  if (stamp === undefined) return true
+  for (const path in changed) {
+    const entry = changed[path] as SyncState['files'][string] | null
+    if (entry === null) delete known.files[path]
+    else known.files[path] = entry
+  }
+  onDisk.set(root, {...known, count: total, journal: {stamp, bytes}})
+  return true
+}
+
+/**
+ * Applies a journal to the sync state's file as parsed, in place: nothing when its header names another file (the
+ * file was rewritten since, by a fold or by another writer). A last line without its newline is an append that never
+ * finished (it never reported success): ignored. Returns the lines applied, or undefined when none may be.
+ */
+function applyJournal(value: Record<string, unknown>, text: string, base: FileStamp): number | undefined {
+  const lines = text.split('\n')
+  // The last piece is empty after a final newline, or a torn append.
+  lines.pop()
+  if (lines.length === 0) return undefined
+  const header = parseLine(lines[0] ?? '', 1)
+  if (!isRecord(header) || header.journal !== 1 || !isRecord(header.base) || !sameStamp(header.base as unknown as FileStamp, base)) return undefined
+  if (!isRecord(value.files)) value.files = {}
+  const files = value.files as Record<string, unknown>
+  for (let index = 1; index < lines.length; index++) {
+    const line = parseLine(lines[index], index + 1)
+    if (!isRecord(line) || !isRecord(line.files) || !isRecord(line.state)) throw new SchemaError(SYNC_JOURNAL_FILE, [`line ${index + 1}: not a journal entry ({files, state}); delete ${SYNC_JOURNAL_FILE} and run \`jarvis sync\` again`])
+    for (const path in line.files) {
+      const entry = line.files[path]
+      if (entry === null) delete files[path]
+      else files[path] = entry
+    }
+    for (const key of Object.keys(value)) if (key !== 'files') delete value[key]
+    for (const key in line.state) if (key !== 'files') value[key] = line.state[key]
+  }
+  return lines.length - 1
+}
+
+function parseLine(line: string, lineNo: number): unknown {
+  try {
+    return JSON.parse(line)
+  } catch (error) {
+    throw new SchemaError(SYNC_JOURNAL_FILE, [`line ${lineNo}: invalid JSON: ${(error as Error).message}; delete ${SYNC_JOURNAL_FILE} and run \`jarvis sync\` again`])
+  }
 }
 
 /**
@@ -40,11 +229,19 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
  * hand edit, another shape — goes through zod for the whole file, which names the problem.
  */
 function checkSyncState(value: unknown): SyncState {
-  if (isRecord(value) && isRecord(value.files) && allCheckedEntries(value.files)) {
-    const {files, ...rest} = value
-    return {...parseWith(syncStateSchema, {...rest, files: {}}, SYNC_STATE_FILE), files: files as SyncState['files']}
-  }
-  return parseWith(syncStateSchema, value, SYNC_STATE_FILE)
+  return checkedByHand(value) ?? parseWith(syncStateSchema, value, SYNC_STATE_FILE)
+}
+
+/** The state when every entry passed the check by hand (each is then frozen), else undefined. */
+function checkedByHand(value: unknown): SyncState | undefined {
+  if (!isRecord(value) || !isRecord(value.files) || !allCheckedEntries(value.files)) return undefined
+  const {files, ...rest} = value
+  return {...checkedRest(rest), files: files as SyncState['files']}
+}
+
+/** Everything of the state but its entries, by the schema (small). */
+function checkedRest(rest: Record<string, unknown>): SyncState {
+  return parseWith(syncStateSchema, {...rest, files: {}}, SYNC_STATE_FILE)
 }
 
 /**

@@ -133,6 +133,40 @@ describe('scanMemory', () => {
     expect([...(await scanMemory(root, Object.fromEntries(first), {dirCache: hints, fullCheck: true})).keys()]).toEqual(['notes/a.md', 'notes/b.md'])
   })
 
+  it('in folders it does not read again, at any depth, a same-size edit in the granule of the last check is still caught, with the mtime put back', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    const paths = ['top.md', 'a/one.md', 'a/b/two.md', 'a/three.md', 'ab/four.md', 'z.md']
+    for (const path of paths) {
+      await mkdir(join(memory, path, '..'), {recursive: true})
+      await writeFile(join(memory, path), 'v1')
+    }
+    const old = past(60_000)
+    for (const dir of ['a/b', 'a', 'ab', '']) await utimes(join(memory, dir), old, old)
+    const dirs = new Map<string, DirStat>()
+    const first = await scanMemory(root, undefined, {dirCache: {}, dirs})
+    // Every file the hints give back, and no folder listed: the walk takes the paths from the stat cache.
+    for (const hints of [Object.fromEntries(first), first]) {
+      const again = await scanMemory(root, hints, {dirCache: dirs, dirs: new Map()})
+      expect([...again.keys()]).toEqual([...first.keys()])
+      for (const path of paths) expect(again.get(path)!.hash).toBe(hashText('v1'))
+    }
+    // The files were checked within the racy window of their mtimes: an edit of the same size, its mtime put back,
+    // is re-hashed even though the folders' hints hold.
+    for (const path of ['a/b/two.md', 'top.md', 'ab/four.md']) {
+      const {mtime} = await stat(join(memory, path))
+      await writeFile(join(memory, path), 'v2')
+      await utimes(join(memory, path), mtime, mtime)
+    }
+    // A file slipped in with its folder's mtime put back is not listed: proof that the folders were not read.
+    await writeFile(join(memory, 'a', 'b', 'unlisted.md'), 'v1')
+    for (const dir of ['a/b', 'a', 'ab', '']) await utimes(join(memory, dir), old, old)
+    const edited = await scanMemory(root, Object.fromEntries(first), {dirCache: dirs, dirs: new Map()})
+    expect([...edited.keys()]).toEqual([...first.keys()])
+    for (const path of ['a/b/two.md', 'top.md', 'ab/four.md']) expect(edited.get(path)!.hash, path).toBe(hashText('v2'))
+    for (const path of ['a/one.md', 'a/three.md', 'z.md']) expect(edited.get(path)!.hash, path).toBe(hashText('v1'))
+  })
+
   it('still reports the conflict backups of a folder it does not read again, from the hints that listed them', async () => {
     const root = await tempTree()
     const memory = join(root, '.memory')
@@ -167,6 +201,41 @@ describe('scanMemory', () => {
     expect(await readStatCache(root)).toEqual(Object.fromEntries(scanned))
     await writeFile(join(root, '.nexus', 'stat-cache.json'), '{broken')
     expect(await readStatCache(root)).toEqual({})
+  })
+
+  it('reads both formats of the stat cache, and trusts a hint of either only as a hint: a racy one is hashed again', async () => {
+    const root = await tempTree()
+    const memory = join(root, '.memory')
+    await mkdir(join(memory, 'notes'))
+    for (const name of ['old.md', 'racy.md']) await writeFile(join(memory, 'notes', name), 'aaaa')
+    const old = past(60_000)
+    await utimes(join(memory, 'notes', 'old.md'), old, old)
+    const info = {old: await stat(join(memory, 'notes', 'old.md')), racy: await stat(join(memory, 'notes', 'racy.md'))}
+    // Hashes that are not the files': given back only where the hint is trusted.
+    const fake = (c: string) => c.repeat(64)
+    const entries = {
+      'notes/old.md': {hash: fake('1'), size: 4, mtimeMs: info.old.mtimeMs, ino: info.old.ino, checkedAtMs: info.old.mtimeMs + RACY_WINDOW_MS + 1},
+      'notes/racy.md': {hash: fake('2'), size: 4, mtimeMs: info.racy.mtimeMs, ino: info.racy.ino, checkedAtMs: info.racy.mtimeMs + 500},
+    }
+    const cachePath = join(root, '.nexus', 'stat-cache.json')
+    const written = async () => JSON.parse(await readFile(cachePath, 'utf8')) as {version: number}
+    // Version 1, as an older jarvis wrote it: an object per path.
+    await writeFile(cachePath, JSON.stringify({version: 1, files: entries, dirs: {}, backups: []}))
+    const fromV1 = await scanMemory(root, (await readScanHints(root)).files)
+    expect(fromV1.get('notes/old.md')!.hash).toBe(fake('1'))
+    expect(fromV1.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // Written again as version 2 (one array per field), read the same.
+    await writeStatCache(root, entries, {dirs: {}, backups: []})
+    expect((await written()).version).toBe(2)
+    expect(await readStatCache(root)).toEqual(entries)
+    const fromV2 = await scanMemory(root, await readStatCache(root))
+    expect(fromV2.get('notes/old.md')!.hash).toBe(fake('1'))
+    expect(fromV2.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // A version 2 cache out of shape (a column of another length) is no hint at all: every file is hashed.
+    const broken = {...(await written()), sizes: [4]}
+    await writeFile(cachePath, JSON.stringify(broken))
+    expect(await readStatCache(root)).toEqual({})
+    expect((await scanMemory(root, await readStatCache(root))).get('notes/old.md')!.hash).toBe(hashText('aaaa'))
   })
 })
 

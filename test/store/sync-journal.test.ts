@@ -1,0 +1,170 @@
+/**
+ * The sync state's journal (store/sync-state.ts): a write that changes few entries appends them to
+ * `.nexus/sync-state.journal` instead of rewriting the whole file. Whatever sequence of writes, the state read back
+ * (file + journal) is the state last written, exactly as a whole-file write leaves it; a torn last line (an append
+ * that never finished) is ignored; a journal that names another file (the file was rewritten since) is ignored.
+ */
+import {appendFile, lstat, readFile, stat, writeFile} from 'node:fs/promises'
+
+import fc from 'fast-check'
+import {afterAll, describe, expect, it} from 'vitest'
+
+import type {SyncState} from '../../src/schemas/index.js'
+import {hashText, initTree, readSyncState, syncJournalPath, syncStatePath, writeSyncState} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+
+const dirs: string[] = []
+afterAll(async () => {
+  await removeAll(dirs)
+})
+
+async function tree(): Promise<string> {
+  const {root} = await initTree(await tempDir(), {})
+  dirs.push(root)
+  return root
+}
+
+const SYNCED_AT = '2026-11-26T04:00:00.000Z'
+const entryOf = (text: string, rev?: number): SyncState['files'][string] => (rev === undefined ? {hash: hashText(text), syncedAt: SYNCED_AT} : {hash: hashText(text), rev, syncedAt: SYNCED_AT})
+
+/** A state of `count` entries, as a sync leaves it. */
+function stateOf(count: number, seq = 1): SyncState {
+  const files: SyncState['files'] = {}
+  for (let i = 0; i < count; i++) files[`area-${i % 5}/note-${i}.md`] = entryOf(`note ${i}`, i + 1)
+  return {version: 1, server: 'http://127.0.0.1:1', serverId: 'server-1', mode: 'revision', seq, lastSyncAt: SYNCED_AT, files}
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false)
+
+/** One write of a sync: entries replaced, added or removed (each in a new object, as a sync does), a new sequence. */
+type Step = {replace: number[]; add: number[]; remove: number[]; seq: number; readFirst: boolean; pending: boolean}
+const step: fc.Arbitrary<Step> = fc.record({
+  replace: fc.array(fc.nat(199), {maxLength: 12}),
+  add: fc.array(fc.integer({min: 200, max: 260}), {maxLength: 4}),
+  remove: fc.array(fc.nat(260), {maxLength: 3}),
+  seq: fc.nat(10_000),
+  readFirst: fc.boolean(),
+  pending: fc.boolean(),
+})
+
+describe('the sync state journal', () => {
+  it('fold = whole file: after any sequence of writes, the state read back is the state last written', async () => {
+    let round = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, {minLength: 1, maxLength: 12}), async (steps) => {
+        const root = await tree()
+        const wholeRoot = await tree()
+        let state = stateOf(200)
+        await writeSyncState(root, state)
+        state = await readSyncState(root)
+        let appended = 0
+        for (const {replace, add, remove, seq, readFirst, pending} of steps) {
+          // A new process reads what is on disk first; a running sync writes again what it holds.
+          if (readFirst) state = await readSyncState(root)
+          const files = {...state.files}
+          for (const i of replace) {
+            const path = `area-${i % 5}/note-${i}.md`
+            if (files[path]) files[path] = entryOf(`note ${i} round ${++round}`, round)
+          }
+          for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
+          for (const i of remove) {
+            delete files[`added/${i}.md`]
+            delete files[`area-${i % 5}/note-${i}.md`]
+          }
+          state = {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+          const before = await lstat(syncStatePath(root))
+          await writeSyncState(root, state)
+          const after = await lstat(syncStatePath(root))
+          if (after.ino === before.ino) appended++
+          // The same state written as a whole file elsewhere reads the same.
+          await writeFile(syncStatePath(wholeRoot), JSON.stringify(state))
+          const read = await readSyncState(root)
+          expect(read).toEqual(await readSyncState(wholeRoot))
+          expect(read.files).toEqual(JSON.parse(JSON.stringify(state.files)))
+          expect(read.seq).toBe(seq)
+          state = read
+        }
+        // Few entries change per write: most writes were appends, not a new file.
+        expect(appended).toBeGreaterThan(0)
+      }),
+      {numRuns: 40},
+    )
+  })
+
+  it('a write that changes few entries appends to the journal; one that changes many, or a grown journal, rewrites the file and drops the journal', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(400))
+    const first = await lstat(syncStatePath(root))
+    const state = await readSyncState(root)
+    await writeSyncState(root, {...state, seq: 2, files: {...state.files, 'area-0/note-0.md': entryOf('edited', 900)}})
+    expect((await lstat(syncStatePath(root))).ino).toBe(first.ino)
+    expect(await exists(syncJournalPath(root))).toBe(true)
+    expect((await readSyncState(root)).files['area-0/note-0.md']).toEqual(entryOf('edited', 900))
+
+    // Half the entries at once: the whole file, and no journal left.
+    const many = await readSyncState(root)
+    const files = {...many.files}
+    for (let i = 0; i < 200; i++) files[`area-${i % 5}/note-${i}.md`] = entryOf(`many ${i}`, 1000 + i)
+    await writeSyncState(root, {...many, seq: 3, files})
+    expect((await lstat(syncStatePath(root))).ino).not.toBe(first.ino)
+    expect(await exists(syncJournalPath(root))).toBe(false)
+    expect((await readSyncState(root)).files['area-1/note-1.md']).toEqual(entryOf('many 1', 1001))
+  })
+
+  it('a torn last line (an append that never finished) is ignored, and the next write goes on from the last whole line', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(100))
+    const state = await readSyncState(root)
+    const written = {...state, seq: 5, files: {...state.files, 'area-2/note-2.md': entryOf('second', 50)}}
+    await writeSyncState(root, written)
+    await appendFile(syncJournalPath(root), '{"files":{"area-3/note-3.md":{"hash":"')
+    const read = await readSyncState(root)
+    expect(read.seq).toBe(5)
+    expect(read.files['area-2/note-2.md']).toEqual(entryOf('second', 50))
+    expect(read.files['area-3/note-3.md']).toEqual(entryOf('note 3', 4))
+
+    await writeSyncState(root, {...read, seq: 6, files: {...read.files, 'area-4/note-4.md': entryOf('third', 51)}})
+    const again = await readSyncState(root)
+    expect(again.seq).toBe(6)
+    expect(again.files['area-4/note-4.md']).toEqual(entryOf('third', 51))
+    expect(again.files['area-2/note-2.md']).toEqual(entryOf('second', 50))
+    expect((await readFile(syncJournalPath(root), 'utf8')).endsWith('\n')).toBe(true)
+  })
+
+  it('a journal left beside a file written since (an older jarvis, a crash between a fold and its clean-up) is not applied', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(100))
+    const state = await readSyncState(root)
+    await writeSyncState(root, {...state, seq: 9, files: {...state.files, 'area-0/note-0.md': entryOf('journaled', 70)}})
+    const journal = await readFile(syncJournalPath(root), 'utf8')
+    // Another writer replaces the file (as an older jarvis does, knowing nothing of the journal).
+    const other = stateOf(100, 4)
+    await writeFile(syncStatePath(root), JSON.stringify(other))
+    const read = await readSyncState(root)
+    expect(read.seq).toBe(4)
+    expect(read.files['area-0/note-0.md']).toEqual(entryOf('note 0', 1))
+    // The next write rewrites the file and drops the stale journal.
+    await writeSyncState(root, {...read, seq: 10})
+    expect(await exists(syncJournalPath(root))).toBe(false)
+    expect((await readSyncState(root)).seq).toBe(10)
+    expect(journal).toContain(hashText('journaled'))
+  })
+
+  it('a journal line damaged by hand is named with its file and line', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(100))
+    const state = await readSyncState(root)
+    await writeSyncState(root, {...state, seq: 2, files: {...state.files, 'area-0/note-0.md': entryOf('x', 2)}})
+    await appendFile(syncJournalPath(root), 'not json\n')
+    await expect(readSyncState(root)).rejects.toThrow(/\.nexus\/sync-state\.journal: line 3: invalid JSON/)
+  })
+
+  it('an entry the journal carries is checked like one of the file: a damaged one is named', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(100))
+    const state = await readSyncState(root)
+    await writeSyncState(root, {...state, seq: 2, files: {...state.files, 'area-0/note-0.md': entryOf('x', 2)}})
+    await appendFile(syncJournalPath(root), `${JSON.stringify({files: {'area-1/note-1.md': {hash: 'nope', syncedAt: SYNCED_AT}}, state: {version: 1, seq: 3}})}\n`)
+    await expect(readSyncState(root)).rejects.toThrow(/files\.area-1\/note-1\.md\.hash/)
+  })
+})
