@@ -7,6 +7,7 @@ import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  AtomicBatch,
   type CleanMark,
   type DirCache,
   type DirStat,
@@ -20,7 +21,6 @@ import {
   endSyncRun,
   findBackups,
   forEachConcurrently,
-  fsyncDirs,
   hashText,
   memoryFileAbsent,
   readMemoryFile,
@@ -28,6 +28,8 @@ import {
   readSyncState,
   saveBackup,
   scanMemory,
+  stageMemoryFile,
+  type StagedFile,
   sweepTempFiles,
   withPathGuardCache,
   writeMemoryFile,
@@ -52,6 +54,13 @@ export const PUSH_BATCH_FILES = 2000
 export const PULL_BATCH_FILES = 64
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
 const PULL_FIRST_BATCH_FILES = 8
+/**
+ * Pulled files made durable together: one syncfs and one fsync per folder for this many, whatever the size of the
+ * pull requests. Their texts are kept until they are renamed (their bases are recorded then), hence a bound in
+ * characters too.
+ */
+const PULL_DURABLE_FILES = 4096
+const PULL_DURABLE_CHARS = 16 * 1024 * 1024
 /** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
 const KEEP_TEXT_BYTES = 64 * 1024
 
@@ -356,33 +365,51 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
 
-  // Pulls go in batches, files side by side, mostly waiting on fsync. The next batch is asked for while this one is
-  // written, so the server's work and ours overlap (two batches held at most). Small first: an answer of large files
-  // stays bounded before any size is known.
+  // Pulls go in batches, the next asked for while this one is written, so the server's work and ours overlap (two
+  // batches held at most). Small first: an answer of large files stays bounded before any size is known. Each file
+  // goes to a temp file as its answer comes; up to PULL_DURABLE_FILES of them are then made durable together (one
+  // syncfs, not an fsync each), renamed (each target looked at right before), and each folder fsynced once.
   const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
-  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
-  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
-  for (let start = batch.length; asked !== undefined; ) {
-    const remoteText = await asked
-    const current = batch
-    batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
-    start += batch.length
-    asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
-    const renamedIn = new Set<string>()
-    await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
-      options.onProgress?.(++done, total)
-      const remote = remoteText.get(path)
-      if (!remote) return // vanished between status and pull: the next sync sees it
+  const writes = new AtomicBatch()
+  const staged: Array<{path: string; remote: RemoteText; file: StagedFile}> = []
+  let stagedChars = 0
+  const renameStaged = async () => {
+    await writes.makeDurable()
+    await forEachConcurrently(staged, PULL_CONCURRENCY, async ({path, remote, file}) => {
       const scanned = localHashes.get(path)
-      // A file the scan did not see is checked with one lstat: still absent, it is written without looking again.
-      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return
-      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn, absent: scanned === undefined})
+      // The user may have written the file while its temp was: then it is left for the next sync.
+      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
+      await writes.commit(file)
       recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
-    // One fsync per folder of the batch, not per file; the sync state that records these pulls is written later.
-    await fsyncDirs(renamedIn)
+    // The sync state that records these pulls is written later.
+    await writes.syncFolders()
     bases.flush()
+    staged.length = 0
+    stagedChars = 0
+  }
+  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+  try {
+    for (let start = batch.length; asked !== undefined; ) {
+      const remoteText = await asked
+      const current = batch
+      batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
+      start += batch.length
+      asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+      await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
+        options.onProgress?.(++done, total)
+        const remote = remoteText.get(path)
+        if (!remote) return // vanished between status and pull: the next sync sees it
+        staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
+        stagedChars += remote.content.length
+      })
+      if (asked === undefined || staged.length >= PULL_DURABLE_FILES || stagedChars >= PULL_DURABLE_CHARS) await renameStaged()
+    }
+  } finally {
+    // After an error: the temp files not renamed go (the targets are as they were).
+    await writes.abandon()
   }
   result.pulled.sort()
   const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)
