@@ -3,6 +3,7 @@
  * never a torn mix: temp file in the same directory, write, fsync, close, rename over the target, fsync the
  * directory (POSIX needs the directory fsync for the rename itself to be durable).
  */
+import {closeSync, fchmodSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {link, lstat, mkdir, open, readFile, rename, rm, stat} from 'node:fs/promises'
 import {release} from 'node:os'
 import {basename, dirname, join} from 'node:path'
@@ -102,6 +103,39 @@ async function writeTemp(path: string, data: string | Uint8Array, mode: number |
   }
 }
 
+/**
+ * writeTemp without the fsync, synchronous: creating a small file and writing it takes microseconds on a warm
+ * disk, and a promise per call through the thread pool cost more than the call (a pull of 10,000 files: 0.35 s
+ * of temp files against 0.2 s).
+ */
+function writeTempSync(path: string, data: string | Uint8Array, mode: number | undefined): string {
+  const temp = tempPathFor(path)
+  let fd: number | undefined
+  try {
+    try {
+      fd = openSync(temp, 'wx', mode ?? 0o666)
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') throw error
+      mkdirSync(dirname(path), {recursive: true})
+      fd = openSync(temp, 'wx', mode ?? 0o666)
+    }
+    if (mode !== undefined) fchmodSync(fd, mode) // see writeTemp
+    writeFileSync(fd, data)
+    const done = fd
+    fd = undefined
+    closeSync(done)
+    return temp
+  } catch (error) {
+    try {
+      if (fd !== undefined) closeSync(fd)
+    } catch {
+      // The write's error is the one to report.
+    }
+    rmSync(temp, {force: true})
+    throw error
+  }
+}
+
 /** The mode `path` has now, or undefined when it does not exist. */
 async function existingMode(path: string): Promise<number | undefined> {
   try {
@@ -172,8 +206,9 @@ export class AtomicBatch {
   /** Writes `data` to a temp file beside `path` (creating missing folders). `absent`: the caller knows no file is there (no `stat` for its mode). */
   async stage(path: string, data: string | Uint8Array, options: {absent?: boolean} = {}): Promise<StagedFile> {
     const mode = options.absent ? undefined : await existingMode(path)
+    // Fsynced each: many at once through the thread pool, so that the disk serves them together.
     const eachFile = this.options.fsyncEachFile === true || syncfsUsable === false
-    const file: StagedFile = {target: path, temp: await writeTemp(path, data, mode, eachFile), durable: eachFile}
+    const file: StagedFile = {target: path, temp: eachFile ? await writeTemp(path, data, mode, true) : writeTempSync(path, data, mode), durable: eachFile}
     this.staged.add(file)
     return file
   }
@@ -189,10 +224,14 @@ export class AtomicBatch {
     for (const file of waiting) file.durable = true
   }
 
-  /** Renames a durable staged file over its target; its folder is fsynced by `syncFolders`. */
-  async commit(file: StagedFile): Promise<void> {
+  /**
+   * Renames a durable staged file over its target; its folder is fsynced by `syncFolders`. Synchronous, as the
+   * caller's look at the target right before is: a rename takes microseconds, and the window between the two stays
+   * as short as it can.
+   */
+  commit(file: StagedFile): void {
     if (!file.durable) throw new Error(`AtomicBatch: ${file.temp} renamed before makeDurable`)
-    await rename(file.temp, file.target)
+    renameSync(file.temp, file.target)
     this.staged.delete(file)
     this.renamedIn.add(dirname(file.target))
   }

@@ -273,11 +273,14 @@ export async function stageMemoryFile(root: string, rel: string, content: string
   return batch.stage(path, content, {absent: options.absent})
 }
 
-/** True when nothing at all (no file, folder or link) is at `.memory/<rel>`: one lstat, nothing read. */
-export async function memoryFileAbsent(root: string, rel: string): Promise<boolean> {
+/**
+ * True when nothing at all (no file, folder or link) is at `.memory/<rel>`: one lstat, nothing read. Synchronous:
+ * a pull asks it for each new file right before the rename, where a promise through the thread pool cost more than
+ * the lstat itself.
+ */
+export function memoryFileAbsent(root: string, rel: string): boolean {
   try {
-    await lstat(join(memoryDir(root), checkRelativePath(rel)))
-    return false
+    return lstatSync(join(memoryDir(root), checkRelativePath(rel)), {throwIfNoEntry: false}) === undefined
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') return true

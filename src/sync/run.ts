@@ -378,8 +378,8 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     await forEachConcurrently(staged, PULL_CONCURRENCY, async ({path, remote, file}) => {
       const scanned = localHashes.get(path)
       // The user may have written the file while its temp was: then it is left for the next sync.
-      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
-      await writes.commit(file)
+      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
+      writes.commit(file)
       recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
@@ -715,8 +715,8 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   return false
 }
 
-async function stillAbsent(root: string, path: string): Promise<boolean> {
-  if (await memoryFileAbsent(root, path)) return true
+function stillAbsent(root: string, path: string): boolean {
+  if (memoryFileAbsent(root, path)) return true
   debug('%s appeared during the sync: left for the next one', path)
   return false
 }
