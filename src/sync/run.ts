@@ -51,7 +51,7 @@ const PULL_CONCURRENCY = 16
  */
 export const PUSH_BATCH_BYTES = 4 * 1024 * 1024
 export const PUSH_BATCH_FILES = 2000
-export const PULL_BATCH_FILES = 64
+export const PULL_BATCH_FILES = 512
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
 const PULL_FIRST_BATCH_FILES = 8
 /**
@@ -489,14 +489,22 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
   if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
-  // What we pulled is safe on disk; record it before the push can fail.
-  if (plan.actions.length > 0) await writeState(root, bases, settled(state))
+  // What we pulled, merged or recorded is safe on disk; record it before the push can fail (a round that only
+  // pushes recorded nothing: its first batch writes the state anyway).
+  if (plan.actions.some((a) => a.kind !== 'push' && a.kind !== 'delete-remote')) await writeState(root, bases, settled(state))
 
-  // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
-  // once, so a sync that is killed or refused later never sends it again.
-  for await (const batch of pushBatches(root, pushes, deletes)) {
-    const stale = await pushBatch({root, client, bases, state, mode, now, result, pushBase}, batch.files, batch.deletes)
-    if (stale) return {kind: 'stale', state: settled(state), stale}
+  // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases, written down with the
+  // next batch's pending hashes (one write, before that batch goes), or by the caller after the last one.
+  const context: PushContext = {root, client, bases, state, mode, now, result, pushBase, unwritten: false}
+  try {
+    for await (const batch of pushBatches(root, pushes, deletes)) {
+      const stale = await pushBatch(context, batch.files, batch.deletes)
+      if (stale) return {kind: 'stale', state: settled(state), stale}
+    }
+  } catch (error) {
+    // Reading the next batch failed, or sending it: what the server acknowledged before is recorded all the same.
+    if (context.unwritten) await writeState(root, bases, settled(state))
+    throw error
   }
   return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
 }
@@ -511,6 +519,8 @@ interface PushContext {
   result: SyncResult
   /** The base revision of each deletion. */
   pushBase: Record<string, number | null>
+  /** A batch was acknowledged since the state was last written (the next write records it). */
+  unwritten: boolean
 }
 
 /**
@@ -525,6 +535,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   for (const path of deletes) base[path] = context.pushBase[path] ?? null
   // Durably note what we are about to push: if the answer never arrives, the next sync recognises
   // the server's copy as our own write instead of merging against it (and conflicting with ourselves).
+  // The same write records the batch acknowledged before this one.
   if (batch.length > 0) {
     const pending = {...pendingOf(state)}
     for (const {item, text} of batch) {
@@ -533,7 +544,10 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
     }
     state.pending = pending
+  }
+  if (batch.length > 0 || context.unwritten) {
     await writeState(root, bases, settled(state))
+    context.unwritten = false
   }
   let answer
   try {
@@ -563,8 +577,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     await bases.remove(path)
     result.deleted.push(path)
   }
-  // Written at once: a sync killed or refused after this batch never sends it again.
-  await writeState(root, bases, settled(state))
+  // Written before the next batch goes, or by the caller (a sync killed in between finds these hashes pending:
+  // it recognises the server's copies as its own).
+  context.unwritten = true
   return undefined
 }
 
