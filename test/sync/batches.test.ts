@@ -128,6 +128,30 @@ describe.each(BACKENDS)('on %s', (backend) => {
     })
   })
 
+  describe('a push in batches writes its sync state once per batch', () => {
+    it(`pushing ${PUSH_BATCH_FILES * 2 + 5} files (3 batches): 4 writes of the state (each batch's pending hashes with the one acknowledged before, then the last), and every file recorded`, async () => {
+      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const a = await makeClient(url, 'gemini')
+      dirs.push(a.root)
+      const count = PUSH_BATCH_FILES * 2 + 5
+      for (let i = 0; i < count; i++) await a.write(`pushed/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
+      const trace = join(a.root, '..', `push-renames-${process.pid}.txt`)
+      dirs.push(trace)
+      const run = await runStraced(trace, a.root, ['-e', 'trace=rename,renameat,renameat2'])
+      expect(run.code, run.stderr).toBe(0)
+      const stateWrites = (await readFile(trace, 'utf8')).split('\n').filter((line) => /rename.*sync-state\.json"/.test(line))
+      // Two per batch and one before the first was 8.
+      expect(stateWrites).toHaveLength(4)
+      const state = JSON.parse(await readFile(join(a.root, '.nexus', 'sync-state.json'), 'utf8')) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
+      expect(Object.keys(state.files)).toHaveLength(count)
+      expect(Object.keys(state.pending ?? {})).toEqual([])
+      const b = await makeClient(url, 'claude')
+      dirs.push(b.root)
+      expect((await b.sync()).pulled).toHaveLength(count)
+      expect((await a.sync()).pushed).toEqual([])
+    })
+  })
+
   describe('a sync that only pulls writes its sync state once', () => {
     it('pulling 30 files: one rename onto .nexus/sync-state.json, and the state records every file', async () => {
       const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
