@@ -218,10 +218,10 @@ export class AtomicBatch {
     const waiting = [...this.staged].filter((file) => !file.durable)
     if (waiting.length === 0) return
     const eachFile = this.options.fsyncEachFile === true || syncfsUsable === false || waiting.length < SYNCFS_MIN_FILES
-    if (eachFile || !(await syncFilesystems(waiting.map((file) => dirname(file.temp))))) {
-      await Promise.all(waiting.map((file) => fsyncFile(file.temp)))
-    }
+    const synced = !eachFile && (await syncFilesystems(waiting.map((file) => dirname(file.temp))))
+    if (!synced) await Promise.all(waiting.map((file) => fsyncFile(file.temp)))
     for (const file of waiting) file.durable = true
+    debug('%d temp files durable (%s)', waiting.length, synced ? 'one syncfs' : 'an fsync each')
   }
 
   /**
@@ -247,6 +247,7 @@ export class AtomicBatch {
     const folders = [...this.renamedIn]
     this.renamedIn.clear()
     await fsyncDirs(folders)
+    debug('%d folders fsynced after their renames', folders.length)
   }
 
   /** Removes every temp file still staged (after an error: nothing was renamed over its target). */
