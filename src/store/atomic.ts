@@ -259,7 +259,7 @@ export class AtomicBatch {
 }
 
 /** fsync of a complete file by name (its data written by an earlier handle: fsync writes back the file, not the handle). */
-async function fsyncFile(path: string): Promise<void> {
+export async function fsyncFile(path: string): Promise<void> {
   const handle = await open(path, 'r+')
   try {
     await handle.sync()
