@@ -60,7 +60,7 @@ const PULL_FIRST_BATCH_FILES = 8
  * characters too.
  */
 const PULL_DURABLE_FILES = 4096
-const PULL_DURABLE_CHARS = 16 * 1024 * 1024
+const PULL_DURABLE_CHARS = 8 * 1024 * 1024
 /** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
 const KEEP_TEXT_BYTES = 64 * 1024
 
