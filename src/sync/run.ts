@@ -577,8 +577,8 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     await bases.remove(path)
     result.deleted.push(path)
   }
-  // Written before the next batch goes, or by the caller (a sync killed in between finds these hashes pending:
-  // it recognises the server's copies as its own).
+  // Written before the next batch goes, or by the caller. A sync killed in between finds the server's copies equal
+  // to its files and records them without sending them again (or, edited since, pending: its own write).
   context.unwritten = true
   return undefined
 }
