@@ -165,10 +165,12 @@ export function kernelAtLeast(version: string, major: number, minor: number): bo
 }
 
 /**
- * Below this many files a batch fsyncs each: a syncfs starts a process and also writes back whatever else the
- * filesystem holds unwritten (other programs' files), which a few fsyncs do not wait for.
+ * Below this many files a batch fsyncs each, side by side: a syncfs starts a process and also writes back whatever
+ * else the filesystem holds unwritten (other programs' files), which a few fsyncs do not wait for. It pays where
+ * the files are many and small; a bounded batch of few files is of large ones, where the fsyncs cost their bytes
+ * (the 96 MiB tree of bench/sync.ts pulled slower with a syncfs per 25 files).
  */
-const SYNCFS_MIN_FILES = 16
+const SYNCFS_MIN_FILES = 64
 
 /** A new file's complete content in its temp file beside `target`, until `commit` renames it there or `discard` removes it. */
 export interface StagedFile {
@@ -225,15 +227,24 @@ export class AtomicBatch {
   }
 
   /**
-   * Renames a durable staged file over its target; its folder is fsynced by `syncFolders`. Synchronous, as the
-   * caller's look at the target right before is: a rename takes microseconds, and the window between the two stays
-   * as short as it can.
+   * Renames a durable staged file over its target; its folder is fsynced by `syncFolders`. False when its temp file
+   * is gone (someone removed its folder meanwhile): nothing was written. Synchronous, as the caller's look at the
+   * target right before is: a rename takes microseconds, and the window between the two stays as short as it can.
    */
-  commit(file: StagedFile): void {
+  commit(file: StagedFile): boolean {
     if (!file.durable) throw new Error(`AtomicBatch: ${file.temp} renamed before makeDurable`)
-    renameSync(file.temp, file.target)
     this.staged.delete(file)
+    try {
+      renameSync(file.temp, file.target)
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') {
+        this.staged.add(file) // removed by abandon
+        throw error
+      }
+      return false
+    }
     this.renamedIn.add(dirname(file.target))
+    return true
   }
 
   /** Removes a staged file that will not be renamed (its target changed meanwhile). */
@@ -275,9 +286,11 @@ export async function fsyncFile(path: string): Promise<void> {
 async function syncFilesystems(folders: string[]): Promise<boolean> {
   const byDevice = new Map<number, string>()
   for (const folder of new Set(folders)) {
-    const {dev} = await stat(folder)
-    if (!byDevice.has(dev)) byDevice.set(dev, folder)
+    // A folder removed meanwhile took its temp files with it: their renames will say so.
+    const dev = await stat(folder).then((info) => info.dev, (error: unknown) => (errorCode(error) === 'ENOENT' ? undefined : Promise.reject(error)))
+    if (dev !== undefined && !byDevice.has(dev)) byDevice.set(dev, folder)
   }
+  if (byDevice.size === 0) return true
   const {execFile} = await import('node:child_process')
   const ok = await new Promise<boolean>((resolve) => {
     // No shell: the folders are passed as they are. `--` so that a folder named like an option stays a folder.

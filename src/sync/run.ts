@@ -379,7 +379,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       const scanned = localHashes.get(path)
       // The user may have written the file while its temp was: then it is left for the next sync.
       if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
-      writes.commit(file)
+      if (!writes.commit(file)) return debug('%s: its folder was removed during the sync: left for the next one', path)
       recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })

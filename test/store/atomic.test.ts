@@ -1,4 +1,4 @@
-import {chmod, mkdir, readdir, readFile, stat, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
@@ -98,8 +98,8 @@ describe('AtomicBatch', () => {
       await chmod(join(dir, 'kept', 'old.md'), 0o600)
       await writeFile(join(dir, 'kept', 'user.md'), 'the user’s\n')
       const batch = new AtomicBatch(options)
-      // 20 files: more than a batch that fsyncs each file whatever the platform.
-      const fresh = await Promise.all(Array.from({length: 20}, (_, i) => batch.stage(join(dir, `new-${i % 3}`, `f${i}.md`), `file ${i}\n`, {absent: true})))
+      // 70 files: more than a batch that fsyncs each file whatever the platform.
+      const fresh = await Promise.all(Array.from({length: 70}, (_, i) => batch.stage(join(dir, `new-${i % 3}`, `f${i}.md`), `file ${i}\n`, {absent: true})))
       const old = await batch.stage(join(dir, 'kept', 'old.md'), 'new\n')
       const user = await batch.stage(join(dir, 'kept', 'user.md'), 'would overwrite\n')
       // Staged: every target as it was, a complete temp file beside each.
@@ -115,12 +115,27 @@ describe('AtomicBatch', () => {
       await batch.discard(user)
       await batch.syncFolders()
       expect(batch.size).toBe(0)
-      for (let i = 0; i < 20; i++) expect(await readFile(join(dir, `new-${i % 3}`, `f${i}.md`), 'utf8')).toBe(`file ${i}\n`)
+      for (let i = 0; i < 70; i++) expect(await readFile(join(dir, `new-${i % 3}`, `f${i}.md`), 'utf8')).toBe(`file ${i}\n`)
       expect(await readFile(join(dir, 'kept', 'old.md'), 'utf8')).toBe('new\n')
       expect((await stat(join(dir, 'kept', 'old.md'))).mode & 0o777).toBe(0o600)
       expect(await readFile(join(dir, 'kept', 'user.md'), 'utf8')).toBe('the user’s\n')
       const names = (await readdir(dir, {recursive: true})).map(String)
       expect(names.filter((name) => isTempName(name.split('/').pop()!))).toEqual([])
+    })
+
+    it('a folder removed after its files were staged: their commits say so, the others go through', async () => {
+      const dir = await tempDir()
+      const batch = new AtomicBatch(options)
+      const gone = await Promise.all(Array.from({length: 10}, (_, i) => batch.stage(join(dir, 'gone', `g${i}.md`), `g${i}\n`, {absent: true})))
+      const kept = await Promise.all(Array.from({length: 10}, (_, i) => batch.stage(join(dir, 'kept', `k${i}.md`), `k${i}\n`, {absent: true})))
+      await rm(join(dir, 'gone'), {recursive: true})
+      await batch.makeDurable()
+      expect(gone.map((file) => batch.commit(file))).toEqual(Array.from({length: 10}, () => false))
+      expect(kept.map((file) => batch.commit(file))).toEqual(Array.from({length: 10}, () => true))
+      await batch.syncFolders()
+      expect(batch.size).toBe(0)
+      expect((await readdir(dir)).sort()).toEqual(['kept'])
+      expect((await readdir(join(dir, 'kept'))).sort()).toEqual(Array.from({length: 10}, (_, i) => `k${i}.md`).sort())
     })
 
     it('abandon removes the temp files not committed and leaves their targets alone', async () => {
