@@ -221,7 +221,8 @@ export class AtomicBatch {
     if (waiting.length === 0) return
     const eachFile = this.options.fsyncEachFile === true || syncfsUsable === false || waiting.length < SYNCFS_MIN_FILES
     const synced = !eachFile && (await syncFilesystems(waiting.map((file) => dirname(file.temp))))
-    if (!synced) await Promise.all(waiting.map((file) => fsyncFile(file.temp)))
+    // A temp file gone with its folder is not fsynced: its commit says so.
+    if (!synced) await Promise.all(waiting.map((file) => fsyncFile(file.temp).catch((error: unknown) => (errorCode(error) === 'ENOENT' ? undefined : Promise.reject(error)))))
     for (const file of waiting) file.durable = true
     debug('%d temp files durable (%s)', waiting.length, synced ? 'one syncfs' : 'an fsync each')
   }

@@ -126,16 +126,16 @@ describe('AtomicBatch', () => {
     it('a folder removed after its files were staged: their commits say so, the others go through', async () => {
       const dir = await tempDir()
       const batch = new AtomicBatch(options)
-      const gone = await Promise.all(Array.from({length: 10}, (_, i) => batch.stage(join(dir, 'gone', `g${i}.md`), `g${i}\n`, {absent: true})))
-      const kept = await Promise.all(Array.from({length: 10}, (_, i) => batch.stage(join(dir, 'kept', `k${i}.md`), `k${i}\n`, {absent: true})))
+      const gone = await Promise.all(Array.from({length: 40}, (_, i) => batch.stage(join(dir, 'gone', `g${i}.md`), `g${i}\n`, {absent: true})))
+      const kept = await Promise.all(Array.from({length: 40}, (_, i) => batch.stage(join(dir, 'kept', `k${i}.md`), `k${i}\n`, {absent: true})))
       await rm(join(dir, 'gone'), {recursive: true})
       await batch.makeDurable()
-      expect(gone.map((file) => batch.commit(file))).toEqual(Array.from({length: 10}, () => false))
-      expect(kept.map((file) => batch.commit(file))).toEqual(Array.from({length: 10}, () => true))
+      expect(gone.map((file) => batch.commit(file))).toEqual(Array.from({length: 40}, () => false))
+      expect(kept.map((file) => batch.commit(file))).toEqual(Array.from({length: 40}, () => true))
       await batch.syncFolders()
       expect(batch.size).toBe(0)
       expect((await readdir(dir)).sort()).toEqual(['kept'])
-      expect((await readdir(join(dir, 'kept'))).sort()).toEqual(Array.from({length: 10}, (_, i) => `k${i}.md`).sort())
+      expect((await readdir(join(dir, 'kept'))).sort()).toEqual(Array.from({length: 40}, (_, i) => `k${i}.md`).sort())
     })
 
     it('abandon removes the temp files not committed and leaves their targets alone', async () => {
