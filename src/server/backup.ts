@@ -9,7 +9,7 @@ import {once} from 'node:events'
 import {join, resolve} from 'node:path'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
-import {fsyncDir} from '../store/atomic.js'
+import {fsyncDir, fsyncFile} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {exportData, importData} from './dump.js'
 import {redactDatabaseUrl, type StorageTarget} from './storage/open.js'
@@ -17,15 +17,6 @@ import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './stor
 import {openSqlite} from '../store/sqlite-open.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.(?:sqlite|jsonl)$/
-
-async function fsyncFile(path: string): Promise<void> {
-  const handle = await open(path, 'r+')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-}
 
 /** `jarvis-20261125T181500123Z.sqlite` (or `.jsonl`, a dump, for PostgreSQL): sorts by time. */
 function backupName(now: Date, extension: 'sqlite' | 'jsonl'): string {

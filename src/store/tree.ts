@@ -9,7 +9,7 @@ import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
-import {fsyncDir, readTextIfExists, writeFileAtomic} from './atomic.js'
+import {type AtomicBatch, fsyncDir, readTextIfExists, type StagedFile, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {hashBytes} from './hash.js'
 import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
@@ -287,11 +287,20 @@ export async function writeMemoryFile(root: string, rel: string, content: string
   await writeFileAtomic(path, content, {syncDirLater: options.syncDirLater, absent: options.absent})
 }
 
-/** True when nothing at all (no file, folder or link) is at `.memory/<rel>`: one lstat, nothing read. */
-export async function memoryFileAbsent(root: string, rel: string): Promise<boolean> {
+/** Writes a memory file's new content to a temp file of `batch` (see AtomicBatch); the path is checked as writeMemoryFile does. */
+export async function stageMemoryFile(root: string, rel: string, content: string | Uint8Array, batch: AtomicBatch, options: {absent?: boolean} = {}): Promise<StagedFile> {
+  const path = await resolveInside(memoryDir(root), rel, {lastSeenAbsent: options.absent})
+  return batch.stage(path, content, {absent: options.absent})
+}
+
+/**
+ * True when nothing at all (no file, folder or link) is at `.memory/<rel>`: one lstat, nothing read. Synchronous:
+ * a pull asks it for each new file right before the rename, where a promise through the thread pool cost more than
+ * the lstat itself.
+ */
+export function memoryFileAbsent(root: string, rel: string): boolean {
   try {
-    await lstat(join(memoryDir(root), checkRelativePath(rel)))
-    return false
+    return lstatSync(join(memoryDir(root), checkRelativePath(rel)), {throwIfNoEntry: false}) === undefined
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') return true

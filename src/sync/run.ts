@@ -5,6 +5,7 @@ import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
+  AtomicBatch,
   type CleanMark,
   type DirCache,
   type DirStat,
@@ -16,7 +17,6 @@ import {
   endSyncRun,
   findBackups,
   forEachConcurrently,
-  fsyncDirs,
   hashText,
   memoryFileAbsent,
   readMemoryFile,
@@ -25,6 +25,8 @@ import {
   sameStateStamp,
   saveBackup,
   scanMemory,
+  stageMemoryFile,
+  type StagedFile,
   sweepTempFiles,
   syncStateStamp,
   withPathGuardCache,
@@ -47,9 +49,16 @@ const PULL_CONCURRENCY = 16
  */
 export const PUSH_BATCH_BYTES = 4 * 1024 * 1024
 export const PUSH_BATCH_FILES = 2000
-export const PULL_BATCH_FILES = 64
+export const PULL_BATCH_FILES = 512
 export const PULL_BATCH_BYTES = 4 * 1024 * 1024
 const PULL_FIRST_BATCH_FILES = 8
+/**
+ * Pulled files made durable together: one syncfs and one fsync per folder for this many, whatever the size of the
+ * pull requests. Their texts are kept until they are renamed (their bases are recorded then), hence a bound in
+ * characters too.
+ */
+const PULL_DURABLE_FILES = 4096
+const PULL_DURABLE_CHARS = 8 * 1024 * 1024
 /** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
 const KEEP_TEXT_BYTES = 64 * 1024
 
@@ -347,33 +356,51 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
 
-  // Pulls go in batches, files side by side, mostly waiting on fsync. The next batch is asked for while this one is
-  // written, so the server's work and ours overlap (two batches held at most). Small first: an answer of large files
-  // stays bounded before any size is known.
+  // Pulls go in batches, the next asked for while this one is written, so the server's work and ours overlap (two
+  // batches held at most). Small first: an answer of large files stays bounded before any size is known. Each file
+  // goes to a temp file as its answer comes; up to PULL_DURABLE_FILES of them are then made durable together (one
+  // syncfs, not an fsync each), renamed (each target looked at right before), and each folder fsynced once.
   const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
-  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
-  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
-  for (let start = batch.length; asked !== undefined; ) {
-    const remoteText = await asked
-    const current = batch
-    batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
-    start += batch.length
-    asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
-    const renamedIn = new Set<string>()
-    await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
-      options.onProgress?.(++done, total)
-      const remote = remoteText.get(path)
-      if (!remote) return // vanished between status and pull: the next sync sees it
+  const writes = new AtomicBatch()
+  const staged: Array<{path: string; remote: RemoteText; file: StagedFile}> = []
+  let stagedChars = 0
+  const renameStaged = async () => {
+    await writes.makeDurable()
+    await forEachConcurrently(staged, PULL_CONCURRENCY, async ({path, remote, file}) => {
       const scanned = localHashes.get(path)
-      // A file the scan did not see is checked with one lstat: still absent, it is written without looking again.
-      if (!(scanned === undefined ? await stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return
-      await writeMemoryFile(root, path, remote.content, {syncDirLater: renamedIn, absent: scanned === undefined})
+      // The user may have written the file while its temp was: then it is left for the next sync.
+      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
+      if (!writes.commit(file)) return debug('%s: its folder was removed during the sync: left for the next one', path)
       recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
-    // One fsync per folder of the batch, not per file; the sync state that records these pulls is written later.
-    await fsyncDirs(renamedIn)
+    // The sync state that records these pulls is written later.
+    await writes.syncFolders()
     bases.flush()
+    staged.length = 0
+    stagedChars = 0
+  }
+  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+  try {
+    for (let start = batch.length; asked !== undefined; ) {
+      const remoteText = await asked
+      const current = batch
+      batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
+      start += batch.length
+      asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+      await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
+        options.onProgress?.(++done, total)
+        const remote = remoteText.get(path)
+        if (!remote) return // vanished between status and pull: the next sync sees it
+        staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
+        stagedChars += remote.content.length
+      })
+      if (asked === undefined || staged.length >= PULL_DURABLE_FILES || stagedChars >= PULL_DURABLE_CHARS) await renameStaged()
+    }
+  } finally {
+    // After an error: the temp files not renamed go (the targets are as they were).
+    await writes.abandon()
   }
   result.pulled.sort()
   const merges = plan.actions.filter((a) => a.kind === 'merge').map((a) => a.path)
@@ -453,14 +480,22 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
   if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
-  // What we pulled is safe on disk; record it before the push can fail.
-  if (plan.actions.length > 0) await writeState(root, bases, settled(state))
+  // What we pulled, merged or recorded is safe on disk; record it before the push can fail (a round that only
+  // pushes recorded nothing: its first batch writes the state anyway).
+  if (plan.actions.some((a) => a.kind !== 'push' && a.kind !== 'delete-remote')) await writeState(root, bases, settled(state))
 
-  // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases and is written down at
-  // once, so a sync that is killed or refused later never sends it again.
-  for await (const batch of pushBatches(root, pushes, deletes)) {
-    const stale = await pushBatch({root, client, bases, state, mode, now, result, pushBase}, batch.files, batch.deletes)
-    if (stale) return {kind: 'stale', state: settled(state), stale}
+  // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases, written down with the
+  // next batch's pending hashes (one write, before that batch goes), or by the caller after the last one.
+  const context: PushContext = {root, client, bases, state, mode, now, result, pushBase, unwritten: false}
+  try {
+    for await (const batch of pushBatches(root, pushes, deletes)) {
+      const stale = await pushBatch(context, batch.files, batch.deletes)
+      if (stale) return {kind: 'stale', state: settled(state), stale}
+    }
+  } catch (error) {
+    // Reading the next batch failed, or sending it: what the server acknowledged before is recorded all the same.
+    if (context.unwritten) await writeState(root, bases, settled(state))
+    throw error
   }
   return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
 }
@@ -475,6 +510,8 @@ interface PushContext {
   result: SyncResult
   /** The base revision of each deletion. */
   pushBase: Record<string, number | null>
+  /** A batch was acknowledged since the state was last written (the next write records it). */
+  unwritten: boolean
 }
 
 /**
@@ -489,6 +526,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   for (const path of deletes) base[path] = context.pushBase[path] ?? null
   // Durably note what we are about to push: if the answer never arrives, the next sync recognises
   // the server's copy as our own write instead of merging against it (and conflicting with ourselves).
+  // The same write records the batch acknowledged before this one.
   if (batch.length > 0) {
     const pending = {...pendingOf(state)}
     for (const {item, text} of batch) {
@@ -497,7 +535,10 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
     }
     state.pending = pending
+  }
+  if (batch.length > 0 || context.unwritten) {
     await writeState(root, bases, settled(state))
+    context.unwritten = false
   }
   let answer
   try {
@@ -527,8 +568,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     await bases.remove(path)
     result.deleted.push(path)
   }
-  // Written at once: a sync killed or refused after this batch never sends it again.
-  await writeState(root, bases, settled(state))
+  // Written before the next batch goes, or by the caller. A sync killed in between finds the server's copies equal
+  // to its files and records them without sending them again (or, edited since, pending: its own write).
+  context.unwritten = true
   return undefined
 }
 
@@ -679,8 +721,8 @@ async function unchangedSinceScan(root: string, path: string, scannedHash: strin
   return false
 }
 
-async function stillAbsent(root: string, path: string): Promise<boolean> {
-  if (await memoryFileAbsent(root, path)) return true
+function stillAbsent(root: string, path: string): boolean {
+  if (memoryFileAbsent(root, path)) return true
   debug('%s appeared during the sync: left for the next one', path)
   return false
 }

@@ -11,7 +11,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig, withTreeLock} from '../../src/store/index.js'
-import {PULL_BATCH_BYTES, PULL_BATCH_FILES, PUSH_BATCH_FILES, runSync} from '../../src/sync/run.js'
+import {PULL_BATCH_BYTES, PUSH_BATCH_FILES, runSync} from '../../src/sync/run.js'
 import {startServer} from '../../src/server/start.js'
 import {jarvisBin} from '../helpers/cli.js'
 import {makeClient, removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
@@ -128,27 +128,27 @@ describe.each(BACKENDS)('on %s', (backend) => {
     })
   })
 
-  describe('a pull fsyncs each folder once, not each file twice', () => {
-    it('pulling 200 files in 4 folders: one fsync per file (its data, before the rename) and a few for the folders', async () => {
+  describe('a push in batches writes its sync state once per batch', () => {
+    it(`pushing ${PUSH_BATCH_FILES * 2 + 5} files (3 batches): 4 writes of the state (each batch's pending hashes with the one acknowledged before, then the last), and every file recorded`, async () => {
       const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
-      const a = await makeClient(url, 'claude')
-      const b = await makeClient(url, 'gemini')
-      dirs.push(a.root, b.root)
-      const FILES = 200
-      for (let i = 0; i < FILES; i++) await a.write(`folder${i % 4}/note-${i}.md`, `# Note ${i}\n`)
-      await a.sync()
-      // The pull as a process of its own, every fsync counted by strace (a whole process: what the user runs).
-      const trace = join(b.root, '..', `fsyncs-${process.pid}.txt`)
+      const a = await makeClient(url, 'gemini')
+      dirs.push(a.root)
+      const count = PUSH_BATCH_FILES * 2 + 5
+      for (let i = 0; i < count; i++) await a.write(`pushed/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
+      const trace = join(a.root, '..', `push-renames-${process.pid}.txt`)
       dirs.push(trace)
-      const run = await runStraced(trace, b.root)
+      const run = await runStraced(trace, a.root, ['-e', 'trace=rename,renameat,renameat2'])
       expect(run.code, run.stderr).toBe(0)
-      expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
-      const fsyncs = countCalls(await readFile(trace, 'utf8'), ['fsync', 'fdatasync'])
-      // Each file's data is fsynced before its rename (FILES); each of the 4 folders once per pull batch (8, 16,
-      // 32, then up to PULL_BATCH_FILES files); the sync state, the audit log and the lock a few more. Two per file was 400+.
-      const batches = 3 + Math.ceil((FILES - 8 - 16 - 32) / PULL_BATCH_FILES)
-      expect(fsyncs).toBeGreaterThanOrEqual(FILES)
-      expect(fsyncs).toBeLessThan(FILES + 4 * batches + 20)
+      const stateWrites = (await readFile(trace, 'utf8')).split('\n').filter((line) => /rename.*sync-state\.json"/.test(line))
+      // Two per batch and one before the first was 8.
+      expect(stateWrites).toHaveLength(4)
+      const state = JSON.parse(await readFile(join(a.root, '.nexus', 'sync-state.json'), 'utf8')) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
+      expect(Object.keys(state.files)).toHaveLength(count)
+      expect(Object.keys(state.pending ?? {})).toEqual([])
+      const b = await makeClient(url, 'claude')
+      dirs.push(b.root)
+      expect((await b.sync()).pulled).toHaveLength(count)
+      expect((await a.sync()).pushed).toEqual([])
     })
   })
 
@@ -173,7 +173,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
     })
   })
 
-  function runStraced(trace: string, cwd: string, filter = ['-c', '-e', 'trace=fsync,fdatasync']): Promise<{code: number | null; stderr: string}> {
+  function runStraced(trace: string, cwd: string, filter: string[]): Promise<{code: number | null; stderr: string}> {
     return new Promise((resolve, reject) => {
       const child = spawn('strace', ['-f', '-qq', '-o', trace, ...filter, process.execPath, jarvisBin, 'sync', '--quiet'], {
         cwd,
@@ -185,15 +185,5 @@ describe.each(BACKENDS)('on %s', (backend) => {
       child.on('error', reject)
       child.on('close', (code) => resolve({code, stderr}))
     })
-  }
-
-  /** The calls column of `strace -c` for these system calls. */
-  function countCalls(summary: string, names: string[]): number {
-    let total = 0
-    for (const line of summary.split('\n')) {
-      const columns = line.trim().split(/\s+/)
-      if (names.includes(columns.at(-1) ?? '')) total += Number(columns[3])
-    }
-    return total
   }
 })
