@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
-import {readConfig, withTreeLock} from '../../src/store/index.js'
+import {readConfig, readSyncState, withTreeLock} from '../../src/store/index.js'
 import {PULL_BATCH_BYTES, PUSH_BATCH_FILES, runSync} from '../../src/sync/run.js'
 import {startServer} from '../../src/server/start.js'
 import {jarvisBin} from '../helpers/cli.js'
@@ -137,12 +137,13 @@ describe.each(BACKENDS)('on %s', (backend) => {
       for (let i = 0; i < count; i++) await a.write(`pushed/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
       const trace = join(a.root, '..', `push-renames-${process.pid}.txt`)
       dirs.push(trace)
-      const run = await runStraced(trace, a.root, ['-e', 'trace=rename,renameat,renameat2'])
+      const run = await runStraced(trace, a.root, ['-e', 'trace=rename,renameat,renameat2,openat'])
       expect(run.code, run.stderr).toBe(0)
-      const stateWrites = (await readFile(trace, 'utf8')).split('\n').filter((line) => /rename.*sync-state\.json"/.test(line))
+      // A write of the state replaces the file, or its journal, or appends to the journal (a write that changes few entries).
+      const stateWrites = (await readFile(trace, 'utf8')).split('\n').filter((line) => /rename.*sync-state\.(json|journal)"/.test(line) || /openat.*sync-state\.journal".*O_APPEND/.test(line))
       // Two per batch and one before the first was 8.
       expect(stateWrites).toHaveLength(4)
-      const state = JSON.parse(await readFile(join(a.root, '.nexus', 'sync-state.json'), 'utf8')) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
+      const state = (await readSyncState(a.root)) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
       expect(Object.keys(state.files)).toHaveLength(count)
       expect(Object.keys(state.pending ?? {})).toEqual([])
       const b = await makeClient(url, 'claude')
