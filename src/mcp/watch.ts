@@ -13,9 +13,8 @@ import {watchTreeFresh} from '../warm/tree-watch.js'
 
 const debug = createDebug('jarvis:mcp')
 
+/** Set when `watchMemory` resolves: changes made before it are caught by the first search's full scan. */
 export interface MemoryWatch {
-  /** Resolves once the watch is set (changes before that are caught by the first search's full scan). */
-  ready: Promise<void>
   close(): Promise<void>
 }
 
@@ -23,7 +22,6 @@ export async function watchMemory(root: string): Promise<MemoryWatch> {
   const tree = watchTreeFresh(root)
   const server = await serveWarm(root, tree, answerFor(root)).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   return {
-    ready: Promise.resolve(),
     async close() {
       await server?.close()
       await tree.close()

@@ -9,8 +9,8 @@ export interface MemorySearchOptions extends ListOptions {
   tags?: string[]
   /** Memory files only: under this path of `.memory/`. */
   prefix?: string
-  /** The memory files' part, when a jarvis running in the tree already answered it (cli/warm.ts). */
-  files?: MemoryFileHits
+  /** The memory files' part as a jarvis running in the tree answers it (cli/warm.ts); undefined: searched here. */
+  files?: Promise<MemoryFileHits | undefined>
 }
 
 /** The memory files' part of a search. */
@@ -49,7 +49,7 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   }
   // The files (local) and the event log (one request) are searched at the same time.
   const [files, events] = await Promise.all([
-    root ? (options.files ?? searchMemoryFiles(root, options.query, fileSearchOf(options))) : null,
+    root === undefined ? null : filesPart(root, options),
     listEvents(options).catch((error: unknown): null => {
       // The log cannot be read: say so (exit 3), and where the files alone can still be asked.
       if (error instanceof UnreachableError) throw new UnreachableError(`${error.message}\nthe shared event log could not be searched, so no answer is given as if it were complete; the memory files of this tree alone: jarvis recall ${JSON.stringify(options.query)}`, error.data, error)
@@ -61,4 +61,9 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   if (files?.note) notes.push(files.note)
   if (events === null) notes.push('no server configured: the shared event log was not searched')
   return {query: options.query, files: files ? {hits: files.hits, mode: files.mode, note: files.note} : null, events, notes}
+}
+
+/** The memory files' part: the warm answer when one came, else searched in this process. */
+async function filesPart(root: string, options: MemorySearchOptions): Promise<MemoryFileHits> {
+  return (await options.files) ?? searchMemoryFiles(root, options.query, fileSearchOf(options))
 }

@@ -21,17 +21,16 @@ export function statCachePath(root: string): string {
   return join(nexusDir(root), 'stat-cache.json')
 }
 
-function isEntry(value: unknown): value is MemoryFileStat {
-  if (value === null || typeof value !== 'object') return false
-  const v = value as Record<string, unknown>
-  return typeof v.hash === 'string' && typeof v.size === 'number' && typeof v.mtimeMs === 'number'
+/** An object whose `keys` all hold numbers (what each entry of the cache is checked for). */
+function hasNumbers(value: unknown, keys: string[]): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && keys.every((key) => typeof (value as Record<string, unknown>)[key] === 'number')
 }
 
-function isDirEntry(value: unknown): value is DirStat {
-  if (value === null || typeof value !== 'object') return false
-  const v = value as Record<string, unknown>
-  return typeof v.mtimeMs === 'number' && typeof v.checkedAtMs === 'number'
+function isEntry(value: unknown): value is MemoryFileStat {
+  return hasNumbers(value, ['size', 'mtimeMs']) && typeof value.hash === 'string'
 }
+
+const isDirEntry = (value: unknown): value is DirStat => hasNumbers(value, ['mtimeMs', 'checkedAtMs'])
 
 /**
  * Written by a sync that found nothing to do, every file equal to its base: the sync state it left (`state`: the
@@ -57,11 +56,7 @@ export interface ScanHints {
   clean?: CleanMark
 }
 
-function isStamp(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false
-  const v = value as Record<string, unknown>
-  return typeof v.ino === 'number' && typeof v.size === 'number' && typeof v.mtimeMs === 'number'
-}
+const isStamp = (value: unknown): value is Record<string, unknown> => hasNumbers(value, ['ino', 'size', 'mtimeMs'])
 
 function isCleanMark(value: unknown): value is CleanMark {
   if (value === null || typeof value !== 'object') return false

@@ -15,7 +15,7 @@ import {removeAll, tempDir} from '../helpers/world.js'
 const dirs: string[] = []
 const watches: Array<SearchIndexWatch | MemoryWatch> = []
 afterEach(async () => {
-  for (const watch of watches.splice(0)) await ('ready' in watch ? watch.close() : watch.stop())
+  for (const watch of watches.splice(0)) await ('close' in watch ? watch.close() : watch.stop())
   resetSearchCache()
 })
 afterAll(async () => removeAll(dirs))
@@ -71,7 +71,6 @@ describe('search index kept by a watcher', () => {
     const {root, memory} = await tree()
     const watch = await watchMemory(root)
     watches.push(watch)
-    await watch.ready
     // The one full scan was made when the session started (or is made by this search, if that one is still running).
     expect((await searchMemory(root, 'heron', {embeddings: false})).stats.files).toBe(2)
     expect((await searchMemory(root, 'heron', {embeddings: false})).stats).toMatchObject({indexed: 0, removed: 0})

@@ -23,8 +23,8 @@ export default class MemorySearch extends JarvisCommand<typeof MemorySearch> {
 
   async run(): Promise<MemorySearchResult> {
     const options = {...eventFilterOptions(this.flags), query: this.args.query, tags: this.flags.tag, prefix: this.flags.prefix}
-    // The files' part from a jarvis running in the tree, when one does; the event log is asked here either way.
-    const files = await askWarmTree<MemoryFileHits>(this.flags.dir, 'memory-search-files', fileSearchOf(options))
+    // The files' part from a jarvis running in the tree, when one does; the event log is asked here meanwhile.
+    const files = askWarmTree<MemoryFileHits>(this.flags.dir, 'memory-search-files', fileSearchOf(options))
     const result = await searchMemory({...options, files})
     for (const note of result.notes) this.warn(note)
     this.log(renderMemorySearch(result))
