@@ -26,15 +26,22 @@ export function syncStatePath(root: string): string {
 }
 
 
-/** Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field. */
-export async function readSyncState(root: string): Promise<SyncState> {
+/**
+ * Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field.
+ * `writtenAs`: the stamp the state had when a jarvis wrote it, having checked every entry (a stat cache's clean
+ * mark). While the file and its journal still have that stamp nobody rewrote them (a rewrite is a rename to a new
+ * inode, an edit moves the mtime), and their entries are not checked again.
+ */
+export async function readSyncState(root: string, options: {writtenAs?: StateStamp} = {}): Promise<SyncState> {
   onDisk.delete(root)
   const read = await readStamped(syncStatePath(root))
   if (read === null) return syncStateSchema.parse({})
   const value = parseJsonText(read.text, SYNC_STATE_FILE)
   const journal = await readStamped(syncJournalPath(root))
   const applied = journal === null || !isRecord(value) ? undefined : applyJournal(value, journal.text, read.stamp)
-  const byHand = checkedByHand(value)
+  const writtenAs = options.writtenAs
+  const unchanged = writtenAs !== undefined && sameStamp(read.stamp, writtenAs) && (journal === null ? writtenAs.journal === undefined : writtenAs.journal !== undefined && sameStamp(journal.stamp, writtenAs.journal))
+  const byHand = checkedByHand(value, unchanged)
   if (byHand === undefined) return checkSyncState(value)
   // Known only when every entry was checked by hand, and so frozen: an entry the caller keeps is then unchanged.
   onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}, count: Object.keys(byHand.files).length})
@@ -232,9 +239,9 @@ function checkSyncState(value: unknown): SyncState {
   return checkedByHand(value) ?? parseWith(syncStateSchema, value, SYNC_STATE_FILE)
 }
 
-/** The state when every entry passed the check by hand (each is then frozen), else undefined. */
-function checkedByHand(value: unknown): SyncState | undefined {
-  if (!isRecord(value) || !isRecord(value.files) || !allCheckedEntries(value.files)) return undefined
+/** The state when every entry passed the check by hand, or was `checkedBefore` (each is then frozen), else undefined. */
+function checkedByHand(value: unknown, checkedBefore = false): SyncState | undefined {
+  if (!isRecord(value) || !isRecord(value.files) || !allCheckedEntries(value.files, checkedBefore)) return undefined
   const {files, ...rest} = value
   return {...checkedRest(rest), files: files as SyncState['files']}
 }
@@ -251,15 +258,15 @@ function checkedRest(rest: Record<string, unknown>): SyncState {
  */
 const checkedEntries = new WeakMap<object, string>()
 
-function allCheckedEntries(files: Record<string, unknown>): boolean {
+function allCheckedEntries(files: Record<string, unknown>, checkedBefore = false): boolean {
   // A loop over the keys: Object.entries made 10,000 pairs at every read and write.
-  for (const path in files) if (!isCheckedEntry(path, files[path])) return false
+  for (const path in files) if (!isCheckedEntry(path, files[path], checkedBefore)) return false
   return true
 }
 
-function isCheckedEntry(path: string, entry: unknown): boolean {
+function isCheckedEntry(path: string, entry: unknown, checkedBefore = false): boolean {
   if (isRecord(entry) && checkedEntries.get(entry) === path) return true
-  if (!isWrittenEntry(path, entry)) return false
+  if (!(checkedBefore && isRecord(entry)) && !isWrittenEntry(path, entry)) return false
   checkedEntries.set(Object.freeze(entry as object), path)
   return true
 }

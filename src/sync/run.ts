@@ -59,6 +59,10 @@ const PULL_FIRST_BATCH_FILES = 8
  */
 const PULL_DURABLE_FILES = 4096
 const PULL_DURABLE_CHARS = 8 * 1024 * 1024
+/** A round with this many actions writes the stat cache before acting too (see syncRound). */
+const EARLY_STAT_CACHE_ACTIONS = 256
+/** The size and mtime of a stat cache entry whose file was not stat-ed: no file matches them, so it is hashed. */
+const UNSTATTED = -1
 /** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
 const KEEP_TEXT_BYTES = 64 * 1024
 
@@ -146,7 +150,8 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode: result.mode, pushed: 0, pulled: 0, merged: 0, deleted: 0, conflicts: 0, backups: 0, attempts: 1})
     return result
   }
-  let state = await readSyncState(root)
+  // A state still as the sync that left the clean mark wrote it is not checked entry by entry again.
+  let state = await readSyncState(root, {writtenAs: quick?.kind === 'sync' ? quick.hints.clean?.state : undefined})
   const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
   let forgotRevisions = false
   // Revisions are per server: against another server only the content hashes of our bases still mean something.
@@ -183,7 +188,8 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
       state.server = client.server
       state.serverId = serverIdOf(status)
       state.mode = mode
-      if (mode === 'revision' && status.seq !== undefined) state.seq = status.seq
+      // Past our own pushes when nobody else wrote meanwhile: the next sync is not shown them as news.
+      if (mode === 'revision' && status.seq !== undefined) state.seq = round.seq ?? status.seq
       if (!options.dryRun) {
         // A no-op sync writes nothing but its audit line: no fsync of a state that did not change.
         const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])
@@ -268,7 +274,7 @@ async function quickCheck(root: string, client: MemoryClient): Promise<QuickChec
   return {kind: 'nothing'}
 }
 
-/** The stat cache of a round with nothing to do, written after the sync state so that its clean mark names it. */
+/** The stat cache a round leaves, written after the sync state so that its clean mark names it. */
 async function writeScan(root: string, scan: {scanned: Scanned; clean: boolean}, mark: Omit<CleanMark, 'state'> | undefined): Promise<void> {
   const stamp = mark === undefined ? undefined : await syncStateStamp(root)
   const clean: CleanMark | undefined = mark === undefined || stamp === undefined ? undefined : {...mark, state: stamp}
@@ -302,10 +308,13 @@ interface RoundInput {
 }
 
 /**
- * `changed`: the round recorded a base, so the sync state must be written. `scan`: a round with nothing to do left
- * the stat cache to its caller; `clean` when every file is its base (see CleanMark).
+ * `changed`: the round recorded a base, so the sync state must be written. `scan`: the stat cache the round leaves
+ * to its caller, who writes it after the sync state; `clean` when every file is its base (see CleanMark). `seq`: the
+ * server's sequence after the round's own pushes, when nobody else wrote meanwhile (see PushContext).
  */
-type RoundOutcome = {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean; scan?: {scanned: Scanned; clean: boolean}} | {kind: 'stale'; state: SyncState; stale: string[]}
+type RoundOutcome =
+  | {kind: 'done'; state: SyncState; changed: boolean; backupsSeen?: boolean; scan?: {scanned: Scanned; clean: boolean}; seq?: number}
+  | {kind: 'stale'; state: SyncState; stale: string[]}
 
 async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const {root, client, bases, status, mode, options, now, result} = input
@@ -315,7 +324,8 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // texts to keep.
   const scanned = input.scanned ?? (await scanTree(root, input.hints ?? (await readScanHints(root)), (path, hash) => state.files[path]?.hash !== hash))
   const {local, texts: scannedText, backups: backupsSeen} = scanned
-  const localHashes = new Map([...local].map(([path, info]) => [path, info.hash]))
+  const localHashes = new Map<string, string>()
+  for (const [path, info] of local) localHashes.set(path, info.hash)
 
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
   const skip = new Set<string>()
@@ -347,8 +357,9 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     const clean = result.invalid.length === 0 && backupsSeen.length === 0 && Object.keys(pendingOf(state)).length === 0 && sameFiles(local, state.files)
     return {kind: 'done', state: settled(state), changed: false, backupsSeen: backupsSeen.length > 0, scan: {scanned, clean}}
   }
-  // Written without a clean mark: this round changes the tree or its bases.
-  if (!scanned.unchanged || scanned.hints.clean) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen})
+  // The stat cache is written when the round ends (scanAfterRound). One with many actions, which an interruption
+  // may cut short, keeps its hashes first, without a clean mark: the next sync need not hash the tree again.
+  if (plan.actions.length >= EARLY_STAT_CACHE_ACTIONS && (!scanned.unchanged || scanned.hints.clean)) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen})
 
   const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
@@ -479,14 +490,14 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     }
   }
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
-  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0}
+  if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0, scan: scanAfterRound(scanned, state, result, plan)}
   // What we pulled, merged or recorded is safe on disk; record it before the push can fail (a round that only
   // pushes recorded nothing: its first batch writes the state anyway).
   if (plan.actions.some((a) => a.kind !== 'push' && a.kind !== 'delete-remote')) await writeState(root, bases, settled(state))
 
   // Pushed in batches bounded by bytes and files. Each acknowledged batch moves its bases, written down with the
   // next batch's pending hashes (one write, before that batch goes), or by the caller after the last one.
-  const context: PushContext = {root, client, bases, state, mode, now, result, pushBase, unwritten: false}
+  const context: PushContext = {root, client, bases, state, mode, now, result, pushBase, unwritten: false, seq: mode === 'revision' ? status.seq : undefined}
   try {
     for await (const batch of pushBatches(root, pushes, deletes)) {
       const stale = await pushBatch(context, batch.files, batch.deletes)
@@ -497,7 +508,26 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     if (context.unwritten) await writeState(root, bases, settled(state))
     throw error
   }
-  return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0}
+  return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0, scan: scanAfterRound(scanned, state, result, plan), seq: context.seq}
+}
+
+/**
+ * The stat cache a round that acted leaves, so that the next sync can take the quick check: the scan's entries,
+ * each file the round wrote (pulled, merged) with its new base's hash and no stat — the next scan hashes it again,
+ * since a stat taken now could pair an edit made meanwhile with our hash — and each file it deleted gone. Clean
+ * (every file its base, see CleanMark) only when the round left nothing aside and every file it acted on has its
+ * base's hash: a file read again for its push after an edit since the scan fails that. The plan gave every other
+ * file an action unless it was its base already.
+ */
+function scanAfterRound(scanned: Scanned, state: SyncState, result: SyncResult, plan: Plan): {scanned: Scanned; clean: boolean} {
+  const {local} = scanned
+  for (const path of [...result.pulled, ...result.merged, ...result.deleted]) {
+    const base = state.files[path]
+    if (base === undefined) local.delete(path)
+    else local.set(path, {hash: base.hash, size: UNSTATTED, mtimeMs: UNSTATTED})
+  }
+  const leftAside = result.conflicts.length + result.backups.length + result.invalid.length + scanned.backups.length + Object.keys(pendingOf(state)).length
+  return {scanned: {...scanned, unchanged: false}, clean: leftAside === 0 && plan.actions.every(({path}) => local.get(path)?.hash === state.files[path]?.hash)}
 }
 
 interface PushContext {
@@ -512,6 +542,11 @@ interface PushContext {
   pushBase: Record<string, number | null>
   /** A batch was acknowledged since the state was last written (the next write records it). */
   unwritten: boolean
+  /**
+   * The server's change sequence up to which this sync has seen every change: the status's, moved past each push
+   * the server answered with the next number (so nobody else wrote in between); undefined once someone did.
+   */
+  seq: number | undefined
 }
 
 /**
@@ -563,6 +598,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     recordBase(bases, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
   }
   for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
+  // Our server numbers its commits, one per push that changed anything; a seed-style server says nothing.
+  const seq = (answer as {seq?: unknown}).seq
+  context.seq = context.seq !== undefined && (seq === context.seq || seq === context.seq + 1) ? seq : undefined
   for (const path of deletes) {
     delete state.files[path]
     await bases.remove(path)

@@ -134,6 +134,18 @@ describe('planSync', () => {
     expect(plan.actions).toEqual([])
   })
 
+  it('plans an incremental listing as the full listing it stands for (silence: the base entry), looking only at changed paths', () => {
+    fc.assert(
+      fc.property(situation, fc.subarray(paths), (input, skipped) => {
+        const incremental = {...input, remoteIsIncremental: true, skip: new Set(skipped)}
+        const full: Record<string, RemoteEntry> = {...input.remote}
+        for (const [path, entry] of Object.entries(input.base)) full[path] ??= {...entry}
+        expect(planSync(incremental)).toEqual(planSync({...incremental, remote: full, remoteIsIncremental: false}))
+      }),
+      runs,
+    )
+  })
+
   it('leaves skipped (malformed) files out of the plan entirely', () => {
     const plan = planSync({mode: 'revision', local: new Map([['b.json', 'h9']]), base: {'b.json': {hash: 'h1', rev: 1}}, remote: {'b.json': {hash: 'h2', rev: 2}}, remoteIsIncremental: false, skip: new Set(['b.json'])})
     expect(plan.actions).toEqual([])
