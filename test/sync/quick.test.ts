@@ -118,6 +118,51 @@ describe('a sync after a clean one', () => {
   })
 })
 
+describe('a sync that pushed or pulled', () => {
+  const stateOpened = (opened: string[]) => opened.filter((path) => path.endsWith('.nexus/sync-state.json'))
+
+  it('leaves the clean mark: the next sync on either side opens no sync state, and still sees an edit in place', async () => {
+    const a = await client('claude')
+    const b = await client('gemini')
+    await a.write('marked/a.md', 'version one\n')
+    await a.write('marked/b.json', '{"b": 1}\n')
+    await jarvisSync(a)
+    // The push's answer carried the server's next change number: A's own push is not news to A's next sync.
+    const afterPush = await openedBySync(a.root, 'claude')
+    expect(afterPush.code, afterPush.stderr).toBe(0)
+    expect(stateOpened(afterPush.opened)).toEqual([])
+
+    await jarvisSync(b)
+    expect(await b.read('marked/a.md')).toBe('version one\n')
+    // B's pulled files have no stat in its cache: hashed again, found equal to their bases, nothing to do.
+    const afterPull = await openedBySync(b.root, 'gemini')
+    expect(afterPull.code, afterPull.stderr).toBe(0)
+    expect(stateOpened(afterPull.opened)).toEqual([])
+
+    // Same size, edited in place on B: seen, pushed, and pulled by A.
+    await b.write('marked/a.md', 'version two\n')
+    await jarvisSync(b)
+    expect((await a.sync()).pulled).toEqual(['marked/a.md'])
+    expect(await a.read('marked/a.md')).toBe('version two\n')
+    expect((await readSyncState(b.root)).files['marked/a.md']?.hash).toBe(hashText('version two\n'))
+  })
+
+  it('trusts a state left as its writer left it, and no other: one edited by hand, size kept, is checked and refused', async () => {
+    const {a} = await fortyNotes('trust')
+    await jarvisSync(a)
+    const text = await readFile(syncStatePath(a.root), 'utf8')
+    const hash = (await readSyncState(a.root)).files['trust/n7.md']!.hash
+    // Not a hash any more, and the file exactly as long: only its stamp shows that someone wrote it.
+    await writeFile(syncStatePath(a.root), text.replace(hash, 'z'.repeat(64)))
+    await a.write('trust/n8.md', '# note 8, edited\n')
+    const run = await runJarvis(['sync', '--quiet'], {cwd: a.root, env: {JARVIS_TOKEN: TOKENS[a.agent]}})
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain('.nexus/sync-state.json')
+    expect(run.stderr).toContain('trust/n7.md')
+    expect(run.stderr).not.toMatch(/\n\s+at /)
+  })
+})
+
 const exists = (path: string) => stat(path).then(() => true, () => false)
 
 /** A and B, and forty notes under `folder` that A has pushed. */
