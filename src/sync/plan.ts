@@ -50,6 +50,8 @@ export interface PlanInput {
    * then one that never landed, leave the server with the first.
    */
   pending?: Readonly<Record<string, readonly string[]>>
+  /** `pathsToPlan` of this input, sorted, when the caller has them already. */
+  paths?: readonly string[]
 }
 
 export interface Plan {
@@ -75,7 +77,7 @@ export function planSync(input: PlanInput): Plan {
   const {mode, local, base, remote, remoteIsIncremental} = input
   const actions: Action[] = []
 
-  for (const path of [...pathsToPlan(input)].sort()) {
+  for (const path of input.paths ?? [...pathsToPlan(input)].sort()) {
     if (input.skip?.has(path)) continue
     const localHash = local.get(path)
     const baseEntry = base[path]
@@ -141,7 +143,7 @@ export function planSync(input: PlanInput): Plan {
  * server did not list is as at our base there, so with its local file as at its base too there is nothing to do.
  * Spares a sort and an entry per file of a large tree where a few files changed.
  */
-function pathsToPlan(input: PlanInput): Set<string> {
+export function pathsToPlan(input: PlanInput): Set<string> {
   const {local, base, remote} = input
   if (!input.remoteIsIncremental) return new Set([...local.keys(), ...Object.keys(base), ...Object.keys(remote)])
   const paths = new Set(Object.keys(remote))

@@ -35,7 +35,7 @@ import {
   writeSyncState,
 } from '../store/index.js'
 import {flushOutbox} from './outbox.js'
-import {exceedsDeletionGuard, planSync, summarisePlan, type Action, type Plan, type RemoteEntry, type SyncMode} from './plan.js'
+import {exceedsDeletionGuard, pathsToPlan, planSync, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')
@@ -327,12 +327,16 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const localHashes = new Map<string, string>()
   for (const [path, info] of local) localHashes.set(path, info.hash)
 
+  const planInput: PlanInput = {mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, pending: pendingOf(state)}
+  // After an incremental listing, only the paths changed on either side (see pathsToPlan).
+  const paths = [...pathsToPlan(planInput)].sort()
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
   const skip = new Set<string>()
   const localText = new Map<string, string>()
   result.invalid = []
-  for (const [path, hash] of localHashes) {
-    if (state.files[path]?.hash === hash) continue
+  for (const path of paths) {
+    const hash = localHashes.get(path)
+    if (hash === undefined || state.files[path]?.hash === hash) continue
     const text = scannedText.get(path) ?? (await readMemoryFile(root, path))
     if (text === null) continue
     if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
@@ -343,7 +347,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     }
   }
 
-  const plan = planSync({mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, skip, pending: pendingOf(state)})
+  const plan = planSync({...planInput, skip, paths})
   debug('plan %o', summarisePlan(plan))
   if (exceedsDeletionGuard(plan) && !options.force) {
     throw new ConflictLeftError(`this sync would delete ${plan.deletions} of ${plan.knownFiles} files; run \`jarvis sync --force\` if that is what you want`, {plan: summarisePlan(plan)})
