@@ -276,6 +276,28 @@ describe.each(BACKENDS)('on %s', (backend) => {
       }
     })
 
+    it('a commit that landed between our status and our push still reaches us: only a push answered with the next change number moves our since', async () => {
+      const a = await client('claude')
+      const b = await client('gemini')
+      await a.write('shared.md', 'shared\n')
+      await a.sync()
+      await b.sync()
+      await b.write('from-b.md', 'from B\n')
+      // B reads the status, then A commits another file, then B's push lands: B's answer names the commit after A's.
+      const raced = await syncRacing(b, async () => {
+        await a.write('from-a.md', 'from A\n')
+        await a.sync()
+      })
+      expect(raced.pushed).toEqual(['from-b.md'])
+      expect((await b.sync()).pulled).toEqual(['from-a.md'])
+      expect(await b.read('from-a.md')).toBe('from A\n')
+      // With nobody in between, B's own push is no news to it, and A gets it.
+      await b.write('from-b.md', 'from B, again\n')
+      expect((await b.sync()).pushed).toEqual(['from-b.md'])
+      expect(await b.sync()).toMatchObject({pushed: [], pulled: [], merged: []})
+      expect((await a.sync()).pulled).toEqual(['from-b.md'])
+    })
+
     it('walks the bases for a dead writer’s temp files only after a sync that did not finish', async () => {
       const a = await client('claude')
       await a.write('notes/a.md', 'a\n')
