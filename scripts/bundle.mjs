@@ -31,6 +31,24 @@ const zodEnglishOnly = {
   },
 }
 
+/**
+ * `debug` sets itself up when it loads (reads DEBUG, probes the terminal for colours): about 2 ms of each call of the
+ * fast door, which prints nothing of it unless DEBUG is set. The door's bundles get this stand-in instead: without
+ * DEBUG, a debugger that prints nothing (what `debug` gives then); with DEBUG set, the real package, loaded by the
+ * first createDebug, so DEBUG=jarvis:* prints what it prints everywhere else.
+ */
+const debugWhenAsked = {
+  name: 'debug-when-asked',
+  setup(bundle) {
+    bundle.onResolve({filter: /^debug$/}, ({namespace}) => (namespace === 'debug-when-asked' ? undefined : {path: 'debug', namespace: 'debug-when-asked'}))
+    bundle.onLoad({filter: /.*/, namespace: 'debug-when-asked'}, () => ({
+      contents: "const silent = Object.assign(() => {}, {enabled: false}); module.exports = (namespace) => (process.env.DEBUG ? require('debug')(namespace) : silent)",
+      loader: 'js',
+      resolveDir: root,
+    }))
+  },
+}
+
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
 /** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
@@ -108,7 +126,7 @@ const doors = await build({
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
   define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors],
+  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked],
   logLevel: 'warning',
 })
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
