@@ -123,6 +123,9 @@ const doors = await build({
   external: external.filter((name) => name !== 'proper-lockfile'),
   // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
   charset: 'ascii',
+  // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
+  // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
+  minifyWhitespace: true,
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
   define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
