@@ -49,6 +49,22 @@ const debugWhenAsked = {
   },
 }
 
+/**
+ * signal-exit (proper-lockfile's, for the tree lock) loads node:assert, ~0.9 ms, to check that an exit handler is a
+ * function. The door's bundles give it an `equal` that loads node:assert only when that check fails, so the error
+ * it throws then is node:assert's own.
+ */
+const assertOnFailure = {
+  name: 'assert-on-failure',
+  setup(bundle) {
+    bundle.onResolve({filter: /^assert$/}, ({importer}) => (importer.includes(`${sep}node_modules${sep}signal-exit${sep}`) ? {path: 'assert', namespace: 'assert-on-failure'} : undefined))
+    bundle.onLoad({filter: /.*/, namespace: 'assert-on-failure'}, () => ({
+      contents: "module.exports = {equal: (actual, expected, message) => actual == expected || require('node:assert').equal(actual, expected, message)}",
+      loader: 'js',
+    }))
+  },
+}
+
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
 /** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
@@ -129,7 +145,7 @@ const doors = await build({
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
   define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked],
+  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure],
   logLevel: 'warning',
 })
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
