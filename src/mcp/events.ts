@@ -4,7 +4,7 @@ import {memoryEventSchema} from '../schemas/index.js'
 import type {AppendInput} from './schemas.js'
 
 /** `source.system` of an event written through MCP: `mcp` once the event schema knows it, else `other`. */
-export const MCP_SOURCE_SYSTEM: string = (memoryEventSchema.shape.source.shape.system.options as readonly string[]).includes('mcp') ? 'mcp' : 'other'
+export const MCP_SOURCE_SYSTEM: string = (memoryEventSchema.unwrap().shape.source.shape.system.options as readonly string[]).includes('mcp') ? 'mcp' : 'other'
 
 /** The wire event of a memory_append call (the op fills agent_id, run_id, and the defaults of scope and confidence). */
 export function eventOf(input: AppendInput): Record<string, unknown> {

@@ -137,14 +137,14 @@ export type TaskInput = z.output<typeof taskInput>
 // ---------------------------------------------------------------------------------------------------------------
 // outputs (the operations' results)
 
-export const snapshotOutput = snapshotResponseSchema.extend({
+export const snapshotOutput = snapshotResponseSchema.unwrap().extend({
   agent_id: z.string(),
   scopes: z.array(z.string()),
   server: z.string().optional(),
   cached: z.object({at: z.string(), age_seconds: z.number(), server: z.string().optional()}).nullable().optional(),
 })
 
-const appendStatus = appendResponseSchema.shape.status
+const appendStatus = appendResponseSchema.unwrap().shape.status
 const appendedEvent = z.object({event_id: z.string(), status: appendStatus, scope: z.string(), kind: z.string(), dedupe_key: z.string(), warnings: z.array(z.string())})
 export const appendOutput = z.object({
   agent_id: z.string(),
@@ -167,7 +167,7 @@ const eventList = z.looseObject({
   query: z.string().optional(),
   filters: z.record(z.string(), z.unknown()),
   total: z.number().int(),
-  events: z.array(storedMemoryEventSchema.extend({score: z.number().optional()})),
+  events: z.array(storedMemoryEventSchema.unwrap().extend({score: z.number().optional()})),
 })
 export const searchOutput = z.object({
   query: z.string(),

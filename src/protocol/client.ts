@@ -23,23 +23,28 @@ export function pulledText(file: PullResponse['files'][string]): string {
 }
 /**
  * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything (the seed
- * does not say), so the client reads only what it can use and asks `status` for the rest.
+ * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push
+ * (z.lazy), as the schemas of src/schemas that a sync with nothing to do never reads (src/schemas/index.ts).
  */
-const pushAnswerSchema = z.union([
-  pushResponseSchema,
-  z.looseObject({files: z.record(z.string(), z.looseObject({rev: z.number().optional(), hash: z.string().optional(), updatedAt: z.string().optional()})).optional()}),
-])
+const pushAnswerSchema = z.lazy(() =>
+  z.union([
+    pushResponseSchema.unwrap(),
+    z.looseObject({files: z.record(z.string(), z.looseObject({rev: z.number().optional(), hash: z.string().optional(), updatedAt: z.string().optional()})).optional()}),
+  ]),
+)
 export type PushResponse = z.output<typeof pushAnswerSchema>
 /**
  * A push without `base` goes to a seed-style server (timestamp mode), whose 2xx answer may be `{success: true}`, a
  * list of paths or no body at all. The push was accepted, so an answer the client cannot read is not an error:
  * the files are stored by then, and a failed command would only send them again.
  */
-const seedPushAnswerSchema = z.unknown().transform((answer): PushResponse => {
-  const usable = pushAnswerSchema.safeParse(answer)
-  if (!usable.success) debug('push answer not used: %s', formatIssues(usable.error.issues).join('; '))
-  return usable.success ? usable.data : {}
-})
+const seedPushAnswerSchema = z.lazy(() =>
+  z.unknown().transform((answer): PushResponse => {
+    const usable = pushAnswerSchema.safeParse(answer)
+    if (!usable.success) debug('push answer not used: %s', formatIssues(usable.error.issues).join('; '))
+    return usable.success ? usable.data : {}
+  }),
+)
 
 /** The server refused a push because some `base` revisions are stale (HTTP 409). */
 export class StalePushError extends JarvisError {

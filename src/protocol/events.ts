@@ -14,17 +14,22 @@ import {
 } from '../schemas/index.js'
 import {type ClientOptions, MemoryClient} from './client.js'
 
+// Every sync loads this module and reads none of its answers: they are built at their first parse (z.lazy), as the
+// schemas of src/schemas are (src/schemas/index.ts).
+
 /**
  * The answer of an append as read here. The seed says only that it carries `event_id / status`, naming no values:
  * `duplicate` means the event was stored before, any other word (a seed-style gateway's `ok`) that it is stored
  * now; a missing `warnings` is none.
  */
-const appendAnswerSchema = appendResponseSchema.extend({
-  status: z
-    .string()
-    .min(1)
-    .transform((status): AppendResponse['status'] => (status === 'duplicate' ? 'duplicate' : 'created')),
-})
+const appendAnswerSchema = z.lazy(() =>
+  appendResponseSchema.unwrap().extend({
+    status: z
+      .string()
+      .min(1)
+      .transform((status): AppendResponse['status'] => (status === 'duplicate' ? 'duplicate' : 'created')),
+  }),
+)
 
 /** Filters of `GET /v1/memory/events`; every one is optional. */
 export interface EventQuery {
@@ -40,36 +45,44 @@ export interface EventQuery {
   include_deprecated?: boolean
 }
 
-export const eventListResponseSchema = z.looseObject({
-  events: z.array(storedMemoryEventSchema),
-  total: z.number().int().nonnegative().optional(),
-})
+export const eventListResponseSchema = z.lazy(() =>
+  z.looseObject({
+    events: z.array(storedMemoryEventSchema.unwrap()),
+    total: z.number().int().nonnegative().optional(),
+  }),
+)
 export type EventListResponse = z.output<typeof eventListResponseSchema>
 
 /** A count, or the list it counts (the doc names the field, not its shape): both are read as ids + count. */
-const countOrIds = z.union([
-  z.number().int().nonnegative(),
-  z.array(z.union([z.string(), z.looseObject({event_id: z.string()})])),
-])
+const countOrIds = z.lazy(() =>
+  z.union([
+    z.number().int().nonnegative(),
+    z.array(z.union([z.string(), z.looseObject({event_id: z.string()})])),
+  ]),
+)
 
-const findingSchema = z.looseObject({kind: z.string(), rule: z.string().optional(), field: z.string().optional(), line: z.number().optional(), column: z.number().optional()})
+const findingSchema = z.lazy(() =>
+  z.looseObject({kind: z.string(), rule: z.string().optional(), field: z.string().optional(), line: z.number().optional(), column: z.number().optional()}),
+)
 
-export const consolidateResponseSchema = z.looseObject({
-  pinned: countOrIds.default(0),
-  ttl_candidates: countOrIds.default(0),
-  conflicts: z
-    .array(
-      z.looseObject({
-        scope: z.string(),
-        dedupe_key: z.string(),
-        event_ids: z.array(z.string()),
-        resolution_event_id: z.string().nullable().optional(),
-      }),
-    )
-    .default([]),
-  masked: z.array(z.looseObject({event_id: z.string(), findings: z.array(findingSchema).default([])})).default([]),
-  changed: z.boolean().optional(),
-})
+export const consolidateResponseSchema = z.lazy(() =>
+  z.looseObject({
+    pinned: countOrIds.unwrap().default(0),
+    ttl_candidates: countOrIds.unwrap().default(0),
+    conflicts: z
+      .array(
+        z.looseObject({
+          scope: z.string(),
+          dedupe_key: z.string(),
+          event_ids: z.array(z.string()),
+          resolution_event_id: z.string().nullable().optional(),
+        }),
+      )
+      .default([]),
+    masked: z.array(z.looseObject({event_id: z.string(), findings: z.array(findingSchema.unwrap()).default([])})).default([]),
+    changed: z.boolean().optional(),
+  }),
+)
 export type ConsolidateResponse = z.output<typeof consolidateResponseSchema>
 
 export interface CleanupRequest {
@@ -80,14 +93,18 @@ export interface CleanupRequest {
 }
 
 /** A cleanup candidate: an event, or at least its id (a leaner server may send only ids). */
-const cleanupItemSchema = z.union([
-  z.string().transform((event_id) => ({event_id}) as {event_id: string} & Record<string, unknown>),
-  z.looseObject({event_id: z.string()}),
-])
-export const cleanupResponseSchema = z.looseObject({
-  candidates: z.array(cleanupItemSchema).default([]),
-  deleted: z.array(cleanupItemSchema).default([]),
-})
+const cleanupItemSchema = z.lazy(() =>
+  z.union([
+    z.string().transform((event_id) => ({event_id}) as {event_id: string} & Record<string, unknown>),
+    z.looseObject({event_id: z.string()}),
+  ]),
+)
+export const cleanupResponseSchema = z.lazy(() =>
+  z.looseObject({
+    candidates: z.array(cleanupItemSchema.unwrap()).default([]),
+    deleted: z.array(cleanupItemSchema.unwrap()).default([]),
+  }),
+)
 export type CleanupResponse = z.output<typeof cleanupResponseSchema>
 
 /** The event-log endpoints (docs/event-log.md "Wire"). */

@@ -43,66 +43,74 @@ export type Confidence = z.output<typeof confidenceSchema>
 /** U+0000 is not text: PostgreSQL cannot store it, and no memory needs it (a JSON `\u0000` escape is six characters). */
 const noNul = [(text: string) => !text.includes('\u0000'), {error: 'holds a NUL character (U+0000), which text may not'}] as const
 
-export const memoryEventSchema = z
-  .looseObject({
-    agent_id: agentIdSchema,
-    /** Unique per run (a UUID is recommended); part of the idempotency key of an append. */
-    run_id: z.string().min(1).max(128).refine(...noNul),
-    scope: scopeSchema,
-    kind: eventKindSchema,
-    dedupe_key: dedupeKeySchema,
-    confidence: confidenceSchema,
-    content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).refine(...noNul),
-    source: z.looseObject({
-      /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
-      system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
-      thread_id: z.string().optional(),
-      message_id: z.string().optional(),
-    }),
-    /** The event_id this one replaces; `null` and absent both mean none (kept as sent, so a rewrite is exact). */
-    supersedes: z.string().min(1).refine(...noNul).nullable().optional(),
-    /** 0 keeps the event for good; more makes it a cleanup candidate after that many days. */
-    ttl_days: z.number().int().nonnegative().default(0),
-  })
-  .meta({title: 'Memory event', description: 'Body of POST /v1/memory/append'})
+export const memoryEventSchema = z.lazy(() =>
+  z
+    .looseObject({
+      agent_id: agentIdSchema,
+      /** Unique per run (a UUID is recommended); part of the idempotency key of an append. */
+      run_id: z.string().min(1).max(128).refine(...noNul),
+      scope: scopeSchema,
+      kind: eventKindSchema,
+      dedupe_key: dedupeKeySchema,
+      confidence: confidenceSchema,
+      content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).refine(...noNul),
+      source: z.looseObject({
+        /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
+        system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
+        thread_id: z.string().optional(),
+        message_id: z.string().optional(),
+      }),
+      /** The event_id this one replaces; `null` and absent both mean none (kept as sent, so a rewrite is exact). */
+      supersedes: z.string().min(1).refine(...noNul).nullable().optional(),
+      /** 0 keeps the event for good; more makes it a cleanup candidate after that many days. */
+      ttl_days: z.number().int().nonnegative().default(0),
+    })
+    .meta({title: 'Memory event', description: 'Body of POST /v1/memory/append'}),
+)
 export type MemoryEvent = z.output<typeof memoryEventSchema>
 export type MemoryEventInput = z.input<typeof memoryEventSchema>
 
 /** An event as the log holds it: the server adds its id and the time it was stored. */
-export const storedMemoryEventSchema = memoryEventSchema.extend({
-  /** Read as any name: a newer server may store a source this version does not know yet (obsidian came later than telegram). */
-  source: z.looseObject({system: z.string().min(1), thread_id: z.string().optional(), message_id: z.string().optional()}),
-  event_id: z.string().min(1),
-  /** Optional because a seed-style gateway may leave it out of a snapshot. */
-  created_at: isoDateTimeSchema.optional(),
-  /** Superseded by a later event (seed 001 §7 C-2): hidden from pinned memory, still listed in the log. */
-  deprecated: z.boolean().default(false),
-  /** sha256 of `content_md` as stored (lowercase hex); absent from a seed-style gateway. */
-  content_hash: sha256HexSchema.optional(),
-  /** The janitor replaced a secret or personal data in this event with `[REDACTED:<rule>]` (seed 001 §8 MUST-S5). */
-  masked: z.boolean().optional(),
-  /** The janitor found this event past its `ttl_days`: a cleanup candidate, deleted only after a person approves. */
-  ttl_candidate: z.boolean().optional(),
-})
+export const storedMemoryEventSchema = z.lazy(() =>
+  memoryEventSchema.unwrap().extend({
+    /** Read as any name: a newer server may store a source this version does not know yet (obsidian came later than telegram). */
+    source: z.looseObject({system: z.string().min(1), thread_id: z.string().optional(), message_id: z.string().optional()}),
+    event_id: z.string().min(1),
+    /** Optional because a seed-style gateway may leave it out of a snapshot. */
+    created_at: isoDateTimeSchema.optional(),
+    /** Superseded by a later event (seed 001 §7 C-2): hidden from pinned memory, still listed in the log. */
+    deprecated: z.boolean().default(false),
+    /** sha256 of `content_md` as stored (lowercase hex); absent from a seed-style gateway. */
+    content_hash: sha256HexSchema.optional(),
+    /** The janitor replaced a secret or personal data in this event with `[REDACTED:<rule>]` (seed 001 §8 MUST-S5). */
+    masked: z.boolean().optional(),
+    /** The janitor found this event past its `ttl_days`: a cleanup candidate, deleted only after a person approves. */
+    ttl_candidate: z.boolean().optional(),
+  }),
+)
 export type StoredMemoryEvent = z.output<typeof storedMemoryEventSchema>
 
 /** `created`: stored now; `duplicate`: the same event was stored before and this is its id (an idempotent retry). */
-export const appendResponseSchema = z
-  .looseObject({
-    event_id: z.string().min(1),
-    status: z.enum(['created', 'duplicate']),
-    warnings: z.array(z.string()).default([]),
-  })
-  .meta({title: 'Append answer', description: 'Answer of POST /v1/memory/append'})
+export const appendResponseSchema = z.lazy(() =>
+  z
+    .looseObject({
+      event_id: z.string().min(1),
+      status: z.enum(['created', 'duplicate']),
+      warnings: z.array(z.string()).default([]),
+    })
+    .meta({title: 'Append answer', description: 'Answer of POST /v1/memory/append'}),
+)
 export type AppendResponse = z.output<typeof appendResponseSchema>
 
-export const snapshotResponseSchema = z
-  .looseObject({
-    pinned_md: z.string(),
-    recent_events: z.array(storedMemoryEventSchema),
-    /** e.g. `JARVIS_RULESET=v1.0` (seed 001 §12): a client compares it to know the rules it reads under. */
-    ruleset_stamp: z.string().min(1),
-    snapshot_id: z.string().min(1),
-  })
-  .meta({title: 'Memory snapshot', description: 'Answer of GET /v1/memory/snapshot'})
+export const snapshotResponseSchema = z.lazy(() =>
+  z
+    .looseObject({
+      pinned_md: z.string(),
+      recent_events: z.array(storedMemoryEventSchema.unwrap()),
+      /** e.g. `JARVIS_RULESET=v1.0` (seed 001 §12): a client compares it to know the rules it reads under. */
+      ruleset_stamp: z.string().min(1),
+      snapshot_id: z.string().min(1),
+    })
+    .meta({title: 'Memory snapshot', description: 'Answer of GET /v1/memory/snapshot'}),
+)
 export type SnapshotResponse = z.output<typeof snapshotResponseSchema>

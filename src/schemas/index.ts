@@ -1,6 +1,12 @@
 /**
  * The one import point of the schemas: on-disk formats, wire bodies, config, and the parse helpers.
  * Other folders import from here, never from the files behind it.
+ *
+ * A schema that a sync with nothing to do never reads is `z.lazy(() => …)`: zod builds it at its first parse, not when
+ * this module loads. Building them all took ~4 ms of each `jarvis sync` (and of each other call of the fast door), a
+ * process that parses two or three of them. Inside another schema such a schema is nested as `.unwrap()`, the built
+ * one (a parse then does not pass through the lazy one at each element), and `.unwrap()` also reaches its `.shape`
+ * or `.extend`. The published JSON Schemas are the same either way (test/schemas/generated.test.ts).
  */
 export * from './common.js'
 export * from './events.js'

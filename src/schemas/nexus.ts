@@ -141,17 +141,19 @@ export type NexusConfigInput = z.input<typeof nexusConfigSchema>
  * `.nexus/replicas/<id>/state.json`: which files the last replication left equal on both sides, by their path
  * under the replica's folder, with the hash of the base copy kept beside it in `base/`.
  */
-export const replicaStateSchema = z
-  .looseObject({
-    version: z.literal(1).default(1),
-    kind: z.string().min(1),
-    /** The workspace as resolved (absolute), and the folder under `.memory/`: for a person looking at `.nexus/`. */
-    path: z.string().min(1),
-    folder: z.string().min(1),
-    updatedAt: isoDateTimeSchema.optional(),
-    files: z.record(z.string(), z.looseObject({hash: sha256HexSchema})).default(() => ({})),
-  })
-  .meta({title: 'Replica state', description: '.nexus/replicas/<id>/state.json'})
+export const replicaStateSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      kind: z.string().min(1),
+      /** The workspace as resolved (absolute), and the folder under `.memory/`: for a person looking at `.nexus/`. */
+      path: z.string().min(1),
+      folder: z.string().min(1),
+      updatedAt: isoDateTimeSchema.optional(),
+      files: z.record(z.string(), z.looseObject({hash: sha256HexSchema})).default(() => ({})),
+    })
+    .meta({title: 'Replica state', description: '.nexus/replicas/<id>/state.json'}),
+)
 export type ReplicaState = z.output<typeof replicaStateSchema>
 
 /**
@@ -159,29 +161,33 @@ export type ReplicaState = z.output<typeof replicaStateSchema>
  * to each of its files (a file whose text no longer has that hash was edited by a person, and is theirs), by its
  * path under the replica's directory; for obsidian, what jarvis wrote is its block of the note.
  */
-export const eventReplicaStateSchema = z
-  .looseObject({
-    version: z.literal(1).default(1),
-    kind: z.string().min(1),
-    path: z.string().min(1),
-    updatedAt: isoDateTimeSchema.optional(),
-    /** obsidian: the last day (YYYY-MM-DD, local time) whose note was written; the next run starts there. */
-    lastDay: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional(),
-    files: z.record(z.string(), z.looseObject({hash: sha256HexSchema, day: z.string().optional()})).default(() => ({})),
-  })
-  .meta({title: 'Event replica state', description: '.nexus/replicas/<id>/state.json of an ai-memory or obsidian replica'})
+export const eventReplicaStateSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      kind: z.string().min(1),
+      path: z.string().min(1),
+      updatedAt: isoDateTimeSchema.optional(),
+      /** obsidian: the last day (YYYY-MM-DD, local time) whose note was written; the next run starts there. */
+      lastDay: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional(),
+      files: z.record(z.string(), z.looseObject({hash: sha256HexSchema, day: z.string().optional()})).default(() => ({})),
+    })
+    .meta({title: 'Event replica state', description: '.nexus/replicas/<id>/state.json of an ai-memory or obsidian replica'}),
+)
 export type EventReplicaState = z.output<typeof eventReplicaStateSchema>
 
 /**
  * `.nexus/backup-owners.json`: which memory file each conflict backup in `.memory/` belongs to, by the backup's
  * path. A backup's name alone cannot say it when two files share a stem (`notes.md`, `notes.json`).
  */
-export const backupOwnersSchema = z
-  .looseObject({
-    version: z.literal(1).default(1),
-    backups: pathRecord(memoryPathSchema).default(() => ({})),
-  })
-  .meta({title: 'Backup owners', description: '.nexus/backup-owners.json'})
+export const backupOwnersSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      backups: pathRecord(memoryPathSchema).default(() => ({})),
+    })
+    .meta({title: 'Backup owners', description: '.nexus/backup-owners.json'}),
+)
 export type BackupOwners = z.output<typeof backupOwnersSchema>
 
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
@@ -222,14 +228,16 @@ export type OutboxKind = z.output<typeof outboxKindSchema>
  * One line of `.nexus/outbox.jsonl`. `payload` is checked against its kind's body schema when it is sent, not
  * when it is read: an entry written by an older version must still be readable, to be reported if refused.
  */
-export const outboxEntrySchema = z
-  .looseObject({
-    id: z.string().min(1),
-    kind: outboxKindSchema,
-    createdAt: isoDateTimeSchema,
-    payload: z.unknown(),
-  })
-  .meta({title: 'Outbox entry', description: 'One line of .nexus/outbox.jsonl'})
+export const outboxEntrySchema = z.lazy(() =>
+  z
+    .looseObject({
+      id: z.string().min(1),
+      kind: outboxKindSchema,
+      createdAt: isoDateTimeSchema,
+      payload: z.unknown(),
+    })
+    .meta({title: 'Outbox entry', description: 'One line of .nexus/outbox.jsonl'}),
+)
 export type OutboxEntry = z.output<typeof outboxEntrySchema>
 
 /** The entry types jarvis writes (seed 003 §8); readers accept any other name a newer version writes. */

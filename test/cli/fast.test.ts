@@ -148,6 +148,21 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     expect(outside.oclif).toBe(false)
   })
 
+  it('DEBUG=jarvis:* prints the debug lines through the fast door, and nothing without it', async () => {
+    const withDebug = async (DEBUG: string) =>
+      run(process.execPath, ['--require', preload, runJs, 'sync', '--quiet'], {cwd: client.root, env: {...env, DEBUG}}).then(({stderr}) => stderr)
+    const asked = await withDebug('jarvis:*')
+    expect(asked).not.toContain(OCLIF_LOADED)
+    expect(asked).toMatch(/jarvis:protocol GET \/api\/memory\/status/)
+    expect(asked).toMatch(/jarvis:store tree lock of .* taken/)
+    // One namespace asked: only its lines.
+    const storeOnly = await withDebug('jarvis:store')
+    expect(storeOnly).toMatch(/jarvis:store tree lock of .* taken/)
+    expect(storeOnly).not.toContain('jarvis:protocol')
+    expect(await withDebug('')).toBe('')
+    expect(await withDebug('express:*')).toBe('')
+  })
+
   it('an append through the fast door is the same event as through oclif', async () => {
     const fast = await door('fast', ['memory', 'append', '--kind', 'fact', '--key', 'fact:fast_door', '--content', 'Written through the fast door.'], client.root)
     const oclif = await door('oclif', ['memory', 'append', '--kind', 'fact', '--key', 'fact:oclif_door', '--content', 'Written through oclif.'], client.root)
