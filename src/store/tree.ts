@@ -93,8 +93,8 @@ function dirHintHolds(hint: DirStat | undefined, mtimeMs: number): hint is DirSt
   return hint !== undefined && hint.mtimeMs === mtimeMs && mtimeMs < hint.checkedAtMs - RACY_WINDOW_MS
 }
 
-/** The absolute path of a file of `dir` known by its relative path: one string where the separator is "/". */
-const fullOf = (base: string, dir: string, rel: string) => (sep === '/' ? `${base}/${rel}` : `${dir}${sep}${nameOf(rel)}`)
+/** The absolute path of the memory file at `rel` in `base` (`.memory/`): one string where the separator is "/". */
+const fullOf = (base: string, rel: string) => (sep === '/' ? `${base}/${rel}` : join(base, rel))
 const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf('/')))
 const nameOf = (rel: string) => rel.slice(rel.lastIndexOf('/') + 1)
 
@@ -137,29 +137,37 @@ function knownEntries(statCache: Hints<MemoryFileStat>, dirCache: Hints<DirStat>
   return entries
 }
 
-/** A memory file the walk found: relative "/" path, absolute path, and its entry in the stat cache when the walk knows it. */
-type Candidate = [rel: string, full: string, cached?: MemoryFileStat]
+/**
+ * The memory files the walk found, side by side (no tuple per file: a no-op scan of 10,000 files made most of its
+ * garbage in arrays and strings per file): each one's relative "/" path and, when the walk knows it from a folder
+ * it did not list again, its entry in the stat cache.
+ */
+interface Found {
+  rels: string[]
+  known: Array<MemoryFileStat | undefined>
+}
 
 /**
- * The walk every scan does: each memory file under `.memory/` as [relative "/" path, absolute path], temp files
- * apart, the conflict backups it meets added to `backups`. Never follows a symlink; skips anything that is not a
- * regular file or a directory. Synchronous: on a warm disk cache each call is microseconds, and a promise per
- * directory cost more than the call.
+ * The walk every scan does: each memory file under `.memory/` (see Found), temp files (absolute paths) apart, the
+ * conflict backups it meets added to `backups`. Never follows a symlink; skips anything that is not a regular file
+ * or a directory. Synchronous: on a warm disk cache each call is microseconds, and a promise per directory cost
+ * more than the call.
  *
  * With `dirCache` (a previous walk's `dirs`), a directory whose mtime has not changed since (and was not racy
  * then) is not read again: adding, removing or renaming an entry changes its directory's mtime, so its entries
  * are the ones the previous walk found (`statCache` for its files). Its files are still each stat-ed by the scan,
  * since an edit in place changes only the file. `dirs` is filled with what this walk saw.
  */
-function walkMemory(root: string, options: {backups?: string[]; statCache?: Hints<MemoryFileStat>; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]} = {}): {candidates: Candidate[]; temps: string[]} {
+function walkMemory(root: string, options: {backups?: string[]; statCache?: Hints<MemoryFileStat>; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]} = {}): Found & {temps: string[]} {
   const base = memoryDir(root)
-  const candidates: Candidate[] = []
+  const rels: string[] = []
+  const known: Array<MemoryFileStat | undefined> = []
   const temps: string[] = []
-  const known = options.dirCache ? knownEntries(options.statCache ?? {}, options.dirCache, options.backupCache ?? []) : undefined
+  const entriesKnown = options.dirCache ? knownEntries(options.statCache ?? {}, options.dirCache, options.backupCache ?? []) : undefined
   const relOf = (dirRel: string, name: string) => (dirRel === '' ? name : `${dirRel}/${name}`)
   const walk = (dir: string, dirRel: string): void => {
     const checkedAtMs = Date.now()
-    if (known) {
+    if (entriesKnown) {
       const info = lstatSync(dir, {throwIfNoEntry: false})
       if (!info?.isDirectory()) {
         if (dir === base) throw Object.assign(new Error(`ENOENT: no such directory, scandir '${dir}'`), {code: 'ENOENT'})
@@ -168,12 +176,16 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: Hint
       const hint = hintOf(options.dirCache, dirRel)
       if (dirHintHolds(hint, info.mtimeMs)) {
         options.dirs?.set(dirRel, hint)
-        const entry = known.get(dirRel)
-        // Names from a previous readdir: plain concatenation is enough (join's normalisation was 10 % of a scan).
-        if (entry) for (let i = 0; i < entry.rels.length; i++) candidates.push([entry.rels[i], fullOf(base, dir, entry.rels[i]), entry.stats[i]])
-        // A backup comes and goes with a change of its folder: one the previous walk met is still there.
-        if (entry && options.backups) for (const rel of entry.backups) options.backups.push(rel)
-        for (const name of entry?.dirs ?? []) walk(`${dir}${sep}${name}`, relOf(dirRel, name))
+        const entry = entriesKnown.get(dirRel)
+        if (entry) {
+          for (let i = 0; i < entry.rels.length; i++) {
+            rels.push(entry.rels[i])
+            known.push(entry.stats[i])
+          }
+          // A backup comes and goes with a change of its folder: one the previous walk met is still there.
+          if (options.backups) for (const rel of entry.backups) options.backups.push(rel)
+          for (const name of entry.dirs) walk(`${dir}${sep}${name}`, relOf(dirRel, name))
+        }
         return
       }
       options.dirs?.set(dirRel, {mtimeMs: info.mtimeMs, checkedAtMs})
@@ -185,36 +197,46 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: Hint
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && dir !== base) return // removed while scanning
       throw error
     }
-    const subdirs: Array<[string, string]> = []
+    const subdirs: string[] = []
     for (const entry of entries) {
-      const full = join(dir, entry.name)
-      const rel = relOf(dirRel, entry.name)
       if (entry.isSymbolicLink()) {
-        debug('scan: skipping symlink %s', full)
+        debug('scan: skipping symlink %s', join(dir, entry.name))
         continue
       }
-      if (entry.isDirectory()) subdirs.push([full, rel])
+      if (entry.isDirectory()) subdirs.push(entry.name)
       else if (!entry.isFile()) continue
-      else if (isBackupName(entry.name)) options.backups?.push(rel)
-      else if (isTempName(entry.name)) temps.push(full)
-      else candidates.push([rel, full])
+      else if (isBackupName(entry.name)) options.backups?.push(relOf(dirRel, entry.name))
+      else if (isTempName(entry.name)) temps.push(join(dir, entry.name))
+      else {
+        rels.push(relOf(dirRel, entry.name))
+        known.push(undefined)
+      }
     }
-    for (const [full, rel] of subdirs) walk(full, rel)
+    for (const name of subdirs) walk(join(dir, name), relOf(dirRel, name))
   }
   walk(base, '')
-  return {candidates, temps}
+  return {rels, known, temps}
 }
 
 /** Size and mtime of every memory file, sorted by path, without reading any: for listings, which need no hash. */
 export async function statMemory(root: string): Promise<Map<string, {size: number; mtimeMs: number}>> {
-  const {candidates} = walkMemory(root)
+  const base = memoryDir(root)
+  const {rels} = walkMemory(root)
   const found: Array<[string, {size: number; mtimeMs: number}]> = []
-  for (const [rel, full] of candidates) {
-    const info = lstatSync(full, {throwIfNoEntry: false})
+  for (const rel of rels) {
+    const info = lstatSync(fullOf(base, rel), {throwIfNoEntry: false})
     if (info?.isFile()) found.push([rel, {size: info.size, mtimeMs: info.mtimeMs}])
   }
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return new Map(found)
+}
+
+/** A file the scan must read: its stat cache entry did not hold. */
+interface ToHash {
+  rel: string
+  mtimeMs: number
+  ino: number
+  checkedAtMs: number
 }
 
 /**
@@ -223,47 +245,66 @@ export async function statMemory(root: string): Promise<Map<string, {size: numbe
  * anything that is not a regular file. The returned map can be stored and passed back as the next `statCache`.
  */
 export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
-  const {candidates, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs, backupCache: options.backupCache})
+  const base = memoryDir(root)
+  const {rels, known, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs, backupCache: options.backupCache})
   // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).
   await Promise.all(temps.filter((path) => !pidAlive(Number(TEMP_NAME.exec(basename(path))![1]))).map((path) => rm(path, {force: true})))
 
   let reused = 0
-  const found: Array<[string, MemoryFileStat]> = []
-  const toHash: Array<[string, string, number, number, number]> = []
+  // The files found, side by side: no tuple per file.
+  const foundRels: string[] = []
+  const foundStats: MemoryFileStat[] = []
+  const toHash: ToHash[] = []
   // Synchronous on purpose: on a warm cache a stat is microseconds, and a promise per file through the thread
   // pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
-  for (const [rel, full, known] of candidates) {
+  for (let i = 0; i < rels.length; i++) {
+    const rel = rels[i]
     const checkedAtMs = Date.now()
-    const info = lstatSync(full, {throwIfNoEntry: false})
+    const info = lstatSync(fullOf(base, rel), {throwIfNoEntry: false})
     if (!info?.isFile()) continue
-    const cached = options.fullCheck ? undefined : (known ?? hintOf(statCache, rel))
+    const cached = options.fullCheck ? undefined : (known[i] ?? hintOf(statCache, rel))
     if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
       reused++
+      foundRels.push(rel)
       // The cached entry itself when nothing in it moved: no object per file on a no-op scan of a large tree.
       if (cached.ino === info.ino) {
-        found.push([rel, cached])
+        foundStats.push(cached)
         if (options.counts) options.counts.unchanged++
-      } else found.push([rel, {hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs}])
-    } else toHash.push([rel, full, info.mtimeMs, info.ino, checkedAtMs])
+      } else foundStats.push({hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs})
+    } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
   }
   // Read and hash many files at once: a sequential await per file dominated a cold scan.
-  await forEachConcurrently(toHash, SCAN_CONCURRENCY, async ([rel, full, mtimeMs, ino, checkedAtMs]) => {
+  await forEachConcurrently(toHash, SCAN_CONCURRENCY, async ({rel, mtimeMs, ino, checkedAtMs}) => {
     let bytes
     try {
-      bytes = await readFile(full)
+      bytes = await readFile(fullOf(base, rel))
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
       throw error
     }
     // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
     const hash = hashBytes(bytes)
-    found.push([rel, {hash, size: bytes.length, mtimeMs, ino, checkedAtMs}])
+    foundRels.push(rel)
+    foundStats.push({hash, size: bytes.length, mtimeMs, ino, checkedAtMs})
     const texts = options.texts
     if (texts && bytes.length <= texts.maxBytes && texts.wanted(rel, hash)) texts.into.set(rel, bytes.toString('utf8'))
   })
-  found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  debug('scan: %d files, %d hashes reused from the stat cache', found.length, reused)
-  return new Map(found)
+  debug('scan: %d files, %d hashes reused from the stat cache', foundRels.length, reused)
+  return sortedMap(foundRels, foundStats)
+}
+
+/** `keys[i]` → `values[i]`, in the order of the keys. Already in order (a no-op scan of a tree the cache lists), nothing is sorted. */
+function sortedMap<T>(keys: string[], values: T[]): Map<string, T> {
+  let sorted = true
+  for (let i = 1; i < keys.length && sorted; i++) sorted = keys[i - 1] < keys[i]
+  const map = new Map<string, T>()
+  if (sorted) {
+    for (let i = 0; i < keys.length; i++) map.set(keys[i], values[i])
+    return map
+  }
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0))
+  for (const i of order) map.set(keys[i], values[i])
+  return map
 }
 
 /** The text of a memory file, or null when it does not exist. The path is checked (PathRefusedError). */
