@@ -2,9 +2,10 @@
  * The `.memory/` tree: scanning (content hashes, the stat cache as a hint only) and file reads/writes that go
  * through the path guard. Backups and temp files are not memory files.
  */
-import {lstatSync, readdirSync} from 'node:fs'
+import {existsSync, lstatSync, readdirSync} from 'node:fs'
 import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
+import {isMainThread} from 'node:worker_threads'
 
 import createDebug from 'debug'
 
@@ -212,6 +213,8 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: Hint
         known.push(undefined)
       }
     }
+    // In name order, so that the next walk (which follows this one's folders) finds the files sorted.
+    subdirs.sort()
     for (const name of subdirs) walk(join(dir, name), relOf(dirRel, name))
   }
   walk(base, '')
@@ -257,22 +260,24 @@ export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>
   const toHash: ToHash[] = []
   // Synchronous on purpose: on a warm cache a stat is microseconds, and a promise per file through the thread
   // pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
-  for (let i = 0; i < rels.length; i++) {
-    const rel = rels[i]
-    const checkedAtMs = Date.now()
-    const info = lstatSync(fullOf(base, rel), {throwIfNoEntry: false})
-    if (!info?.isFile()) continue
-    const cached = options.fullCheck ? undefined : (known[i] ?? hintOf(statCache, rel))
-    if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
-      reused++
-      foundRels.push(rel)
-      // The cached entry itself when nothing in it moved: no object per file on a no-op scan of a large tree.
-      if (cached.ino === info.ino) {
-        foundStats.push(cached)
-        if (options.counts) options.counts.unchanged++
-      } else foundStats.push({hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs})
-    } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
-  }
+  insideFolder(base, (relative) => {
+    for (let i = 0; i < rels.length; i++) {
+      const rel = rels[i]
+      const checkedAtMs = Date.now()
+      const info = lstatSync(relative ? rel : fullOf(base, rel), {throwIfNoEntry: false})
+      if (!info?.isFile()) continue
+      const cached = options.fullCheck ? undefined : (known[i] ?? hintOf(statCache, rel))
+      if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
+        reused++
+        foundRels.push(rel)
+        // The cached entry itself when nothing in it moved: no object per file on a no-op scan of a large tree.
+        if (cached.ino === info.ino) {
+          foundStats.push(cached)
+          if (options.counts) options.counts.unchanged++
+        } else foundStats.push({hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs})
+      } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
+    }
+  })
   // Read and hash many files at once: a sequential await per file dominated a cold scan.
   await forEachConcurrently(toHash, SCAN_CONCURRENCY, async ({rel, mtimeMs, ino, checkedAtMs}) => {
     let bytes
@@ -291,6 +296,41 @@ export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>
   })
   debug('scan: %d files, %d hashes reused from the stat cache', foundRels.length, reused)
   return sortedMap(foundRels, foundStats)
+}
+
+/**
+ * Runs `body`, which must be synchronous, with the working directory moved to `folder` (absolute), so that it can
+ * name the files there by their relative paths: 10,000 lstat calls with paths relative to `.memory/` cost ~20 %
+ * less than with absolute ones (the kernel walks fewer folders, Node converts shorter strings) and build no
+ * absolute path each. `body(false)` where the move is not made: not in the main thread, a relative `folder`, or a
+ * working directory that is gone (where it could not be moved back).
+ *
+ * Why moving the process's working directory is safe here: no other JavaScript of this thread runs until `body`
+ * returns (it is synchronous) and the directory is moved back before `insideFolder` returns or throws. What could
+ * run meanwhile is file-system work already handed to libuv's thread pool and worker threads: every path jarvis
+ * gives either is absolute (built from the tree root, which findRoot resolves), and its only worker (the grep
+ * guard) touches no file. The one way back can fail: the working directory removed by another process during
+ * `body`; the process then stays in `folder`, where every absolute path still means what it meant.
+ */
+function insideFolder(folder: string, body: (relative: boolean) => void): void {
+  let home: string | undefined
+  try {
+    // process.cwd() may be a cached answer (graceful-fs caches it): the folder is looked at too.
+    if (isMainThread && isAbsolute(folder) && existsSync((home = process.cwd()))) process.chdir(folder)
+    else home = undefined
+  } catch {
+    home = undefined
+  }
+  if (home === undefined) return body(false)
+  try {
+    body(true)
+  } finally {
+    try {
+      process.chdir(home)
+    } catch (error) {
+      debug('scan: could not go back to %s (%s), staying in %s', home, (error as Error).message, folder)
+    }
+  }
 }
 
 /** `keys[i]` → `values[i]`, in the order of the keys. Already in order (a no-op scan of a tree the cache lists), nothing is sorted. */

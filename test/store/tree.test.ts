@@ -1,5 +1,5 @@
 import {mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {join, relative} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
@@ -59,6 +59,33 @@ describe('scanMemory', () => {
     expect(scanned.size).toBe(3)
     expect([...into]).toEqual([['changed.md', 'new text é\n']])
     expect(into.get('changed.md')).toBe(await readMemoryFile(root, 'changed.md'))
+  })
+
+  it('leaves the working directory where it was, even when the scan fails, and scans as well from a folder gone or with a relative root', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'a.md', 'a\n')
+    await writeMemoryFile(root, 'deep/b.md', 'b\n')
+    const home = process.cwd()
+    const expected = [...(await scanMemory(root)).keys()]
+    expect(expected).toEqual(['a.md', 'deep/b.md'])
+    expect(process.cwd()).toBe(home)
+    // A stat cache is a hint from disk: one that lists a name no file system takes makes the lstat throw.
+    const old = past(60_000)
+    await utimes(join(root, '.memory'), old, old)
+    const dirCache = {'': {mtimeMs: (await stat(join(root, '.memory'))).mtimeMs, checkedAtMs: Date.now()}}
+    const bogus = {hash: hashText('x'), size: 1, mtimeMs: 1, ino: 1, checkedAtMs: Date.now()}
+    await expect(scanMemory(root, {[`${'x'.repeat(300)}.md`]: bogus}, {dirCache})).rejects.toThrow(/ENAMETOOLONG/)
+    expect(process.cwd()).toBe(home)
+    const gone = await tempDir()
+    try {
+      process.chdir(gone)
+      expect([...(await scanMemory(relative(gone, root))).keys()]).toEqual(expected)
+      expect(process.cwd()).toBe(gone)
+      await rm(gone, {recursive: true})
+      expect([...(await scanMemory(root)).keys()]).toEqual(expected)
+    } finally {
+      process.chdir(home)
+    }
   })
 
   it('gives the same hash after a touch that changes nothing', async () => {
