@@ -12,7 +12,7 @@ import createDebug from 'debug'
 import {BadInputError} from '../errors.js'
 import {type AtomicBatch, fsyncDir, readTextIfExists, type StagedFile, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
-import {hashBytes} from './hash.js'
+import {HASH_HEX_LENGTH, hashBytes} from './hash.js'
 import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
 import {checkRelativePath, isBackupName, isTempName, TEMP_NAME} from './paths.js'
 import {pidAlive} from './pid.js'
@@ -45,7 +45,56 @@ export type StatCache = Record<string, MemoryFileStat>
 /** A stat cache as a record (read from JSON) or a map (kept by a long-lived index): the scan reads either. */
 type Hints<T> = Record<string, T> | ReadonlyMap<string, T>
 
-const hintOf = <T>(hints: Hints<T> | undefined, key: string): T | undefined => (hints === undefined ? undefined : hints instanceof Map ? hints.get(key) : (hints as Record<string, T>)[key])
+/**
+ * A stat cache kept as it was read (`.nexus/stat-cache.json` holds one array per field): the entry of a file is made
+ * when a scan asks for it, not an object per file and a record of 10,000 keys before the scan starts. The caller
+ * checked the arrays: as many of each as paths, one hash of HASH_HEX_LENGTH digits per path in `hashes`.
+ */
+export class StatColumns {
+  private index: Map<string, number> | undefined
+
+  constructor(
+    readonly paths: readonly string[],
+    private readonly hashes: string,
+    private readonly sizes: readonly number[],
+    private readonly mtimes: readonly number[],
+    private readonly inos: ReadonlyArray<number | null>,
+    private readonly checked: ReadonlyArray<number | null>,
+  ) {}
+
+  get size(): number {
+    return this.paths.length
+  }
+
+  /** The entry of `paths[at]`, a new object (a slice of the one hash string: V8 keeps it as a view, not a copy). */
+  entryAt(at: number): MemoryFileStat {
+    const start = at * HASH_HEX_LENGTH
+    return {hash: this.hashes.slice(start, start + HASH_HEX_LENGTH), size: this.sizes[at], mtimeMs: this.mtimes[at], ino: this.inos[at] ?? undefined, checkedAtMs: this.checked[at] ?? undefined}
+  }
+
+  /** The entry of a path, found through an index built the first time (only a scan that lists a folder again asks). */
+  get(path: string): MemoryFileStat | undefined {
+    if (this.index === undefined) {
+      this.index = new Map()
+      for (let at = 0; at < this.paths.length; at++) this.index.set(this.paths[at], at)
+    }
+    const at = this.index.get(path)
+    return at === undefined ? undefined : this.entryAt(at)
+  }
+
+  /** Every entry, as a record by path (the cache's shape before it was kept as columns). */
+  toRecord(): StatCache {
+    const files: StatCache = {}
+    for (let at = 0; at < this.paths.length; at++) files[this.paths[at]] = this.entryAt(at)
+    return files
+  }
+}
+
+/** What a scan accepts as its stat cache: a record, a map, or the columns as read. */
+export type FileHints = Hints<MemoryFileStat> | StatColumns
+
+const hintOf = <T>(hints: Hints<T> | StatColumns | undefined, key: string): T | undefined =>
+  hints === undefined ? undefined : hints instanceof Map || hints instanceof StatColumns ? (hints.get(key) as T | undefined) : (hints as Record<string, T>)[key]
 const hintKeys = <T>(hints: Hints<T>): Iterable<string> => (hints instanceof Map ? hints.keys() : Object.keys(hints))
 
 export interface ScanOptions {
@@ -112,7 +161,7 @@ interface KnownEntries {
  * subdirectories and its backups. The cache's keys are kept as they are (no name split off, no pair per file): a
  * no-op scan of 10,000 files made 30,000 strings and arrays here and in the walk, most of its garbage.
  */
-function knownEntries(statCache: Hints<MemoryFileStat>, dirCache: Hints<DirStat>, backups: readonly string[]): Map<string, KnownEntries> {
+function knownEntries(statCache: FileHints, dirCache: Hints<DirStat>, backups: readonly string[]): Map<string, KnownEntries> {
   const entries = new Map<string, KnownEntries>()
   const of = (dir: string) => {
     let entry = entries.get(dir)
@@ -131,7 +180,8 @@ function knownEntries(statCache: Hints<MemoryFileStat>, dirCache: Hints<DirStat>
     last.rels.push(rel)
     last.stats.push(stat)
   }
-  if (statCache instanceof Map) for (const [rel, stat] of statCache) add(rel, stat)
+  if (statCache instanceof StatColumns) for (let at = 0; at < statCache.paths.length; at++) add(statCache.paths[at], statCache.entryAt(at))
+  else if (statCache instanceof Map) for (const [rel, stat] of statCache) add(rel, stat)
   else for (const rel in statCache) add(rel, (statCache as Record<string, MemoryFileStat>)[rel])
   for (const rel of hintKeys(dirCache)) if (rel !== '') of(parentOf(rel)).dirs.push(nameOf(rel))
   for (const rel of backups) of(parentOf(rel)).backups.push(rel)
@@ -159,7 +209,7 @@ interface Found {
  * are the ones the previous walk found (`statCache` for its files). Its files are still each stat-ed by the scan,
  * since an edit in place changes only the file. `dirs` is filled with what this walk saw.
  */
-function walkMemory(root: string, options: {backups?: string[]; statCache?: Hints<MemoryFileStat>; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]} = {}): Found & {temps: string[]} {
+function walkMemory(root: string, options: {backups?: string[]; statCache?: FileHints; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]} = {}): Found & {temps: string[]} {
   const base = memoryDir(root)
   const rels: string[] = []
   const known: Array<MemoryFileStat | undefined> = []
@@ -247,7 +297,7 @@ interface ToHash {
  * sorted by path. Skips backups (`*.local.bak`, `*.local.N.bak`), temp files, symlinks (never followed) and
  * anything that is not a regular file. The returned map can be stored and passed back as the next `statCache`.
  */
-export async function scanMemory(root: string, statCache?: Hints<MemoryFileStat>, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
+export async function scanMemory(root: string, statCache?: FileHints, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
   const base = memoryDir(root)
   const {rels, known, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs, backupCache: options.backupCache})
   // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).

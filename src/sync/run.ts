@@ -236,10 +236,10 @@ async function scanTree(root: string, hints: ScanHints, wanted: (path: string, h
   const texts = new Map<string, string>()
   const dirs = new Map<string, DirStat>()
   const counts = {unchanged: 0}
-  const local = await scanMemory(root, hints.files, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const local = await scanMemory(root, hints.known, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
-  const sameEntries = counts.unchanged === local.size && local.size === Object.keys(hints.files).length
+  const sameEntries = counts.unchanged === local.size && local.size === hints.count
   return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
 }
 

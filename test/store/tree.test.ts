@@ -211,12 +211,12 @@ describe('scanMemory', () => {
     expect(hints).toMatchObject({dirs: Object.fromEntries(dirs), backups: ['notes/a.local.bak']})
 
     const again: string[] = []
-    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
+    await scanMemory(root, hints.known, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
     expect(again).toEqual(['notes/a.local.bak'])
     // Resolved: the backup goes, its folder changes, and the folder is read again.
     await rm(join(memory, 'notes', 'a.local.bak'))
     const after: string[] = []
-    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
+    await scanMemory(root, hints.known, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
     expect(after).toEqual([])
   })
 
@@ -258,6 +258,22 @@ describe('scanMemory', () => {
     const fromV2 = await scanMemory(root, await readStatCache(root))
     expect(fromV2.get('notes/old.md')!.hash).toBe(fake('1'))
     expect(fromV2.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // As a sync reads it, the columns kept as read: looked up by path in a folder it lists, followed in one it does
+    // not list again; the same trust either way.
+    const hints = await readScanHints(root)
+    expect(hints.count).toBe(2)
+    for (const path of [join(memory, 'notes'), memory]) await utimes(path, old, old)
+    const folderHint = async (path: string) => ({mtimeMs: (await stat(path)).mtimeMs, checkedAtMs: Date.now()})
+    for (const dirCache of [undefined, {'': await folderHint(memory), notes: await folderHint(join(memory, 'notes'))}]) {
+      const counts = {unchanged: 0}
+      const fromColumns = await scanMemory(root, hints.known, {dirCache, counts})
+      expect([...fromColumns].map(([path, entry]) => [path, entry.hash])).toEqual([
+        ['notes/old.md', fake('1')],
+        ['notes/racy.md', hashText('aaaa')],
+      ])
+      expect(counts.unchanged).toBe(1)
+    }
+    expect(hints.files).toEqual(entries)
     // A version 2 cache out of shape (a column of another length) is no hint at all: every file is hashed.
     const broken = {...(await written()), sizes: [4]}
     await writeFile(cachePath, JSON.stringify(broken))
