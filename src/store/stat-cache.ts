@@ -181,7 +181,8 @@ function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: st
     inos.push(entry.ino ?? null)
     checked.push(entry.checkedAtMs ?? null)
   }
-  if (entries instanceof Map) for (const [path, entry] of entries) add(path, entry)
+  // forEach, not for-of: no [path, entry] pair per file.
+  if (entries instanceof Map) entries.forEach((entry, path) => add(path, entry))
   else for (const path in entries) add(path, entries[path])
   return {paths, hashes: hashes.join(''), sizes, mtimes, inos, checked}
 }
