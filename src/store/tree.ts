@@ -277,9 +277,10 @@ export async function statMemory(root: string): Promise<Map<string, {size: numbe
   const base = memoryDir(root)
   const {rels} = walkMemory(root)
   const found: Array<[string, {size: number; mtimeMs: number}]> = []
+  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
   for (const rel of rels) {
-    const info = lstatSync(fullOf(base, rel), {throwIfNoEntry: false})
-    if (info?.isFile()) found.push([rel, {size: info.size, mtimeMs: info.mtimeMs}])
+    const info = lstatInto(fullOf(base, rel), scratch)
+    if (info?.isFile) found.push([rel, {size: info.size, mtimeMs: info.mtimeMs}])
   }
   found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return new Map(found)
