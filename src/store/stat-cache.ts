@@ -13,7 +13,8 @@ import createDebug from 'debug'
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
 import type {StateStamp} from './sync-state.js'
-import type {DirCache, DirStat, MemoryFileStat, StatCache} from './tree.js'
+import {HASH_HEX_LENGTH} from './hash.js'
+import {type DirCache, type DirStat, type FileHints, type MemoryFileStat, type StatCache, StatColumns} from './tree.js'
 
 const debug = createDebug('jarvis:store')
 
@@ -49,7 +50,12 @@ export interface CleanMark {
 
 /** What the last scan saw: its files and folders. */
 export interface ScanHints {
-  files: StatCache
+  /** Its files as a record by path, made from `known` the first time it is read (a sync with nothing to do never does). */
+  readonly files: StatCache
+  /** Its files as read: what scanMemory takes. */
+  known: FileHints
+  /** How many files it lists. */
+  count: number
   dirs: DirCache
   /** The conflict backups the scan met (relative paths). */
   backups: string[]
@@ -72,19 +78,47 @@ export async function readStatCache(root: string): Promise<StatCache> {
   return (await readScanHints(root)).files
 }
 
+/** The hash the cache holds for `path`, without making the record of every file (`files`). */
+export function cachedHash(hints: ScanHints, path: string): string | undefined {
+  const {known} = hints
+  return known instanceof StatColumns || known instanceof Map ? known.get(path)?.hash : (known as StatCache)[path]?.hash
+}
+
+/** True when `local` holds exactly the cache's files, each with the cache's hash (without making `files`). */
+export function sameAsCached(hints: ScanHints, local: ReadonlyMap<string, {hash: string}>): boolean {
+  const {known} = hints
+  if (known instanceof StatColumns) return known.sameHashes(local)
+  if (local.size !== hints.count) return false
+  for (const [path, entry] of local) if (cachedHash(hints, path) !== entry.hash) return false
+  return true
+}
+
+/** Hints listing `known`, no folder and no backup. */
+function hintsOf(known: StatColumns | StatCache): ScanHints {
+  let files: StatCache | undefined
+  return {
+    known,
+    count: known instanceof StatColumns ? known.size : Object.keys(known).length,
+    get files() {
+      return (files ??= known instanceof StatColumns ? known.toRecord() : known)
+    },
+    dirs: {},
+    backups: [],
+  }
+}
+
 export async function readScanHints(root: string): Promise<ScanHints> {
   let text: string
   try {
     text = await readFile(statCachePath(root), 'utf8')
   } catch {
-    return {files: {}, dirs: {}, backups: []}
+    return hintsOf({})
   }
   try {
     const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown}
-    const hints: ScanHints = {files: {}, dirs: {}, backups: []}
     const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    const hints = hintsOf(files ?? {})
     if (files !== undefined) {
-      hints.files = files
       // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
       if (parsed.dirs && typeof parsed.dirs === 'object' && Array.isArray(parsed.backups) && parsed.backups.every((path) => typeof path === 'string')) {
         for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
@@ -95,7 +129,7 @@ export async function readScanHints(root: string): Promise<ScanHints> {
     return hints
   } catch (error) {
     debug('stat cache unreadable, hashing every file: %s', (error as Error).message)
-    return {files: {}, dirs: {}, backups: []}
+    return hintsOf({})
   }
 }
 
@@ -122,25 +156,18 @@ interface Columns {
   checked?: unknown
 }
 
-const HASH_HEX = 64
-
-function filesOfColumns(columns: Columns): StatCache | undefined {
+/** The files of version 2, kept as columns (see StatColumns): no object per file until a scan asks for one. */
+function filesOfColumns(columns: Columns): StatColumns | undefined {
   const {paths, hashes, sizes, mtimes, inos, checked} = columns
   if (!Array.isArray(paths) || typeof hashes !== 'string' || !Array.isArray(sizes) || !Array.isArray(mtimes) || !Array.isArray(inos) || !Array.isArray(checked)) return undefined
   const count = paths.length
-  if (hashes.length !== count * HASH_HEX || sizes.length !== count || mtimes.length !== count || inos.length !== count || checked.length !== count) return undefined
-  const files: StatCache = {}
+  if (hashes.length !== count * HASH_HEX_LENGTH || sizes.length !== count || mtimes.length !== count || inos.length !== count || checked.length !== count) return undefined
   for (let i = 0; i < count; i++) {
-    const path: unknown = paths[i]
-    const size: unknown = sizes[i]
-    const mtimeMs: unknown = mtimes[i]
     const ino: unknown = inos[i]
     const checkedAtMs: unknown = checked[i]
-    if (typeof path !== 'string' || typeof size !== 'number' || typeof mtimeMs !== 'number' || (ino !== null && typeof ino !== 'number') || (checkedAtMs !== null && typeof checkedAtMs !== 'number')) return undefined
-    // A slice of the one string (V8 keeps it as a view, not a copy).
-    files[path] = {hash: hashes.slice(i * HASH_HEX, (i + 1) * HASH_HEX), size, mtimeMs, ino: ino ?? undefined, checkedAtMs: checkedAtMs ?? undefined}
+    if (typeof paths[i] !== 'string' || typeof sizes[i] !== 'number' || typeof mtimes[i] !== 'number' || (ino !== null && typeof ino !== 'number') || (checkedAtMs !== null && typeof checkedAtMs !== 'number')) return undefined
   }
-  return files
+  return new StatColumns(paths as string[], hashes, sizes as number[], mtimes as number[], inos as Array<number | null>, checked as Array<number | null>)
 }
 
 /** `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark. */
@@ -161,7 +188,7 @@ function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: st
   const checked: Array<number | null> = []
   const add = (path: string, entry: MemoryFileStat) => {
     // A hash of another length would shift every later one: such an entry is left out (it is hashed again).
-    if (entry.hash.length !== HASH_HEX) return
+    if (entry.hash.length !== HASH_HEX_LENGTH) return
     paths.push(path)
     hashes.push(entry.hash)
     sizes.push(entry.size)
@@ -169,7 +196,8 @@ function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: st
     inos.push(entry.ino ?? null)
     checked.push(entry.checkedAtMs ?? null)
   }
-  if (entries instanceof Map) for (const [path, entry] of entries) add(path, entry)
+  // forEach, not for-of: no [path, entry] pair per file.
+  if (entries instanceof Map) entries.forEach((entry, path) => add(path, entry))
   else for (const path in entries) add(path, entries[path])
   return {paths, hashes: hashes.join(''), sizes, mtimes, inos, checked}
 }

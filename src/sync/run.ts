@@ -6,6 +6,7 @@ import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
   AtomicBatch,
+  cachedHash,
   type CleanMark,
   type DirCache,
   type DirStat,
@@ -22,6 +23,7 @@ import {
   readMemoryFile,
   readScanHints,
   readSyncState,
+  sameAsCached,
   sameStateStamp,
   saveBackup,
   scanMemory,
@@ -242,10 +244,10 @@ async function scanTree(root: string, hints: ScanHints, wanted: (path: string, h
   const texts = new Map<string, string>()
   const dirs = new Map<string, DirStat>()
   const counts = {unchanged: 0}
-  const local = await scanMemory(root, hints.files, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const local = await scanMemory(root, hints.known, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
-  const sameEntries = counts.unchanged === local.size && local.size === Object.keys(hints.files).length
+  const sameEntries = counts.unchanged === local.size && local.size === hints.count
   return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
 }
 
@@ -265,11 +267,11 @@ async function quickCheck(root: string, client: MemoryClient): Promise<QuickChec
   // Asked before the scan and awaited after it: the server answers while the tree is walked (either is needed).
   const asking = prefetch(client.status(clean.seq))
   // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
-  const scanned = await scanTree(root, hints, (path, hash) => hints.files[path]?.hash !== hash)
+  const scanned = await scanTree(root, hints, (path, hash) => cachedHash(hints, path) !== hash)
   const status = await asking
   if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
-  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameFiles(scanned.local, hints.files))) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
+  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameAsCached(hints, scanned.local))) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean})
   return {kind: 'nothing'}
 }
@@ -284,7 +286,7 @@ async function writeScan(root: string, scan: {scanned: Scanned; clean: boolean},
   await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean})
 }
 
-/** Every local file has an entry of the same hash in `files` (the bases, or the stat cache), and every entry a file. */
+/** Every local file has an entry of the same hash in `files` (the bases), and every entry a file. */
 function sameFiles(local: Map<string, MemoryFileStat>, files: Record<string, {hash: string}>): boolean {
   if (Object.keys(files).length !== local.size) return false
   for (const [path, entry] of local) if (files[path]?.hash !== entry.hash) return false

@@ -1,5 +1,5 @@
 import {mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {join, relative} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
@@ -7,6 +7,7 @@ import {PathRefusedError, SchemaError} from '../../src/errors.js'
 import {isSqliteFileError} from '../../src/store/sqlite-open.js'
 import {
   BaseStore,
+  cachedHash,
   deleteBase,
   deleteMemoryFile,
   type DirStat,
@@ -19,6 +20,7 @@ import {
   readScanHints,
   readStatCache,
   readSyncState,
+  sameAsCached,
   scanMemory,
   writeBase,
   writeMemoryFile,
@@ -59,6 +61,33 @@ describe('scanMemory', () => {
     expect(scanned.size).toBe(3)
     expect([...into]).toEqual([['changed.md', 'new text é\n']])
     expect(into.get('changed.md')).toBe(await readMemoryFile(root, 'changed.md'))
+  })
+
+  it('leaves the working directory where it was, even when the scan fails, and scans as well from a folder gone or with a relative root', async () => {
+    const root = await tempTree()
+    await writeMemoryFile(root, 'a.md', 'a\n')
+    await writeMemoryFile(root, 'deep/b.md', 'b\n')
+    const home = process.cwd()
+    const expected = [...(await scanMemory(root)).keys()]
+    expect(expected).toEqual(['a.md', 'deep/b.md'])
+    expect(process.cwd()).toBe(home)
+    // A stat cache is a hint from disk: one that lists a name no file system takes makes the lstat throw.
+    const old = past(60_000)
+    await utimes(join(root, '.memory'), old, old)
+    const dirCache = {'': {mtimeMs: (await stat(join(root, '.memory'))).mtimeMs, checkedAtMs: Date.now()}}
+    const bogus = {hash: hashText('x'), size: 1, mtimeMs: 1, ino: 1, checkedAtMs: Date.now()}
+    await expect(scanMemory(root, {[`${'x'.repeat(300)}.md`]: bogus}, {dirCache})).rejects.toThrow(/ENAMETOOLONG/)
+    expect(process.cwd()).toBe(home)
+    const gone = await tempDir()
+    try {
+      process.chdir(gone)
+      expect([...(await scanMemory(relative(gone, root))).keys()]).toEqual(expected)
+      expect(process.cwd()).toBe(gone)
+      await rm(gone, {recursive: true})
+      expect([...(await scanMemory(root)).keys()]).toEqual(expected)
+    } finally {
+      process.chdir(home)
+    }
   })
 
   it('gives the same hash after a touch that changes nothing', async () => {
@@ -184,12 +213,12 @@ describe('scanMemory', () => {
     expect(hints).toMatchObject({dirs: Object.fromEntries(dirs), backups: ['notes/a.local.bak']})
 
     const again: string[] = []
-    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
+    await scanMemory(root, hints.known, {dirCache: hints.dirs, backupCache: hints.backups, backups: again})
     expect(again).toEqual(['notes/a.local.bak'])
     // Resolved: the backup goes, its folder changes, and the folder is read again.
     await rm(join(memory, 'notes', 'a.local.bak'))
     const after: string[] = []
-    await scanMemory(root, hints.files, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
+    await scanMemory(root, hints.known, {dirCache: hints.dirs, backupCache: hints.backups, backups: after})
     expect(after).toEqual([])
   })
 
@@ -231,6 +260,39 @@ describe('scanMemory', () => {
     const fromV2 = await scanMemory(root, await readStatCache(root))
     expect(fromV2.get('notes/old.md')!.hash).toBe(fake('1'))
     expect(fromV2.get('notes/racy.md')!.hash).toBe(hashText('aaaa'))
+    // As a sync reads it, the columns kept as read: looked up by path in a folder it lists, followed in one it does
+    // not list again; the same trust either way.
+    const hints = await readScanHints(root)
+    expect(hints.count).toBe(2)
+    for (const path of [join(memory, 'notes'), memory]) await utimes(path, old, old)
+    const folderHint = async (path: string) => ({mtimeMs: (await stat(path)).mtimeMs, checkedAtMs: Date.now()})
+    for (const dirCache of [undefined, {'': await folderHint(memory), notes: await folderHint(join(memory, 'notes'))}]) {
+      const counts = {unchanged: 0}
+      const fromColumns = await scanMemory(root, hints.known, {dirCache, counts})
+      expect([...fromColumns].map(([path, entry]) => [path, entry.hash])).toEqual([
+        ['notes/old.md', fake('1')],
+        ['notes/racy.md', hashText('aaaa')],
+      ])
+      expect(counts.unchanged).toBe(1)
+    }
+    expect(hints.files).toEqual(entries)
+    // What a sync asks of them: a path's hash, and whether a scan found exactly the cache's files and hashes — the
+    // same answers from the columns as read and from an object per path (version 1).
+    const scans: Array<[string, Map<string, {hash: string}>]> = [
+      ['the same', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2')}]])],
+      ['one hash moved', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('3')}]])],
+      ['one file less', new Map([['notes/old.md', {hash: fake('1')}]])],
+      ['another file', new Map([['notes/old.md', {hash: fake('1')}], ['notes/new.md', {hash: fake('2')}]])],
+      ['a hash cut short', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2').slice(0, 10)}]])],
+    ]
+    await writeFile(cachePath, JSON.stringify({version: 1, files: entries, dirs: {}, backups: []}))
+    const asRecord = await readScanHints(root)
+    for (const [label, found] of scans) {
+      expect([label, sameAsCached(hints, found)]).toEqual([label, label === 'the same'])
+      expect([label, sameAsCached(asRecord, found)]).toEqual([label, label === 'the same'])
+    }
+    for (const each of [hints, asRecord]) expect(['notes/racy.md', 'notes/new.md'].map((path) => cachedHash(each, path))).toEqual([fake('2'), undefined])
+    await writeStatCache(root, entries, {dirs: {}, backups: []})
     // A version 2 cache out of shape (a column of another length) is no hint at all: every file is hashed.
     const broken = {...(await written()), sizes: [4]}
     await writeFile(cachePath, JSON.stringify(broken))
