@@ -83,6 +83,8 @@ export const pushResponseSchema = z.lazy(() =>
     .looseObject({
       files: pathRecord(pushedFileSchema.unwrap()),
       deleted: pathRecord(z.looseObject({rev: revisionSchema, updatedAt: isoDateTimeSchema})).optional(),
+      /** The server's change sequence after this push (see docs/protocol.md for when it may serve as `since`). */
+      seq: z.number().int().nonnegative().optional(),
     })
     .meta({title: 'Push answer', description: 'Answer of POST /api/memory/push'}),
 )

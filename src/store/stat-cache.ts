@@ -81,7 +81,8 @@ export async function readStatCache(root: string): Promise<StatCache> {
 /** The hash the cache holds for `path`, without making the record of every file (`files`). */
 export function cachedHash(hints: ScanHints, path: string): string | undefined {
   const {known} = hints
-  return known instanceof StatColumns || known instanceof Map ? known.get(path)?.hash : (known as StatCache)[path]?.hash
+  if (known instanceof StatColumns) return known.hashOf(path)
+  return known instanceof Map ? known.get(path)?.hash : (known as StatCache)[path]?.hash
 }
 
 /** True when `local` holds exactly the cache's files, each with the cache's hash (without making `files`). */

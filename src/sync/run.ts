@@ -605,7 +605,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   }
   for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
   // Our server numbers its commits, one per push that changed anything; a seed-style server says nothing.
-  const seq = (answer as {seq?: unknown}).seq
+  const seq = 'seq' in answer ? answer.seq : undefined
   context.seq = context.seq !== undefined && (seq === context.seq || seq === context.seq + 1) ? seq : undefined
   for (const path of deletes) {
     delete state.files[path]
