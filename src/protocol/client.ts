@@ -81,21 +81,22 @@ export class MemoryClient {
   /** Kept for symmetry with the WebSocket side: fetch pools its connections and needs no closing. */
   async close(): Promise<void> {}
 
-  status(since?: number): Promise<StatusResponse> {
-    return this.call('GET', since === undefined ? '/api/memory/status' : `/api/memory/status?since=${since}`, undefined, statusResponseSchema)
+  /** `onSent` (here, in pull and in push): see requestText. */
+  status(since?: number, onSent?: () => void): Promise<StatusResponse> {
+    return this.call('GET', since === undefined ? '/api/memory/status' : `/api/memory/status?since=${since}`, undefined, statusResponseSchema, {}, onSent)
   }
 
-  pull(paths: string[]): Promise<PullResponse> {
-    return this.call('POST', '/api/memory/pull', {files: paths}, pullResponseSchema)
+  pull(paths: string[], onSent?: () => void): Promise<PullResponse> {
+    return this.call('POST', '/api/memory/pull', {files: paths}, pullResponseSchema, {}, onSent)
   }
 
   /** `merged`: paths of `files` merged with a newer server version, for the server's audit log (sent with `base` only). */
-  push(files: Record<string, string>, base?: Record<string, number | null>, deletes?: string[], merged?: string[]): Promise<PushResponse> {
+  push(files: Record<string, string>, base?: Record<string, number | null>, deletes?: string[], merged?: string[], onSent?: () => void): Promise<PushResponse> {
     const body: Record<string, unknown> = {files}
     if (base && Object.keys(base).length > 0) body.base = base
     if (deletes && deletes.length > 0) body.deletes = deletes
     if (body.base !== undefined && merged && merged.length > 0) body.merged = merged
-    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema)
+    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema, {}, onSent)
   }
 
   syncTask<S extends z.ZodType>(task: unknown, answer: S): Promise<z.output<S>> {
@@ -119,7 +120,7 @@ export class MemoryClient {
   }
 
   /** One request: the error mapping of the contract, and the answer zod-parsed against `schema`. */
-  protected async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, extraHeaders: Record<string, string> = {}): Promise<z.output<S>> {
+  protected async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, extraHeaders: Record<string, string> = {}, onSent?: () => void): Promise<z.output<S>> {
     const url = `${this.server}${path}`
     const payload = body === undefined ? undefined : JSON.stringify(body)
     const headers: Record<string, string> = {...extraHeaders, accept: 'application/json'}
@@ -127,7 +128,7 @@ export class MemoryClient {
     if (this.token) headers.authorization = `Bearer ${this.token}`
     let answer: HttpAnswer
     try {
-      answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs})
+      answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs, onSent})
     } catch (error) {
       const reason = describeNetworkError(error)
       throw new UnreachableError(`cannot reach the jarvis server at ${this.server}: ${reason}`, {server: this.server, reason}, error)

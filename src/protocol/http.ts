@@ -22,7 +22,11 @@ async function transport(secure: boolean): Promise<{request: typeof httpRequest;
 }
 
 /** An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. */
-export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number}): Promise<HttpAnswer> {
+/**
+ * `onSent`: called once the request is handed to the kernel (or has failed), for a caller that then keeps the thread
+ * busy: a request still waiting for its connection's turn of the event loop would leave only after that work.
+ */
+export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number; onSent?: () => void}): Promise<HttpAnswer> {
   const target = new URL(url)
   const secure = target.protocol === 'https:'
   const headers = options.body === undefined ? options.headers : {...options.headers, 'content-length': String(Buffer.byteLength(options.body))}
@@ -36,6 +40,11 @@ export async function requestText(url: string, options: {method: string; headers
     })
     request.setTimeout(options.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${options.timeoutMs / 1000} s`), {code: 'ETIMEDOUT'})))
     request.on('error', reject)
+    // 'finish' comes when the socket has written the request, so after its connection was made.
+    if (options.onSent) {
+      request.once('finish', options.onSent)
+      request.once('error', options.onSent)
+    }
     request.end(options.body)
   })
 }

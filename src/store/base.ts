@@ -90,6 +90,18 @@ export class BaseStore {
     return had
   }
 
+  /**
+   * Opens the database now, while the caller waits for an answer whose texts it will flush here: only a head start. A
+   * failure is left to the flush, which meets it again and reports it.
+   */
+  openEarly(): void {
+    try {
+      this.open()
+    } catch {
+      // See flush.
+    }
+  }
+
   /** Writes what `put` and `remove` kept, in one transaction. */
   flush(): void {
     if (this.pending.size === 0) return

@@ -85,13 +85,25 @@ export function cachedHash(hints: ScanHints, path: string): string | undefined {
   return known instanceof Map ? known.get(path)?.hash : (known as StatCache)[path]?.hash
 }
 
-/** True when `local` holds exactly the cache's files, each with the cache's hash (without making `files`). */
-export function sameAsCached(hints: ScanHints, local: ReadonlyMap<string, {hash: string}>): boolean {
-  const {known} = hints
-  if (known instanceof StatColumns) return known.sameHashes(local)
-  if (local.size !== hints.count) return false
-  for (const [path, entry] of local) if (cachedHash(hints, path) !== entry.hash) return false
-  return true
+/**
+ * The paths where `local` differs from the cache: a file new or with another hash, or a file of the cache gone. Only
+ * the paths in `hashed` are compared: the scan gave every other file of `local` the cache's hash (scanMemory's
+ * `counts.hashed`). The cache's paths are walked only when fewer of them were found than it lists.
+ */
+export function changedSinceCache(hints: ScanHints, local: ReadonlyMap<string, {hash: string}>, hashed: readonly string[]): string[] {
+  const changed: string[] = []
+  let foundOfCache = local.size
+  for (const path of hashed) {
+    const cached = cachedHash(hints, path)
+    if (cached === undefined) foundOfCache--
+    if (cached !== local.get(path)?.hash) changed.push(path)
+  }
+  if (foundOfCache < hints.count) for (const path of cachedPaths(hints)) if (!local.has(path)) changed.push(path)
+  return changed
+}
+
+function cachedPaths({known}: ScanHints): Iterable<string> {
+  return known instanceof StatColumns ? known.paths : known instanceof Map ? known.keys() : Object.keys(known)
 }
 
 /** Hints listing `known`, no folder and no backup. */

@@ -25,27 +25,30 @@ export function syncStatePath(root: string): string {
   return join(nexusDir(root), 'sync-state.json')
 }
 
+/** Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field. */
+export async function readSyncState(root: string): Promise<SyncState> {
+  return (await readSyncStateAs(root, undefined)).state
+}
 
 /**
- * Missing → the empty state (`{version: 1, files: {}}`); malformed → SchemaError naming the file and line or field.
- * `writtenAs`: the stamp the state had when a jarvis wrote it, having checked every entry (a stat cache's clean
- * mark). While the file and its journal still have that stamp nobody rewrote them (a rewrite is a rename to a new
- * inode, an edit moves the mtime), and their entries are not checked again.
+ * The sync state as readSyncState reads it, and whether it is `asWritten`: `writtenAs` is the stamp the state had when
+ * a jarvis wrote it, having checked every entry (a stat cache's clean mark). While the file and its journal still
+ * have that stamp nobody rewrote them (a rewrite is a rename to a new inode, an edit moves the mtime), and their
+ * entries are not checked again.
  */
-export async function readSyncState(root: string, options: {writtenAs?: StateStamp} = {}): Promise<SyncState> {
+export async function readSyncStateAs(root: string, writtenAs: StateStamp | undefined): Promise<{state: SyncState; asWritten: boolean}> {
   onDisk.delete(root)
   const read = await readStamped(syncStatePath(root))
-  if (read === null) return syncStateSchema.parse({})
+  if (read === null) return {state: syncStateSchema.parse({}), asWritten: false}
   const value = parseJsonText(read.text, SYNC_STATE_FILE)
   const journal = await readStamped(syncJournalPath(root))
   const applied = journal === null || !isRecord(value) ? undefined : applyJournal(value, journal.text, read.stamp)
-  const writtenAs = options.writtenAs
   const unchanged = writtenAs !== undefined && sameStamp(read.stamp, writtenAs) && (journal === null ? writtenAs.journal === undefined : writtenAs.journal !== undefined && sameStamp(journal.stamp, writtenAs.journal))
   const byHand = checkedByHand(value, unchanged)
-  if (byHand === undefined) return checkSyncState(value)
+  if (byHand === undefined) return {state: checkSyncState(value), asWritten: false}
   // Known only when every entry was checked by hand, and so frozen: an entry the caller keeps is then unchanged.
   onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}, count: Object.keys(byHand.files).length})
-  return byHand
+  return {state: byHand, asWritten: unchanged}
 }
 
 /**

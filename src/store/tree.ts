@@ -85,16 +85,6 @@ export class StatColumns {
     return at === undefined ? undefined : this.hashes.slice(at * HASH_HEX_LENGTH, (at + 1) * HASH_HEX_LENGTH)
   }
 
-  /** True when `local` holds exactly these paths, each with its hash here: no entry made, no index built. */
-  sameHashes(local: ReadonlyMap<string, {hash: string}>): boolean {
-    if (local.size !== this.paths.length) return false
-    for (let at = 0; at < this.paths.length; at++) {
-      const hash = local.get(this.paths[at])?.hash
-      if (hash === undefined || hash.length !== HASH_HEX_LENGTH || !this.hashes.startsWith(hash, at * HASH_HEX_LENGTH)) return false
-    }
-    return true
-  }
-
   private indexOf(path: string): number | undefined {
     if (this.index === undefined) {
       this.index = new Map()
@@ -132,8 +122,10 @@ export interface ScanOptions {
   /**
    * Filled with the number of entries given back exactly as the stat cache held them (the same objects): when it is
    * the size of both the cache and the result, the scan found what the cache says, without comparing 10,000 entries.
+   * `hashed`, when given, with the paths of the files read and hashed (their entry did not hold): every other file
+   * found has the cache's hash.
    */
-  counts?: {unchanged: number}
+  counts?: {unchanged: number; hashed?: string[]}
   /**
    * Filled with the text of each file the scan reads to hash that `wanted` asks for and that has at most `maxBytes`:
    * a sync needs the text of every file changed since its base, which it read a second time.
@@ -363,6 +355,7 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
     }
     // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
     const hash = hashBytes(bytes)
+    options.counts?.hashed?.push(rel)
     foundRels.push(rel)
     foundStats.push({hash, size: bytes.length, mtimeMs, ino, checkedAtMs})
     const texts = options.texts

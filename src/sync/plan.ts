@@ -31,9 +31,16 @@ export type Action =
 
 export type SyncMode = 'revision' | 'timestamp'
 
+/** Each local file's hash by path: a map, or a view of a scan's entries. */
+export interface LocalHashes extends Iterable<[string, string]> {
+  get(path: string): string | undefined
+  has(path: string): boolean
+  keys(): Iterable<string>
+}
+
 export interface PlanInput {
   mode: SyncMode
-  local: ReadonlyMap<string, string>
+  local: LocalHashes
   base: Readonly<Record<string, BaseEntry>>
   remote: Readonly<Record<string, RemoteEntry>>
   /**

@@ -7,6 +7,7 @@ import {
   appendAudit,
   AtomicBatch,
   cachedHash,
+  changedSinceCache,
   type CleanMark,
   type DirCache,
   type DirStat,
@@ -22,8 +23,7 @@ import {
   memoryFileAbsent,
   readMemoryFile,
   readScanHints,
-  readSyncState,
-  sameAsCached,
+  readSyncStateAs,
   sameStateStamp,
   saveBackup,
   scanMemory,
@@ -37,7 +37,7 @@ import {
   writeSyncState,
 } from '../store/index.js'
 import {flushOutbox} from './outbox.js'
-import {exceedsDeletionGuard, pathsToPlan, planSync, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
+import {exceedsDeletionGuard, type LocalHashes, pathsToPlan, planSync, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')
@@ -153,7 +153,8 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     return result
   }
   // A state still as the sync that left the clean mark wrote it is not checked entry by entry again.
-  let state = await readSyncState(root, {writtenAs: quick?.kind === 'sync' ? quick.hints.clean?.state : undefined})
+  const read = await readSyncStateAs(root, quick?.kind === 'sync' ? quick.hints.clean?.state : undefined)
+  let state = read.state
   const asRead = {server: state.server, serverId: state.serverId, mode: state.mode, seq: state.seq}
   let forgotRevisions = false
   // Revisions are per server: against another server only the content hashes of our bases still mean something.
@@ -184,7 +185,10 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
     result.mode = mode
 
-    const round = await syncRound({root, client, bases, hints: quickRead?.hints, scanned: asked?.scanned, state, status, mode, incremental: !fullListing, options, now, result})
+    // The quick check's scan, against the stat cache whose clean mark names the state as read: each base is a file of
+    // the cache, with its hash.
+    const basesAreCache = asked?.scanned !== undefined && read.asWritten && !forgotRevisions
+    const round = await syncRound({root, client, bases, hints: quickRead?.hints, scanned: asked?.scanned, basesAreCache, state, status, mode, incremental: !fullListing, options, now, result})
     if (round.kind === 'done') {
       state = round.state
       state.server = client.server
@@ -231,6 +235,8 @@ interface Scanned {
   texts: Map<string, string>
   /** Every file as the stat cache has it. */
   sameEntries: boolean
+  /** The paths where the scan differs from the stat cache (see changedSinceCache). */
+  changed: string[]
   /** Nothing in it differs from the hints: the stat cache need not be written. */
   unchanged: boolean
 }
@@ -243,12 +249,12 @@ async function scanTree(root: string, hints: ScanHints, wanted: (path: string, h
   const backups: string[] = []
   const texts = new Map<string, string>()
   const dirs = new Map<string, DirStat>()
-  const counts = {unchanged: 0}
+  const counts = {unchanged: 0, hashed: [] as string[]}
   const local = await scanMemory(root, hints.known, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
   const sameEntries = counts.unchanged === local.size && local.size === hints.count
-  return {hints, local, dirs, backups, texts, sameEntries, unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+  return {hints, local, dirs, backups, texts, sameEntries, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
 }
 
 /** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
@@ -264,14 +270,15 @@ async function quickCheck(root: string, client: MemoryClient): Promise<QuickChec
   const hints = await readScanHints(root)
   const clean = hints.clean
   if (clean === undefined || clean.server !== client.server || !sameStateStamp(await syncStateStamp(root), clean.state)) return {kind: 'sync', hints}
-  // Asked before the scan and awaited after it: the server answers while the tree is walked (either is needed).
-  const asking = prefetch(client.status(clean.seq))
+  // Asked before the scan and awaited after it: the server answers while the tree is walked (either is needed). The
+  // scan holds the thread, so the question must be on the wire before it starts.
+  const {answer: asking} = await sentFirst((sent) => client.status(clean.seq, sent))
   // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
   const scanned = await scanTree(root, hints, (path, hash) => cachedHash(hints, path) !== hash)
   const status = await asking
   if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
-  if (scanned.backups.length > 0 || !(scanned.sameEntries || sameAsCached(hints, scanned.local))) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
+  if (scanned.backups.length > 0 || scanned.changed.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean})
   return {kind: 'nothing'}
 }
@@ -284,6 +291,18 @@ async function writeScan(root: string, scan: {scanned: Scanned; clean: boolean},
   const sameMark = old === undefined ? clean === undefined : clean !== undefined && old.server === clean.server && old.serverId === clean.serverId && old.seq === clean.seq && sameStateStamp(old.state, clean.state)
   if (scan.scanned.unchanged && sameMark) return
   await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean})
+}
+
+/** The scan's hashes by path, read through its entries: no second map of every file. */
+function hashesOf(local: ReadonlyMap<string, MemoryFileStat>): LocalHashes {
+  return {
+    get: (path) => local.get(path)?.hash,
+    has: (path) => local.has(path),
+    *[Symbol.iterator]() {
+      for (const [path, {hash}] of local) yield [path, hash]
+    },
+    keys: () => local.keys(),
+  }
 }
 
 /** Every local file has an entry of the same hash in `files` (the bases), and every entry a file. */
@@ -300,6 +319,8 @@ interface RoundInput {
   /** The stat cache as the quick check read it, and its scan if it made one. */
   hints?: ScanHints
   scanned?: Scanned
+  /** The bases are the files of `scanned`'s stat cache, each with its hash (see CleanMark). */
+  basesAreCache?: boolean
   state: SyncState
   status: StatusResponse
   mode: SyncMode
@@ -326,12 +347,13 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // texts to keep.
   const scanned = input.scanned ?? (await scanTree(root, input.hints ?? (await readScanHints(root)), (path, hash) => state.files[path]?.hash !== hash))
   const {local, texts: scannedText, backups: backupsSeen} = scanned
-  const localHashes = new Map<string, string>()
-  for (const [path, info] of local) localHashes.set(path, info.hash)
+  const localHashes = hashesOf(local)
 
   const planInput: PlanInput = {mode, local: localHashes, base: state.files, remote: remoteEntries(status), remoteIsIncremental: input.incremental, pending: pendingOf(state)}
-  // After an incremental listing, only the paths changed on either side (see pathsToPlan).
-  const paths = [...pathsToPlan(planInput)].sort()
+  // After an incremental listing, only the paths changed on either side (see pathsToPlan). With bases that are the
+  // stat cache's files, those changed here are the ones the scan found changed since the cache: no file looked at.
+  const changedHere = input.incremental && input.basesAreCache ? scanned.changed : undefined
+  const paths = changedHere === undefined ? [...pathsToPlan(planInput)].sort() : [...new Set([...changedHere, ...Object.keys(planInput.remote)])].sort()
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
   const skip = new Set<string>()
   const localText = new Map<string, string>()
@@ -398,7 +420,9 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     stagedChars = 0
   }
   let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
-  let asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+  let asked = batch.length > 0 ? (await sentFirst((sent) => pullTexts(client, batch, sent))).answer : undefined
+  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile.
+  if (asked !== undefined) bases.openEarly()
   try {
     for (let start = batch.length; asked !== undefined; ) {
       const remoteText = await asked
@@ -584,7 +608,10 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   let answer
   try {
     const merged = batch.filter(({item}) => item.merged).map(({item}) => item.path)
-    answer = await client.push(files, mode === 'revision' ? base : undefined, deletes, merged)
+    const pushed = await sentFirst((sent) => client.push(files, mode === 'revision' ? base : undefined, deletes, merged, sent))
+    // While the server commits: the base copies' database, where the acknowledged texts go, is opened meanwhile.
+    if (batch.length > 0) bases.openEarly()
+    answer = await pushed.answer
   } catch (error) {
     if (error instanceof StalePushError) return error.stale
     if (error instanceof JarvisError && error.data.status === 413 && batch.length > 1) {
@@ -629,6 +656,21 @@ function prefetch<T>(answer: Promise<T>): Promise<T> {
   return answer
 }
 
+/**
+ * A request to be answered while this process works: returns once it is on the wire (or has failed), with its answer
+ * to await later. Work that holds the thread (a scan, opening a database) would otherwise hold the request back too:
+ * a request waits for its connection's turn of the event loop before it is written.
+ */
+async function sentFirst<T>(ask: (sent: () => void) => Promise<T>): Promise<{answer: Promise<T>}> {
+  let sent!: () => void
+  const onTheWire = new Promise<void>((resolve) => (sent = resolve))
+  const answer = prefetch(ask(sent))
+  await Promise.race([onTheWire, answer.then(noop, noop)])
+  return {answer}
+}
+
+const noop = () => {}
+
 /** As many files as the last answer's sizes suggest fit in PULL_BATCH_BYTES: fewer after large files, at most twice as many after small ones. */
 function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): number {
   let bytes = 0
@@ -638,10 +680,10 @@ function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): num
 }
 
 /** The server's texts of `paths` (one request); a path it no longer has is left out. */
-async function pullTexts(client: MemoryClient, paths: string[]): Promise<Map<string, RemoteText>> {
+async function pullTexts(client: MemoryClient, paths: string[], onSent?: () => void): Promise<Map<string, RemoteText>> {
   const texts = new Map<string, RemoteText>()
   if (paths.length === 0) return texts
-  const {files} = await client.pull(paths)
+  const {files} = await client.pull(paths, onSent)
   for (const path of paths) {
     const file = files[path]
     if (!file || file.deleted) continue

@@ -1,6 +1,7 @@
 import {mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile} from 'node:fs/promises'
 import {join, relative} from 'node:path'
 
+import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError, SchemaError} from '../../src/errors.js'
@@ -8,6 +9,7 @@ import {isSqliteFileError} from '../../src/store/sqlite-open.js'
 import {
   BaseStore,
   cachedHash,
+  changedSinceCache,
   deleteBase,
   deleteMemoryFile,
   type DirStat,
@@ -20,7 +22,6 @@ import {
   readScanHints,
   readStatCache,
   readSyncState,
-  sameAsCached,
   scanMemory,
   writeBase,
   writeMemoryFile,
@@ -267,29 +268,30 @@ describe('scanMemory', () => {
     for (const path of [join(memory, 'notes'), memory]) await utimes(path, old, old)
     const folderHint = async (path: string) => ({mtimeMs: (await stat(path)).mtimeMs, checkedAtMs: Date.now()})
     for (const dirCache of [undefined, {'': await folderHint(memory), notes: await folderHint(join(memory, 'notes'))}]) {
-      const counts = {unchanged: 0}
+      const counts = {unchanged: 0, hashed: [] as string[]}
       const fromColumns = await scanMemory(root, hints.known, {dirCache, counts})
       expect([...fromColumns].map(([path, entry]) => [path, entry.hash])).toEqual([
         ['notes/old.md', fake('1')],
         ['notes/racy.md', hashText('aaaa')],
       ])
       expect(counts.unchanged).toBe(1)
+      // The one file read again: every other file found was given the cache's hash.
+      expect(counts.hashed).toEqual(['notes/racy.md'])
     }
     expect(hints.files).toEqual(entries)
-    // What a sync asks of them: a path's hash, and whether a scan found exactly the cache's files and hashes — the
+    // What a sync asks of them: a path's hash, and where a scan that hashed every file differs from the cache — the
     // same answers from the columns as read and from an object per path (version 1).
-    const scans: Array<[string, Map<string, {hash: string}>]> = [
-      ['the same', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2')}]])],
-      ['one hash moved', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('3')}]])],
-      ['one file less', new Map([['notes/old.md', {hash: fake('1')}]])],
-      ['another file', new Map([['notes/old.md', {hash: fake('1')}], ['notes/new.md', {hash: fake('2')}]])],
-      ['a hash cut short', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2').slice(0, 10)}]])],
+    const scans: Array<[string, Map<string, {hash: string}>, string[]]> = [
+      ['the same', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2')}]]), []],
+      ['one hash moved', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('3')}]]), ['notes/racy.md']],
+      ['one file less', new Map([['notes/old.md', {hash: fake('1')}]]), ['notes/racy.md']],
+      ['another file', new Map([['notes/old.md', {hash: fake('1')}], ['notes/new.md', {hash: fake('2')}]]), ['notes/new.md', 'notes/racy.md']],
+      ['a hash cut short', new Map([['notes/old.md', {hash: fake('1')}], ['notes/racy.md', {hash: fake('2').slice(0, 10)}]]), ['notes/racy.md']],
     ]
     await writeFile(cachePath, JSON.stringify({version: 1, files: entries, dirs: {}, backups: []}))
     const asRecord = await readScanHints(root)
-    for (const [label, found] of scans) {
-      expect([label, sameAsCached(hints, found)]).toEqual([label, label === 'the same'])
-      expect([label, sameAsCached(asRecord, found)]).toEqual([label, label === 'the same'])
+    for (const [label, found, changed] of scans) {
+      for (const each of [hints, asRecord]) expect([label, changedSinceCache(each, found, [...found.keys()]).sort()]).toEqual([label, changed])
     }
     for (const each of [hints, asRecord]) expect(['notes/racy.md', 'notes/new.md'].map((path) => cachedHash(each, path))).toEqual([fake('2'), undefined])
     await writeStatCache(root, entries, {dirs: {}, backups: []})
@@ -445,5 +447,42 @@ describe('other .nexus files', () => {
     expect(await readNexusFile(root, 'gemini-backup/tag.json')).toBe('{}')
     expect(await readNexusFile(root, 'sessions.json')).toBeNull()
     await expect(writeNexusFile(root, '../.memory/x', 'x')).rejects.toBeInstanceOf(PathRefusedError)
+  })
+})
+
+describe('the files a scan found changed since the stat cache', () => {
+  const paths = ['a.md', 'b.md', 'c/d.md', 'c/e.json', 'f.md']
+  const hashes = ['1', '2', '3'].map((digit) => digit.repeat(64))
+  const entry = (hash: string) => ({hash, size: 1, mtimeMs: 1})
+  it('are the paths of another hash, new or gone, looking only at the files it hashed again', () => {
+    const scans = fc.record({
+      cache: fc.dictionary(fc.constantFrom(...paths), fc.constantFrom(...hashes), {maxKeys: 5}),
+      // Per path: as cached (hashed again or not), another hash, gone, or new.
+      fate: fc.dictionary(fc.constantFrom(...paths), fc.record({hash: fc.constantFrom(...hashes), gone: fc.boolean(), hashedAgain: fc.boolean()}), {maxKeys: 5}),
+    })
+    fc.assert(
+      fc.property(scans, ({cache, fate}) => {
+        const local = new Map<string, {hash: string}>()
+        const hashed: string[] = []
+        for (const path of paths) {
+          const cached = cache[path]
+          const what = fate[path]
+          if (what === undefined) {
+            if (cached !== undefined) local.set(path, {hash: cached})
+            continue
+          }
+          if (what.gone) continue
+          local.set(path, {hash: what.hash})
+          // A scan gives the cache's hash to a file it does not read: any other hash was read.
+          if (what.hashedAgain || what.hash !== cached) hashed.push(path)
+        }
+        const expected = paths.filter((path) => local.get(path)?.hash !== cache[path])
+        const record = Object.fromEntries(Object.entries(cache).map(([path, hash]) => [path, entry(hash)]))
+        for (const known of [record, new Map(Object.entries(record))]) {
+          const hints = {known, count: Object.keys(record).length, files: record, dirs: {}, backups: []}
+          expect(changedSinceCache(hints, local, hashed).sort()).toEqual(expected)
+        }
+      }),
+    )
   })
 })

@@ -36,10 +36,16 @@ async function client(agent: string): Promise<TestClient> {
 }
 
 /** `jarvis sync` in `root` under strace: the paths it opened, and its exit code. */
-function openedBySync(root: string, agent: string): Promise<{code: number | null; stderr: string; opened: string[]}> {
-  const trace = join(root, '..', `opened-${process.pid}-${Date.now()}.txt`)
+async function openedBySync(root: string, agent: string): Promise<{code: number | null; stderr: string; opened: string[]}> {
+  const {lines, ...run} = await tracedSync(root, agent, 'open,openat')
+  return {...run, opened: lines.flatMap((line) => /open(?:at)?\([^"]*"([^"]+)"/.exec(line)?.[1] ?? [])}
+}
+
+/** `jarvis sync` in `root` under strace, tracing the system calls `calls`: the lines of the trace, in order. */
+function tracedSync(root: string, agent: string, calls: string): Promise<{code: number | null; stderr: string; lines: string[]}> {
+  const trace = join(root, '..', `traced-${process.pid}-${Date.now()}.txt`)
   return new Promise((resolve, reject) => {
-    const child = spawn('strace', ['-f', '-qq', '-o', trace, '-e', 'trace=open,openat', process.execPath, jarvisBin, 'sync', '--quiet'], {
+    const child = spawn('strace', ['-f', '-qq', '-o', trace, '-e', `trace=${calls}`, process.execPath, jarvisBin, 'sync', '--quiet'], {
       cwd: root,
       env: {...process.env, JARVIS_TOKEN: TOKENS[agent], NO_COLOR: '1'},
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -51,7 +57,7 @@ function openedBySync(root: string, agent: string): Promise<{code: number | null
       readFile(trace, 'utf8')
         .then(async (text) => {
           await rm(trace, {force: true})
-          resolve({code, stderr, opened: [...text.matchAll(/open(?:at)?\([^"]*"([^"]+)"/g)].map((match) => match[1]!)})
+          resolve({code, stderr, lines: text.split('\n')})
         })
         .catch(reject)
     })
@@ -115,6 +121,26 @@ describe('a sync after a clean one', () => {
     await b.sync()
     expect((await readSyncState(b.root)).files['keep.md']!.hash).toBe(hashText('keep, edited\n'))
     expect(await b.read('keep.md')).toBe('keep, edited\n')
+  })
+
+  it('asks the server before it walks the tree: the question is on the wire while the files are looked at', async () => {
+    const a = await client('claude')
+    for (let i = 0; i < 20; i++) await a.write(`notes/n${i}.md`, `n${i}\n`)
+    await a.sync()
+    await a.sync()
+    await a.sync()
+    await a.write('notes/n3.md', 'n3, edited\n')
+
+    const {code, stderr, lines} = await tracedSync(a.root, 'claude', 'write,writev,lstat,newfstatat,statx')
+    expect(code, stderr).toBe(0)
+    const asked = lines.findIndex((line) => line.includes('GET /api/memory/status'))
+    const walked = lines.findIndex((line) => /notes\/n\d+\.md"/.test(line))
+    expect(asked).toBeGreaterThan(-1)
+    expect(walked).toBeGreaterThan(-1)
+    expect(asked).toBeLessThan(walked)
+    const b = await client('gemini')
+    await b.sync()
+    expect(await b.read('notes/n3.md')).toBe('n3, edited\n')
   })
 })
 
