@@ -11,9 +11,11 @@ import {fileURLToPath} from 'node:url'
 import {benchEvents} from './events.js'
 import {benchMcp} from './mcp.js'
 import {benchMerge} from './merge.js'
+import {runProcess} from './process.js'
 import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
 import {benchStartup} from './startup.js'
+import {median} from './stats.js'
 import {benchSync} from './sync.js'
 import {benchTeam} from './team.js'
 import {benchWatch} from './watch.js'
@@ -30,6 +32,23 @@ for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], [
   sections.push(await bench())
 }
 
+/**
+ * Node reads the certificates NODE_EXTRA_CA_CERTS names when it starts, whatever the program: where it is set, every
+ * jarvis process pays it (as `node -e 0` does) and git does not. Said beside the machine, measured alternated.
+ */
+async function extraCertsCost(): Promise<string | undefined> {
+  if (!process.env.NODE_EXTRA_CA_CERTS) return undefined
+  const {NODE_EXTRA_CA_CERTS: _set, ...without} = process.env
+  const runs: number[][] = [[], []]
+  for (let run = 0; run < 15; run++) {
+    runs[0].push((await runProcess(process.execPath, ['-e', '0'], {cwd: process.cwd()})).ms)
+    runs[1].push((await runProcess(process.execPath, ['-e', '0'], {cwd: process.cwd(), env: without})).ms)
+  }
+  const [withCerts, withoutCerts] = runs.map(median)
+  return `- NODE_EXTRA_CA_CERTS is set here: every Node process reads it at start, \`node -e 0\` ${withCerts.toFixed(0)} ms with it, ${withoutCerts.toFixed(0)} ms without (medians of 15, alternated); git does not pay it`
+}
+
+const certs = await extraCertsCost()
 const git = execFileSync('git', ['--version'], {encoding: 'utf8'}).trim()
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}, Node ${process.version}, ${git}`
 const text = [
@@ -38,6 +57,7 @@ const text = [
   'Written by `npm run bench` (after `npm run build`); numbers are medians unless a row says otherwise.',
   '',
   `- Machine: ${machine}`,
+  ...(certs === undefined ? [] : [certs]),
   `- Date: ${new Date().toISOString().slice(0, 10)}`,
   '- Command: `npm run build && npm run bench`',
   '',

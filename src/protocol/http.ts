@@ -21,10 +21,10 @@ async function transport(secure: boolean): Promise<{request: typeof httpRequest;
   return {request: https.request, agent: agents.https}
 }
 
-/** An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. */
 /**
- * `onSent`: called once the request is handed to the kernel (or has failed), for a caller that then keeps the thread
- * busy: a request still waiting for its connection's turn of the event loop would leave only after that work.
+ * An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. `onSent`: called once
+ * the request is handed to the kernel (or has failed), for a caller that then keeps the thread busy: a request still
+ * waiting for its connection's turn of the event loop would leave only after that work.
  */
 export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number; onSent?: () => void}): Promise<HttpAnswer> {
   const target = new URL(url)
