@@ -46,6 +46,11 @@ export interface CleanMark {
   server: string
   serverId?: string
   seq: number
+  /**
+   * Each base's revision (null: none), in the order of the cache's files (version 2 only): with the hashes, the
+   * state's entries as the mark knows them, for a sync that changes a few files without reading the state.
+   */
+  revs?: Array<number | null>
 }
 
 /** What the last scan saw: its files and folders. */
@@ -72,6 +77,18 @@ function isCleanMark(value: unknown): value is CleanMark {
     typeof v.server === 'string' && (v.serverId === undefined || typeof v.serverId === 'string') && Number.isSafeInteger(v.seq) &&
     isStamp(state) && (state.journal === undefined || isStamp(state.journal))
   )
+}
+
+function isRevisions(value: unknown, count: number): value is Array<number | null> {
+  return Array.isArray(value) && value.length === count && value.every((rev) => rev === null || (Number.isSafeInteger(rev) && (rev as number) >= 0))
+}
+
+/** The revision of a path's base as the clean mark has it (null: none); undefined when the mark does not say. */
+export function cachedRev(hints: ScanHints, path: string): number | null | undefined {
+  const revs = hints.clean?.revs
+  if (revs === undefined || !(hints.known instanceof StatColumns)) return undefined
+  const at = hints.known.position(path)
+  return at === undefined ? undefined : revs[at]
 }
 
 export async function readStatCache(root: string): Promise<StatCache> {
@@ -137,7 +154,10 @@ export async function readScanHints(root: string): Promise<ScanHints> {
         for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
         hints.backups = parsed.backups as string[]
       }
-      if (isCleanMark(parsed.clean)) hints.clean = parsed.clean
+      if (isCleanMark(parsed.clean)) {
+        hints.clean = parsed.clean
+        if (!(files instanceof StatColumns && isRevisions(parsed.clean.revs, files.size))) delete hints.clean.revs
+      }
     }
     return hints
   } catch (error) {
@@ -183,16 +203,31 @@ function filesOfColumns(columns: Columns): StatColumns | undefined {
   return new StatColumns(paths as string[], hashes, sizes as number[], mtimes as number[], inos as Array<number | null>, checked as Array<number | null>)
 }
 
-/** `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark. */
-export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark}): Promise<void> {
+/**
+ * `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark,
+ * its `revs` made here from `revOf` (each file's base revision), in the order the files are written.
+ */
+export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined}): Promise<void> {
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
-  const body = folders === undefined ? {version: 2, ...columnsOf(entries)} : {version: 2, ...columnsOf(entries), dirs, backups: folders.backups, ...(folders.clean ? {clean: folders.clean} : {})}
+  const revOf = folders?.clean ? folders.revOf : undefined
+  const {revs, ...columns} = columnsOf(entries, revOf)
+  let clean: CleanMark | undefined
+  if (folders?.clean) {
+    const {revs: _old, ...mark} = folders.clean
+    // Every file's revision, or none: a mark that cannot say them all says none.
+    clean = revs !== undefined && revs.every((rev) => rev !== undefined) ? {...mark, revs: revs as Array<number | null>} : mark
+  }
+  const body = folders === undefined ? {version: 2, ...columns} : {version: 2, ...columns, dirs, backups: folders.backups, ...(clean ? {clean} : {})}
   // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
   // old clean mark only means a sync that reads its state).
   await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
 }
 
-function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: string[]; hashes: string; sizes: number[]; mtimes: number[]; inos: Array<number | null>; checked: Array<number | null>} {
+function columnsOf(
+  entries: Map<string, MemoryFileStat> | StatCache,
+  revOf?: (path: string) => number | null | undefined,
+): {paths: string[]; hashes: string; sizes: number[]; mtimes: number[]; inos: Array<number | null>; checked: Array<number | null>; revs?: Array<number | null | undefined>} {
+  const revs: Array<number | null | undefined> | undefined = revOf ? [] : undefined
   const paths: string[] = []
   const hashes: string[] = []
   const sizes: number[] = []
@@ -208,9 +243,10 @@ function columnsOf(entries: Map<string, MemoryFileStat> | StatCache): {paths: st
     mtimes.push(entry.mtimeMs)
     inos.push(entry.ino ?? null)
     checked.push(entry.checkedAtMs ?? null)
+    revs?.push(revOf!(path))
   }
   // forEach, not for-of: no [path, entry] pair per file.
   if (entries instanceof Map) entries.forEach((entry, path) => add(path, entry))
   else for (const path in entries) add(path, entries[path])
-  return {paths, hashes: hashes.join(''), sizes, mtimes, inos, checked}
+  return {paths, hashes: hashes.join(''), sizes, mtimes, inos, checked, revs}
 }

@@ -6,7 +6,7 @@
 import {lstat, open, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {SchemaError, SecretRefusedError} from '../errors.js'
+import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
 import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
@@ -52,6 +52,42 @@ export async function readSyncStateAs(root: string, writtenAs: StateStamp | unde
 }
 
 /**
+ * A view of the sync state for a sync that changes a few files of a large tree, without reading the whole file: the
+ * entries of a few paths as `files` gives them (a clean stat cache's bases: they are the state's while it has the
+ * stamp `writtenAs`), and everything else of the state from the journal's last line. Undefined when it cannot be had
+ * that way: the state or its journal is not the one `writtenAs` stamps, the journal has no line, or too little room
+ * left before it must be folded into the file. `count`: how many entries the state has.
+ *
+ * The view's entries are never written: only those the caller replaces or removes are, appended to the journal. A
+ * view that cannot be appended is refused, never written whole (see writeSyncState).
+ */
+export async function readSyncStateView(root: string, writtenAs: StateStamp, files: Record<string, {hash: string; rev?: number}>, count: number): Promise<SyncState | undefined> {
+  onDisk.delete(root)
+  const base = await stampOf(syncStatePath(root))
+  if (base === undefined || !sameStamp(base, writtenAs) || writtenAs.journal === undefined) return undefined
+  const journal = await readStamped(syncJournalPath(root))
+  if (journal === null || !sameStamp(journal.stamp, writtenAs.journal)) return undefined
+  if (Math.max(JOURNAL_FOLD_BYTES, base.size / 8) - journal.stamp.size < VIEW_JOURNAL_ROOM) return undefined
+  const lines = journal.text.split('\n')
+  lines.pop()
+  if (lines.length < 2) return undefined
+  const header = parseLine(lines[0]!, 1)
+  const last = parseLine(lines.at(-1)!, lines.length)
+  if (!isRecord(header) || header.journal !== 1 || !isRecord(header.base) || !sameStamp(header.base as unknown as FileStamp, base)) return undefined
+  if (!isRecord(last) || !isRecord(last.state)) return undefined
+  const {files: _none, ...rest} = checkedRest(last.state)
+  const entries = files as SyncState['files']
+  for (const path in entries) Object.freeze(entries[path])
+  onDisk.set(root, {base, baseBytes: base.size, journal: {stamp: journal.stamp, bytes: journal.stamp.size}, files: {...entries}, count, partial: true})
+  return {...rest, files: {[PARTIAL]: true, ...entries}}
+}
+
+/** Room a view wants in the journal: two lines (the pending hashes, then the bases) of VIEW_ENTRIES entries each. */
+const VIEW_JOURNAL_ROOM = 32 * 1024
+/** The most paths a view is asked for (each of its journal lines then stays under ~15 KiB). */
+export const VIEW_ENTRIES = 64
+
+/**
  * Writes the state: appended to the journal when this process knows what is on disk (it read or wrote it, and
  * nobody replaced it since) and few entries changed; else the whole file, atomically, and the journal goes.
  */
@@ -59,6 +95,8 @@ export async function writeSyncState(root: string, state: SyncState): Promise<vo
   const known = onDisk.get(root)
   onDisk.delete(root)
   if (known !== undefined && (await appendToJournal(root, known, state))) return
+  // A view holds a few entries of the state (readSyncStateView): written whole, it would drop every other base.
+  if (PARTIAL in state.files) throw new JarvisError(`${SYNC_STATE_FILE}: the sync could not record its bases in ${SYNC_JOURNAL_FILE}; nothing was overwritten, run \`jarvis sync\` again`, {code: 'STATE_VIEW_UNWRITTEN', exit: 1})
   const checked = checkSyncState(state)
   const text = formatJson(checked)
   await writeFileAtomic(syncStatePath(root), text)
@@ -131,10 +169,17 @@ interface StateOnDisk {
   base: FileStamp
   baseBytes: number
   journal?: {stamp: FileStamp; bytes: number}
-  /** The entries as on disk (a copy: the caller may add or remove entries in its own object), and how many. */
+  /**
+   * The entries as on disk (a copy: the caller may add or remove entries in its own object), and how many the state
+   * has. `partial`: only some of them (a view), so a path missing from the caller's object is not a removal.
+   */
   files: SyncState['files']
   count: number
+  partial?: boolean
 }
+
+/** Marks the entries of a view (readSyncStateView); enumerable, so that a copy made with `{...files}` keeps it. */
+const PARTIAL = Symbol('jarvis.sync-state-view')
 
 const onDisk = new Map<string, StateOnDisk>()
 
@@ -169,14 +214,18 @@ async function appendToJournal(root: string, known: StateOnDisk, state: SyncStat
     changed[path] = entry
     count++
   }
-  // Every entry on disk is still here unless fewer than those are: only then are the removed ones looked for.
-  if (total - added < known.count) {
+  // Every entry on disk is still here unless fewer than those are: only then are the removed ones looked for. A
+  // view's entries are its own: the state has as many as on disk, plus those added, less those removed.
+  let removed = 0
+  if (known.partial || total - added < known.count) {
     for (const path in known.files) {
       if (path in files) continue
       changed[path] = null
-      count++
+      removed++
     }
   }
+  count += removed
+  if (known.partial) total = known.count + added - removed
   const {files: _none, ...rest} = checkedRest(others)
   const line = JSON.stringify({files: changed, state: rest} satisfies JournalLine)
   const header = known.journal === undefined ? JSON.stringify({journal: 1, base: known.base}) + '\n' : ''

@@ -75,17 +75,18 @@ export class StatColumns {
 
   /** The entry of a path, found through an index built the first time (only a scan that lists a folder again asks). */
   get(path: string): MemoryFileStat | undefined {
-    const at = this.indexOf(path)
+    const at = this.position(path)
     return at === undefined ? undefined : this.entryAt(at)
   }
 
   /** The hash of a path's entry, without making the entry. */
   hashOf(path: string): string | undefined {
-    const at = this.indexOf(path)
+    const at = this.position(path)
     return at === undefined ? undefined : this.hashes.slice(at * HASH_HEX_LENGTH, (at + 1) * HASH_HEX_LENGTH)
   }
 
-  private indexOf(path: string): number | undefined {
+  /** Where `path` is in `paths`, through an index built the first time. */
+  position(path: string): number | undefined {
     if (this.index === undefined) {
       this.index = new Map()
       for (let at = 0; at < this.paths.length; at++) this.index.set(this.paths[at], at)

@@ -2,7 +2,8 @@
  * The sync state's journal (store/sync-state.ts): a write that changes few entries appends them to
  * `.nexus/sync-state.journal` instead of rewriting the whole file. Whatever sequence of writes, the state read back
  * (file + journal) is the state last written, exactly as a whole-file write leaves it; a torn last line (an append
- * that never finished) is ignored; a journal that names another file (the file was rewritten since) is ignored.
+ * that never finished) is ignored; a journal that names another file (the file was rewritten since) is ignored. A view
+ * of a few entries (a sync of a few files) writes what a whole state would, and is never written whole.
  */
 import {appendFile, lstat, readFile, stat, writeFile} from 'node:fs/promises'
 
@@ -10,7 +11,7 @@ import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import type {SyncState} from '../../src/schemas/index.js'
-import {hashText, initTree, readSyncState, syncJournalPath, syncStatePath, writeSyncState} from '../../src/store/index.js'
+import {hashText, initTree, readSyncState, readSyncStateView, syncJournalPath, syncStatePath, syncStateStamp, writeSyncState} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 const dirs: string[] = []
@@ -166,5 +167,89 @@ describe('the sync state journal', () => {
     await writeSyncState(root, {...state, seq: 2, files: {...state.files, 'area-0/note-0.md': entryOf('x', 2)}})
     await appendFile(syncJournalPath(root), `${JSON.stringify({files: {'area-1/note-1.md': {hash: 'nope', syncedAt: SYNCED_AT}}, state: {version: 1, seq: 3}})}\n`)
     await expect(readSyncState(root)).rejects.toThrow(/files\.area-1\/note-1\.md\.hash/)
+  })
+
+  it('a view of a few entries, written as a sync writes it, leaves the state the whole state would', async () => {
+    let round = 0
+    const view = fc.record({
+      paths: fc.uniqueArray(fc.nat(199), {minLength: 1, maxLength: 6}),
+      replace: fc.array(fc.nat(5), {maxLength: 6}),
+      add: fc.uniqueArray(fc.integer({min: 200, max: 230}), {maxLength: 3}),
+      remove: fc.array(fc.nat(5), {maxLength: 1}),
+      seq: fc.nat(10_000),
+      pendingFirst: fc.boolean(),
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(view, {minLength: 1, maxLength: 6}), async (steps) => {
+        const root = await tree()
+        await writeSyncState(root, stateOf(200))
+        // A view needs a journal line to take the rest of the state from.
+        const first = await readSyncState(root)
+        await writeSyncState(root, {...first, files: {...first.files, 'area-0/note-0.md': entryOf('note 0, again', 900)}})
+        let whole = await readSyncState(root)
+        const fileIno = (await lstat(syncStatePath(root))).ino
+        for (const {paths, replace, add, remove, seq, pendingFirst} of steps) {
+          const names = paths.map((i) => `area-${i % 5}/note-${i}.md`).filter((path) => whole.files[path] !== undefined)
+          const entries = Object.fromEntries(names.map((path) => [path, {hash: whole.files[path]!.hash, rev: whole.files[path]!.rev}]))
+          const state = await readSyncStateView(root, (await syncStateStamp(root))!, entries, Object.keys(whole.files).length)
+          expect(state).toBeDefined()
+          expect({...state!, files: undefined}).toEqual({...whole, files: undefined})
+          const expected = {...whole, files: {...whole.files}, seq}
+          // As a push does: its pending hashes first, then the bases the server acknowledged.
+          if (pendingFirst) {
+            state!.pending = {[names[0] ?? 'added/200.md']: [hashText('pending')]}
+            await writeSyncState(root, state!)
+            // Read from the journal's last line: reading the state would end the view (see the next test).
+            const lines = (await readFile(syncJournalPath(root), 'utf8')).trimEnd().split('\n')
+            expect(JSON.parse(lines.at(-1)!).state.pending).toEqual(state!.pending)
+            state!.pending = undefined
+          }
+          for (const i of replace) {
+            const path = names[i % Math.max(1, names.length)]
+            if (path === undefined) continue
+            state!.files[path] = expected.files[path] = entryOf(`${path} round ${++round}`, round)
+          }
+          for (const i of add) state!.files[`added/${i}.md`] = expected.files[`added/${i}.md`] = entryOf(`added ${i} round ${round}`)
+          for (const i of remove) {
+            const path = names[i % Math.max(1, names.length)]
+            if (path === undefined || !(path in state!.files)) continue
+            delete state!.files[path]
+            delete expected.files[path]
+          }
+          state!.seq = seq
+          await writeSyncState(root, state!)
+          whole = await readSyncState(root)
+          expect(whole).toEqual(JSON.parse(JSON.stringify(expected)))
+        }
+        // Only appended to: the file itself was never written again.
+        expect((await lstat(syncStatePath(root))).ino).toBe(fileIno)
+      }),
+      {numRuns: 30},
+    )
+  })
+
+  it('a view is never written whole: one its journal cannot take is refused, and the state on disk stays as it was', async () => {
+    const root = await tree()
+    await writeSyncState(root, stateOf(40))
+    const first = await readSyncState(root)
+    await writeSyncState(root, {...first, files: {...first.files, 'area-0/note-0.md': entryOf('note 0, again', 900)}})
+    const onDisk = async () => [await readFile(syncStatePath(root), 'utf8'), await readFile(syncJournalPath(root), 'utf8')]
+    const before = await onDisk()
+    const whole = await readSyncState(root)
+    const entries = {'area-1/note-1.md': {hash: whole.files['area-1/note-1.md']!.hash, rev: 2}}
+
+    // Another read of the state in this process meanwhile: the view no longer knows what is on disk.
+    const view = await readSyncStateView(root, (await syncStateStamp(root))!, entries, 40)
+    await readSyncState(root)
+    view!.files['area-1/note-1.md'] = entryOf('note 1, edited', 901)
+    await expect(writeSyncState(root, view!)).rejects.toMatchObject({code: 'STATE_VIEW_UNWRITTEN'})
+    expect(await onDisk()).toEqual(before)
+
+    // More changes than a journal line may carry (a quarter of the state): refused too, not written whole.
+    const many = await readSyncStateView(root, (await syncStateStamp(root))!, entries, 40)
+    for (let i = 0; i < 14; i++) many!.files[`added/${i}.md`] = entryOf(`added ${i}`)
+    await expect(writeSyncState(root, many!)).rejects.toMatchObject({code: 'STATE_VIEW_UNWRITTEN'})
+    expect(await onDisk()).toEqual(before)
+    expect(await readSyncState(root)).toEqual(whole)
   })
 })

@@ -228,6 +228,34 @@ describe('the sync state journal in a sync, and a tree the previous version left
     expect(await b.sync()).toMatchObject({pushed: [], pulled: [], merged: []})
   })
 
+  it('two files edited among forty after a clean sync: neither side opens the state file (their bases are in the stat cache, the rest in the journal), and both end as a whole read finds them', async () => {
+    const {a, b} = await fortyNotes('view')
+    await b.sync()
+    await a.sync()
+    // One round that appends to the journal, then a clean sync on each side.
+    await a.write('view/n0.md', '# note 0, edited\n')
+    for (const c of [a, a, b, b]) await c.sync()
+
+    for (const i of [5, 22]) await a.write(`view/n${i}.md`, `# note ${i}, edited\n`)
+    for (const [c, agent] of [[a, 'claude'], [b, 'gemini']] as const) {
+      const run = await openedBySync(c.root, agent)
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.opened.filter((path) => path.endsWith('.nexus/sync-state.json'))).toEqual([])
+      expect(run.opened.filter((path) => path.endsWith('.nexus/sync-state.journal')).length).toBeGreaterThan(0)
+    }
+    for (const i of [5, 22]) expect(await b.read(`view/n${i}.md`)).toBe(`# note ${i}, edited\n`)
+    // What each recorded is what a sync reading the whole state finds: every file its base, the same revisions on
+    // both sides, nothing left to do.
+    const [stateA, stateB] = [await readSyncState(a.root), await readSyncState(b.root)]
+    for (let i = 0; i < 40; i++) {
+      const path = `view/n${i}.md`
+      expect([path, stateA.files[path]?.hash, stateB.files[path]?.hash]).toEqual([path, hashText((await a.read(path))!), hashText((await b.read(path))!)])
+      expect([path, stateA.files[path]?.rev]).toEqual([path, stateB.files[path]?.rev])
+    }
+    expect(stateA.files['view/n5.md']!.rev).toBeGreaterThan(stateA.files['view/n6.md']!.rev!)
+    for (const c of [a, b]) expect(await c.sync()).toMatchObject({pushed: [], pulled: [], merged: [], deleted: []})
+  })
+
   it('a tree as the previous version left it (no journal, a version 1 stat cache, a clean mark without the journal) syncs, and gets its quick no-op', async () => {
     const {a, b} = await fortyNotes('old')
     await a.sync()
