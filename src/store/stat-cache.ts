@@ -91,6 +91,25 @@ export function cachedRev(hints: ScanHints, path: string): number | null | undef
   return at === undefined ? undefined : revs[at]
 }
 
+/**
+ * cachedRev for paths asked in sorted order, as a scan lists them: found by walking beside the cache's own paths
+ * (sorted too), not through an index of every path. A path asked out of order is looked up.
+ */
+export function cachedRevsInOrder(hints: ScanHints): (path: string) => number | null | undefined {
+  const revs = hints.clean?.revs
+  const {known} = hints
+  if (revs === undefined || !(known instanceof StatColumns)) return () => undefined
+  const {paths} = known
+  let next = 0
+  return (path) => {
+    // Most often the cache's next path, often the very same string (the walk takes its paths from the cache).
+    if (paths[next] === path) return revs[next++]
+    if (next > 0 && path <= paths[next - 1]!) return cachedRev(hints, path)
+    while (next < paths.length && paths[next]! < path) next++
+    return paths[next] === path ? revs[next++] : undefined
+  }
+}
+
 export async function readStatCache(root: string): Promise<StatCache> {
   return (await readScanHints(root)).files
 }

@@ -8,6 +8,7 @@ import {
   AtomicBatch,
   cachedHash,
   cachedRev,
+  cachedRevsInOrder,
   changedSinceCache,
   type CleanMark,
   type DirCache,
@@ -214,7 +215,8 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
           const mark = round.scan.clean && mode === 'revision' && state.seq !== undefined ? {server: client.server, serverId: serverIdOf(status), seq: state.seq} : undefined
           const files = state.files
           // A view's other entries are the stat cache's, which the quick check read.
-          const revOf = (path: string) => (files[path] !== undefined ? (files[path].rev ?? null) : partial && quickRead ? cachedRev(quickRead.hints, path) : undefined)
+          const cached = partial && quickRead ? cachedRevsInOrder(quickRead.hints) : () => undefined
+          const revOf = (path: string) => (files[path] !== undefined ? (files[path].rev ?? null) : cached(path))
           await writeScan(root, round.scan, mark, revOf)
         }
         await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode, pushed: result.pushed.length, pulled: result.pulled.length, merged: result.merged.length, deleted: result.deleted.length, conflicts: result.conflicts.length, backups: result.backups.length, attempts: result.attempts})
@@ -295,7 +297,7 @@ async function quickCheck(root: string, client: MemoryClient): Promise<QuickChec
   if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
   if (scanned.backups.length > 0 || scanned.changed.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
-  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: (path) => cachedRev(hints, path)})
+  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: cachedRevsInOrder(hints)})
   return {kind: 'nothing'}
 }
 

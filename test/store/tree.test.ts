@@ -9,6 +9,8 @@ import {isSqliteFileError} from '../../src/store/sqlite-open.js'
 import {
   BaseStore,
   cachedHash,
+  cachedRev,
+  cachedRevsInOrder,
   changedSinceCache,
   deleteBase,
   deleteMemoryFile,
@@ -231,6 +233,35 @@ describe('scanMemory', () => {
     expect(await readStatCache(root)).toEqual(Object.fromEntries(scanned))
     await writeFile(join(root, '.nexus', 'stat-cache.json'), '{broken')
     expect(await readStatCache(root)).toEqual({})
+  })
+
+  it('keeps each base revision beside the clean mark, found by path in any order, and none when it cannot say them all', async () => {
+    const root = await tempTree()
+    const entries = new Map(['a.md', 'b/c.md', 'b/d.md', 'e.md'].map((path, i) => [path, {hash: String(i + 1).repeat(64), size: i, mtimeMs: 1, ino: i + 10, checkedAtMs: 2}]))
+    const clean = {state: {ino: 1, size: 2, mtimeMs: 3}, server: 'http://127.0.0.1:1', seq: 4}
+    const revisions: Record<string, number | null> = {'a.md': 7, 'b/c.md': null, 'b/d.md': 3, 'e.md': 12}
+    await writeStatCache(root, entries, {dirs: {}, backups: [], clean, revOf: (path) => revisions[path]})
+    const hints = await readScanHints(root)
+    expect(hints.clean?.revs).toEqual([7, null, 3, 12])
+    for (const path of Object.keys(revisions)) expect([path, cachedRev(hints, path)]).toEqual([path, revisions[path]])
+    expect(cachedRev(hints, 'b/x.md')).toBeUndefined()
+    // Asked in order, as a scan lists them, with paths the cache lacks; then out of order, and twice.
+    const inOrder = cachedRevsInOrder(hints)
+    const asked = ['0.md', 'a.md', 'b/c.md', 'b/cc.md', 'b/d.md', 'e.md', 'f.md', 'a.md', 'e.md', 'b/d.md']
+    expect(asked.map(inOrder)).toEqual(asked.map((path) => cachedRev(hints, path)))
+    // One file whose base's revision is not known: the mark lists none.
+    await writeStatCache(root, entries, {dirs: {}, backups: [], clean: hints.clean!, revOf: (path) => (path === 'e.md' ? undefined : revisions[path])})
+    const without = await readScanHints(root)
+    expect(without.clean).toMatchObject({seq: 4})
+    expect(without.clean?.revs).toBeUndefined()
+    expect(cachedRev(without, 'a.md')).toBeUndefined()
+    // Revisions out of shape (another length): the mark stays, without them.
+    const text = JSON.parse(await readFile(join(root, '.nexus', 'stat-cache.json'), 'utf8')) as {clean: {revs?: unknown}}
+    text.clean.revs = [1, 2]
+    await writeFile(join(root, '.nexus', 'stat-cache.json'), JSON.stringify(text))
+    const broken = await readScanHints(root)
+    expect(broken.clean).toMatchObject({seq: 4})
+    expect(broken.clean?.revs).toBeUndefined()
   })
 
   it('reads both formats of the stat cache, and trusts a hint of either only as a hint: a racy one is hashed again', async () => {
