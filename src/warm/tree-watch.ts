@@ -113,11 +113,15 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
     if (ignored(rel)) return
     if (event === 'change') return index.changed(rel)
     // 'rename': created, removed or moved, a file or a folder.
+    const info = lstatSync(join(memory, ...rel.split('/')), {throwIfNoEntry: false})
     if (folders.has(rel)) {
+      // A folder watched already: removed or moved away, or another one now has its name (moved over it, made again).
+      // Watched afresh if one is there: the old watch follows the old folder, and an edit in the new one would go
+      // unseen.
       unwatchFolder(rel)
+      if (info?.isDirectory()) watchFolder(rel)
       return index.rescan()
     }
-    const info = lstatSync(join(memory, ...rel.split('/')), {throwIfNoEntry: false})
     if (info?.isDirectory()) {
       watchFolder(rel)
       return index.rescan()

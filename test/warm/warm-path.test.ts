@@ -7,7 +7,7 @@
  */
 import {spawn, type ChildProcess} from 'node:child_process'
 import {writeFileSync} from 'node:fs'
-import {mkdir, rm, stat, writeFile} from 'node:fs/promises'
+import {mkdir, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {createServer, type Server} from 'node:net'
 import {join} from 'node:path'
 
@@ -141,6 +141,23 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
       expect((await run(['recall', `quokka${i}`], t.root, t.env)).stdout).toContain(`script${i}.md`)
     }
     expect(watch.answered('recall')).toBe(40 * 3 + 1 + 5)
+  })
+
+  it('still sees an edit in a folder moved over another one it watched', async () => {
+    const t = await tree()
+    await mkdir(join(t.memory, 'a'))
+    await mkdir(join(t.memory, 'b'))
+    await writeFile(join(t.memory, 'a', 'n.md'), '# Note\n\nthe word zebra is here\n')
+    const watch = await startWatch(t.root, t.env)
+    const env = {...t.env, JARVIS_WARM: ''}
+    expect((await askWarm<{block: string}>(t.root, 'recall', {query: 'zebra', limit: 3}, {env}))?.block).toContain('a/n.md')
+    // `a` replaces the empty `b`: both names are reported, and `b` is a folder the watch knew, now another one.
+    await rename(join(t.memory, 'a'), join(t.memory, 'b'))
+    expect((await askWarm<{block: string}>(t.root, 'recall', {query: 'zebra', limit: 3}, {env}))?.block).toContain('b/n.md')
+    // Edited in place, same size: only a watch of the new `b` reports it.
+    writeFileSync(join(t.memory, 'b', 'n.md'), '# Note\n\nthe word okapi is here\n')
+    expect((await askWarm<{block: string}>(t.root, 'recall', {query: 'okapi', limit: 3}, {env}))?.block).toContain('b/n.md')
+    expect(watch.answered('recall')).toBe(3)
   })
 
   it('the prompt hook is answered by the watch, with the cold path’s answer', async () => {
