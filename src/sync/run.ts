@@ -251,8 +251,6 @@ interface Scanned {
   backups: string[]
   /** The texts of the files `wanted` asked for (see scanMemory's `texts`). */
   texts: Map<string, string>
-  /** Every file as the stat cache has it. */
-  sameEntries: boolean
   /** The paths where the scan differs from the stat cache (see changedSinceCache). */
   changed: string[]
   /** Nothing in it differs from the hints: the stat cache need not be written. */
@@ -272,7 +270,7 @@ async function scanTree(root: string, hints: ScanHints, wanted: (path: string, h
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
   const sameEntries = counts.unchanged === local.size && local.size === hints.count
-  return {hints, local, dirs, backups, texts, sameEntries, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
 }
 
 /** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
@@ -314,7 +312,7 @@ async function stateView(root: string, client: MemoryClient, quick: Extract<Quic
   if (clean?.revs === undefined || answer === undefined || scanned === undefined || scanned.backups.length > 0) return undefined
   const {status} = answer
   if (status.seq === undefined || status.seq < clean.seq || serverIdOf(status) !== clean.serverId || clean.server !== client.server) return undefined
-  const paths = [...new Set([...scanned.changed, ...Object.keys(status.files)])].sort()
+  const paths = changedOnEitherSide(scanned.changed, status.files)
   if (paths.length === 0 || paths.length > VIEW_ENTRIES || paths.length * 4 > hints.count) return undefined
   const files: Record<string, BaseEntry> = {}
   for (const path of paths) {
@@ -330,6 +328,11 @@ async function stateView(root: string, client: MemoryClient, quick: Extract<Quic
   // The rest of the state as the mark knows it, and nothing pending: else the whole state.
   if (state === undefined || state.server !== client.server || state.serverId !== clean.serverId || state.seq !== clean.seq || state.mode !== 'revision' || Object.keys(pendingOf(state)).length > 0) return undefined
   return state
+}
+
+/** pathsToPlan after an incremental listing, when the files changed here are known: those and the server's news, sorted. */
+function changedOnEitherSide(changedHere: readonly string[], remote: Readonly<Record<string, unknown>>): string[] {
+  return [...new Set([...changedHere, ...Object.keys(remote)])].sort()
 }
 
 /** The stat cache a round leaves, written after the sync state so that its clean mark names it. */
@@ -402,7 +405,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   // After an incremental listing, only the paths changed on either side (see pathsToPlan). With bases that are the
   // stat cache's files, those changed here are the ones the scan found changed since the cache: no file looked at.
   const changedHere = input.incremental && input.basesAreCache ? scanned.changed : undefined
-  const paths = changedHere === undefined ? [...pathsToPlan(planInput)].sort() : [...new Set([...changedHere, ...Object.keys(planInput.remote)])].sort()
+  const paths = changedHere === undefined ? [...pathsToPlan(planInput)].sort() : changedOnEitherSide(changedHere, planInput.remote)
   // Malformed local files are left alone; only files that changed since their base can be newly malformed.
   const skip = new Set<string>()
   const localText = new Map<string, string>()
