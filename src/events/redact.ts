@@ -210,8 +210,11 @@ const BEARER = /(?<![A-Za-z])Bearer\s+([A-Za-z0-9._~+/-]{16,2048}=*)(?![A-Za-z0-
  * placeholder, a path, a URL, a number, a date or version, an identifier such as `TELEGRAM_BOT_TOKEN`, or code
  * (`{…}`, `getToken()`, `os.environ[…]`).
  */
+// The name's leading parts (`DB_`, `my.`) are not matched: any name that ends in one of the words starts with it
+// after a character that is not a letter or digit, and matching them made each position of a long run of letters
+// and digits (a base64 blob) cost the run's length.
 const ASSIGNMENT =
-  /(?<![A-Za-z0-9])(?:(?:[A-Za-z0-9]+[_.-])*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?token)|パスワード|暗証番号|トークン|シークレット|APIキー)["']?[ \t]*(?:=>|[:=：])[ \t]*["'`]?([^\s"'`,;)\]}]{1,512})/giu
+  /(?<![A-Za-z0-9])(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?token|パスワード|暗証番号|トークン|シークレット|APIキー)["']?[ \t]*(?:=>|[:=：])[ \t]*["'`]?([^\s"'`,;)\]}]{1,512})/giu
 
 function looksLikeSecretValue(value: string): boolean {
   if (value.length < 6) return false
@@ -250,7 +253,8 @@ function ownSecretSpans(text: string): Span[] {
     const start = m.index + m[0].length - value.length
     spans.push({start, end: start + value.length, rule: 'password-assignment'})
   }
-  for (const m of text.matchAll(URL_CREDENTIALS)) {
+  // A URL with credentials needs `://`: a text without it (a long base64 blob, say) is not searched.
+  for (const m of text.includes('://') ? text.matchAll(URL_CREDENTIALS) : []) {
     const password = m[2]
     if (PLACEHOLDER.test(password) || PLACEHOLDER.test(decodeURIComponentSafe(password))) continue
     const start = m[0].indexOf('://') + 3 + m.index
@@ -283,7 +287,8 @@ const FILE_EXTENSION_TLD = /^(?:png|jpe?g|gif|svg|webp|ico|bmp|pdf|js|mjs|cjs|ts
 
 function emailSpans(text: string): Span[] {
   const spans: Span[] = []
-  for (const m of text.matchAll(EMAIL)) {
+  // An address needs `@`: a text without it is not searched.
+  for (const m of text.includes('@') ? text.matchAll(EMAIL) : []) {
     const [whole, domain, tld] = m
     if (RESERVED_DOMAIN.test(domain) || FILE_EXTENSION_TLD.test(tld)) continue
     const after = text.slice(m.index + whole.length, m.index + whole.length + 2)
@@ -360,9 +365,48 @@ function mergeSpans(spans: Span[]): Span[] {
 }
 
 async function scanText(text: string): Promise<Span[]> {
-  if (text.length < 6) return []
-  const secrets = await secretlintSpans(text)
-  return mergeSpans([...secrets, ...ownSecretSpans(text), ...emailSpans(text), ...phoneSpans(text)])
+  return (await scanTexts([text]))[0]
+}
+
+/**
+ * Put between the texts of one scan. No preset rule's pattern crosses it: each stops at a line break or at a
+ * character outside its token class, and a NUL is in none of them (tested against scanning each text alone).
+ */
+const TEXT_BREAK = '\n\u0000\n'
+
+/**
+ * The spans of each text. secretlint costs ~1 ms a call whatever the text's size (it builds its rules and a line
+ * index every time), so the texts of one write — the fields of an event, the files of a push — go through it as
+ * one text, and each span comes back to the text it starts in. Our own patterns run on each text alone.
+ */
+async function scanTexts(texts: readonly string[]): Promise<Span[][]> {
+  const starts: number[] = []
+  let at = 0
+  for (const text of texts) {
+    starts.push(at)
+    at += text.length + TEXT_BREAK.length
+  }
+  const presetSpans = texts.some((text) => text.length >= 6) ? await secretlintSpans(texts.join(TEXT_BREAK)) : []
+  const perText: Span[][] = texts.map(() => [])
+  for (const span of presetSpans) {
+    const i = lastAtOrBefore(starts, span.start)
+    const end = starts[i] + texts[i].length
+    if (span.start >= end) continue
+    perText[i].push({start: span.start - starts[i], end: Math.min(span.end, end) - starts[i], rule: span.rule})
+  }
+  return texts.map((text, i) => (text.length < 6 ? [] : mergeSpans([...perText[i], ...ownSecretSpans(text), ...emailSpans(text), ...phoneSpans(text)])))
+}
+
+/** The index of the last of the ascending `starts` that is at most `offset`. */
+function lastAtOrBefore(starts: readonly number[], offset: number): number {
+  let low = 0
+  let high = starts.length - 1
+  while (low < high) {
+    const middle = (low + high + 1) >> 1
+    if (starts[middle] <= offset) low = middle
+    else high = middle - 1
+  }
+  return low
 }
 
 function position(text: string, offset: number): {line: number; column: number} {
@@ -385,12 +429,9 @@ function toFinding(text: string, field: string, span: Span): SensitiveFinding {
  * by position. Empty when the fields are clean.
  */
 export async function findSensitive(fields: Record<string, string>): Promise<SensitiveFinding[]> {
-  const findings: SensitiveFinding[] = []
-  for (const [field, text] of Object.entries(fields)) {
-    if (typeof text !== 'string' || text.length === 0) continue
-    for (const span of await scanText(text)) findings.push(toFinding(text, field, span))
-  }
-  return findings
+  const scanned = Object.entries(fields).filter(([, text]) => typeof text === 'string' && text.length > 0)
+  const spans = await scanTexts(scanned.map(([, text]) => text))
+  return scanned.flatMap(([field, text], i) => spans[i].map((span) => toFinding(text, field, span)))
 }
 
 /** The free-text fields of a memory event that a write is scanned in, keyed by the names findings use. */
@@ -428,19 +469,21 @@ export async function assertNoSensitive(fields: Record<string, string>): Promise
 /**
  * Refuses (exit 5) the text of a memory file holding a secret or personal data; findings are named by
  * `.memory/<path>`, line and column. One message for every door that writes a memory file: the commands, the MCP
- * tools, and the server's own write route (the dashboard).
+ * tools, the hooks, and the server's push and write routes.
  */
 export async function assertCleanMemoryFile(path: string, text: string): Promise<void> {
-  const label = `.memory/${path}`
-  try {
-    await assertNoSensitive({[label]: text})
-  } catch (error) {
-    if (!(error instanceof SecretRefusedError)) throw error
-    throw new SecretRefusedError(error.message.replace(/^refused: the event holds/, `refused: the content of ${label} holds`).replace(/(\.)?$/, '; nothing was written.'), {
-      ...error.data,
-      path,
-    })
-  }
+  await assertCleanMemoryFiles(new Map([[path, text]]))
+}
+
+/** As assertCleanMemoryFile, for the files of one write (a push): scanned together, refused together. */
+export async function assertCleanMemoryFiles(files: ReadonlyMap<string, string>): Promise<void> {
+  const findings = await findSensitive(Object.fromEntries([...files].map(([path, text]) => [`.memory/${path}`, text])))
+  if (findings.length === 0) return
+  const paths = [...new Set(findings.map((finding) => finding.field.slice('.memory/'.length)))]
+  throw new SecretRefusedError(
+    `refused: the content of ${paths.map((path) => `.memory/${path}`).join(', ')} holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.`,
+    {findings, path: paths[0], paths},
+  )
 }
 
 /** The text with every finding replaced by `[REDACTED:<rule>]`, and the findings (positions in the original text). */

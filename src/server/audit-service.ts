@@ -30,8 +30,10 @@ export interface AuditAnswer {
 
 /** The detail of a refused write: which rules matched in which fields, never the text itself. */
 export function refusedDetail(what: string, findings: readonly SensitiveFinding[]): string {
-  // Only the top-level field: a nested one is named by its key (`source.<key>`), which the writer chose and no scan read.
-  return `${what} refused: it held ${describeFindings(findings.map((f) => ({...f, field: f.field.split(/[.[]/)[0]})))}`
+  // Only an event's top-level field: a nested one is named by its key (`source.<key>`), which the writer chose and no
+  // scan read. A memory file's is its path, which the push or edit names anyway.
+  const shown = (field: string) => (field.startsWith('.memory/') ? field : field.split(/[.[]/)[0])
+  return `${what} refused: it held ${describeFindings(findings.map((f) => ({...f, field: shown(f.field)})))}`
 }
 
 export class AuditService {

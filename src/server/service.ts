@@ -4,7 +4,7 @@
  */
 import createDebug from 'debug'
 
-import {assertCleanMemoryFile, type SensitiveFinding} from '../events/index.js'
+import {assertCleanMemoryFiles, type SensitiveFinding} from '../events/index.js'
 import {PathRefusedError, SchemaError, SecretRefusedError} from '../errors.js'
 import {ACTIVE_PROJECT_FILE, activeProjectSchema, formatIssues, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import type {ActiveProject, TaskResult, WorkerMemory} from '../schemas/index.js'
@@ -172,8 +172,34 @@ export class MemoryService {
     return {writes, deletes: [...deletes], base}
   }
 
+  /**
+   * Every write of a file, whoever sends it: checked whole (paths, sizes, JSON, then secrets and personal data)
+   * before anything is stored, so a refused push stores nothing.
+   */
   async push(body: PushBody, agentId: string): Promise<PushAnswer> {
     const request = this.preparePush(body)
+    await this.refuseSensitive(request.writes, agentId, 'push')
+    return this.commitPush(request, body, agentId)
+  }
+
+  /**
+   * 422 `sensitive` naming each file, rule, line and column (never the text) when a file to write holds a secret or
+   * personal data, with the message every other door gives (the commands, the MCP tools, the hooks); the refusal is
+   * recorded in the audit log.
+   */
+  private async refuseSensitive(writes: ReadonlyMap<string, string>, agentId: string, door: 'push' | 'edit'): Promise<void> {
+    try {
+      await assertCleanMemoryFiles(writes)
+    } catch (error) {
+      if (!(error instanceof SecretRefusedError)) throw error
+      const {findings, paths} = error.data as {findings: SensitiveFinding[]; paths: string[]}
+      const what = door === 'edit' ? `an edit of ${paths[0]}` : `a push of ${paths.join(', ')}`
+      await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths, event_ids: [], count: findings.length, detail: refusedDetail(what, findings)})
+      throw new HttpError(422, 'sensitive', error.message, {field: door === 'edit' ? 'body/content' : 'body/files', path: paths[0], paths, findings})
+    }
+  }
+
+  private async commitPush(request: ReturnType<MemoryService['preparePush']>, body: PushBody, agentId: string): Promise<PushAnswer> {
     const now = this.nowIso()
     const outcome = await this.storage.commit({...request, audit: {kind: 'push', merged: body.merged}}, agentId, now)
     this.audit?.announce(outcome.audit)
@@ -200,16 +226,11 @@ export class MemoryService {
    */
   async write(path: string, content: string, base: number | null, agentId: string): Promise<WriteAnswer> {
     const clean = checkPath(path)
+    const body: PushBody = {files: {[clean]: content}, base: {[clean]: base}}
+    const request = this.preparePush(body)
+    await this.refuseSensitive(request.writes, agentId, 'edit')
     try {
-      await assertCleanMemoryFile(clean, content)
-    } catch (error) {
-      if (!(error instanceof SecretRefusedError)) throw error
-      const findings = (error.data.findings ?? []) as SensitiveFinding[]
-      await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths: [clean], event_ids: [], count: findings.length, detail: refusedDetail(`an edit of ${clean}`, findings)})
-      throw new HttpError(422, 'sensitive', error.message, {field: 'body/content', path: clean, findings: error.data.findings})
-    }
-    try {
-      const answer = await this.push({files: {[clean]: content}, base: {[clean]: base}}, agentId)
+      const answer = await this.commitPush(request, body, agentId)
       return {path: clean, ...answer.files[clean], seq: answer.seq}
     } catch (error) {
       if (!(error instanceof HttpError) || error.status !== 409) throw error

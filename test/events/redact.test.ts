@@ -245,6 +245,22 @@ describe('properties', () => {
     )
   })
 
+  it('finds in each of several texts scanned at once exactly what it finds in that text alone', async () => {
+    // A push's files and an event's fields go through the scanner together: no finding may cross from one text to
+    // the next, be lost at a text's end, or land in the wrong text. The pieces end and start where patterns do.
+    const edges = fc.constantFrom('', 'aws_account_id =', 'AWS_SECRET_ACCESS_KEY=', 'password:', 'Bearer', 'https://deploy:', 'mongodb://', '-----BEGIN RSA PRIVATE KEY-----', '\n', ' ', '@', '+81 90', '1234-5678-9012')
+    const piece = fc.oneof(positiveArb.map((p) => p.text), fc.constantFrom(...negatives.map(([, text]) => text)), filler, fc.stringMatching(/^[A-Za-z0-9_+\-/=.@:() \n]{0,60}$/))
+    const text = fc.tuple(edges, piece, edges).map(([before, middle, after]) => `${before}${middle}${after}`)
+    await fc.assert(
+      fc.asyncProperty(fc.array(text, {minLength: 2, maxLength: 6}), async (texts) => {
+        const fields = Object.fromEntries(texts.map((value, i) => [`.memory/f${i}.md`, value]))
+        const alone = (await Promise.all(texts.map((value, i) => findSensitive({[`.memory/f${i}.md`]: value})))).flat()
+        expect(await findSensitive(fields)).toEqual(alone)
+      }),
+      {numRuns: 200},
+    )
+  })
+
   it('never echoes any generated secret-like text, found or not', async () => {
     await fc.assert(
       fc.asyncProperty(fc.stringMatching(/^[A-Za-z0-9_+\-/=.@:() ]{6,80}$/), async (text) => {

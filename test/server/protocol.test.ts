@@ -4,6 +4,7 @@ import {createHash} from 'node:crypto'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {redactUrl} from '../../src/server/app.js'
+import {fakeGithubToken} from '../files/helpers.js'
 import {call, Cleanup, harness} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 
@@ -181,6 +182,35 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(pulled.status).toBe(400)
       expect(pulled.body.error).toBe('path_refused')
       await unchanged()
+    })
+
+    it('refuses with 422 a push holding a secret or personal data, from any client, storing nothing of it', async () => {
+      const {h, unchanged} = await seeded()
+      const token = fakeGithubToken()
+      // A client other than jarvis: a plain protocol request, no scan of its own before it sends.
+      const pushed = await h.push({'notes/ci.md': `# CI\n\nthe release job uses ${token}\n`, 'fine.md': 'fine\n', 'people.md': `ask ${['ana', 'acme-corp.io'].join('@')}\n`})
+      expect(pushed.status).toBe(422)
+      expect(pushed.body).toMatchObject({error: 'sensitive', field: 'body/files', path: 'notes/ci.md', paths: ['notes/ci.md', 'people.md']})
+      expect(pushed.body.message).toBe(
+        'refused: the content of .memory/notes/ci.md, .memory/people.md holds a GitHub token in .memory/notes/ci.md at line 3, column 22; an e-mail address in .memory/people.md at line 1, column 5. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.',
+      )
+      expect(pushed.body.findings).toEqual([
+        {kind: 'secret', rule: 'github-token', field: '.memory/notes/ci.md', line: 3, column: 22},
+        {kind: 'email', rule: 'email', field: '.memory/people.md', line: 1, column: 5},
+      ])
+      expect(pushed.text).not.toContain(token)
+      await unchanged()
+      // An edit of a stored file is scanned the same way: the stored text stays.
+      expect((await h.push({'keep.md': `keep\n${token}\n`}, {'keep.md': 1})).status).toBe(422)
+      await unchanged()
+      const pulled = await h.call('POST', '/api/memory/pull', {files: ['keep.md']})
+      expect(pulled.body.files['keep.md'].content).toBe('keep\n')
+      const audit = await h.call('GET', '/api/audit')
+      expect(audit.body.entries.slice(0, 2)).toMatchObject([
+        {kind: 'refused', agent: 'claude', paths: ['keep.md'], detail: 'a push of keep.md refused: it held a GitHub token in .memory/keep.md at line 2, column 1'},
+        {kind: 'refused', agent: 'claude', paths: ['notes/ci.md', 'people.md']},
+      ])
+      expect(audit.text).not.toContain(token)
     })
 
     it('answers 413 for a body over the limit and for a file over the per-file limit', async () => {
