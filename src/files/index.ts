@@ -10,6 +10,7 @@ export {
   deleteMemory,
   type DeleteResult,
   editMemory,
+  type EditResult,
   grepMemory,
   listFiles,
   type ListedFile,
@@ -19,4 +20,5 @@ export {
   type WriteOptions,
   type WriteResult,
 } from './tools.js'
+export {applyEdit, type FileEdit} from './patch.js'
 export {compileGrep, type GrepFile, grepGuarded, type GrepHit, grepLines} from './grep.js'

@@ -10,6 +10,7 @@ import {mergeText} from '../merge/index.js'
 import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readSyncState, readTextIfExists, statMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
+import {applyEdit, type FileEdit} from './patch.js'
 import {checkLimit, checkMemoryPath, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
 /** `.nexus/memory-access.json`: `{path: ISO time of the last read}`; local to this machine, never synced. */
@@ -58,6 +59,12 @@ export interface GuardedWrite {
   base?: WriteBase
   /** Told the text the file holds after the call (written, merged or already equal). */
   onWritten?: (text: string) => void
+}
+
+export interface EditResult {
+  path: string
+  /** Only with a `base`: true when the file had changed since that base and the change was merged in. */
+  merged?: boolean
 }
 
 export interface DeleteResult {
@@ -201,25 +208,19 @@ export async function mergeSinceBase(path: string, base: WriteBase, wanted: stri
   return {text: result.merged, merged: true}
 }
 
-function countOccurrences(text: string, needle: string): number {
-  let count = 0
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++
-  return count
-}
-
 /**
- * Replaces the one occurrence of `replace` with `withText`; none or several → BadInputError (exit 2) saying how many.
- * With a `base` (what the writer read) and a file changed since, the edit is made on the text read and merged
- * three-way with the change made meanwhile, or refused (exit 4), see WriteBase.
+ * Makes `edit` (the one occurrence of a text replaced, or a unified diff applied) on a memory file; a text that does
+ * not match → BadInputError (exit 2) saying why. With a `base` (what the writer read) and a file changed since, the
+ * edit is made on the text read and merged three-way with the change made meanwhile, or refused (exit 4), see WriteBase.
  */
-export async function editMemory(root: string, path: string, replace: string, withText: string, guard: GuardedWrite = {}): Promise<{path: string; merged?: boolean}> {
+export async function editMemory(root: string, path: string, edit: FileEdit, guard: GuardedWrite = {}): Promise<EditResult> {
   const checked = checkMemoryPath(path)
-  if (replace.length === 0) throw new BadInputError('--replace must not be empty', {path: checked})
+  if ('replace' in edit && edit.replace.length === 0) throw new BadInputError('--replace must not be empty', {path: checked})
   return withTreeLock(root, lockOptions('edit'), async () => {
     const current = await readMemoryFile(root, checked)
     if (current === null) throw new MemoryFileNotFoundError(checked)
     const changedSince = guard.base !== undefined && hashText(current) !== guard.base.hash
-    const edited = replaceOnce(checked, changedSince && guard.base?.text !== undefined ? guard.base.text : current, replace, withText)
+    const edited = await applyEdit(checked, changedSince && guard.base?.text !== undefined ? guard.base.text : current, edit)
     parseMemoryFile(checked, edited) // the edit must leave valid front matter
     await assertClean(checked, edited)
     const {text: next, merged} = guard.base ? await mergeSinceBase(checked, guard.base, edited, current) : {text: edited, merged: false}
@@ -227,19 +228,6 @@ export async function editMemory(root: string, path: string, replace: string, wi
     if (next !== current) await writeMemoryFile(root, checked, next)
     return guard.base ? {path: checked, merged} : {path: checked}
   })
-}
-
-/** `text` with its one occurrence of `replace` replaced; none or several → BadInputError (exit 2) saying how many. */
-export function replaceOnce(path: string, text: string, replace: string, withText: string): string {
-  const count = countOccurrences(text, replace)
-  if (count !== 1) {
-    throw new BadInputError(
-      `${memoryLabel(path)}: the text to replace occurs ${count} times; edit needs exactly one match${count > 1 ? ' (give more surrounding text)' : ''}`,
-      {path, matches: count},
-    )
-  }
-  const at = text.indexOf(replace)
-  return text.slice(0, at) + withText + text.slice(at + replace.length)
 }
 
 /** Lines matching `regex` (JavaScript syntax) in the memory files under `prefix`, by path then line number. */

@@ -3,12 +3,11 @@
  * `LocalBackend` (mcp/local.ts: `jarvis mcp` on stdio, the operations of ops/ on a tree) and the server's
  * (server/mcp/backend.ts: `/mcp` on `jarvis serve`, its file store and event log as the token's agent).
  */
+import type {EditCall, GrepQuery} from './arguments.js'
 import type {
   AppendInput,
   AppendOutput,
-  EditInput,
   EditOutput,
-  GrepInput,
   GrepOutput,
   LsInput,
   LsOutput,
@@ -20,6 +19,7 @@ import type {
   SearchOutput,
   SnapshotInput,
   SnapshotOutput,
+  SyncInput,
   SyncOutput,
   TaskInput,
   TaskOutput,
@@ -35,10 +35,10 @@ export interface McpBackend {
   ls(input: LsInput): Promise<LsOutput>
   read(input: ReadInput): Promise<ReadOutput>
   write(input: WriteInput): Promise<WriteOutput>
-  edit(input: EditInput): Promise<EditOutput>
-  grep(input: GrepInput): Promise<GrepOutput>
+  edit(input: EditCall): Promise<EditOutput>
+  grep(input: GrepQuery): Promise<GrepOutput>
   completeTask(input: TaskInput): Promise<TaskOutput>
-  sync(): Promise<SyncOutput>
+  sync(input: SyncInput): Promise<SyncOutput>
   /** The shared-memory instructions for this agent (`jarvis prompt`): the prompt `jarvis_instructions`. */
   instructions(): Promise<string>
 }

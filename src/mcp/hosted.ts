@@ -10,20 +10,20 @@ import {randomUUID} from 'node:crypto'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
-import {assertClean, mergeSinceBase, replaceOnce} from '../files/tools.js'
+import {applyEdit} from '../files/index.js'
+import {assertClean, mergeSinceBase} from '../files/tools.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {readTaskResult} from '../ops/task.js'
 import type {AppendResponse, SnapshotResponse, StoredMemoryEvent, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {checkRecallLimit, MemoryTextIndex, recallBlock, searchTexts} from '../search/index.js'
 import {hashText} from '../store/index.js'
+import type {EditCall, GrepQuery} from './arguments.js'
 import {type McpBackend, ReadTexts} from './backend.js'
 import {eventOf} from './events.js'
 import type {
   AppendInput,
   AppendOutput,
-  EditInput,
   EditOutput,
-  GrepInput,
   GrepOutput,
   LsInput,
   LsOutput,
@@ -146,10 +146,9 @@ export class HostedBackend implements McpBackend {
 
   async search(input: SearchInput): Promise<SearchOutput> {
     const limit = input.limit ?? 10
-    const filters = {q: input.query, scope: input.scope, kind: input.kind, limit: String(limit)}
-    const [files, events] = await Promise.all([this.searchFiles(input.query, limit), this.services.events(filters)])
-    const query = Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== undefined))
-    return {query: input.query, files: {hits: files, mode: 'keyword'}, events: {query: input.query, filters: query, total: events.total, events: events.events}, notes: []}
+    const [files, events] = await Promise.all([this.searchFiles(input.query, limit), this.services.events({q: input.query, scope: input.scope, kind: input.kind, limit: String(limit)})])
+    const filters = {q: input.query, ...(input.scope === undefined ? {} : {scope: input.scope}), ...(input.kind === undefined ? {} : {kind: input.kind}), limit}
+    return {query: input.query, files: {hits: files, mode: 'keyword'}, events: {query: input.query, filters, total: events.total, events: events.events}, notes: []}
   }
 
   async recall(input: RecallInput): Promise<RecallOutput> {
@@ -221,17 +220,17 @@ export class HostedBackend implements McpBackend {
 
   async write(input: WriteInput): Promise<WriteOutput> {
     const path = checkMemoryPath(input.path)
-    const text = composeMemoryText(path, input.content, {title: input.title, tags: input.tags})
+    const text = composeMemoryText(path, input.content, {title: input.title, tags: input.tags, metadata: input.metadata})
     await assertClean(path, text)
     const result = await this.commit(path, input.base_hash, async () => text)
     return {path, created: result.created, changed: result.changed, hash: result.hash, ...(input.base_hash === undefined ? {} : {merged: result.merged})}
   }
 
-  async edit(input: EditInput): Promise<EditOutput> {
+  async edit(input: EditCall): Promise<EditOutput> {
     const path = checkMemoryPath(input.path)
     const result = await this.commit(path, input.base_hash, async (current, base) => {
       if (current === null) throw new MemoryFileNotFoundError(path)
-      const edited = replaceOnce(path, base ?? current, input.replace, input.with)
+      const edited = await applyEdit(path, base ?? current, input.edit)
       parseMemoryFile(path, edited) // the edit must leave valid front matter
       await assertClean(path, edited)
       return edited
@@ -260,8 +259,8 @@ export class HostedBackend implements McpBackend {
   }
 
   /** The regular expression comes from a client: it runs in a worker, stopped after a time limit (files/grep.ts). */
-  async grep(input: GrepInput): Promise<GrepOutput> {
-    const pattern = compileGrep(input.regex, input.ignore_case)
+  async grep(input: GrepQuery): Promise<GrepOutput> {
+    const pattern = compileGrep(input.pattern, input.ignore_case)
     const prefix = checkPrefix(input.prefix)
     const paths = await this.markdownPaths(prefix)
     const files: GrepFile[] = []
@@ -269,7 +268,7 @@ export class HostedBackend implements McpBackend {
       const read = await this.services.read(paths.slice(i, i + READ_BATCH))
       for (const path of paths.slice(i, i + READ_BATCH)) files.push({path, text: read.get(path)?.content ?? ''})
     }
-    return {regex: input.regex, prefix, hits: await grepGuarded(files, pattern, input.limit ?? DEFAULT_GREP_LIMIT)}
+    return {regex: input.pattern, prefix, hits: await grepGuarded(files, pattern, input.limit ?? DEFAULT_GREP_LIMIT)}
   }
 
   async completeTask(input: TaskInput): Promise<TaskOutput> {

@@ -14,9 +14,10 @@ import {recallMemory} from '../ops/recall.js'
 import {searchMemory} from '../ops/search.js'
 import {syncOnce} from '../ops/sync.js'
 import {hashText} from '../store/index.js'
+import type {EditCall, GrepQuery} from './arguments.js'
 import {type McpBackend, ReadTexts} from './backend.js'
 import {eventOf} from './events.js'
-import type {AppendInput, EditInput, EditOutput, SearchOutput, TaskInput, WriteInput, WriteOutput} from './schemas.js'
+import type {AppendInput, EditOutput, SearchOutput, SyncInput, TaskInput, WriteInput, WriteOutput} from './schemas.js'
 import {watchMemory, type MemoryWatch} from './watch.js'
 
 /** How often a session's snapshot also refreshes the tree's offline snapshot cache. */
@@ -73,9 +74,8 @@ export class LocalBackend implements McpBackend {
     return appendMemory({...this.identity, fields: {}, eventsText: {name: 'memory_append', text: JSON.stringify(eventOf(input))}})
   }
 
-  async search(input: {query: string; limit?: number; scope?: string; kind?: string}): Promise<SearchOutput> {
-    const result = await searchMemory({...this.where, server: this.options.server, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
-    return {...result, events: result.events ? {...result.events, filters: {...result.events.filters}} : null}
+  search(input: {query: string; limit?: number; scope?: string; kind?: string}): Promise<SearchOutput> {
+    return searchMemory({...this.where, server: this.options.server, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
   }
 
   recall(input: {query: string; limit?: number}) {
@@ -101,28 +101,29 @@ export class LocalBackend implements McpBackend {
       content: input.content,
       title: input.title,
       tags: input.tags,
+      metadata: input.metadata,
       base: this.baseOf(input.base_hash),
       onWritten: (text) => (written = text),
     })
     return {...result, ...this.rememberWritten(written)}
   }
 
-  async edit(input: EditInput): Promise<EditOutput> {
+  async edit(input: EditCall): Promise<EditOutput> {
     let written: string | undefined
-    const result = await memoryEdit({...this.where, path: input.path, replace: input.replace, with: input.with, base: this.baseOf(input.base_hash), onWritten: (text) => (written = text)})
+    const result = await memoryEdit({...this.where, path: input.path, ...input.edit, base: this.baseOf(input.base_hash), onWritten: (text) => (written = text)})
     return {...result, ...this.rememberWritten(written)}
   }
 
-  grep(input: {regex: string; prefix?: string; limit?: number; ignore_case?: boolean}) {
-    return memoryGrep({...this.where, regex: input.regex, prefix: input.prefix, limit: input.limit, ignoreCase: input.ignore_case})
+  grep(input: GrepQuery) {
+    return memoryGrep({...this.where, regex: input.pattern, prefix: input.prefix, limit: input.limit, ignoreCase: input.ignore_case})
   }
 
   completeTask(input: TaskInput) {
     return completeTask({...this.identity, fields: input})
   }
 
-  async sync() {
-    return {...(await syncOnce(this.identity))}
+  sync(input: SyncInput) {
+    return syncOnce({...this.identity, dryRun: input.dry_run})
   }
 
   async instructions(): Promise<string> {

@@ -6,8 +6,27 @@
  * `structuredContent: {error: {code, message, exit}}`, and an SDK client checks structured content against the
  * output schema even on an error result. So each result schema is published with its fields optional plus an
  * optional `error`; the result itself is checked against the full schema by the tests.
+ *
+ * One source of truth per result: each output schema is checked at compile time against the result type of the
+ * operation behind its tool (`ResultsFitTheirSchemas` at the end of this file). A field added to an operation's
+ * result and not to its tool's schema fails `npm run typecheck`, naming the field: an SDK client that listed the
+ * tools refuses a result with a field the schema does not list (error -32602), so the field would break every agent.
+ *
+ * The file tools accept the design's argument names (memory_ls(prefix, limit), memory_read(path),
+ * memory_write(path, content, tags?, metadata?), memory_edit(path, patch), memory_grep(pattern, prefix?, limit?))
+ * and keep the earlier ones as aliases; arguments.ts turns either into the one call a backend gets.
  */
 import {z} from 'zod'
+
+import type {GrepResult, ReadResult} from '../ops/files.js'
+import type {LsResult} from '../ops/memory-ls.js'
+import type {AppendResult} from '../ops/events/append.js'
+import type {SnapshotResult} from '../ops/events/snapshot.js'
+import type {RecallResult} from '../ops/recall.js'
+import type {MemorySearchResult} from '../ops/search.js'
+import type {SyncOnceResult} from '../ops/sync.js'
+import type {TaskCompleteResult} from '../ops/task.js'
+import type {EditResult, WriteResult} from '../files/index.js'
 
 import {
   agentIdSchema,
@@ -92,18 +111,36 @@ export const writeInput = z.object({
   content: z.string().max(MAX_FILE_CHARS).describe('The whole file (Markdown, optional YAML front matter).'),
   title: z.string().max(500).optional(),
   tags: z.array(z.string().min(1).max(64)).max(50).optional(),
+  metadata: z
+    .record(z.string().min(1).max(100), z.unknown())
+    .optional()
+    .describe('Fields for the front matter of the file (e.g. {"project": "my-app", "source": "review"}); title and tags, when given, win over theirs.'),
   base_hash: hash.optional().describe('The hash memory_read returned: if the file changed since, the write is merged with that change or refused, never overwrites it.'),
 })
 
+const replaceText = z.string().min(1).max(MAX_FILE_CHARS).describe('The exact text to replace; it must occur once.')
+const withText = z.string().max(MAX_FILE_CHARS).describe('The text that replaces it.')
+const unifiedDiff = z
+  .string()
+  .min(1)
+  .max(MAX_FILE_CHARS)
+  .describe('A unified diff of the file, as `diff -u` or `git diff` print it (@@ hunks; the file names are not read). Each hunk is placed where its context and removed lines are.')
+
 export const editInput = z.object({
   path,
-  replace: z.string().min(1).max(MAX_FILE_CHARS).describe('The exact text to replace; it must occur once.'),
-  with: z.string().max(MAX_FILE_CHARS),
+  patch: z
+    .union([unifiedDiff, z.object({replace: replaceText, with: withText})])
+    .optional()
+    .describe('The change: a unified diff of the file, or {replace, with} to replace the one occurrence of a text.'),
+  replace: replaceText.optional().describe('Same as patch.replace: give patch, or replace and with.'),
+  with: withText.optional().describe('Same as patch.with.'),
   base_hash: hash.optional().describe('The hash memory_read returned: if the file changed since, the edit is merged with that change or refused, never overwrites it.'),
 })
 
+const grepPattern = z.string().min(1).max(MAX_QUERY_CHARS)
 export const grepInput = z.object({
-  regex: z.string().min(1).max(MAX_QUERY_CHARS).describe('A JavaScript regular expression, matched line by line.'),
+  pattern: grepPattern.optional().describe('A JavaScript regular expression, matched line by line.'),
+  regex: grepPattern.optional().describe('Same as pattern.'),
   prefix: prefix.optional(),
   limit: z.number().int().min(1).max(10_000).optional(),
   ignore_case: z.boolean().optional(),
@@ -121,7 +158,9 @@ export const taskInput = z.object({
   timestamp: isoDateTimeSchema.optional(),
 })
 
-export const syncInput = z.object({})
+export const syncInput = z.object({
+  dry_run: z.boolean().optional().describe('Only say what a sync would do (the plan); nothing is sent, fetched or written.'),
+})
 
 export type SnapshotInput = z.output<typeof snapshotInput>
 export type AppendInput = z.output<typeof appendInput>
@@ -133,6 +172,7 @@ export type WriteInput = z.output<typeof writeInput>
 export type EditInput = z.output<typeof editInput>
 export type GrepInput = z.output<typeof grepInput>
 export type TaskInput = z.output<typeof taskInput>
+export type SyncInput = z.output<typeof syncInput>
 
 // ---------------------------------------------------------------------------------------------------------------
 // outputs (the operations' results)
@@ -162,10 +202,22 @@ const searchHit = z.object({
   score: z.number(),
   snippet: z.array(z.object({line: z.number().int(), text: z.string()})),
 })
-const eventList = z.looseObject({
+/** The filters of an event search, as the server was asked them. */
+const eventFilters = z.object({
+  scope: z.string().optional(),
+  kind: z.string().optional(),
+  dedupe_key: z.string().optional(),
+  agent: z.string().optional(),
+  since: z.string().optional(),
+  until: z.string().optional(),
+  q: z.string().optional(),
+  limit: z.number().optional(),
+  include_deprecated: z.boolean().optional(),
+})
+const eventList = z.object({
   server: z.string().optional(),
   query: z.string().optional(),
-  filters: z.record(z.string(), z.unknown()),
+  filters: eventFilters,
   total: z.number().int(),
   events: z.array(storedMemoryEventSchema.unwrap().extend({score: z.number().optional()})),
 })
@@ -228,20 +280,47 @@ export const taskOutput = z.object({
   workerMemory: workerMemorySchema,
 })
 
+const pathReason = z.object({path: z.string(), reason: z.string()})
+const backup = z.object({path: z.string(), backup: z.string().describe('Where the version that lost was kept, relative to .memory/.')})
+const replicaChange = z.object({action: z.string(), memoryPath: z.string(), workspacePath: z.string()})
+/** What one configured replica (`.nexus/config.json` `replicas`) did around the sync. */
+const replicaReport = z.object({
+  id: z.string(),
+  kind: z.string(),
+  workspace: z.string(),
+  folder: z.string(),
+  skipped: z.string().optional(),
+  error: z.object({code: z.string(), message: z.string()}).optional(),
+  changes: z.array(replicaChange),
+  conflicts: z.array(pathReason),
+  backups: z.array(backup),
+  held: z.array(replicaChange),
+  refused: z.array(pathReason),
+  left: z.array(z.string()),
+  written: z.array(z.string()),
+  kept: z.array(pathReason),
+  appended: z.array(z.object({path: z.string(), event_id: z.string(), dedupe_key: z.string(), status: z.string()})),
+})
+const planned = z.array(z.string())
 export const syncOutput = z.object({
   server: z.string(),
-  mode: z.string(),
+  mode: z.enum(['revision', 'timestamp']).describe('revision: the server keeps revisions; timestamp: a server with only the times of its files.'),
   pushed: z.array(z.string()),
   pulled: z.array(z.string()),
   merged: z.array(z.string()),
   deleted: z.array(z.string()),
   conflicts: z.array(z.object({path: z.string(), rule: z.string(), reason: z.string()})),
-  backups: z.array(z.object({path: z.string(), backup: z.string()})),
+  backups: z.array(backup).describe('Conflicts of this sync: the server\'s version was kept, the local one saved here.'),
+  waiting: z.array(z.string()).describe('Backups of earlier conflicts still waiting for `jarvis resolve` (relative to .memory/).'),
   invalid: z.array(z.object({path: z.string(), problems: z.array(z.string())})),
   outbox: z.object({sent: z.number(), left: z.number()}),
   dryRun: z.boolean(),
-  plan: z.record(z.string(), z.array(z.string())).optional(),
+  plan: z
+    .object({push: planned, pull: planned, merge: planned, 'delete-remote': planned, 'delete-local': planned, record: planned})
+    .optional()
+    .describe('A dry run: what the sync would do, by action.'),
   attempts: z.number(),
+  replicas: z.array(replicaReport).optional(),
 })
 
 export type SnapshotOutput = z.output<typeof snapshotOutput>
@@ -260,3 +339,50 @@ export type SyncOutput = z.output<typeof syncOutput>
 export function publishedOutput<S extends z.ZodObject>(schema: S) {
   return schema.partial().extend({error: toolErrorSchema.optional()})
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// each operation's result fits its tool's output schema (checked by `npm run typecheck`)
+
+type ItemOf<T> = T extends readonly (infer Item)[] ? Item : never
+
+/**
+ * The fields of `R`, at any depth (as `a.b`, `list[].c`), that the schema type `O` does not list: the ones an SDK
+ * client refuses. An object schema that admits any field (z.looseObject) lists every field.
+ */
+type Unlisted<R, O, At extends string = ''> = R extends readonly unknown[]
+  ? Unlisted<ItemOf<R>, ItemOf<NonNullable<O>>, At extends `${infer Field}.` ? `${Field}[].` : `${At}[].`>
+  : R extends object
+    ? string extends keyof NonNullable<O>
+      ? never
+      : {[K in keyof R & string]-?: K extends keyof NonNullable<O> ? Unlisted<R[K], NonNullable<O>[K], `${At}${K}.`> : `${At}${K}`}[keyof R & string]
+    : never
+
+/**
+ * True when a result of type `R` validates against the output schema of type `O`: it is assignable to it, and has
+ * no field the schema does not list. Else a type that names what is wrong, shown by the compiler's error.
+ */
+type Fits<R, O> = [R] extends [O]
+  ? [Unlisted<R, O>] extends [never]
+    ? true
+    : {'add these fields of the result to the tool\'s output schema in src/mcp/schemas.ts': Unlisted<R, O>}
+  : {'the result type does not match the tool\'s output schema in src/mcp/schemas.ts': R}
+
+type Holds<T extends true> = T
+
+/**
+ * The operations behind `jarvis mcp` (mcp/local.ts) against their tools' output schemas. The `/mcp` backend
+ * (mcp/hosted.ts) builds its results as the schema types themselves.
+ */
+export type ResultsFitTheirSchemas = [
+  Holds<Fits<SnapshotResult, SnapshotOutput>>,
+  Holds<Fits<AppendResult, AppendOutput>>,
+  Holds<Fits<MemorySearchResult, SearchOutput>>,
+  Holds<Fits<RecallResult, RecallOutput>>,
+  Holds<Fits<LsResult, LsOutput>>,
+  Holds<Fits<ReadResult & {hash: string}, ReadOutput>>,
+  Holds<Fits<WriteResult & {hash?: string}, WriteOutput>>,
+  Holds<Fits<EditResult & {hash?: string}, EditOutput>>,
+  Holds<Fits<GrepResult, GrepOutput>>,
+  Holds<Fits<TaskCompleteResult, TaskOutput>>,
+  Holds<Fits<SyncOnceResult, SyncOutput>>,
+]

@@ -4,6 +4,7 @@
  */
 import type {z} from 'zod'
 
+import {editCallOf, grepQueryOf} from './arguments.js'
 import type {McpBackend} from './backend.js'
 import {
   appendInput,
@@ -29,6 +30,7 @@ import {
   writeInput,
   writeOutput,
   type RecallOutput,
+  type SyncOutput,
 } from './schemas.js'
 
 export interface ToolAnnotations {
@@ -79,6 +81,21 @@ export function limitRecall(result: RecallOutput, maxTokens: number | undefined)
   }
   if (kept.length === 1) kept.push('(no memory file fits in max_tokens)')
   return {...result, block: kept.join('\n'), hits}
+}
+
+function syncText(result: SyncOutput): string {
+  if (result.dryRun && result.plan) {
+    const planned = Object.entries(result.plan).filter(([kind, paths]) => kind !== 'record' && paths.length > 0)
+    return [`dry run against ${result.server}, nothing changed; a sync would:`, ...planned.map(([kind, paths]) => `- ${kind}: ${paths.join(', ')}`), ...(planned.length === 0 ? ['- nothing'] : [])].join('\n')
+  }
+  const parts = [`pushed ${result.pushed.length}`, `pulled ${result.pulled.length}`, `merged ${result.merged.length}`, `deleted ${result.deleted.length}`]
+  return [
+    `synced with ${result.server} (${result.mode} mode): ${parts.join(', ')}`,
+    ...result.conflicts.map((conflict) => `conflict: ${conflict.path}: ${conflict.reason}`),
+    ...result.backups.map((backup) => `the local version of ${backup.path} lost and was kept as ${backup.backup}`),
+    ...result.waiting.map((backup) => `waiting for \`jarvis resolve\`: ${backup}`),
+    ...(result.replicas ?? []).map((replica) => `replica ${replica.kind} (${replica.workspace}): ${replica.error ? `failed: ${replica.error.message}` : (replica.skipped ?? `${replica.changes.length} change(s)`)}`),
+  ].join('\n')
 }
 
 export const TOOLS: ToolDefinition[] = [
@@ -160,7 +177,7 @@ export const TOOLS: ToolDefinition[] = [
     name: 'memory_write',
     title: 'Write a memory file',
     description:
-      'Creates or replaces a memory file (Markdown, optional YAML front matter). With base_hash (from memory_read), a file changed since it was read is merged with that change, or refused (exit 4) where the changes overlap. Secrets and personal data are refused (exit 5) and nothing is written.',
+      'Creates or replaces a memory file (Markdown, optional YAML front matter; tags and metadata go into the front matter). With base_hash (from memory_read), a file changed since it was read is merged with that change, or refused (exit 4) where the changes overlap. Secrets and personal data are refused (exit 5) and nothing is written.',
     input: writeInput,
     output: writeOutput,
     annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false},
@@ -171,22 +188,22 @@ export const TOOLS: ToolDefinition[] = [
     name: 'memory_edit',
     title: 'Edit a memory file',
     description:
-      'Replaces the one occurrence of a text in a memory file. With base_hash (from memory_read), a file changed since it was read gets the edit merged with that change, or refused (exit 4) where the changes overlap. Secrets and personal data are refused (exit 5).',
+      'Changes a memory file by a patch: a unified diff of the file, or {replace, with} to replace the one occurrence of a text. A diff or a text that does not match the file is refused (exit 2), nothing written. With base_hash (from memory_read), a file changed since it was read gets the edit merged with that change, or refused (exit 4) where the changes overlap. Secrets and personal data are refused (exit 5).',
     input: editInput,
     output: editOutput,
     annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false},
-    run: (backend, input) => backend.edit(input),
+    run: (backend, input) => backend.edit(editCallOf(input)),
     text: (result) => `${result.merged ? 'edited and merged with a change made since it was read:' : 'edited'} ${result.path}${result.hash ? ` (hash ${result.hash})` : ''}`,
   }),
   tool({
     name: 'memory_grep',
     title: 'Grep memory files',
-    description: 'Lines of the memory files that match a regular expression, by path and line number.',
+    description: 'Lines of the memory files that match a regular expression (pattern), by path and line number.',
     input: grepInput,
     output: grepOutput,
     annotations: {readOnlyHint: true, openWorldHint: false},
-    run: (backend, input) => backend.grep(input),
-    text: (result) => (result.hits.length === 0 ? `no line matches /${result.regex}/` : result.hits.map((hit) => `${hit.path}:${hit.line}: ${oneLine(hit.text, 200)}`).join('\n')),
+    run: (backend, input) => backend.grep(grepQueryOf(input)),
+    text: (result) => (result.hits.length === 0 ? `no line matches /${result.regex}/${result.prefix ? ` under ${result.prefix}` : ''}` : result.hits.map((hit) => `${hit.path}:${hit.line}: ${oneLine(hit.text, 200)}`).join('\n')),
   }),
   tool({
     name: 'task_complete',
@@ -201,16 +218,14 @@ export const TOOLS: ToolDefinition[] = [
   tool({
     name: 'sync',
     title: 'Sync the memory files',
-    description: 'Syncs this tree\'s memory files with the server (three-way merge), and sends what waits in the outbox. A backup kept on a conflict is named in the result.',
+    description:
+      "Syncs this tree's memory files with the server (three-way merge), and sends what waits in the outbox. On a conflict the server's version is kept and the local one saved as a backup, named in the result (backups; waiting: earlier ones not yet resolved). dry_run: only the plan.",
     input: syncInput,
     output: syncOutput,
     annotations: {readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false},
-    run: (backend) => backend.sync(),
-    text(result) {
-      const parts = [`pushed ${result.pushed.length}`, `pulled ${result.pulled.length}`, `merged ${result.merged.length}`, `deleted ${result.deleted.length}`]
-      const conflicts = result.conflicts.map((conflict) => `conflict: ${conflict.path}: ${conflict.reason}`)
-      return [`synced with ${result.server}: ${parts.join(', ')}`, ...conflicts].join('\n')
-    },
+    run: (backend, input) => backend.sync(input),
+    text: syncText,
+
   }),
 ]
 

@@ -8,6 +8,8 @@ import {
   deleteMemory,
   type DeleteResult,
   editMemory,
+  type EditResult,
+  type FileEdit,
   type GrepHit,
   grepMemory,
   readMemory,
@@ -21,6 +23,7 @@ import type {ContextMap} from '../schemas/index.js'
 import {openTree} from './context.js'
 
 export {type LsResult, memoryLs} from './memory-ls.js'
+export type {EditResult} from '../files/index.js'
 
 // ---------------------------------------------------------------------------------------------------------------
 // results
@@ -65,15 +68,22 @@ export async function memoryRead(options: {dir?: string; path: string}): Promise
   }
 }
 
-/** `base` (an MCP session: what was read): a file changed since is merged or refused (exit 4), never overwritten. */
-export async function memoryWrite(options: {dir?: string; path: string; content: string; title?: string; tags?: string[]} & GuardedWrite): Promise<WriteResult> {
+/**
+ * `base` (an MCP session: what was read): a file changed since is merged or refused (exit 4), never overwritten.
+ * `metadata`: more front-matter fields.
+ */
+export async function memoryWrite(
+  options: {dir?: string; path: string; content: string; title?: string; tags?: string[]; metadata?: Record<string, unknown>} & GuardedWrite,
+): Promise<WriteResult> {
   const {root} = await openTree(options.dir)
-  return writeMemory(root, options.path, options.content, {title: options.title, tags: options.tags}, {base: options.base, onWritten: options.onWritten})
+  return writeMemory(root, options.path, options.content, {title: options.title, tags: options.tags, metadata: options.metadata}, {base: options.base, onWritten: options.onWritten})
 }
 
-export async function memoryEdit(options: {dir?: string; path: string; replace: string; with: string} & GuardedWrite): Promise<{path: string; merged?: boolean}> {
+/** The one occurrence of `replace` replaced `with` a text, or (MCP's memory_edit) a unified `diff` applied. */
+export async function memoryEdit(options: {dir?: string; path: string} & FileEdit & GuardedWrite): Promise<EditResult> {
   const {root} = await openTree(options.dir)
-  return editMemory(root, options.path, options.replace, options.with, {base: options.base, onWritten: options.onWritten})
+  const edit: FileEdit = 'diff' in options ? {diff: options.diff} : {replace: options.replace, with: options.with}
+  return editMemory(root, options.path, edit, {base: options.base, onWritten: options.onWritten})
 }
 
 export async function memoryGrep(options: {dir?: string; regex: string; prefix?: string; limit?: number; ignoreCase?: boolean}): Promise<GrepResult> {

@@ -111,7 +111,7 @@ describe('memory file tools', () => {
     expect(await grepMemory(root, 'outcome', 'projects/', undefined, {ignoreCase: true})).toHaveLength(1)
     expect(await grepMemory(root, 'Outcome', undefined, 1)).toHaveLength(1)
 
-    await editMemory(root, 'projects/app/status.md', 'low ROAS', 'ROAS back to 2.1')
+    await editMemory(root, 'projects/app/status.md', {replace: 'low ROAS', with: 'ROAS back to 2.1'})
     expect(await readFile(memory('projects/app/status.md'), 'utf8')).toContain('Outcome: ROAS back to 2.1\n')
 
     expect(await deleteMemory(root, 'projects/app/status.md')).toEqual({path: 'projects/app/status.md', syncsDeletion: false})
@@ -125,17 +125,17 @@ describe('memory file tools', () => {
   })
 
   it('not found is exit 2 for read, edit and delete', async () => {
-    for (const call of [() => readMemory(root, 'nope.md'), () => editMemory(root, 'nope.md', 'a', 'b'), () => deleteMemory(root, 'nope.md')]) {
+    for (const call of [() => readMemory(root, 'nope.md'), () => editMemory(root, 'nope.md', {replace: 'a', with: 'b'}), () => deleteMemory(root, 'nope.md')]) {
       expect(await rejection(call())).toMatchObject({exit: 2, code: 'NOT_FOUND'})
     }
   })
 
   it('an ambiguous or missing edit target is exit 2 saying how many, and changes nothing', async () => {
     await writeMemory(root, 'a.md', 'todo\ntodo\ntodo\n')
-    const error = await rejection(editMemory(root, 'a.md', 'todo', 'done'))
+    const error = await rejection(editMemory(root, 'a.md', {replace: 'todo', with: 'done'}))
     expect(error).toMatchObject({exit: 2, data: {matches: 3}})
     expect(error.message).toContain('occurs 3 times')
-    expect(await rejection(editMemory(root, 'a.md', 'absent', 'x'))).toMatchObject({exit: 2, data: {matches: 0}})
+    expect(await rejection(editMemory(root, 'a.md', {replace: 'absent', with: 'x'}))).toMatchObject({exit: 2, data: {matches: 0}})
     expect(await readFile(memory('a.md'), 'utf8')).toBe('todo\ntodo\ntodo\n')
   })
 
@@ -159,7 +159,7 @@ describe('memory file tools', () => {
     expect((await scanMemory(root)).size).toBe(0)
 
     await writeMemory(root, 'notes/ok.md', 'token: TBD\n')
-    expect((await rejection(editMemory(root, 'notes/ok.md', 'TBD', token))).exit).toBe(5)
+    expect((await rejection(editMemory(root, 'notes/ok.md', {replace: 'TBD', with: token}))).exit).toBe(5)
     expect(await readFile(memory('notes/ok.md'), 'utf8')).toBe('token: TBD\n')
   })
 
@@ -175,6 +175,6 @@ describe('memory file tools', () => {
     const [listed] = await listFiles(root)
     expect(listed.path).toBe('notes/bad.md')
     expect(listed.problem).toContain('line 3')
-    expect((await rejection(editMemory(root, 'notes/bad.md', 'body', 'x'))).exit).toBe(2) // the edit result must parse too
+    expect((await rejection(editMemory(root, 'notes/bad.md', {replace: 'body', with: 'x'}))).exit).toBe(2) // the edit result must parse too
   })
 })

@@ -3,16 +3,20 @@
  * `StdioClientTransport` spawning the built `node bin/run.js mcp`, and `StreamableHTTPClientTransport` on `/mcp`.
  */
 import {existsSync} from 'node:fs'
+import {writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StdioClientTransport} from '@modelcontextprotocol/sdk/client/stdio.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import type {CallToolResult, Tool} from '@modelcontextprotocol/sdk/types.js'
 
-import {initTree} from '../../src/store/index.js'
+import {afterAll, afterEach, beforeAll} from 'vitest'
+
+import {initTree, readConfig, withTreeLock} from '../../src/store/index.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
-import {tempDir, TOKENS} from '../helpers/world.js'
+import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
 /** The built binary: agents start `jarvis mcp` from dist, so do the tests (`npm run build` first). */
@@ -38,15 +42,23 @@ export function assertBuilt(): void {
 
 export interface Session {
   client: Client
+  /**
+   * The tools as listed when the session opened. Every agent lists the tools before it calls one, and from then on
+   * the SDK's client checks each result against the tool's published output schema (a mismatch throws -32602):
+   * so do the sessions of the tests.
+   */
+  tools: Tool[]
   /** What the server wrote to stderr (diagnostics only). */
   stderr(): string
   call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>
   close(): Promise<void>
 }
 
-function session(client: Client, stderr: () => string): Session {
+async function session(client: Client, stderr: () => string): Promise<Session> {
+  const {tools} = await client.listTools()
   return {
     client,
+    tools,
     stderr,
     call: async (name, args = {}) => (await client.callTool({name, arguments: args})) as CallToolResult,
     close: () => client.close(),
@@ -92,4 +104,58 @@ export function textOf(result: CallToolResult): string {
 /** The exit code a tool error carries, or undefined for a success. */
 export function exitOf(result: CallToolResult): number | undefined {
   return result.isError ? (result.structuredContent as {error?: {exit?: number}} | undefined)?.error?.exit : undefined
+}
+
+export interface McpWorld {
+  server: TestServer
+  /** The HOME of the spawned `jarvis mcp` processes (no user config). */
+  home: string
+  /** Removed after the suite. */
+  dirs: string[]
+  /** Closed after each test. */
+  sessions: Session[]
+}
+
+/** For the enclosing `describe`: a real `jarvis serve` and a home, its sessions closed after each test, all removed at the end. */
+export function useMcpWorld(): McpWorld {
+  const world: McpWorld = {server: undefined as unknown as TestServer, home: '', dirs: [], sessions: []}
+  beforeAll(async () => {
+    world.server = await startTestServer()
+    world.home = await tempDir('jarvis-mcp-home-')
+    world.dirs.push(world.server.dataDir, world.home)
+  })
+  afterEach(async () => {
+    for (const session of world.sessions.splice(0)) await session.close()
+  })
+  afterAll(async () => {
+    await world.server.close()
+    await removeAll(world.dirs)
+  })
+  return world
+}
+
+/**
+ * Runs `during` while another holder (as another process would) has the tree lock, the tree's lock timeout made
+ * short meanwhile; the lock is released and the config restored however `during` ends.
+ */
+export async function whileLocked(tree: string, during: () => Promise<void>): Promise<void> {
+  const config = await readConfig(tree)
+  const file = join(tree, '.nexus', 'config.json')
+  await writeFile(file, JSON.stringify({...config, sync: {...config.sync, lockTimeout: 100}}, null, 2))
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let locked!: () => void
+  const taken = new Promise<void>((resolve) => (locked = resolve))
+  const holder = withTreeLock(tree, {timeoutMs: 1000, command: 'test holder'}, async () => {
+    locked()
+    await held
+  })
+  await taken
+  try {
+    await during()
+  } finally {
+    release()
+    await holder
+    await writeFile(file, JSON.stringify(config, null, 2))
+  }
 }

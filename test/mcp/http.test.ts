@@ -6,12 +6,12 @@ import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {Client} from '@modelcontextprotocol/sdk/client/index.js'
-import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 import {request} from 'undici'
 
 import {eventsOnServer, fakeGithubToken} from '../cli/memory-helpers.js'
-import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
-import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, TOOL_NAMES, type Session} from './helpers.js'
+import {TOKENS} from '../helpers/world.js'
+import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, TOOL_NAMES, useMcpWorld, type Session} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 
 const MCP_HEADERS = {'content-type': 'application/json', accept: 'application/json, text/event-stream'}
@@ -21,47 +21,32 @@ describe.each(BACKENDS)('on %s', (backend) => {
   useBackend(backend)
 
   describe('/mcp on jarvis serve', () => {
-    const dirs: string[] = []
-    const sessions: Session[] = []
-    let server: TestServer
-    let home: string
-
-    beforeAll(async () => {
-      server = await startTestServer()
-      home = await tempDir('jarvis-mcp-home-')
-      dirs.push(server.dataDir, home)
-    })
-    afterEach(async () => {
-      for (const session of sessions.splice(0)) await session.close()
-    })
-    afterAll(async () => {
-      await server.close()
-      await removeAll(dirs)
-    })
+    const world = useMcpWorld()
+    const {dirs, sessions} = world
 
     async function http(agent: string): Promise<Session> {
-      const session = await httpSession(server.url, TOKENS[agent])
+      const session = await httpSession(world.server.url, TOKENS[agent])
       sessions.push(session)
       return session
     }
 
     async function stdio(agent: string): Promise<{session: Session; tree: string}> {
-      const tree = await makeTree(server.url, agent)
+      const tree = await makeTree(world.server.url, agent)
       dirs.push(tree)
-      const session = await stdioSession({cwd: tree, home, agent})
+      const session = await stdioSession({cwd: tree, home: world.home, agent})
       sessions.push(session)
       return {session, tree}
     }
 
     it('answers 401 without a token or with a wrong one, and nothing is run', async () => {
       for (const authorization of [undefined, 'Bearer not-a-token', `Basic ${TOKENS.claude}`]) {
-        const answer = await request(`${server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, ...(authorization ? {authorization} : {})}, body: JSON.stringify(INITIALIZE)})
+        const answer = await request(`${world.server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, ...(authorization ? {authorization} : {})}, body: JSON.stringify(INITIALIZE)})
         expect(answer.statusCode, authorization).toBe(401)
         expect(answer.headers['www-authenticate']).toMatch(/^Bearer/)
         await answer.body.text()
       }
-      await expect(httpSession(server.url, 'wrong-token')).rejects.toThrow(/401|unauthorized|not known/i)
-      const ok = await request(`${server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, authorization: `Bearer ${TOKENS.claude}`}, body: JSON.stringify(INITIALIZE)})
+      await expect(httpSession(world.server.url, 'wrong-token')).rejects.toThrow(/401|unauthorized|not known/i)
+      const ok = await request(`${world.server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, authorization: `Bearer ${TOKENS.claude}`}, body: JSON.stringify(INITIALIZE)})
       expect(ok.statusCode).toBe(200)
       expect(JSON.parse(await ok.body.text())).toMatchObject({id: 1, result: {serverInfo: {name: 'jarvis'}}})
     })
@@ -81,12 +66,12 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(structured(appended)).toMatchObject({agent_id: 'gemini', status: 'created'})
       const snapshot = structured(await session.call('memory_snapshot', {}))
       expect(snapshot.recent_events.map((event: {content_md: string}) => event.content_md).join('\n')).toContain(marker)
-      expect((await eventsOnServer(server.url, 'gemini', {dedupe_key: 'fact:mcp_http'}))[0]).toMatchObject({agent_id: 'gemini'})
+      expect((await eventsOnServer(world.server.url, 'gemini', {dedupe_key: 'fact:mcp_http'}))[0]).toMatchObject({agent_id: 'gemini'})
 
       const secret = fakeGithubToken()
       const refused = await session.call('memory_append', {kind: 'config', key: 'config:leak_http', content: `token ${secret}`})
       expect(exitOf(refused)).toBe(5)
-      expect(await eventsOnServer(server.url, 'gemini', {dedupe_key: 'config:leak_http'})).toEqual([])
+      expect(await eventsOnServer(world.server.url, 'gemini', {dedupe_key: 'config:leak_http'})).toEqual([])
       const write = await session.call('memory_write', {path: 'notes/leak-http.md', content: `# x\n${secret}\n`})
       expect(exitOf(write)).toBe(5)
       expect(exitOf(await session.call('memory_read', {path: 'notes/leak-http.md'}))).toBe(2) // not there
@@ -111,7 +96,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(exitOf(await session.call('memory_snapshot', {limit_recent: -3}))).toBe(2)
       expect(exitOf(await session.call('no_such_tool', {}))).toBe(2)
       expect(exitOf(await session.call('memory_write', {path: 'notes/huge.md', content: 'y'.repeat(5 * 1024 * 1024)}))).toBe(2)
-      const broken = await request(`${server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, authorization: `Bearer ${TOKENS.claude}`}, body: '{"jsonrpc": "2.0", "id": '})
+      const broken = await request(`${world.server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, authorization: `Bearer ${TOKENS.claude}`}, body: '{"jsonrpc": "2.0", "id": '})
       expect(broken.statusCode).toBe(400)
       await broken.body.text()
       expect((await session.call('memory_snapshot', {})).isError).toBeFalsy()

@@ -6,11 +6,11 @@
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
-import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
-import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, type Session} from './helpers.js'
+import {TOKENS} from '../helpers/world.js'
+import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, useMcpWorld, type Session} from './helpers.js'
 
 const ORIGINAL = ['# Plan', '', 'line one', 'line two', 'line three', 'line four', 'line five', ''].join('\n')
 
@@ -93,29 +93,14 @@ function mergeCases(open: () => Promise<Door>) {
 }
 
 describe('merge or refuse, never overwrite', () => {
-  const dirs: string[] = []
-  const sessions: Session[] = []
-  let server: TestServer
-  let home: string
-
-  beforeAll(async () => {
-    server = await startTestServer()
-    home = await tempDir('jarvis-mcp-home-')
-    dirs.push(server.dataDir, home)
-  })
-  afterEach(async () => {
-    for (const session of sessions.splice(0)) await session.close()
-  })
-  afterAll(async () => {
-    await server.close()
-    await removeAll(dirs)
-  })
+  const world = useMcpWorld()
+  const {dirs, sessions} = world
 
   describe('over stdio, on the tree', () => {
     mergeCases(async () => {
-      const tree = await makeTree(server.url)
+      const tree = await makeTree(world.server.url)
       dirs.push(tree)
-      const session = await stdioSession({cwd: tree, home})
+      const session = await stdioSession({cwd: tree, home: world.home})
       sessions.push(session)
       const file = (path: string) => join(tree, '.memory', ...path.split('/'))
       return {
@@ -128,9 +113,9 @@ describe('merge or refuse, never overwrite', () => {
 
   describe('over /mcp, on the server file store', () => {
     mergeCases(async () => {
-      const session = await httpSession(server.url, TOKENS.claude)
+      const session = await httpSession(world.server.url, TOKENS.claude)
       sessions.push(session)
-      const other = new MemoryClient({server: server.url, token: TOKENS.gemini})
+      const other = new MemoryClient({server: world.server.url, token: TOKENS.gemini})
       const read = async (path: string) => (await other.pull([path])).files[path]?.content ?? null
       return {
         session,

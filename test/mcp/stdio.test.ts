@@ -4,36 +4,20 @@ import {readFile, writeFile, mkdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {Ajv} from 'ajv'
-import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {readConfig, withTreeLock} from '../../src/store/index.js'
 import {cleanEnv, eventsOnServer, fakeGithubToken} from '../cli/memory-helpers.js'
-import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
-import {builtBin, exitOf, makeTree, stdioSession, structured, textOf, TOOL_NAMES, type Session} from './helpers.js'
+import {tempDir, TOKENS} from '../helpers/world.js'
+import {builtBin, exitOf, makeTree, stdioSession, structured, textOf, TOOL_NAMES, useMcpWorld, whileLocked, type Session} from './helpers.js'
 
 describe('jarvis mcp (stdio)', () => {
-  const dirs: string[] = []
-  const sessions: Session[] = []
-  let server: TestServer
-  let home: string
-
-  beforeAll(async () => {
-    server = await startTestServer()
-    home = await tempDir('jarvis-mcp-home-')
-    dirs.push(server.dataDir, home)
-  })
-  afterEach(async () => {
-    for (const session of sessions.splice(0)) await session.close()
-  })
-  afterAll(async () => {
-    await server.close()
-    await removeAll(dirs)
-  })
+  const world = useMcpWorld()
+  const {dirs, sessions} = world
 
   async function open(agent = 'claude'): Promise<{session: Session; tree: string}> {
-    const tree = await makeTree(server.url, agent)
+    const tree = await makeTree(world.server.url, agent)
     dirs.push(tree)
-    const session = await stdioSession({cwd: tree, home, agent})
+    const session = await stdioSession({cwd: tree, home: world.home, agent})
     sessions.push(session)
     return {session, tree}
   }
@@ -73,7 +57,7 @@ describe('jarvis mcp (stdio)', () => {
     expect(mine?.content_md).toContain('#mcp')
     expect(structured(snapshot).pinned_md).toContain(marker)
     expect(textOf(snapshot)).toContain(marker)
-    const stored = await eventsOnServer(server.url, 'claude', {dedupe_key: 'decision:mcp_append'})
+    const stored = await eventsOnServer(world.server.url, 'claude', {dedupe_key: 'decision:mcp_append'})
     expect(stored.map((event) => event.event_id)).toContain(result.event_id)
   })
 
@@ -86,7 +70,7 @@ describe('jarvis mcp (stdio)', () => {
     expect(structured(appended).error).toMatchObject({code: 'SECRET_REFUSED', exit: 5})
     expect(textOf(appended)).toMatch(/GitHub token/)
     expect(textOf(appended)).not.toContain(secret)
-    expect(await eventsOnServer(server.url, 'claude', {dedupe_key: 'config:leak_mcp'})).toEqual([])
+    expect(await eventsOnServer(world.server.url, 'claude', {dedupe_key: 'config:leak_mcp'})).toEqual([])
 
     const written = await session.call('memory_write', {path: 'notes/leak.md', content: `# Leak\n\nkey ${secret}\n`})
     expect(exitOf(written)).toBe(5)
@@ -132,7 +116,7 @@ describe('jarvis mcp (stdio)', () => {
     const snapshot = await session.call('memory_snapshot', {})
     expect(snapshot.isError, textOf(snapshot)).toBeFalsy()
     expect((await session.client.listTools()).tools).toHaveLength(TOOL_NAMES.length)
-    expect(await eventsOnServer(server.url, 'claude', {dedupe_key: 'fact:huge'})).toEqual([])
+    expect(await eventsOnServer(world.server.url, 'claude', {dedupe_key: 'fact:huge'})).toEqual([])
     expect(session.stderr()).not.toMatch(/at .*\.js:\d+/) // no stack trace
   })
 
@@ -190,7 +174,7 @@ describe('jarvis mcp (stdio)', () => {
     dirs.push(tree)
     const elsewhere = await tempDir('jarvis-mcp-cwd-')
     dirs.push(elsewhere)
-    const session = await stdioSession({cwd: elsewhere, home, agent: 'gemini', args: ['--dir', tree]})
+    const session = await stdioSession({cwd: elsewhere, home: world.home, agent: 'gemini', args: ['--dir', tree]})
     sessions.push(session)
     const written = await session.call('memory_write', {path: 'notes/here.md', content: '# Here\n'})
     expect(written.isError, textOf(written)).toBeFalsy()
@@ -201,9 +185,9 @@ describe('jarvis mcp (stdio)', () => {
   })
 
   it('writes nothing but the protocol to stdout, and exits when the client closes stdin', async () => {
-    const tree = await makeTree(server.url)
+    const tree = await makeTree(world.server.url)
     dirs.push(tree)
-    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(home, {JARVIS_TOKEN: TOKENS.claude, DEBUG: 'jarvis:*'})}, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(world.home, {JARVIS_TOKEN: TOKENS.claude, DEBUG: 'jarvis:*'})}, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
@@ -230,34 +214,20 @@ describe('jarvis mcp (stdio)', () => {
 
   it('a tree locked by another process is a tool error with exit 6 naming the lock', async () => {
     const {session, tree} = await open()
-    const config = await readConfig(tree)
-    await writeFile(join(tree, '.nexus', 'config.json'), JSON.stringify({...config, sync: {...config.sync, lockTimeout: 100}}, null, 2))
-    let release!: () => void
-    const held = new Promise<void>((resolve) => (release = resolve))
-    let locked!: () => void
-    const taken = new Promise<void>((resolve) => (locked = resolve))
-    const holder = withTreeLock(tree, {timeoutMs: 1000, command: 'test holder'}, async () => {
-      locked()
-      await held
-    })
-    await taken
-    try {
+    await whileLocked(tree, async () => {
       const written = await session.call('memory_write', {path: 'notes/locked.md', content: '# Locked\n'})
       expect(exitOf(written)).toBe(6)
       expect(structured(written).error).toMatchObject({code: 'LOCKED'})
       expect(textOf(written)).toMatch(/locked by process \d+/)
-    } finally {
-      release()
-      await holder
-    }
+    })
     await expect(readFile(join(tree, '.memory', 'notes', 'locked.md'), 'utf8')).rejects.toThrow(/ENOENT/)
     expect((await session.call('memory_write', {path: 'notes/locked.md', content: '# Locked\n'})).isError).toBeFalsy()
   })
 
   it('a write in flight when the client closes stdin is completed before the server exits', async () => {
-    const tree = await makeTree(server.url)
+    const tree = await makeTree(world.server.url)
     dirs.push(tree)
-    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(home, {JARVIS_TOKEN: TOKENS.claude})}, stdio: ['pipe', 'ignore', 'ignore']})
+    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(world.home, {JARVIS_TOKEN: TOKENS.claude})}, stdio: ['pipe', 'ignore', 'ignore']})
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     const lines = [
       {jsonrpc: '2.0', id: 1, method: 'initialize', params: {protocolVersion: '2025-06-18', capabilities: {}, clientInfo: {name: 'raw', version: '1'}}},
