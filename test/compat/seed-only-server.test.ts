@@ -107,7 +107,7 @@ describe('jarvis against a server with only the seed’s fields', () => {
     expect(standIn.pushes).toHaveLength(1)
   })
 
-  it('status: the server answers, with its file count, and local changes are measured against the recorded base', async () => {
+  it('status: the server answers, with its file count and timestamp mode, and local changes are measured against the recorded base', async () => {
     const a = await tree('claude')
     await put(a.root, 'one.md', '1\n')
     await put(a.root, 'two.md', '2\n')
@@ -115,9 +115,9 @@ describe('jarvis against a server with only the seed’s fields', () => {
     await put(a.root, 'two.md', '2, changed\n')
     const status = await a.run(['status'])
     expect(status.code, status.stderr).toBe(0)
-    expect(status.stdout).toContain(`server ${standIn.url}: answers (2 files)`)
-    const json = envelope<{remote: {state: string; files: number}; changes: {modified: string[]}}>(await a.run(['status', '--json'])).result!
-    expect(json.remote).toEqual({state: 'answers', files: 2})
+    expect(flat(status.stdout)).toContain(`server ${standIn.url}: answers (2 files; timestamp mode`)
+    const json = envelope<{remote: {state: string; files: number; mode: string}; changes: {modified: string[]}}>(await a.run(['status', '--json'])).result!
+    expect(json.remote).toEqual({state: 'answers', files: 2, mode: 'timestamp'})
     expect(json.changes.modified).toEqual(['two.md'])
   })
 
