@@ -8,7 +8,11 @@ import {rm, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {makeClient, removeAll, tokenMap, type TestClient} from '../helpers/world.js'
+import {MemoryClient} from '../../src/protocol/client.js'
+import {readConfig} from '../../src/store/index.js'
+import type {SyncResult} from '../../src/sync/run.js'
+import {startWatch} from '../../src/sync/watch.js'
+import {makeClient, removeAll, TOKENS, tokenMap, type TestClient, until} from '../helpers/world.js'
 import {type ProtocolStandIn, type PushAnswer, startProtocolStandIn, type StandInRequest} from '../compat/protocol-stand-in.js'
 
 let standIn: ProtocolStandIn
@@ -228,5 +232,33 @@ describe('timestamp mode: nothing lost', () => {
     const both = memo(['# P', '', '- one, by A', '- two', '- three, by B'])
     expect(await a.read('PROJECT_MEMORY.md')).toBe(both)
     expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(both)
+  })
+})
+
+describe('timestamp mode: jarvis sync --watch', () => {
+  it('with no WebSocket to tell it, the watch asks the server again and brings another client’s write down', async () => {
+    const a = await client('claude')
+    await a.write('mine.md', 'mine\n')
+    const config = await readConfig(a.root)
+    const syncs: SyncResult[] = []
+    const handle = startWatch({
+      root: a.root,
+      client: new MemoryClient({server: standIn.url, token: TOKENS.claude}),
+      settings: {...config.sync, retryDelay: 10},
+      token: TOKENS.claude,
+      reconnectInitialMs: 50,
+      reconnectMaxMs: 100,
+      onSync: (result) => syncs.push(result),
+    })
+    try {
+      await handle.ready
+      expect(handle.stats().connected).toBe(false)
+      expect(await until('mine.md on the server', () => standIn.files.get('mine.md')?.content)).toBe('mine\n')
+      standIn.write('theirs.md', 'written elsewhere\n')
+      expect(await until('theirs.md to arrive', () => a.read('theirs.md'))).toBe('written elsewhere\n')
+      expect(syncs.every((result) => result.mode === 'timestamp')).toBe(true)
+    } finally {
+      await handle.stop()
+    }
   })
 })
