@@ -5,18 +5,18 @@
  * (protocol-stand-in.ts: status `{files: {path: {updatedAt}}}` and nothing more, pull, push, projects/active).
  * The engine's cases, races included, are test/sync/timestamp-mode.test.ts.
  */
-import {readFile, utimes, writeFile} from 'node:fs/promises'
+import {utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {cleanEnv} from '../cli/memory-helpers.js'
-import {envelope, runJarvis} from '../helpers/cli.js'
-import {removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
+import {envelope} from '../helpers/cli.js'
+import {tokenMap} from '../helpers/world.js'
 import {type ProtocolStandIn, startProtocolStandIn, type SwitchAnswer} from './protocol-stand-in.js'
+import {cliTrees, flat, put, read, type SyncReport} from './cli-trees.js'
 
 let standIn: ProtocolStandIn
-const dirs: string[] = []
+const {tree, removeTrees} = cliTrees('jarvis-protocol-only', () => standIn.url)
 
 beforeEach(async () => {
   standIn = await startProtocolStandIn(tokenMap)
@@ -24,32 +24,10 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await standIn.close()
-  await removeAll(dirs.splice(0))
+  await removeTrees()
 })
 
-async function tree(agent: 'claude' | 'gemini'): Promise<{root: string; run: (args: string[]) => ReturnType<typeof runJarvis>}> {
-  const root = await tempDir(`jarvis-protocol-only-${agent}-`)
-  dirs.push(root)
-  const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
-  const run = (args: string[]) => runJarvis(args, {cwd: root, env})
-  const init = await run(['init', '--agent', agent, '--server', standIn.url, '--project', 'demo'])
-  expect(init.code, init.stderr).toBe(0)
-  return {root, run}
-}
-
-const put = (root: string, rel: string, text: string) => writeFile(join(root, '.memory', rel), text)
-const read = (root: string, rel: string) => readFile(join(root, '.memory', rel), 'utf8')
-const flat = (text: string) => text.replace(/\s+/g, ' ')
 const memo = (lines: string[]) => `${lines.join('\n')}\n`
-
-interface SyncReport {
-  mode: string
-  pushed: string[]
-  pulled: string[]
-  merged: string[]
-  backups: Array<{path: string; backup: string}>
-  plan?: Record<string, string[]>
-}
 
 describe('jarvis against a server with only the protocol’s fields', () => {
   it('sync, sync --dry-run and sync --json: two trees converge, merge, settle a conflict, and say timestamp mode', async () => {

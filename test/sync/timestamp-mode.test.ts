@@ -35,7 +35,29 @@ async function client(agent: string): Promise<TestClient> {
 
 const pushes = () => standIn.requests.filter((r) => r.route === 'POST /api/memory/push')
 const memo = (lines: string[]) => `${lines.join('\n')}\n`
+/** One file as first synced, edited by A, by B on another line, and with both edits. */
+const TEXT = {
+  first: memo(['# P', '', '- one', '- two', '- three']),
+  byA: memo(['# P', '', '- one, by A', '- two', '- three']),
+  byB: memo(['# P', '', '- one', '- two', '- three, by B']),
+  both: memo(['# P', '', '- one, by A', '- two', '- three, by B']),
+}
 const PUSH_ANSWERS: PushAnswer[] = ['timestamps', 'empty-object', 'no-body', 'success']
+
+/** A tree whose PROJECT_MEMORY.md was synced, then edited by A (not synced yet). */
+async function editedByA(): Promise<TestClient> {
+  const a = await client('claude')
+  await a.write('PROJECT_MEMORY.md', TEXT.first)
+  await a.sync()
+  await a.write('PROJECT_MEMORY.md', TEXT.byA)
+  return a
+}
+
+/** Both edits are in the tree and on the server. */
+async function expectBoth(a: TestClient): Promise<void> {
+  expect(await a.read('PROJECT_MEMORY.md')).toBe(TEXT.both)
+  expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(TEXT.both)
+}
 
 /** Runs `write` once, the first time a request of `route` reaches the hook at `when`. */
 function once(route: string, when: 'before' | 'after', write: (request: StandInRequest) => void | Promise<void>): void {
@@ -82,19 +104,17 @@ describe.each(PUSH_ANSWERS)('a server with only the protocol’s fields, its pus
   it('concurrent edits on different lines both survive', async () => {
     const a = await client('claude')
     const b = await client('gemini')
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three']))
+    await a.write('PROJECT_MEMORY.md', TEXT.first)
     await a.sync()
     await b.sync()
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one, by A', '- two', '- three']))
-    await b.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three, by B']))
+    await a.write('PROJECT_MEMORY.md', TEXT.byA)
+    await b.write('PROJECT_MEMORY.md', TEXT.byB)
     await a.sync()
     const merged = await b.sync()
     expect(merged).toMatchObject({mode: 'timestamp', merged: ['PROJECT_MEMORY.md'], backups: []})
     await a.sync()
-    const both = memo(['# P', '', '- one, by A', '- two', '- three, by B'])
-    expect(await a.read('PROJECT_MEMORY.md')).toBe(both)
-    expect(await b.read('PROJECT_MEMORY.md')).toBe(both)
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(both)
+    await expectBoth(a)
+    expect(await b.read('PROJECT_MEMORY.md')).toBe(TEXT.both)
   })
 
   it('a conflict keeps the server’s side and backs up the local one', async () => {
@@ -173,65 +193,49 @@ describe('timestamp mode: nothing lost', () => {
   it('a lost sync state never turns into deletions: both sides are kept, and equal files are only recorded', async () => {
     const a = await client('claude')
     await a.write('same.md', 'same\n')
-    await a.write('mine.md', 'mine\n')
     await a.sync()
-    standIn.write('theirs.md', 'theirs\n')
     await rm(join(a.root, '.nexus', 'sync-state.json'))
+    await a.write('mine.md', 'mine\n')
+    standIn.write('theirs.md', 'theirs\n')
     const result = await a.sync()
-    expect(result).toMatchObject({mode: 'timestamp', pulled: ['theirs.md'], deleted: [], merged: [], backups: []})
+    expect(result).toMatchObject({mode: 'timestamp', pushed: ['mine.md'], pulled: ['theirs.md'], deleted: [], merged: [], backups: []})
     expect(await a.read('same.md')).toBe('same\n')
     expect(await a.read('mine.md')).toBe('mine\n')
     expect(standIn.files.get('same.md')!.content).toBe('same\n')
+    expect(standIn.files.get('mine.md')!.content).toBe('mine\n')
   })
 
   it.each(PUSH_ANSWERS)('another client writing right after our push (answered with %s) is merged, not mistaken for our own write', async (answer) => {
     standIn.answers.push = answer
-    const a = await client('claude')
-    const b = await client('gemini')
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three']))
-    await a.sync()
-    await b.sync()
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one, by A', '- two', '- three']))
+    const a = await editedByA()
     // B had synced A's edit, added its own line and pushed — the moment after A's push was stored.
-    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', memo(['# P', '', '- one, by A', '- two', '- three, by B'])))
+    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.both))
     await a.sync()
     standIn.hook = undefined
     await a.sync()
-    const both = memo(['# P', '', '- one, by A', '- two', '- three, by B'])
-    expect(await a.read('PROJECT_MEMORY.md')).toBe(both)
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(both)
+    await expectBoth(a)
   })
 
   // With the time of our write in the push answer, a later write over it is the other client's last-writer-wins
   // overwrite, as on any server that takes a push without a base: our next sync brings it down.
   it.each(PUSH_ANSWERS.filter((answer) => answer !== 'timestamps'))('another client overwriting our push before we could look again (answered with %s) loses neither edit', async (answer) => {
     standIn.answers.push = answer
-    const a = await client('claude')
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three']))
-    await a.sync()
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one, by A', '- two', '- three']))
+    const a = await editedByA()
     // Another client that never saw A's edit writes over it, right after A's push was stored.
-    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three, by B'])))
+    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.byB))
     const result = await a.sync()
     standIn.hook = undefined
     expect(result.backups).toEqual([])
     await a.sync()
-    const both = memo(['# P', '', '- one, by A', '- two', '- three, by B'])
-    expect(await a.read('PROJECT_MEMORY.md')).toBe(both)
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(both)
+    await expectBoth(a)
   })
 
   it('a write that lands between our status and our push is merged, not overwritten', async () => {
-    const a = await client('claude')
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three']))
-    await a.sync()
-    await a.write('PROJECT_MEMORY.md', memo(['# P', '', '- one, by A', '- two', '- three']))
-    once('GET /api/memory/status', 'after', () => standIn.write('PROJECT_MEMORY.md', memo(['# P', '', '- one', '- two', '- three, by B'])))
+    const a = await editedByA()
+    once('GET /api/memory/status', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.byB))
     const result = await a.sync()
     expect(result).toMatchObject({mode: 'timestamp', merged: ['PROJECT_MEMORY.md'], backups: []})
-    const both = memo(['# P', '', '- one, by A', '- two', '- three, by B'])
-    expect(await a.read('PROJECT_MEMORY.md')).toBe(both)
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(both)
+    await expectBoth(a)
   })
 })
 

@@ -1,17 +1,15 @@
-import {readdir, readFile} from 'node:fs/promises'
-import {join, relative} from 'node:path'
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {isBackupName} from '../../src/store/index.js'
 import {AGENTS, makeClient, removeAll, tokenMap, type TestClient} from '../helpers/world.js'
+import {applyEdit, backupsOf, treeOf} from './trees.js'
 import {type PushAnswer, startProtocolStandIn} from '../compat/protocol-stand-in.js'
 
 /**
  * The randomized model test of timestamp mode (as test/sync/model.test.ts is for revisions): 2–3 clients make random
  * edits and sync in a random order against a server with only the protocol's fields, which takes every push as the
  * last writer and answers it in one of the ways such a server may. A sync may have another client's whole sync
- * happen inside it, right after one of its requests was answered by the server (its first status, push or pull):
+ * happen inside it, right after the server handled one of its requests (its first status, push or pull):
  * the writes a server without revisions lets slip in between. After a final round every client holds the server's
  * tree, and every edit is in it or in a backup its client reported.
  *
@@ -38,37 +36,6 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
 )
-
-async function walk(dir: string, root = dir): Promise<string[]> {
-  const entries = await readdir(dir, {withFileTypes: true}).catch(() => [])
-  const files: string[] = []
-  for (const entry of entries) {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) files.push(...(await walk(path, root)))
-    else files.push(relative(root, path))
-  }
-  return files
-}
-
-async function treeOf(client: TestClient): Promise<Record<string, string>> {
-  const tree: Record<string, string> = {}
-  for (const path of await walk(client.memory)) if (!isBackupName(path.split('/').pop()!)) tree[path] = await readFile(join(client.memory, path), 'utf8')
-  return tree
-}
-
-async function backupsOf(client: TestClient): Promise<string> {
-  const all = await walk(client.memory)
-  const texts = await Promise.all(all.filter((p) => isBackupName(p.split('/').pop()!)).map((p) => readFile(join(client.memory, p), 'utf8')))
-  return texts.join('\n')
-}
-
-/** Every edit adds one unique marker: a line in Markdown, a key in JSON. Nothing else is ever removed. */
-function applyEdit(file: string, current: string | null, marker: string, position: number): string {
-  if (file.endsWith('.json')) return `${JSON.stringify({...(current ? JSON.parse(current) : {}), [marker]: position}, null, 2)}\n`
-  const lines = current ? current.replace(/\n$/, '').split('\n') : ['# memory']
-  lines.splice(Math.min(position, lines.length), 0, marker)
-  return `${lines.join('\n')}\n`
-}
 
 const cleanup: string[] = []
 afterAll(async () => removeAll(cleanup))
