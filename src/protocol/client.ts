@@ -17,6 +17,18 @@ const debug = createDebug('jarvis:protocol')
 export type StatusResponse = z.output<typeof statusResponseSchema>
 export type PullResponse = z.output<typeof pullResponseSchema>
 
+/**
+ * How a sync decides against this server: by revisions when its status names any (`seq`, a file's `rev`), which
+ * `jarvis serve` always does; else by timestamps, the only thing the protocol table requires a server to send
+ * (`{files: {path: {updatedAt}}}`), against the client's own recorded base.
+ */
+export type ServerMode = 'revision' | 'timestamp'
+export function modeOf(status: StatusResponse): ServerMode {
+  if (status.seq !== undefined) return 'revision'
+  for (const path in status.files) if (status.files[path].rev !== undefined) return 'revision'
+  return 'timestamp'
+}
+
 /** A pulled file's text: a seed-style server may send a `.json` file as a JSON value, which is written pretty-printed. */
 export function pulledText(file: PullResponse['files'][string]): string {
   return typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
@@ -107,8 +119,20 @@ export class MemoryClient {
     return this.call('GET', '/api/projects/active', undefined, activeProjectSchema)
   }
 
-  switchProject(projectId: string, switchedBy = 'user-cli'): Promise<z.output<typeof activeProjectSchema>> {
-    return this.call('POST', '/api/projects/active', {projectId, switchedBy}, activeProjectSchema)
+  /**
+   * The protocol table names the POST's body, `{projectId}`, and not its answer: `jarvis serve` answers the active
+   * project; a server that answers less (`{projectId}`, `{success: true}`, nothing) switched all the same, and the
+   * answer is then the switch as asked.
+   */
+  switchProject(projectId: string, switchedBy: 'user-cli' | 'user-web' = 'user-cli'): Promise<z.output<typeof activeProjectSchema>> {
+    const asked = {projectId, switchedBy, switchedAt: new Date().toISOString()}
+    const answer = z.lazy(() => z.unknown().transform((body) => {
+      const full = activeProjectSchema.safeParse(body)
+      if (full.success) return full.data
+      debug('project switch answered without the active project (%s): reporting the switch as asked', formatIssues(full.error.issues).join('; '))
+      return asked
+    }))
+    return this.call('POST', '/api/projects/active', {projectId, switchedBy}, answer)
   }
 
   /**

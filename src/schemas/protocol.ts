@@ -18,7 +18,8 @@ export type StatusFile = z.output<typeof statusFileSchema>
 
 export const statusResponseSchema = z
   .looseObject({
-    serverTime: isoDateTimeSchema,
+    /** Sent by `jarvis serve`; the protocol table's minimum is `files` alone, so nothing reads it. */
+    serverTime: isoDateTimeSchema.optional(),
     /** The server's change sequence; `?since=<seq>` then lists only the files changed after it. */
     seq: z.number().int().nonnegative().optional(),
     files: pathRecord(statusFileSchema),

@@ -8,7 +8,7 @@ import {HOOK_AGENTS} from '../hook/events.js'
 import {type HookLogEntry, readHookFailures} from '../hook/index.js'
 import {openTree} from '../ops/context.js'
 import {readUserConfig, resolveIdentity} from '../ops/identity.js'
-import {MemoryClient} from '../protocol/client.js'
+import {MemoryClient, modeOf, type ServerMode} from '../protocol/client.js'
 import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
 
 export interface StatusOptions {
@@ -40,7 +40,8 @@ export interface StatusResult {
   /** The newest hook failures (`.nexus/hooks.log`). */
   hookFailures: HookLogEntry[]
   agents: AgentStatus[]
-  remote: {state: 'answers' | 'unreachable' | 'not-asked' | 'no-server'; detail?: string; files?: number}
+  /** `mode`: how a sync decides with this server, by revisions or (a server without them) by timestamps. */
+  remote: {state: 'answers' | 'unreachable' | 'not-asked' | 'no-server'; detail?: string; files?: number; mode?: ServerMode}
 }
 
 const HOOK_FAILURES_SHOWN = 5
@@ -89,7 +90,7 @@ async function remoteState(server: string | undefined, token: string | undefined
   if (offline) return {state: 'not-asked'}
   try {
     const status = await new MemoryClient({server, token, timeoutMs}).status()
-    return {state: 'answers', files: Object.values(status.files).filter((file) => !file.deleted).length}
+    return {state: 'answers', files: Object.values(status.files).filter((file) => !file.deleted).length, mode: modeOf(status)}
   } catch (error) {
     return {state: 'unreachable', detail: error instanceof Error ? error.message : String(error)}
   }

@@ -71,7 +71,20 @@ export interface Plan {
 function remoteChanged(mode: SyncMode, base: BaseEntry, remote: RemoteEntry): boolean {
   if (mode === 'revision' && remote.rev !== undefined && base.rev !== undefined) return remote.rev !== base.rev
   if (remote.hash !== undefined) return remote.hash !== base.hash || Boolean(remote.deleted)
-  return remote.updatedAt !== base.updatedAt || Boolean(remote.deleted)
+  return !sameInstant(remote.updatedAt, base.updatedAt) || Boolean(remote.deleted)
+}
+
+/**
+ * Two `updatedAt`s of the server name the same moment, however each is written (`…T10:00:00Z` and
+ * `…T10:00:00.000Z`: a push answer and a status may format it differently). An unknown one matches nothing: a base
+ * recorded without the server's time is checked against the server's content instead.
+ */
+export function sameInstant(a: string | null | undefined, b: string | null | undefined): boolean {
+  if (a === undefined || b === undefined) return false
+  if (a === null || b === null) return a === b
+  if (a === b) return true
+  const [x, y] = [Date.parse(a), Date.parse(b)]
+  return !Number.isNaN(x) && x === y
 }
 
 function baseRevOf(base: BaseEntry | undefined, remote: RemoteEntry | undefined): number | null {

@@ -1,7 +1,9 @@
+import {isDeepStrictEqual} from 'node:util'
+
 import createDebug from 'debug'
 
 import {BadInputError, ConflictLeftError, JarvisError} from '../errors.js'
-import {MemoryClient, pulledText, StalePushError, type StatusResponse} from '../protocol/client.js'
+import {MemoryClient, modeOf, type PullResponse, pulledText, StalePushError, type StatusResponse} from '../protocol/client.js'
 import type {SyncSettings, SyncState} from '../schemas/index.js'
 import {
   appendAudit,
@@ -41,7 +43,7 @@ import {
   writeSyncState,
 } from '../store/index.js'
 import {flushOutbox} from './outbox.js'
-import {type BaseEntry, exceedsDeletionGuard, type LocalHashes, pathsToPlan, planSync, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
+import {type BaseEntry, exceedsDeletionGuard, type LocalHashes, pathsToPlan, planSync, sameInstant, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')
@@ -190,7 +192,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
       fullListing = true
       status = await client.status()
     }
-    const mode: SyncMode = status.seq !== undefined || Object.values(status.files).some((f) => f.rev !== undefined) ? 'revision' : 'timestamp'
+    const mode: SyncMode = modeOf(status)
     result.mode = mode
 
     // The quick check's scan, against the stat cache whose clean mark names the state as read: each base is a file of
@@ -486,6 +488,9 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         options.onProgress?.(++done, total)
         const remote = remoteText.get(path)
         if (!remote) return // vanished between status and pull: the next sync sees it
+        // The server's version is the file here already (a base without the server's time, in timestamp mode):
+        // only the base is recorded, the file is not written again.
+        if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
         staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
         stagedChars += remote.content.length
       })
@@ -525,7 +530,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
       }
       case 'push':
         // Read when its batch goes, unless small enough to have been kept from the scan.
-        pushes.push({path, text: localText.get(path), baseRev: action.baseRev, merged: false})
+        pushes.push({path, text: localText.get(path), baseRev: action.baseRev, merged: false, seenAt: planInput.remote[path]?.updatedAt ?? null})
         break
       case 'delete-remote': {
         // A seed-style server has no deletions: saying "deleted" would be a lie, and the file would come back.
@@ -543,6 +548,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         const remote = remoteText.get(path)
         const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
         if (!remote || localContent === null) break
+        // Both sides hold the same text (a tree synced before its sync state was lost, or timestamp mode, whose status
+        // has no hashes to tell): nothing to merge, only the base to record.
+        if (remote.content === localContent) {
+          recordBase(bases, state, path, remote.content, remote.entry, now)
+          break
+        }
         const baseText = await verifiedBase(bases, state, path)
         const strategy = strategyFor(path, options.settings.strategies)
         const modified = local.get(path)?.mtimeMs
@@ -565,7 +576,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
         if (merge.merged === remote.content) {
           recordBase(bases, state, path, remote.content, remote.entry, now)
         } else {
-          pushes.push({path, text: merge.merged, baseRev: remote.entry.rev ?? action.baseRev, merged: true})
+          pushes.push({path, text: merge.merged, baseRev: remote.entry.rev ?? action.baseRev, merged: true, seenAt: remote.entry.updatedAt ?? null})
         }
         break
       }
@@ -637,6 +648,12 @@ interface PushContext {
  */
 async function pushBatch(context: PushContext, batch: Array<{item: PushItem; text: string}>, deletes: string[]): Promise<string[] | undefined> {
   const {root, client, bases, state, mode, now, result} = context
+  // A server without revisions answers no 409: a write that reached it since this push was decided is found by looking
+  // again right before sending, and merged by the next round instead of overwritten.
+  if (mode === 'timestamp' && batch.length > 0) {
+    const moved = await movedOnServer(client, batch)
+    if (moved.length > 0) return moved
+  }
   const files = Object.fromEntries(batch.map(({item, text}) => [item.path, text]))
   const base: Record<string, number | null> = {}
   for (const {item} of batch) base[item.path] = item.baseRev ?? null
@@ -675,14 +692,14 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   }
   // Bases move only now that the server acknowledged.
   const acknowledged = answer.files ?? {}
-  let timestamps: StatusResponse | undefined
-  if (mode === 'timestamp' && batch.some(({item}) => !acknowledged[item.path]?.updatedAt)) timestamps = await client.status()
+  const own = mode === 'timestamp' ? await timesOfOwnWrites(client, batch, acknowledged) : undefined
   for (const {item, text} of batch) {
+    if (own?.overwritten.includes(item.path)) continue
     const ack = acknowledged[item.path]
-    const updatedAt = ack?.updatedAt ?? timestamps?.files[item.path]?.updatedAt
+    const updatedAt = ack?.updatedAt ?? own?.times.get(item.path)
     recordBase(bases, state, item.path, text, {rev: ack?.rev, hash: ack?.hash, updatedAt}, now)
+    if (!item.merged) result.pushed.push(item.path)
   }
-  for (const {item} of batch) if (!item.merged) result.pushed.push(item.path)
   // Our server numbers its commits, one per push that changed anything; a seed-style server says nothing.
   const seq = 'seq' in answer ? answer.seq : undefined
   context.seq = context.seq !== undefined && (seq === context.seq || seq === context.seq + 1) ? seq : undefined
@@ -694,7 +711,48 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   // Written before the next batch goes, or by the caller. A sync killed in between finds the server's copies equal
   // to its files and records them without sending them again (or, edited since, pending: its own write).
   context.unwritten = true
-  return undefined
+  return own?.overwritten.length ? own.overwritten : undefined
+}
+
+/** Timestamp mode: the paths of `batch` whose `updatedAt` on the server is no longer the one their push was decided against. */
+async function movedOnServer(client: MemoryClient, batch: Array<{item: PushItem}>): Promise<string[]> {
+  const {files} = await client.status()
+  const moved = batch.filter(({item}) => !sameInstant(files[item.path]?.updatedAt ?? null, item.seenAt)).map(({item}) => item.path)
+  if (moved.length > 0) debug('written on the server since this sync looked: %o', moved)
+  return moved
+}
+
+/**
+ * Timestamp mode: the server's time of each write of `batch`, the base's `updatedAt`, which the next status is
+ * compared with. A push answer that does not give it (the protocol names none for a server without revisions:
+ * `{success: true}`, `{}`, no body) is completed by a pull, whose answer gives each file's text and time together:
+ * a later status could give the time of another client's write made meanwhile, and the two trees would then
+ * each believe themselves in step. A file that holds another text by then was written over since this push: it is
+ * `overwritten`, its base does not move, and the next round merges it.
+ */
+async function timesOfOwnWrites(client: MemoryClient, batch: Array<{item: PushItem; text: string}>, acknowledged: Record<string, {updatedAt?: string}>): Promise<{times: Map<string, string>; overwritten: string[]}> {
+  const times = new Map<string, string>()
+  const overwritten: string[] = []
+  const unknown = batch.filter(({item}) => acknowledged[item.path]?.updatedAt === undefined)
+  if (unknown.length === 0) return {times, overwritten}
+  const {files} = await client.pull(unknown.map(({item}) => item.path))
+  for (const {item, text} of unknown) {
+    const file = files[item.path]
+    if (file !== undefined && holdsText(file, text)) times.set(item.path, file.updatedAt)
+    else overwritten.push(item.path)
+  }
+  if (overwritten.length > 0) debug('written over on the server right after this push: %o', overwritten)
+  return {times, overwritten}
+}
+
+/** The pulled file holds `text`: the same string, or for a `.json` file sent as a JSON value, the same value. */
+function holdsText(file: PullResponse['files'][string], text: string): boolean {
+  if (typeof file.content === 'string') return file.content === text
+  try {
+    return isDeepStrictEqual(file.content, JSON.parse(text))
+  } catch {
+    return false
+  }
 }
 
 interface RemoteText {
@@ -750,6 +808,8 @@ interface PushItem {
   text: string | undefined
   baseRev: number | null | undefined
   merged: boolean
+  /** The server's `updatedAt` of the version this push was decided against (null: it had none), for timestamp mode. */
+  seenAt: string | null
 }
 
 /**

@@ -6,6 +6,8 @@
  * - The `/ws/memory` subscription (`protocol/subscribe.ts`: heartbeat, partition after 15 s of silence, reconnect
  *   with backoff) turns `MEM_UPDATE` / `STATE_CHANGED` into a sync. A declared partition is audited
  *   (`partition`, seed 003 §6); every reconnect is audited (`reconnect`) and followed by a full resync.
+ * - A server with only the protocol's fields (timestamp mode) may have no `/ws/memory` and broadcasts nothing: while
+ *   no subscription is up, a sync in that mode is followed by another one `reconnectMaxMs` later (a poll).
  * - Every sync is the one-shot `runSync` under the tree lock. One sync at a time per process: triggers that
  *   arrive while a sync runs are coalesced into one more sync after it. A trigger that is only the echo of
  *   what a sync just wrote (a pulled file whose content is its recorded base, a broadcast of a revision the
@@ -39,6 +41,8 @@ export type Trigger =
   | {kind: 'subscribed'}
   | {kind: 'reconnect'}
   | {kind: 'retry'}
+  /** Timestamp mode without a subscription: asking the server what changed, as nothing tells us. */
+  | {kind: 'poll'}
   | {kind: 'local'; path: string; event: 'add' | 'change' | 'unlink'}
   | {kind: 'remote'; type: 'MEM_UPDATE' | 'STATE_CHANGED'; path?: string; rev?: number}
 
@@ -198,6 +202,10 @@ export function startWatch(options: WatchOptions): WatchHandle {
           }),
         )
         stats.syncs++
+        if (result.mode === 'timestamp' && !connected() && triggers.length === 0 && !stopped) {
+          clearTimeout(retryTimer)
+          retryTimer = setTimeout(() => request({kind: 'poll'}), reconnectMaxMs)
+        }
         options.onSync?.(result, info)
       } catch (error) {
         stats.failures++

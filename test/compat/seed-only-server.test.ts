@@ -2,21 +2,19 @@
  * CONTRACT §3: "A client must also work with a server that implements only the seed's fields (timestamps, no
  * hash/rev): it then decides by timestamps against its own recorded base and says that it ran in that mode."
  * Black-box: the real `jarvis` binary, as a user runs it, against a stand-in that answers only the seed's fields
- * (seed-stand-in.ts) — sync, status, append, snapshot, a finished task and a project switch. The in-process
- * engine test of the same mode is test/sync/seed-server.test.ts.
+ * (seed-stand-in.ts) — sync, append, snapshot, a finished task and a project switch. A server with still fewer
+ * fields, and `jarvis status` against it: protocol-only-server.test.ts; the engine in process:
+ * test/sync/timestamp-mode.test.ts.
  */
-import {readFile, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
-
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {cleanEnv} from '../cli/memory-helpers.js'
-import {envelope, runJarvis} from '../helpers/cli.js'
-import {removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
+import {envelope} from '../helpers/cli.js'
+import {tokenMap} from '../helpers/world.js'
 import {type SeedStandIn, startSeedStandIn} from './seed-stand-in.js'
+import {cliTrees, flat, put, read, type SyncReport} from './cli-trees.js'
 
 let standIn: SeedStandIn
-const dirs: string[] = []
+const {tree, removeTrees} = cliTrees('jarvis-seed', () => standIn.url)
 
 beforeEach(async () => {
   standIn = await startSeedStandIn(tokenMap)
@@ -24,30 +22,8 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await standIn.close()
-  await removeAll(dirs.splice(0))
+  await removeTrees()
 })
-
-async function tree(agent: 'claude' | 'gemini'): Promise<{root: string; run: (args: string[]) => ReturnType<typeof runJarvis>}> {
-  const root = await tempDir(`jarvis-seed-${agent}-`)
-  dirs.push(root)
-  const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS[agent]})
-  const run = (args: string[]) => runJarvis(args, {cwd: root, env})
-  const init = await run(['init', '--agent', agent, '--server', standIn.url, '--project', 'demo'])
-  expect(init.code, init.stderr).toBe(0)
-  return {root, run}
-}
-
-const put = (root: string, rel: string, text: string) => writeFile(join(root, '.memory', rel), text)
-const read = (root: string, rel: string) => readFile(join(root, '.memory', rel), 'utf8')
-const flat = (text: string) => text.replace(/\s*›\s*/g, ' ').replace(/\s+/g, ' ')
-
-interface SyncReport {
-  mode: string
-  pushed: string[]
-  pulled: string[]
-  merged: string[]
-  backups: Array<{path: string; backup: string}>
-}
 
 describe('jarvis against a server with only the seed’s fields', () => {
   it('sync: two trees push, pull, merge and settle a conflict, each run saying it decided by timestamps', async () => {
@@ -105,20 +81,6 @@ describe('jarvis against a server with only the seed’s fields', () => {
     const again = envelope<SyncReport>(await a.run(['sync', '--json']))
     expect(again.result).toMatchObject({pushed: [], pulled: [], merged: []})
     expect(standIn.pushes).toHaveLength(1)
-  })
-
-  it('status: the server answers, with its file count, and local changes are measured against the recorded base', async () => {
-    const a = await tree('claude')
-    await put(a.root, 'one.md', '1\n')
-    await put(a.root, 'two.md', '2\n')
-    expect((await a.run(['sync'])).code).toBe(0)
-    await put(a.root, 'two.md', '2, changed\n')
-    const status = await a.run(['status'])
-    expect(status.code, status.stderr).toBe(0)
-    expect(status.stdout).toContain(`server ${standIn.url}: answers (2 files)`)
-    const json = envelope<{remote: {state: string; files: number}; changes: {modified: string[]}}>(await a.run(['status', '--json'])).result!
-    expect(json.remote).toEqual({state: 'answers', files: 2})
-    expect(json.changes.modified).toEqual(['two.md'])
   })
 
   it('memory append and snapshot: an answer without warnings, a status word the seed does not name, events with only the seed’s columns', async () => {
