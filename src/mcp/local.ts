@@ -74,7 +74,7 @@ export class LocalBackend implements McpBackend {
   }
 
   async search(input: {query: string; limit?: number; scope?: string; kind?: string}): Promise<SearchOutput> {
-    const result = await searchMemory({...this.where, server: this.options.server, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
+    const result = await searchMemory({...this.where, server: this.options.server, as: this.options.agent, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
     return {...result, events: result.events ? {...result.events, filters: {...result.events.filters}} : null}
   }
 
