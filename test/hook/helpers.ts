@@ -48,9 +48,9 @@ export function runHook(event: string, agent: string, input: unknown, options: {
 export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string}): Promise<HookRun> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [runJs, ...args], {cwd: options.cwd, env: options.env, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']})
-    child.stdin?.on('error', () => {})
-    child.stdin?.end(options.input)
+    const child = spawn(process.execPath, [runJs, ...args], {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
+    child.stdin.on('error', () => {})
+    child.stdin.end(options.input ?? '')
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
