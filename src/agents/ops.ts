@@ -18,14 +18,15 @@ import {valueAt} from './json-edit.js'
 import {formatOf, installInto, isEmptyFile, removeFrom} from './plan.js'
 import {probeServer} from './probe.js'
 import {whatHoldsBack} from './trust.js'
+import {type AgentTokenState, tokenStates} from './tokens.js'
 import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord} from './undo.js'
 import {AGENT_LABELS, type Change, isJarvisHookGroup, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
-import {agentIdOf, type HookAgent} from '../hook/events.js'
+import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellLine} from '../invocation.js'
 import {readTextIfExists, writeFileAtomic} from '../store/index.js'
 import {agentPrompt} from '../ops/prompt.js'
-import {openTreeIfAny} from '../ops/context.js'
+import {openTreeIfAny, type TreeContext} from '../ops/context.js'
 import {userConfigDir} from '../ops/identity.js'
 
 export const AGENTS_MANIFEST = 'agents.json'
@@ -56,6 +57,8 @@ export interface AgentReport {
   label: string
   files: FileReport[]
   notes: string[]
+  /** Whether the agent has a token of its own (not after --uninstall); when not, `notes` says what to set. */
+  token?: AgentTokenState
 }
 
 export interface AgentsInstallResult {
@@ -73,6 +76,7 @@ export interface AgentsInstallResult {
 
 interface Context {
   root?: string
+  tree?: TreeContext
   home: string
   codexHome?: string
   gitRepo: boolean
@@ -86,6 +90,7 @@ async function agentsContext(options: AgentsContextOptions): Promise<Context> {
   const root = tree ? await realpath(tree.root) : undefined
   return {
     root,
+    tree,
     home: env.HOME || homedir(),
     codexHome: env.CODEX_HOME || undefined,
     gitRepo: root ? insideGitRepo(root) : false,
@@ -201,7 +206,33 @@ export async function installAgents(options: AgentsInstallOptions): Promise<Agen
   })
   const diff = dryRun ? [...planned].map(([file, {before, after}]) => unifiedDiff(file, before, after)).join('') : ''
   if (!dryRun) await apply(planned, manifest, manifestFile, uninstall)
+  if (!uninstall) await withTokens(context, agents)
   return {scope: options.scope, dryRun, uninstall, agents, diff, manifest: manifestFile, root: context.root}
+}
+
+/** Each agent just wired gets its token state; one without a token of its own gets a note saying what to set. */
+async function withTokens(context: Context, agents: AgentReport[]): Promise<void> {
+  const wired = new Set([...(await wiredAgents(context)), ...agents.map((a) => a.agent)])
+  const tokens = await tokenStates([...wired], {env: context.env, tree: context.tree?.config})
+  for (const report of agents) {
+    report.token = tokens.get(report.agent)
+    if (report.token?.fix) report.notes.push(report.token.fix)
+  }
+}
+
+/** The agents whose MCP server or hooks are in place, in the project's files or the user's. */
+async function wiredAgents(context: Context): Promise<HookAgent[]> {
+  const scopes: Scope[] = context.root ? ['project', 'user'] : ['user']
+  const wired = await Promise.all(
+    HOOK_AGENTS.map(async (agent) => {
+      for (const scope of scopes) {
+        const {changes} = wiringFor(await wiringInput(context, agent, scope, false))
+        for (const change of changes) if ((change.kind === 'mcp' || change.kind === 'hook') && (await present(change))) return agent
+      }
+      return undefined
+    }),
+  )
+  return wired.filter((agent): agent is HookAgent => agent !== undefined)
 }
 
 /** The file as it was before install when it is still as install left it; else what jarvis wrote taken out by its shape. */
@@ -263,6 +294,8 @@ export interface WiredItem {
 export interface AgentStatus {
   agent: HookAgent
   label: string
+  /** For a wired agent: whether it has a token of its own, and what to set when not. */
+  token?: AgentTokenState
   /** What is in place, in each scope that has any of it; every item of the scope, present or not. */
   items: WiredItem[]
   server: {
@@ -362,5 +395,8 @@ export async function agentsStatus(options: AgentsStatusOptions): Promise<Agents
       return {agent, label: AGENT_LABELS[agent], items, server}
     }),
   )
+  const wired = await wiredAgents(context)
+  const tokens = await tokenStates(wired, {env: context.env, tree: context.tree?.config})
+  for (const status of agents) if (tokens.has(status.agent)) status.token = tokens.get(status.agent)
   return {root: context.root, agents}
 }

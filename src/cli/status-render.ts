@@ -35,6 +35,7 @@ export function renderStatus(status: StatusResult): string {
   const wired = status.agents.filter((a) => a.server.state !== 'not-registered')
   lines.push('', wired.length === 0 ? 'No agent is wired to this memory: jarvis agents install' : `Agents: ${status.agents.map((a) => `${a.label} ${a.server.state === 'not-registered' ? 'not wired' : a.server.state === 'not-started' ? 'registered, not started' : 'wired'}`).join('; ')}`)
   for (const agent of wired.filter((a) => a.server.state === 'not-started')) lines.push(`    ${agent.label}: ${agent.server.detail}`)
+  for (const agent of status.agents.filter((a) => a.token && !a.token.own)) lines.push(`    ${agent.label}: ${agent.token?.fix}`)
   return lines.join('\n')
 }
 

@@ -75,7 +75,7 @@ export class LocalBackend implements McpBackend {
   }
 
   search(input: {query: string; limit?: number; scope?: string; kind?: string}): Promise<SearchOutput> {
-    return searchMemory({...this.where, server: this.options.server, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
+    return searchMemory({...this.where, server: this.options.server, as: this.options.agent, query: input.query, limit: input.limit, scope: input.scope, kind: input.kind})
   }
 
   recall(input: {query: string; limit?: number}) {

@@ -2,7 +2,7 @@ import {NotATreeError} from '../errors.js'
 import {MemoryClient} from '../protocol/client.js'
 import type {NexusConfig} from '../schemas/index.js'
 import {findRoot, readConfig} from '../store/index.js'
-import {readUserConfig, requireServer, resolveIdentity, type Identity} from './identity.js'
+import {explainTokenRefusal, foreignTokenError, readUserConfig, requireServer, resolveIdentity, type Identity} from './identity.js'
 
 export interface TreeContext {
   root: string
@@ -30,9 +30,28 @@ export interface Connection {
   identity: Identity & {server: string}
 }
 
-/** A client for the server this tree syncs with, identity resolved flag > env > tree > user config. */
+/**
+ * A client for the server this tree syncs with, identity resolved flag > env > tree > user config. A refused token
+ * is answered with the variable or file that holds it and what to set (identity.ts).
+ */
 export async function connect(tree: TreeContext | undefined, flags: {server?: string; agent?: string}, onBytes?: (sent: number, received: number) => void): Promise<Connection> {
   const identity = resolveIdentity({flags, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const server = requireServer(identity)
-  return {client: new MemoryClient({server, token: identity.token, onBytes, timeoutMs: tree?.config.sync.requestTimeout}), identity: {...identity, server}}
+  const explainRefusal = (status: 401 | 403, message: string) => explainTokenRefusal(identity, status, message)
+  return {client: new MemoryClient({server, token: identity.token, onBytes, timeoutMs: tree?.config.sync.requestTimeout, explainRefusal}), identity: {...identity, server}}
+}
+
+/**
+ * A client that reads and writes as the agent named: before any request, a token the user config says is another
+ * agent's is refused with the one sentence saying what to set (a server that does not check would file the
+ * agent's writes under the other agent).
+ */
+export async function connectAs(tree: TreeContext | undefined, flags: {server?: string; agent: string}): Promise<Connection> {
+  const connection = await connect(tree, flags)
+  const foreign = foreignTokenError(connection.identity)
+  if (foreign) {
+    await connection.client.close()
+    throw foreign
+  }
+  return connection
 }

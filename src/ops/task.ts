@@ -22,7 +22,7 @@ import {
 } from '../schemas/index.js'
 import {type MemoryClient, pulledText} from '../protocol/client.js'
 import {appendOutbox, withTreeLock, writeMemoryFile} from '../store/index.js'
-import {connect, openTreeIfAny, type TreeContext} from './context.js'
+import {connect, connectAs, openTreeIfAny, type TreeContext} from './context.js'
 import {worthQueueing} from './events/common.js'
 import {readUserConfig, resolveIdentity} from './identity.js'
 
@@ -100,7 +100,7 @@ export async function completeTask(options: TaskCompleteOptions): Promise<TaskCo
     throw new BadInputError(`${options.taskText?.name ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
   }
   const body = parseWith(taskResultSchema, {...task, agentId}, options.taskText?.name ?? 'flags')
-  const {client} = await connect(tree, {...options, agent: agentId})
+  const {client} = await connectAs(tree, {...options, agent: agentId})
   try {
     const workerMemory = await client.syncTask(body, workerMemorySchema)
     return {queued: false, agentId, taskId: body.taskId, workerMemory}

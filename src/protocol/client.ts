@@ -74,6 +74,11 @@ export interface ClientOptions {
   onBytes?: (sent: number, received: number) => void
   /** How long to wait for one answer (`sync.requestTimeout`); default 60 s. */
   timeoutMs?: number
+  /**
+   * Says what to do about a refused token (401, or a 403 naming the token's agent) in the caller's words — which
+   * variable or file holds the token: an error to throw instead of the generic one, or undefined to keep it.
+   */
+  explainRefusal?: (status: 401 | 403, serverMessage: string) => Error | undefined
 }
 
 /** A small client for the memory protocol (contract §3); every answer is zod-checked here. */
@@ -82,12 +87,14 @@ export class MemoryClient {
   private readonly token?: string
   private readonly onBytes?: ClientOptions['onBytes']
   private readonly timeoutMs: number
+  private readonly explainRefusal?: ClientOptions['explainRefusal']
 
   constructor(options: ClientOptions) {
     this.server = options.server.replace(/\/+$/, '')
     this.token = options.token
     this.onBytes = options.onBytes
     this.timeoutMs = options.timeoutMs ?? SYNC_SETTINGS_DEFAULTS.requestTimeout
+    this.explainRefusal = options.explainRefusal
   }
 
   /** Kept for symmetry with the WebSocket side: fetch pools its connections and needs no closing. */
@@ -140,7 +147,7 @@ export class MemoryClient {
    * server as an existing one (the outbox gets a MemoryClient from `jarvis sync`). Not part of the public API.
    */
   protected static optionsOf(client: MemoryClient): ClientOptions {
-    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs}
+    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal}
   }
 
   /** One request: the error mapping of the contract, and the answer zod-parsed against `schema`. */
@@ -162,6 +169,10 @@ export class MemoryClient {
     debug('%s %s → %d (%d bytes)', method, path, statusCode, text.length)
     const json = parseAnswer(text)
     if (statusCode === 409) throw new StalePushError(staleList(json))
+    if (statusCode === 401 || statusCode === 403) {
+      const explained = this.explainRefusal?.(statusCode, messageOf(json, text))
+      if (explained) throw explained
+    }
     if (statusCode === 401) {
       throw new UnreachableError(`the jarvis server at ${this.server} refused the token (HTTP 401): set JARVIS_TOKEN to the token of your agent`, {server: this.server, status: statusCode})
     }

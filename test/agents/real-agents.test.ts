@@ -18,12 +18,14 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {installAgentCli, installOpenClaw} from '../helpers/agent-clis.js'
 import {startAppServer} from '../helpers/codex-app-server.js'
+import {type ModelStandIn, startModelStandIn} from '../helpers/model-stand-in.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
-import {assertBuilt, makeProject, runJarvisBuilt, runJs} from '../hook/helpers.js'
+import {appendEvent, assertBuilt, makeProject, runJarvisBuilt, runJs} from '../hook/helpers.js'
 import {TOOL_NAMES} from '../mcp/helpers.js'
 
 const dirs: string[] = []
 let server: TestServer
+const PINNED_DEPLOY = 'Deploys go out only on Tuesdays, after the canary has run for an hour.'
 
 beforeAll(async () => {
   assertBuilt()
@@ -361,6 +363,55 @@ describe('Gemini CLI: `gemini mcp list`', () => {
     expect(state).toMatchObject({state: 'not-started'})
     expect(state.detail).toContain('does not trust')
   }, 180_000)
+})
+
+// ---- two agents on one machine: Gemini CLI for real -----------------------------------------------------------------
+
+describe('Gemini CLI -p beside Claude Code, with one exported JARVIS_TOKEN (claude’s)', () => {
+  let gemini: string
+  let model: ModelStandIn
+  beforeAll(async () => {
+    gemini = await installAgentCli('gemini')
+    model = await startModelStandIn({reply: 'Noted.'})
+    await appendEvent(server.url, 'claude', {kind: 'decision', key: 'deploy-day', content: PINNED_DEPLOY, scope: 'global'})
+  }, 600_000)
+  afterAll(async () => {
+    await model?.close()
+  })
+
+  /** What Gemini sent its model in one `gemini -p` run in the project. */
+  async function geminiRun(user: User): Promise<string> {
+    const before = model.requests.length
+    const ran = await run(gemini, ['-p', 'When do deploys go out?'], {cwd: user.root, env: {...user.env, GOOGLE_GEMINI_BASE_URL: model.url, GEMINI_API_KEY: 'stand-in-key'}})
+    const sent = model.requests
+      .slice(before)
+      .filter((r) => /:(stream)?[gG]enerateContent/.test(r.url) && !/complexity_score/.test(r.body))
+      .map((r) => r.body)
+      .join('\n')
+    expect(sent, said(ran)).not.toBe('')
+    return sent
+  }
+
+  it('without gemini’s own token the model is told what to set; after `jarvis auth login` it gets the memory', async () => {
+    const user = await userOf('gemini', {env: {JARVIS_TOKEN: TOKENS.claude}})
+    // Only the exported token: the user config of userOf holds none here.
+    await writeText(join(user.home, '.config', 'jarvis', 'config.json'), json({}))
+    const dir = join(user.home, '.gemini')
+    await writeText(join(dir, 'settings.json'), json({security: {auth: {selectedType: 'gemini-api-key'}}, general: {enableAutoUpdate: false}, privacy: {usageStatisticsEnabled: false}}))
+    await writeText(join(dir, 'trustedFolders.json'), json({[user.root]: 'TRUST_FOLDER'}))
+    await install(user, 'claude')
+    await install(user, 'gemini')
+
+    const told = await geminiRun(user)
+    expect(told).toContain("gemini runs with JARVIS_TOKEN, which holds claude's token: store gemini's own with `jarvis auth login --agent gemini --with-token`")
+    expect(told).not.toContain(PINNED_DEPLOY)
+
+    const login = await runJarvisBuilt(['auth', 'login', '--agent', 'gemini', '--with-token'], {cwd: user.root, env: user.env, input: TOKENS.gemini})
+    expect(login.code, login.stderr).toBe(0)
+    const read = await geminiRun(user)
+    expect(read).toContain(PINNED_DEPLOY)
+    expect(read).toContain('read for gemini')
+  }, 300_000)
 })
 
 // ---- Codex CLI -----------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import {describeFindings, type SensitiveFinding} from '../../events/index.js'
 import {EventsClient} from '../../protocol/events.js'
 import {agentIdSchema, isoDateTimeSchema, scopeSchema} from '../../schemas/index.js'
 import {withTreeLock} from '../../store/index.js'
-import {connect, type TreeContext} from '../context.js'
+import {connect, connectAs, type TreeContext} from '../context.js'
 
 /** Where a command reports what is not its result: `this.warn` of the command (stderr and the --json envelope). */
 export type Warn = (message: string) => void
@@ -45,8 +45,9 @@ export function checkAgent(agentId: string | undefined, why: string): z.output<t
   return parsed.data
 }
 
+/** The event log's client; with an agent named, as that agent (a token known to be another agent's is refused first). */
 export async function openEvents(tree: TreeContext | undefined, flags: {server?: string; agent?: string}) {
-  const {client, identity} = await connect(tree, flags)
+  const {client, identity} = flags.agent ? await connectAs(tree, {...flags, agent: flags.agent}) : await connect(tree, flags)
   return {client: EventsClient.over(client), identity}
 }
 

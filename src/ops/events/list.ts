@@ -14,6 +14,8 @@ export interface ListOptions extends ServerOptions {
   key?: string
   /** The author of the events (not who asks: that is the token's agent). */
   agent?: string
+  /** Who asks, when it is not the tree's agent (`jarvis mcp --agent X`): its token is used, its private scope read. */
+  as?: string
   since?: string
   until?: string
   limit?: number
@@ -54,14 +56,14 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
 
   const tree = await openTreeIfAny(options.dir)
   // Who asks is the token's agent; knowing it here turns a private scope of another agent into a clear refusal.
-  const me = resolveIdentity({flags: {server: options.server}, env: process.env, tree: tree?.config, user: await readUserConfig()}).agentId
+  const me = resolveIdentity({flags: {server: options.server, agent: options.as}, env: process.env, tree: tree?.config, user: await readUserConfig()}).agentId
   if (me && filters.scope && !filters.scope.endsWith('*') && !canRead(me, filters.scope)) {
     throw new BadInputError(`agent ${me} cannot read ${filters.scope}: another agent's agent:<id> scope is private; it is shared by writing to global or project:<slug>`, {
       field: '--scope',
       scope: filters.scope,
     })
   }
-  const {client, identity} = await openEvents(tree, {server: options.server})
+  const {client, identity} = await openEvents(tree, {server: options.server, agent: options.as})
   try {
     const answer = await client.events(filters).catch((error: unknown) => {
       // A server with only the basic protocol keeps the log but offers no list of it.

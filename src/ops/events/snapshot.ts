@@ -7,7 +7,7 @@ import {RULESET_STAMP} from '../../events/index.js'
 import {isoDateTimeSchema, parseJsonFile, type SnapshotResponse, snapshotResponseSchema} from '../../schemas/index.js'
 import {readNexusFile, writeNexusFile} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
-import {readUserConfig, resolveIdentity} from '../identity.js'
+import {isTokenError, readUserConfig, resolveIdentity} from '../identity.js'
 import {checkAgent, checkScopes, type IdentityOptions, openEvents, type Warn} from './common.js'
 
 const debug = createDebug('jarvis:memory')
@@ -90,6 +90,8 @@ export async function readSnapshot(options: SnapshotOptions): Promise<SnapshotRe
 /** Every way a snapshot can fail is "the memory cannot be read" (exit 3), with what to fix. */
 function unreadable(error: unknown, agentId: string, scopes: string[]): unknown {
   if (!(error instanceof JarvisError)) return error
+  // A refused token: its message already names what holds it and what to set.
+  if (isTokenError(error)) return new UnreachableError(`the shared memory cannot be read, so nothing is shown: ${error.message}`, {...error.data, scopes}, error)
   const fix =
     error.data.status === 403
       ? `agent ${agentId} may not read every scope asked for (${scopes.join(', ')}): another agent's agent:<id> scope is private; drop it from --scopes, or check that JARVIS_TOKEN is ${agentId}'s token`
