@@ -27,7 +27,7 @@ const allowed: Record<string, string[]> = {
   status: ['status', 'agents', 'hook', 'ops', 'protocol', 'store', 'schemas', 'errors.ts'],
   agents: ['agents', 'hook', 'ops', 'merge', 'store', 'schemas', 'errors.ts', 'invocation.ts'],
   ops: ['ops', 'replica', 'files', 'git', 'sync', 'events', 'session', 'search', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
-  sync: ['sync', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
+  sync: ['sync', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts'],
   replica: ['replica', 'merge', 'store', 'schemas', 'errors.ts'],
   // invocation.ts: where jarvis's own package (and its built dashboard) lies.
   server: ['server', 'mcp', 'merge', 'store', 'schemas', 'errors.ts', 'events', 'invocation.ts'],

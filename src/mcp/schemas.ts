@@ -313,6 +313,9 @@ export const syncOutput = z.object({
   backups: z.array(backup).describe('Conflicts of this sync: the server\'s version was kept, the local one saved here.'),
   waiting: z.array(z.string()).describe('Backups of earlier conflicts still waiting for `jarvis resolve` (relative to .memory/).'),
   invalid: z.array(z.object({path: z.string(), problems: z.array(z.string())})),
+  refused: z
+    .array(z.object({path: z.string(), findings: z.array(z.object({kind: z.enum(['secret', 'email', 'phone']), rule: z.string(), field: z.string(), line: z.number().int(), column: z.number().int()}))}))
+    .describe('Files holding a secret or personal data: left on this machine as they are, not sent.'),
   outbox: z.object({sent: z.number(), left: z.number()}),
   dryRun: z.boolean(),
   plan: z

@@ -44,6 +44,7 @@ import {
 } from '../store/index.js'
 import {flushOutbox} from './outbox.js'
 import {type BaseEntry, exceedsDeletionGuard, type LocalHashes, pathsToPlan, planSync, sameInstant, summarisePlan, type Action, type Plan, type PlanInput, type RemoteEntry, type SyncMode} from './plan.js'
+import {type RefusedFile, refusedFilesError, SensitiveScan} from './sensitive.js'
 import {problemsOf} from './validate.js'
 
 const debug = createDebug('jarvis:sync')
@@ -105,6 +106,8 @@ export interface SyncResult {
   waiting: string[]
   /** Malformed local files, left exactly as they were. */
   invalid: {path: string; problems: string[]}[]
+  /** Local files holding a secret or personal data, left exactly as they were and not sent. */
+  refused: RefusedFile[]
   outbox: {sent: number; left: number}
   dryRun: boolean
   plan?: Record<Action['kind'], string[]>
@@ -123,7 +126,7 @@ async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
   const bases = new BaseStore(root)
   const result: SyncResult = {
     server: client.server, mode: 'revision', pushed: [], pulled: [], merged: [], deleted: [], conflicts: [], backups: [], waiting: [],
-    invalid: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
+    invalid: [], refused: [], outbox: {sent: 0, left: 0}, dryRun: Boolean(options.dryRun), attempts: 0,
   }
 
   if (!options.dryRun) {
@@ -230,6 +233,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
         const made = new Set(result.backups.map((backup) => backup.backup))
         result.waiting = (await findBackups(root)).filter((backup) => !made.has(backup))
       }
+      if (result.refused.length > 0) throw await refusedFilesError(result.refused, {invalid: result.invalid, result})
       if (result.invalid.length > 0) throw invalidFilesError(result)
       return result
     }
@@ -412,6 +416,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const skip = new Set<string>()
   const localText = new Map<string, string>()
   result.invalid = []
+  const sensitive = new SensitiveScan()
   for (const path of paths) {
     const hash = localHashes.get(path)
     if (hash === undefined || state.files[path]?.hash === hash) continue
@@ -422,8 +427,12 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     if (problem) {
       skip.add(path)
       result.invalid.push({path, problems: problem.problems})
+    } else {
+      await sensitive.add(path, text)
     }
   }
+  result.refused = await sensitive.flush()
+  for (const file of result.refused) skip.add(file.path)
 
   const plan = planSync({...planInput, skip, paths})
   debug('plan %o', summarisePlan(plan))
@@ -436,7 +445,7 @@ async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   // Nothing to do: the caller writes the stat cache, after the sync state, with a clean mark when it may.
   if (plan.actions.length === 0) {
-    const clean = result.invalid.length === 0 && backupsSeen.length === 0 && Object.keys(pendingOf(state)).length === 0 && sameFiles(local, state.files)
+    const clean = result.invalid.length === 0 && result.refused.length === 0 && backupsSeen.length === 0 && Object.keys(pendingOf(state)).length === 0 && sameFiles(local, state.files)
     return {kind: 'done', state: settled(state), changed: false, backupsSeen: backupsSeen.length > 0, scan: {scanned, clean}}
   }
   // The stat cache is written when the round ends (scanAfterRound). One with many actions, which an interruption
@@ -619,7 +628,7 @@ function scanAfterRound(scanned: Scanned, state: SyncState, result: SyncResult, 
     if (base === undefined) local.delete(path)
     else local.set(path, {hash: base.hash, size: UNSTATTED, mtimeMs: UNSTATTED})
   }
-  const leftAside = result.conflicts.length + result.backups.length + result.invalid.length + scanned.backups.length + Object.keys(pendingOf(state)).length
+  const leftAside = result.conflicts.length + result.backups.length + result.invalid.length + result.refused.length + scanned.backups.length + Object.keys(pendingOf(state)).length
   return {scanned: {...scanned, unchanged: false}, clean: leftAside === 0 && plan.actions.every(({path}) => local.get(path)?.hash === state.files[path]?.hash)}
 }
 
