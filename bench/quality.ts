@@ -18,6 +18,7 @@ import {performance} from 'node:perf_hooks'
 import {pathToFileURL} from 'node:url'
 
 import {recall} from '../src/search/index.js'
+import {codingCorpus} from './quality-coding.js'
 import {LOCOMO_CATEGORIES, loadLocomo, locomoPath} from './quality-locomo.js'
 import {askFts5, askRecall, closeIndexes, type Corpus, corpusTree, fmt, groupRecall, KS, LIMIT, type Question, type Rankings, recallAt, recallNotes, recallTable, type SystemResult} from './quality-measure.js'
 import {table, type BenchSection} from './stats.js'
@@ -117,10 +118,27 @@ async function locomoPart(work: string): Promise<string> {
   ].join('\n')
 }
 
+async function codingPart(work: string): Promise<string> {
+  const started = performance.now()
+  const corpus = codingCorpus()
+  const {questions, systems} = await measureCorpora([corpus], join(work, 'coding'))
+  const [, keyword, hybrid] = systems
+  return [
+    `**Coding memory** (test/fixtures/coding-memory, written for this project): ${corpus.files.size} engineering notes of a fictional team in one tree, ${questions.length} questions each phrased in other words than the note that answers it. The whole row took ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+    '',
+    recallTable(questions, systems),
+    '',
+    ...recallNotes(questions, systems),
+    '',
+    'Targets:',
+    ...targetLines([atLeast(questions, hybrid, 3, 0.9), {...atLeast(questions, keyword, 3, 0.9), label: `${atLeast(questions, keyword, 3, 0.9).label} (for reference; the target is hybrid's)`}]),
+  ].join('\n')
+}
+
 export async function benchQuality(): Promise<BenchSection> {
   const work = await mkdtemp(join(tmpdir(), 'jarvis-bench-quality-'))
   try {
-    const parts = [await locomoPart(work)]
+    const parts = [await locomoPart(work), await codingPart(work)]
     return {
       title: 'Quality',
       markdown: [
