@@ -20,6 +20,7 @@ import {pathToFileURL} from 'node:url'
 import {recall} from '../src/search/index.js'
 import {codingCorpus} from './quality-coding.js'
 import {LOCOMO_CATEGORIES, loadLocomo, locomoPath} from './quality-locomo.js'
+import {measureUnderUse} from './quality-use.js'
 import {askFts5, askRecall, closeIndexes, type Corpus, corpusTree, fmt, groupRecall, KS, LIMIT, type Question, type Rankings, recallAt, recallNotes, recallTable, type SystemResult} from './quality-measure.js'
 import {table, type BenchSection} from './stats.js'
 
@@ -57,7 +58,7 @@ export async function measureCorpora(corpora: Corpus[], work: string): Promise<{
         const both = await askRecall(root, corpus.questions, 'default')
         hybrid.push(...both.rankings)
         hybridUncut.push(...both.uncut)
-      } else missing = `not available, the default mode answered keyword-only${probe.note ? ` (${probe.note.replace(/^keyword search only: /, '')})` : ''}`
+      } else missing = `not available, the default mode answered keyword-only${probe.note ? `: ${probe.note.replace(/^keyword search only: /, '')}` : ''}`
     }
     closeIndexes()
   }
@@ -131,14 +132,14 @@ async function codingPart(work: string): Promise<string> {
     ...recallNotes(questions, systems),
     '',
     'Targets:',
-    ...targetLines([atLeast(questions, hybrid, 3, 0.9), {...atLeast(questions, keyword, 3, 0.9), label: `${atLeast(questions, keyword, 3, 0.9).label} (for reference; the target is hybrid's)`}]),
+    ...targetLines([atLeast(questions, hybrid, 3, 0.9), {...atLeast(questions, keyword, 3, 0.9), label: `for reference, ${atLeast(questions, keyword, 3, 0.9).label}`}]),
   ].join('\n')
 }
 
 export async function benchQuality(): Promise<BenchSection> {
   const work = await mkdtemp(join(tmpdir(), 'jarvis-bench-quality-'))
   try {
-    const parts = [await locomoPart(work), await codingPart(work)]
+    const parts = [await locomoPart(work), await codingPart(work), (await measureUnderUse(join(work, 'use'))).markdown]
     return {
       title: 'Quality',
       markdown: [
