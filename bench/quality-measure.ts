@@ -122,6 +122,8 @@ export interface SystemResult {
   uncut?: Rankings
   /** Why there are no figures (the mode is not available). */
   missing?: string
+  /** Something the figures need said beside them (a mode that fell back for some questions). */
+  note?: string
 }
 
 /** `| system | R@1 | R@3 | R@5 | R@10 |` for the systems given, over `questions`. */
@@ -135,7 +137,7 @@ export function recallTable(questions: Question[], systems: SystemResult[]): str
 /** The lines under a recall table: why a mode is missing, and what recall's bounded block cut off. */
 export function recallNotes(questions: Question[], systems: SystemResult[]): string[] {
   const lines: string[] = []
-  for (const s of systems) if (s.missing) lines.push(`- ${s.name}: ${s.missing}.`)
+  for (const s of systems) if (s.missing ?? s.note) lines.push(`- ${s.name}: ${s.missing ?? s.note}.`)
   const cut = systems.filter((s) => s.rankings && s.uncut)
   if (cut.length > 0) {
     const shown = cut.map((s) => `${(s.rankings!.reduce((n, r) => n + r.length, 0) / Math.max(1, s.rankings!.length)).toFixed(1)} (${s.name})`).join(', ')

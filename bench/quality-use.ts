@@ -30,7 +30,9 @@ import {corpusTree, fmt, LIMIT, type Question, type Rankings, recallAt} from './
 import {jarvisBin} from './process.js'
 import {table} from './stats.js'
 
-export const CHECKPOINTS = [0, 10, 100, 1000] as const
+/** After how many sessions the questions are asked again; JARVIS_BENCH_SESSIONS=100 stops earlier, for a quick look. */
+const LAST = Number(process.env.JARVIS_BENCH_SESSIONS) > 0 ? Math.floor(Number(process.env.JARVIS_BENCH_SESSIONS)) : 1000
+export const CHECKPOINTS = [...[0, 10, 100].filter((n) => n < LAST), LAST]
 const AGENTS = ['claude', 'gemini', 'codex'] as const
 type Agent = (typeof AGENTS)[number]
 /** Sessions also run through the built binary, in a second tree, to check that in process is the same thing. */
@@ -116,7 +118,16 @@ const HOOK_EVENT_NAMES: Record<Agent, {stop: string; end?: string; prompt: strin
 /** One hook call: in process, or through the built binary as the agent runs it. */
 type HookRunner = (event: string, agent: Agent, input: Record<string, unknown>, root: string) => Promise<string>
 
-const hookEnv = (home: string): NodeJS.ProcessEnv => ({PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), JARVIS_WARM: 'off', NO_COLOR: '1', TZ: 'UTC'})
+/** An agent's hook environment: no user config, the warm path off, the embeddings settings of this run (if any). */
+const hookEnv = (home: string): NodeJS.ProcessEnv => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('JARVIS_EMBEDDINGS'))),
+  PATH: process.env.PATH,
+  HOME: home,
+  XDG_CONFIG_HOME: join(home, '.config'),
+  JARVIS_WARM: 'off',
+  NO_COLOR: '1',
+  TZ: 'UTC',
+})
 
 function inProcess(home: string, now: () => Date): HookRunner {
   return async (event, agent, input, root) =>
@@ -279,7 +290,7 @@ export async function measureUnderUse(work: string): Promise<UnderUse> {
   const main = (c: Checkpoint) => (hybrid ? c.hybrid! : c.keyword)
   const r3 = {first: recallAt(questions, main(checkpoints[0]), 3), last: recallAt(questions, main(checkpoints.at(-1)!), 3), mode: hybrid ? 'hybrid' : 'keyword only'}
   const markdown = [
-    `**Memory under use** (the coding-memory set's ${questions.length} questions asked again after ${CHECKPOINTS.slice(1).map((n) => n.toLocaleString('en')).join(', ')} simulated agent sessions): each session a person asks one of the set's questions of Claude Code, Gemini CLI or Codex CLI in turn (sometimes with an opener, "Quick question: …"), the prompt hook answers with the memory it finds, the agent reads the first file shown and answers from it (or says it found nothing), and in 3 of 10 sessions the person then asks for a change and the agent edits a file. Transcripts in each agent's own format; the hooks run as the agent runs them (prompt, stop after each turn, session-end), in process through \`runHook\` (src/hook); the first ${BINARY_SAMPLE} sessions again through the built \`bin/run.js hook\` in another tree: ${same ? 'the same episodes' : '**different episodes** than in process'}. By 1,000 sessions each question was asked about ${(CHECKPOINTS.at(-1)! / questions.length).toFixed(1)} times. Sessions took ${(sessionMs / 1000).toFixed(0)} s in all, the whole row ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+    `**Memory under use** (the coding-memory set's ${questions.length} questions asked again after ${CHECKPOINTS.slice(1).map((n) => n.toLocaleString('en')).join(', ')} simulated agent sessions): each session a person asks one of the set's questions of Claude Code, Gemini CLI or Codex CLI in turn (sometimes with an opener, "Quick question: …"), the prompt hook answers with the memory it finds, the agent reads the first file shown and answers from it (or says it found nothing), and in 3 of 10 sessions the person then asks for a change and the agent edits a file. Transcripts in each agent's own format; the hooks run as the agent runs them (prompt, stop after each turn, session-end), in process through \`runHook\` (src/hook); the first ${BINARY_SAMPLE} sessions again through the built \`bin/run.js hook\` in another tree: ${same ? 'the same episodes' : '**different episodes** than in process'}. By ${CHECKPOINTS.at(-1)!.toLocaleString('en')} sessions each question was asked about ${(CHECKPOINTS.at(-1)! / questions.length).toFixed(1)} times. Sessions took ${(sessionMs / 1000).toFixed(0)} s in all, the whole row ${((performance.now() - started) / 1000).toFixed(0)} s.`,
     '',
     table(['sessions', 'episodes', '`recall`', 'R@1', 'R@3', 'R@5', 'episodes among the first 3'], rows),
     '',
