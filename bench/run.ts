@@ -1,16 +1,18 @@
 /**
  * `npm run bench`: every benchmark side by side with its peers, in one run, written to
  * docs/BENCHMARKS.md with the machine and the command. Speed is measured here, never asserted in tests.
+ * `npm run bench -- quality search` runs only the sections named and replaces only theirs in docs/BENCHMARKS.md.
  */
 import {execFileSync} from 'node:child_process'
 import {existsSync} from 'node:fs'
-import {writeFile} from 'node:fs/promises'
+import {readFile, writeFile} from 'node:fs/promises'
 import {cpus, totalmem, type as osType, release} from 'node:os'
 import {fileURLToPath} from 'node:url'
 
 import {benchEvents} from './events.js'
 import {benchMcp} from './mcp.js'
 import {benchMerge} from './merge.js'
+import {benchQuality} from './quality.js'
 import {runProcess} from './process.js'
 import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
@@ -26,8 +28,16 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
   process.exit(2)
 }
 
+const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['quality', benchQuality]] as const
+const asked = process.argv.slice(2)
+const unknown = asked.filter((name) => !all.some(([known]) => known === name))
+if (unknown.length > 0) {
+  process.stderr.write(`unknown bench section ${unknown.join(', ')}: use ${all.map(([name]) => name).join(', ')}, or none for all\n`)
+  process.exit(2)
+}
 const sections: BenchSection[] = []
-for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()]] as const) {
+for (const [name, bench] of all) {
+  if (asked.length > 0 && !asked.includes(name)) continue
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }
@@ -48,6 +58,30 @@ async function extraCertsCost(): Promise<string | undefined> {
   return `- NODE_EXTRA_CA_CERTS is set here: every Node process reads it at start, \`node -e 0\` ${withCerts.toFixed(0)} ms with it, ${withoutCerts.toFixed(0)} ms without (medians of 15, alternated); git does not pay it`
 }
 
+const benchmarksFile = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url))
+
+/** `## title` to the next `## `: the sections of a BENCHMARKS.md. */
+function splitSections(text: string): {head: string; sections: Array<{title: string; body: string}>} {
+  const [head, ...rest] = text.split(/^## /m)
+  return {head, sections: rest.map((part) => ({title: part.slice(0, part.indexOf('\n')).trim(), body: part}))}
+}
+
+if (asked.length > 0) {
+  // Only some sections: each replaces the section of the same title (or is added), the others are kept as measured.
+  const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} alone, with \`npm run bench -- ${asked.join(' ')}\`._`
+  const current = splitSections(await readFile(benchmarksFile, 'utf8').catch(() => '# Benchmarks\n\n'))
+  for (const section of sections) {
+    const body = `${section.title}\n\n${stamp}\n\n${section.markdown}\n\n`
+    const at = current.sections.findIndex((s) => s.title === section.title)
+    if (at >= 0) current.sections[at].body = body
+    else current.sections.push({title: section.title, body})
+  }
+  const text = current.head + current.sections.map((s) => `## ${s.body.trimEnd()}\n\n`).join('')
+  await writeFile(benchmarksFile, text.trimEnd() + '\n')
+  process.stdout.write(sections.map((s) => `## ${s.title}\n\n${s.markdown}\n`).join('\n'))
+  process.exit(0)
+}
+
 const certs = await extraCertsCost()
 const git = execFileSync('git', ['--version'], {encoding: 'utf8'}).trim()
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${osType()} ${release()}, Node ${process.version}, ${git}`
@@ -63,5 +97,5 @@ const text = [
   '',
   ...sections.flatMap((section) => [`## ${section.title}`, '', section.markdown, '']),
 ].join('\n')
-await writeFile(fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url)), text)
+await writeFile(benchmarksFile, text)
 process.stdout.write(text)
