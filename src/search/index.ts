@@ -423,26 +423,48 @@ export function checkRecallLimit(limit: number | undefined): number {
   return checked
 }
 
+/** A summary in the block is never cut shorter than this to make room for more files. */
+const RECALL_MIN_SUMMARY_CHARS = 48
+
+/** `text` cut to at most `max` characters, on a word boundary when one is near, with an ellipsis. PURE. */
+function cutSummary(text: string, max: number): string {
+  if (text.length <= max) return text
+  const cut = text.slice(0, max - 1)
+  const space = cut.lastIndexOf(' ')
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`
+}
+
 /**
  * The block itself, from ranked hits and their texts (or their summaries, `summaryOf` of the text, as the index
- * keeps them): what `recall` answers, for any store. PURE.
+ * keeps them): what `recall` answers, for any store. Every hit asked for is shown: when the full summaries would
+ * pass RECALL_MAX_CHARS they are shortened alike (never below RECALL_MIN_SUMMARY_CHARS), and only then are the
+ * last hits left out. PURE.
  */
 export function recallBlock(entries: Array<{hit: SearchHit} & ({text: string} | {summary: string})>): {block: string; hits: SearchHit[]} {
-  const lines = ['[MEMORY CONTEXT]']
-  let length = lines[0].length
-  const shown: SearchHit[] = []
-  for (const given of entries) {
+  const header = '[MEMORY CONTEXT]'
+  const all = entries.map((given) => {
     const {hit} = given
     const summary = ('summary' in given ? given.summary : summaryOf(toSearchDocument(hit.path, given.text), RECALL_SUMMARY_CHARS)) || hit.title || ''
-    const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
-    const add = entry.join('\n').length + 1
-    if (length + add > RECALL_MAX_CHARS) break
-    lines.push(...entry)
-    length += add
-    shown.push(hit)
+    return {hit, summary: summary.replace(/[“”]/g, '"')}
+  })
+  const render = (list: typeof all, max: number) => list.map(({hit, summary}) => `- ${hit.path}\n  Summary: “${cutSummary(summary, max)}”`)
+  const fits = (list: typeof all, max: number) => render(list, max).reduce((length, entry) => length + entry.length + 1, header.length) <= RECALL_MAX_CHARS
+  let shown = all
+  while (shown.length > 0 && !fits(shown, RECALL_MIN_SUMMARY_CHARS)) shown = shown.slice(0, -1)
+  // The longest summary length at which the shown hits fit (the full length when they already do).
+  let max = RECALL_SUMMARY_CHARS
+  if (!fits(shown, max)) {
+    let low = RECALL_MIN_SUMMARY_CHARS
+    while (low < max - 1) {
+      const mid = Math.floor((low + max) / 2)
+      if (fits(shown, mid)) low = mid
+      else max = mid
+    }
+    max = low
   }
+  const lines = [header, ...render(shown, max)]
   if (shown.length === 0) lines.push('(no memory file matches)')
-  return {block: lines.join('\n'), hits: shown}
+  return {block: lines.join('\n'), hits: shown.map(({hit}) => hit)}
 }
 
 /**

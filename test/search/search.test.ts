@@ -135,12 +135,14 @@ describe('recall', () => {
     expect(lines[2]).toBe('  Summary: “Bug: runner_exec auth failures after the key rotation — Area: SSH runner.”')
   })
 
-  it('is bounded: long summaries are cut to one line, the block to RECALL_MAX_CHARS', async () => {
+  it('is bounded: long summaries are cut to one line, the block to RECALL_MAX_CHARS, and every hit asked for is shown', async () => {
     const files = new Map<string, string>()
     for (let i = 0; i < 12; i++) files.set(`notes/long-${i}.md`, `---\nsummary: ${'walrus '.repeat(200)}\n---\n${'walrus migration notes '.repeat(50)}\n`)
     const root = await tree(files)
     const {block, hits} = await recall(root, 'walrus', {limit: 10, embeddings: false})
     expect(block.length).toBeLessThanOrEqual(RECALL_MAX_CHARS)
+    // Ten full summaries do not fit in the block: they are shortened alike rather than files left out.
+    expect(hits.length).toBe(10)
     expect(hits.length).toBe(block.split('\n').filter((l) => l.startsWith('- ')).length)
     for (const line of block.split('\n').filter((l) => l.startsWith('  Summary'))) expect(line.length).toBeLessThanOrEqual(180)
     await expect(recall(root, 'walrus', {limit: 11, embeddings: false})).rejects.toThrow(/between 1 and 10/)
