@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {INDEX_FILE, recall, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {BUILTIN_MODEL, INDEX_FILE, recall, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -82,11 +82,12 @@ describe('keyword search quality', () => {
     expect(hits.map((h) => h.path)).toEqual(['notes/broken.md'])
   })
 
-  it('says in a note that results are keyword-only when no provider is configured', async () => {
+  it('is hybrid with the built-in model when no provider is configured (test/search/semantic.test.ts)', async () => {
     const result = await searchMemory(root, 'redis', {embeddings: undefined})
     if (process.env.JARVIS_EMBEDDINGS_URL) return
-    expect(result.mode).toBe('keyword')
-    expect(result.note).toMatch(/^keyword search only: no embeddings provider configured/)
+    expect(result.mode).toBe('hybrid')
+    expect(result.model).toBe(BUILTIN_MODEL)
+    expect(result.note).toBeUndefined()
   })
 })
 
