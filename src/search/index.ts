@@ -353,10 +353,11 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
       embedded = semantic.embedded
       // Fused over the candidates of either list: the keyword top FUSION_DEPTH and the semantic one.
       const candidates = new Set([...keyword.map((h) => h.path), ...semantic.ranked.slice(0, FUSION_DEPTH).map((h) => h.path)])
+      // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer.
       ranked = convexFusion(
         keyword,
         semantic.ranked.filter((h) => candidates.has(h.path)),
-      )
+      ).filter((h) => h.score > 0)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {
@@ -474,6 +475,8 @@ export interface RecallResult {
   block: string
   hits: SearchHit[]
   mode: SearchResult['mode']
+  /** The embedding model of a hybrid ranking (SearchResult.model). */
+  model?: string
   note?: string
 }
 
@@ -489,7 +492,7 @@ export async function recall(root: string, query: string, options: Omit<SearchOp
       return summary === undefined ? {hit, text: (await readMemoryFile(root, hit.path)) ?? ''} : {hit, summary}
     }),
   )
-  return {...recallBlock(entries), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  return {...recallBlock(entries), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
 }
 
 export function checkRecallLimit(limit: number | undefined): number {
