@@ -275,19 +275,23 @@ function semanticProvider(given: EmbeddingsConfig | false | undefined): Semantic
   return {kind: 'builtin'}
 }
 
-/** Every filtered file scored by the provider's similarity to `query`, best first; the files embedded first. */
-async function semanticRanking(root: string, index: KeywordIndex, provider: Exclude<SemanticProvider, {kind: 'off'}>, query: string, filters: KeywordFilters): Promise<{ranked: Array<{path: string; score: number}>; embedded: number}> {
-  const current = new Map([...index.files].map(([path, entry]) => [path, entry.hash]))
+/**
+ * The files passing the filters scored by the provider's similarity to `query`: the best FUSION_DEPTH, best first,
+ * then the `also` files (the keyword candidates) not among them. The files are embedded first.
+ */
+async function semanticRanking(root: string, index: KeywordIndex, provider: Exclude<SemanticProvider, {kind: 'off'}>, query: string, filters: KeywordFilters, also: ReadonlySet<string>): Promise<{ranked: Array<{path: string; score: number}>; embedded: number}> {
   if (provider.kind === 'remote') {
     const store = await vectorsFor(root, provider.config.model)
     const embedded = await embedStale(root, index, store, provider.config)
     const [queryVector] = await embed(provider.config, [query])
-    return {ranked: store.rank(queryVector, index.paths(filters), Infinity), embedded}
+    const all = store.rank(queryVector, index.paths(filters), Infinity)
+    return {ranked: [...all.slice(0, FUSION_DEPTH), ...all.slice(FUSION_DEPTH).filter((h) => also.has(h.path))], embedded}
   }
   const store = builtinStore(root)
   if (store === undefined) throw new EmbeddingsUnavailableError(`the built-in model is missing from this install (${BUILTIN_MODEL})`)
-  const embedded = await store.update(current)
-  return {ranked: store.rank(store.model.embed(query), index.paths(filters), Infinity), embedded}
+  const embedded = await store.update(index.files, index.generation)
+  const unfiltered = !filters.prefix && !filters.tags?.length && !filters.since && !filters.until
+  return {ranked: store.rank(store.model.embed(query), unfiltered ? undefined : (path) => index.matches(path, filters), FUSION_DEPTH, also), embedded}
 }
 
 function builtinStore(root: string): ChunkVectorStore | undefined {
@@ -312,7 +316,7 @@ export async function prepareSemanticSearch(root: string): Promise<void> {
     if (provider.kind !== 'builtin') return
     const index = await indexFor(root)
     await refreshBeforeSearch(root, index)
-    await builtinStore(root)?.update(new Map([...index.files].map(([path, entry]) => [path, entry.hash])))
+    await builtinStore(root)?.update(index.files, index.generation)
   } catch (error) {
     debug('semantic search not prepared: %s', (error as Error).message)
   }
@@ -349,15 +353,11 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
     note = provider.note
   } else {
     try {
-      const semantic = await semanticRanking(root, index, provider, query, filters)
-      embedded = semantic.embedded
       // Fused over the candidates of either list: the keyword top FUSION_DEPTH and the semantic one.
-      const candidates = new Set([...keyword.map((h) => h.path), ...semantic.ranked.slice(0, FUSION_DEPTH).map((h) => h.path)])
+      const semantic = await semanticRanking(root, index, provider, query, filters, new Set(keyword.map((h) => h.path)))
+      embedded = semantic.embedded
       // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer.
-      ranked = convexFusion(
-        keyword,
-        semantic.ranked.filter((h) => candidates.has(h.path)),
-      ).filter((h) => h.score > 0)
+      ranked = convexFusion(keyword, semantic.ranked).filter((h) => h.score > 0)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {

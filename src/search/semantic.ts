@@ -150,6 +150,8 @@ function openVectors(root: string): RowDatabase {
 export class ChunkVectorStore {
   private readonly files = new Map<string, FileVectors>()
   private loaded = false
+  /** The keyword index's generation the vectors were last brought up to date with (KeywordIndex.generation). */
+  private syncedWith: number | undefined
   private readonly statements: {all: RowStatement; one: RowStatement; put: RowStatement; remove: RowStatement}
 
   constructor(
@@ -175,13 +177,21 @@ export class ChunkVectorStore {
    * dropped, and files with no vector for their hash are read and embedded (another process may have written them
    * meanwhile: those are read instead). Returns how many files were embedded.
    */
-  async update(current: ReadonlyMap<string, string>): Promise<number> {
+  async update(current: ReadonlyMap<string, {hash: string}>, generation?: number): Promise<number> {
+    if (generation !== undefined && generation === this.syncedWith) return 0
+    const embedded = await this.updateNow(current)
+    this.syncedWith = generation
+    return embedded
+  }
+
+  private async updateNow(current: ReadonlyMap<string, {hash: string}>): Promise<number> {
     if (!this.loaded) {
       for (const [path, hash, scales, rows] of this.statements.all.all(this.modelName) as Array<[string, string, Uint8Array, Uint8Array]>) this.files.set(path, this.stored(hash, scales, rows))
       this.loaded = true
     }
     const gone = [...this.files.keys()].filter((path) => !current.has(path))
-    let stale = [...current].filter(([path, hash]) => this.files.get(path)?.hash !== hash)
+    let stale: Array<[string, string]> = []
+    for (const [path, {hash}] of current) if (this.files.get(path)?.hash !== hash) stale.push([path, hash])
     if (stale.length > 0 && stale.length < this.files.size) {
       // Written by another process since this one read them: read, not embedded again.
       stale = stale.filter(([path, hash]) => {
@@ -236,23 +246,40 @@ export class ChunkVectorStore {
     }
   }
 
-  /** Each of `paths` with a vector, scored by its best chunk's cosine similarity to `query` (a unit vector), best first. */
-  rank(query: Float32Array, paths: Iterable<string>, limit: number): Array<{path: string; score: number}> {
+  /**
+   * The files with a vector that `accept` takes, scored by their best chunk's cosine similarity to `query` (a unit
+   * vector): the best `limit`, best first, then those of `also` that are not among them.
+   */
+  rank(query: Float32Array, accept: ((path: string) => boolean) | undefined, limit: number, also: ReadonlySet<string> = new Set()): Array<{path: string; score: number}> {
     const dims = this.model.dims
-    const scored: Array<{path: string; score: number}> = []
-    for (const path of paths) {
-      const file = this.files.get(path)
-      if (file === undefined) continue
+    const top: Array<{path: string; score: number}> = []
+    const extra: Array<{path: string; score: number}> = []
+    let floor = -Infinity
+    for (const [path, file] of this.files) {
+      if (accept && !accept(path)) continue
+      const {rows, factors} = file
       let best = -Infinity
-      for (let c = 0; c < file.scales.length; c++) {
+      for (let c = 0, from = 0; c < factors.length; c++, from += dims) {
         let dot = 0
-        const from = c * dims
-        for (let i = 0; i < dims; i++) dot += query[i] * file.rows[from + i]
-        const score = dot * file.factors[c]
+        for (let i = 0; i < dims; i += 4) dot += query[i] * rows[from + i] + query[i + 1] * rows[from + i + 1] + query[i + 2] * rows[from + i + 2] + query[i + 3] * rows[from + i + 3]
+        const score = dot * factors[c]
         if (score > best) best = score
       }
-      if (best > -Infinity) scored.push({path, score: best})
+      if (best === -Infinity) continue
+      if (best > floor) {
+        top.push({path, score: best})
+        // Kept short: sorted and cut back to `limit` whenever it doubles; the cut's last score is the new floor.
+        if (top.length >= 2 * limit) {
+          top.sort(byScore)
+          for (const dropped of top.splice(limit)) if (also.has(dropped.path)) extra.push(dropped)
+          floor = top[top.length - 1].score
+        }
+      } else if (also.has(path)) extra.push({path, score: best})
     }
-    return scored.sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1)).slice(0, limit)
+    top.sort(byScore)
+    for (const dropped of top.splice(limit)) if (also.has(dropped.path)) extra.push(dropped)
+    return [...top, ...extra]
   }
 }
+
+const byScore = (a: {path: string; score: number}, b: {path: string; score: number}) => b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)

@@ -45,6 +45,7 @@ export class StaticModel {
     const header = JSON.parse(bytes.toString('utf8', at, at + headerLength)) as StaticModelHeader
     at += headerLength
     if (header.version !== 1) throw new Error(`embedding model of version ${header.version}, this jarvis reads version 1`)
+    if (!(header.dims > 0 && header.dims % 4 === 0)) throw new Error(`embedding model: ${header.dims} dimensions, a multiple of 4 expected`)
     this.dims = header.dims
     this.wordCount = header.words
     const vocabLength = bytes.readUInt32LE(at)
