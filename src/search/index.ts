@@ -176,9 +176,14 @@ async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<R
   if (watched.rescan) {
     watched.rescan = false
     try {
-      return await index.refresh()
+      const stats = await index.refresh()
+      // The paths marked too are read whatever the scan's hints said of their folders (warm/tree-watch.ts `arrived`).
+      if (paths.length === 0) return stats
+      const marked = await index.refreshPaths(paths)
+      return {...marked, indexed: stats.indexed + marked.indexed, removed: stats.removed + marked.removed, rebuilt: stats.rebuilt}
     } catch (error) {
       watched.rescan = true
+      for (const path of paths) watched.changed.add(path)
       throw error
     }
   }

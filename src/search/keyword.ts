@@ -96,7 +96,7 @@ export interface KeywordHit {
  * `readMemoryFile` (a realpath and an lstat per path segment: 3 s of a 10,000-file build) is skipped here;
  * snippets and summaries still read through `readMemoryFile`.
  */
-async function readAll(root: string, paths: string[]): Promise<Array<string | null>> {
+export async function readAll(root: string, paths: string[]): Promise<Array<string | null>> {
   const texts: Array<string | null> = new Array(paths.length).fill(null)
   const base = memoryDir(root)
   await forEachConcurrently(paths, READ_CONCURRENCY, async (path, i) => {

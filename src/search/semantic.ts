@@ -13,11 +13,9 @@ import {fileURLToPath} from 'node:url'
 
 import createDebug from 'debug'
 
-import {readTextIfExists} from '../store/atomic.js'
-import {forEachConcurrently} from '../store/concurrency.js'
-import {memoryDir} from '../store/root.js'
 import {openNexusRowDatabase, openRowDatabase, type RowDatabase, type RowStatement} from '../store/sqlite-open.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
+import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
 
 const debug = createDebug('jarvis:search')
@@ -31,7 +29,6 @@ export const VECTORS_FILE = 'search/vectors.sqlite'
 export const CHUNK_WORDS = 40
 /** At most this many chunks per file: past them a file's words add nothing to its vectors. */
 const MAX_CHUNKS = 64
-const READ_CONCURRENCY = 32
 /** Vectors written per transaction while a tree is embedded. */
 const WRITE_BATCH = 500
 const BUSY_TIMEOUT_MS = 30_000
@@ -210,11 +207,7 @@ export class ChunkVectorStore {
     let embedded = 0
     for (let from = 0; from < stale.length; from += WRITE_BATCH) {
       const batch = stale.slice(from, from + WRITE_BATCH)
-      const texts: Array<string | null> = new Array(batch.length).fill(null)
-      const base = memoryDir(this.root)
-      await forEachConcurrently(batch, READ_CONCURRENCY, async ([path], i) => {
-        texts[i] = await readTextIfExists(join(base, ...path.split('/')))
-      })
+      const texts = await readAll(this.root, batch.map(([path]) => path))
       const made: Array<[string, FileVectors]> = []
       batch.forEach(([path, hash], i) => {
         const text = texts[i]
