@@ -1,0 +1,132 @@
+/**
+ * The built-in semantic ranking: the static model shipped in the package (assets/embeddings/), the chunk vectors
+ * kept in `.nexus/search/vectors.sqlite`, and the fusion with the keyword ranking. Real trees, real model.
+ */
+import {rm, writeFile} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, afterEach, describe, expect, it} from 'vitest'
+
+import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
+import {CHUNK_WORDS, chunksOf} from '../../src/search/semantic.js'
+import {initTree} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+afterEach(() => {
+  delete process.env.JARVIS_EMBEDDINGS
+  resetSearchCache()
+})
+
+const HOLIDAY = 'notes/holiday-plans.md'
+
+async function tree(): Promise<string> {
+  const dir = await tempDir('jarvis-semantic-')
+  dirs.push(dir)
+  const {root} = await initTree(dir, {})
+  const files = corpusFiles()
+  files.set(HOLIDAY, '# Holiday plans\n\nWe fly to Lisbon in August and stay at a hotel near the beach for a week.\n')
+  await writeCorpus(join(root, '.memory'), files)
+  return root
+}
+
+describe('search by meaning, with nothing configured', () => {
+  it('finds a note that shares no word with the question, which the keyword ranking cannot', async () => {
+    const root = await tree()
+    const keyword = await searchMemory(root, 'where do we go on vacation', {embeddings: false})
+    expect(keyword.hits.map((h) => h.path)).not.toContain(HOLIDAY)
+    const result = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    expect(result.mode).toBe('hybrid')
+    expect(result.model).toBe(BUILTIN_MODEL)
+    expect(result.note).toBeUndefined()
+    expect(result.hits[0].path).toBe(HOLIDAY)
+    expect(result.hits[0].snippet).toEqual([{line: 3, text: 'We fly to Lisbon in August and stay at a hotel near the beach for a week.'}])
+  })
+
+  it('ranks the fixture questions at least as well as the keywords alone', async () => {
+    const root = await tree()
+    const recallAt5 = async (hybrid: boolean) => {
+      let sum = 0
+      for (const {query, expected} of QUERIES) {
+        const {hits} = await searchMemory(root, query, {limit: 5, ...(hybrid ? {} : {embeddings: false})})
+        sum += expected.filter((path) => hits.some((h) => h.path === path)).length / expected.length
+      }
+      return sum / QUERIES.length
+    }
+    expect(await recallAt5(true)).toBeGreaterThanOrEqual(await recallAt5(false))
+  })
+
+  it('keeps the vectors beside the index: a new process embeds nothing, an edit re-embeds that file only, a removal drops it', async () => {
+    const root = await tree()
+    const files = corpusFiles().size + 1
+    const first = await searchMemory(root, 'database failover')
+    expect(first.stats.embedded).toBe(files)
+    expect(existsSync(join(root, '.nexus', VECTORS_FILE))).toBe(true)
+
+    resetSearchCache() // a new process
+    const again = await searchMemory(root, 'database failover')
+    expect(again.stats.embedded).toBe(0)
+    expect(again.hits).toEqual(first.hits)
+
+    await writeFile(join(root, '.memory', HOLIDAY), '# Holiday plans\n\nA week of skiing in the Alps in February.\n')
+    const edited = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(edited.stats.embedded).toBe(1)
+    expect(edited.hits[0].path).toBe(HOLIDAY)
+
+    await rm(join(root, '.memory', HOLIDAY))
+    const removed = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(removed.stats.embedded).toBe(0)
+    expect(removed.hits.map((h) => h.path)).not.toContain(HOLIDAY)
+    resetSearchCache()
+    expect((await searchMemory(root, 'skiing in the Alps')).stats.embedded).toBe(0)
+  })
+
+  it('is keyword-only, and says so, with JARVIS_EMBEDDINGS=off or embeddings: false', async () => {
+    const root = await tree()
+    process.env.JARVIS_EMBEDDINGS = 'off'
+    const off = await searchMemory(root, 'where do we go on vacation')
+    expect(off.mode).toBe('keyword')
+    expect(off.note).toBe('keyword search only: JARVIS_EMBEDDINGS=off')
+    expect(off.model).toBeUndefined()
+    expect(existsSync(join(root, '.nexus', VECTORS_FILE))).toBe(false)
+    delete process.env.JARVIS_EMBEDDINGS
+    const asked = await searchMemory(root, 'redis', {embeddings: false})
+    expect(asked.mode).toBe('keyword')
+    expect(asked.note).toBeUndefined()
+  })
+})
+
+describe('chunks', () => {
+  it('are the title and tags, then the body in pieces of at most CHUNK_WORDS words cut at line ends', () => {
+    const words = (n: number, w: string) => Array.from({length: n}, () => w).join(' ')
+    const body = [words(10, 'alpha'), words(25, 'beta'), '', words(30, 'gamma'), words(100, 'delta')].join('\n')
+    const chunks = chunksOf({title: 'Release checklist', tags: ['deploy'], body})
+    expect(chunks[0]).toBe('Release checklist deploy')
+    expect(chunks.slice(1).map((c) => c.split(/\s+/).length)).toEqual([35, 30, 40, 40, 20])
+    for (const chunk of chunks) expect(chunk.split(/\s+/).length).toBeLessThanOrEqual(CHUNK_WORDS)
+    expect(chunksOf({tags: [], body: ''})).toEqual([])
+  })
+})
+
+describe('fusion', () => {
+  it('weighs the keyword score most, and lets a file found by meaning alone in', () => {
+    const fused = convexFusion(
+      [
+        {path: 'a', score: 10},
+        {path: 'b', score: 5},
+      ],
+      [
+        {path: 'c', score: 0.9},
+        {path: 'b', score: 0.5},
+        {path: 'a', score: 0.1},
+      ],
+    )
+    expect(fused.map((f) => f.path)).toEqual(['a', 'b', 'c'])
+    expect(fused[0].score).toBeCloseTo(0.6)
+    expect(fused[1].score).toBeCloseTo(0.6 * 0.5 + 0.4 * 0.5)
+    expect(fused[2].score).toBeCloseTo(0.4)
+  })
+})
