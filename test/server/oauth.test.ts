@@ -139,7 +139,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     expect(JSON.stringify(theirs)).not.toContain(`${marker} claude`)
     expect(textOf(await chatgpt.call('memory_append', {kind: 'fact', key: 'fact:intrude', scope: 'agent:claude', content: 'hello'}))).toMatch(/private scope/)
     // The event is chatgpt's as any other agent sees it.
-    const seen = await (await get(`/v1/memory/snapshot?agent_id=ops&scopes=agent:chatgpt&limit_recent=50`, keys.admin)).json()
+    const seen = (await (await get(`/v1/memory/snapshot?agent_id=ops&scopes=agent:chatgpt&limit_recent=50`, keys.admin)).json()) as {recent_events: unknown[]}
     expect(seen.recent_events).toContainEqual(expect.objectContaining({agent_id: 'chatgpt', scope: 'agent:chatgpt'}))
   })
 
@@ -187,7 +187,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     await signIn(mcpApp, url, TOKENS.chatgpt, {role: 'write'}, fetchFn)
     const onRest = await get('/api/memory/status', mcpApp.accessToken)
     expect(onRest.status).toBe(401)
-    expect((await onRest.json()).message).toMatch(/given for .*\/mcp, not for/)
+    expect(((await onRest.json()) as {message: string}).message).toMatch(/given for .*\/mcp, not for/)
 
     // Discovered from the REST API's own metadata: a token for the API.
     const apiApp = new TestApp('Dashboard helper', 'https://helper.example.test/cb')
@@ -250,7 +250,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     expect(view).toMatchObject({client: {name: 'ChatGPT', redirectHost: 'chatgpt.example.test'}, resourceKind: 'mcp', workspace: 'default', suggestedAgent: 'chatgpt', agents: {only: 'claude'}, roles: ['read', 'write']})
     await expect(consentWithKey(url, id, TOKENS.claude, {allow: true, agent: 'chatgpt', role: 'write'}, fetchFn)).rejects.toThrow(/403: you are signed in as claude: only chatgpt's own token or an admin key/)
     await expect(consentWithKey(url, id, keys.read, {allow: true, role: 'write'}, fetchFn)).rejects.toThrow(/403: your key can only read/)
-    expect((await (await get(`/api/oauth/authorizations/${id}`, keys.admin)).json()).agents).toEqual({any: true})
+    expect(((await (await get(`/api/oauth/authorizations/${id}`, keys.admin)).json()) as {agents: unknown}).agents).toEqual({any: true})
     const back = await consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)
     await expect(consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)).rejects.toThrow(/410: this request was answered/)
     expect(await auth(app, {serverUrl: `${url}/mcp`, authorizationCode: back.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')

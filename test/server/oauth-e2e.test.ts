@@ -1,0 +1,166 @@
+/**
+ * The whole way ChatGPT joins the shared memory, end to end: two `jarvis serve` processes on one PostgreSQL database
+ * behind one public HTTPS address (a CA made at run time), the MCP SDK's own OAuth client as the app, and the consent
+ * page in a real Chromium, where a person signs in with chatgpt's jarvis token and allows it. The app then lists and
+ * calls the tools as agent chatgpt on either process, never sees claude's private notes, and is refused by both
+ * processes at once when `jarvis serve token revoke` takes its access back.
+ */
+import {spawn} from 'node:child_process'
+import {writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {Client} from '@modelcontextprotocol/sdk/client/index.js'
+import {UnauthorizedError} from '@modelcontextprotocol/sdk/client/auth.js'
+import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {closedPort} from '../cli/memory-helpers.js'
+import {launchBrowser, screenshots, type Browser} from '../dashboard/browser.js'
+import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
+import {freshDatabase} from '../helpers/postgres.js'
+import {makeTestCa, type TestCa} from '../helpers/test-ca.js'
+import {removeAll, tempDir, tokenMap, TOKENS} from '../helpers/world.js'
+import {textOf} from '../mcp/helpers.js'
+import {mcpStatus, TestApp} from './oauth-helpers.js'
+
+interface Serve {
+  url: string
+  stop(): Promise<void>
+}
+
+/** `jarvis serve` over HTTPS on `database`, reached by apps at `publicUrl`. */
+async function serve(args: {port: number; database: string; tokensFile: string; ca: TestCa; publicUrl: string; dataDir: string}): Promise<Serve> {
+  const child = spawn(
+    process.execPath,
+    [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(args.port), '--data', args.dataDir, '--database', args.database, '--tokens', args.tokensFile, '--tls-cert', args.ca.certFile, '--tls-key', args.ca.keyFile, '--public-url', args.publicUrl],
+    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, NO_COLOR: '1'}},
+  )
+  let output = ''
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+      const match = /listening on (https:\/\/\S+)/.exec(output)
+      if (match && output.includes('apps (ChatGPT, Claude) connect to')) resolve(match[1])
+    })
+    child.once('exit', (code) => reject(new Error(`jarvis serve exited with ${code}:\n${output}`)))
+  })
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+describe('ChatGPT joins the shared memory: OAuth with the consent page in a browser, two servers on one PostgreSQL', () => {
+  let ca: TestCa
+  let browser: Browser
+  let dir: string
+  let database: string
+  let one: Serve
+  let two: Serve
+
+  beforeAll(async () => {
+    ca = await makeTestCa()
+    dir = await tempDir('jarvis-oauth-e2e-')
+    database = await freshDatabase()
+    const tokensFile = join(dir, 'tokens.json')
+    await writeFile(tokensFile, JSON.stringify(tokenMap), {mode: 0o600})
+    // One public address for both processes, as behind a load balancer: the first one's.
+    const port = await closedPort()
+    const publicUrl = `https://127.0.0.1:${port}`
+    one = await serve({port, database, tokensFile, ca, publicUrl, dataDir: join(dir, 'one')})
+    two = await serve({port: 0, database, tokensFile, ca, publicUrl, dataDir: join(dir, 'two')})
+    browser = await launchBrowser({args: ca.chromiumTrust})
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    await one?.stop()
+    await two?.stop()
+    await ca?.remove()
+    await removeAll([dir])
+  })
+
+  async function keySession(url: string, token: string) {
+    const client = new Client({name: 'claude-code', version: '1.0.0'})
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {requestInit: {headers: {authorization: `Bearer ${token}`}}, fetch: ca.caFetch}))
+    return client
+  }
+
+  it('signs in through the consent page, works as chatgpt on both processes, and is refused by both once revoked', async () => {
+    const marker = `e2e${Date.now()}`
+    const claude = await keySession(two.url, TOKENS.claude)
+    const note = (await claude.callTool({name: 'memory_append', arguments: {kind: 'config', key: 'config:claude_only', scope: 'agent:claude', content: `Claude's private note ${marker}.`}})) as CallToolResult
+    expect(note.isError, textOf(note)).toBeFalsy()
+    await claude.close()
+
+    // The app meets a 401 at /mcp and follows it: resource metadata, registration, the authorization request.
+    const app = new TestApp('ChatGPT')
+    const transport = new StreamableHTTPClientTransport(new URL(`${one.url}/mcp`), {authProvider: app, fetch: ca.caFetch})
+    await expect(new Client({name: 'ChatGPT', version: '1.0.0'}).connect(transport)).rejects.toThrow(UnauthorizedError)
+    expect(app.authorizationUrl?.href).toMatch(new RegExp(`^${one.url}/authorize\\?`))
+
+    // The person, in a browser: signs in with chatgpt's token, sees who asks, allows it.
+    const page = await browser.newPage()
+    let backAtApp: URL | undefined
+    await page.route('https://chatgpt.example.test/**', async (route) => {
+      backAtApp = new URL(route.request().url())
+      await route.fulfill({status: 200, contentType: 'text/plain', body: 'Back in ChatGPT.'})
+    })
+    await page.goto(app.authorizationUrl!.href)
+    await page.getByText('An app asks to use your shared memory').waitFor()
+    await page.getByLabel('Token').fill(TOKENS.chatgpt)
+    await page.getByRole('button', {name: 'Sign in'}).click()
+    await page.getByRole('heading', {name: 'Allow ChatGPT to use your shared memory?'}).waitFor()
+    expect(await page.locator('.redirect-host').textContent()).toBe('chatgpt.example.test')
+    expect(await page.locator('.agent-name').textContent()).toBe('chatgpt')
+    await page.getByLabel('read and write the memory').check()
+    await screenshots(page, 'consent')
+    await page.getByRole('button', {name: 'Allow'}).click()
+    await page.getByText('Back in ChatGPT.').waitFor()
+    await page.close()
+    expect(backAtApp?.origin).toBe('https://chatgpt.example.test')
+    const code = backAtApp!.searchParams.get('code')
+    expect(code).toMatch(/^jvc_/)
+
+    // The app exchanges the code and works as chatgpt.
+    await transport.finishAuth(code!)
+    const chatgpt = new Client({name: 'ChatGPT', version: '1.0.0'})
+    await chatgpt.connect(new StreamableHTTPClientTransport(new URL(`${one.url}/mcp`), {authProvider: app, fetch: ca.caFetch}))
+    const tools = (await chatgpt.listTools()).tools.map((tool) => tool.name)
+    expect(tools).toEqual(expect.arrayContaining(['memory_snapshot', 'memory_append', 'memory_search', 'recall']))
+    const written = (await chatgpt.callTool({name: 'memory_append', arguments: {kind: 'fact', key: 'fact:from_chatgpt', content: `ChatGPT learned ${marker}.`}})) as CallToolResult
+    expect(written.isError, textOf(written)).toBeFalsy()
+    const found = JSON.stringify(await chatgpt.callTool({name: 'memory_search', arguments: {query: marker}}))
+    expect(found).toContain(`ChatGPT learned ${marker}`)
+    expect(found).not.toContain(`Claude's private note ${marker}`)
+    const snapshot = JSON.stringify(await chatgpt.callTool({name: 'memory_snapshot', arguments: {limit_recent: 100}}))
+    expect(snapshot).toContain('"agent_id":"chatgpt"')
+    expect(snapshot).not.toContain(`Claude's private note ${marker}`)
+    await chatgpt.close()
+
+    // The other process is the same server: it takes the token too.
+    expect((await mcpStatus(two.url, app.accessToken, ca.caFetch)).status).toBe(200)
+
+    // The person takes the access back: both processes refuse it at the next request.
+    const env = {...process.env, NO_COLOR: '1'}
+    const listed = await runJarvis(['serve', 'token', 'list', '--database', database, '--json'], {env})
+    expect(listed.code, listed.stderr).toBe(0)
+    const apps = envelope<{apps: {id: string; clientName: string; agentId: string; role: string; revokedAt: string | null}[]}>(listed).result!.apps
+    expect(apps).toEqual([expect.objectContaining({clientName: 'ChatGPT', agentId: 'chatgpt', role: 'write', revokedAt: null})])
+    const human = await runJarvis(['serve', 'token', 'list', '--database', database], {env})
+    expect(human.stdout).toContain(`${apps[0].id}  default  chatgpt  write  app "ChatGPT" for ${one.url}/mcp`)
+    expect(human.stdout).not.toContain(app.accessToken)
+    const revoked = await runJarvis(['serve', 'token', 'revoke', apps[0].id, '--database', database], {env})
+    expect(revoked.code, revoked.stderr).toBe(0)
+    expect(revoked.stdout).toContain(`revoked ${apps[0].id} (app "ChatGPT"`)
+    for (const server of [one, two]) {
+      expect(await mcpStatus(server.url, app.accessToken, ca.caFetch)).toMatchObject({status: 401, message: expect.stringMatching(/ChatGPT .* was revoked/)})
+    }
+  })
+})
