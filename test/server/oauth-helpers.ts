@@ -16,6 +16,8 @@ export class TestApp implements OAuthClientProvider {
   verifier = ''
   /** Where `auth()` last sent the person (the authorization request). */
   authorizationUrl?: URL
+  /** Set: the app names itself by this address (a client ID metadata document) instead of registering. */
+  clientMetadataUrl?: string
 
   constructor(
     readonly name = 'ChatGPT',

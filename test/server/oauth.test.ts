@@ -6,6 +6,10 @@
  * revoked token, a token of one workspace on another's memory; and a person grants no more than their key may.
  * (The consent page in a browser and two processes on one database: oauth-e2e.test.ts.)
  */
+import {readFile} from 'node:fs/promises'
+import {createServer as createHttpsServer, type Server as HttpsServer} from 'node:https'
+import type {AddressInfo} from 'node:net'
+
 import {auth} from '@modelcontextprotocol/sdk/client/auth.js'
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -13,6 +17,7 @@ import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {createKey} from '../../src/server/keys.js'
+import {guardedDocumentFetch, isPrivateAddress, redirectUriProblem} from '../../src/server/oauth/clients.js'
 import {listGrants, revokeGrant} from '../../src/server/oauth/grants.js'
 import {type RunningServer, startServer} from '../../src/server/start.js'
 import type {StorageTarget} from '../../src/server/storage/open.js'
@@ -36,15 +41,36 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   /** The server's clock runs `skew` ms ahead of the test's. */
   let skew = 0
   const keys: Record<'admin' | 'read' | 'teamB', string> = {admin: '', read: '', teamB: ''}
+  /** An app's website on this machine, serving client ID metadata documents: path → document. */
+  let site: HttpsServer
+  let siteUrl: string
+  const documents = new Map<string, unknown>()
 
   beforeAll(async () => {
     ca = await makeTestCa()
     fetchFn = ca.caFetch
+    site = createHttpsServer({cert: await readFile(ca.certFile), key: await readFile(ca.keyFile)}, (request, response) => {
+      const document = documents.get(request.url ?? '')
+      response.writeHead(document === undefined ? 404 : 200, {'content-type': 'application/json'}).end(JSON.stringify(document ?? {}))
+    })
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve))
+    siteUrl = `https://127.0.0.1:${(site.address() as AddressInfo).port}`
     target = await freshTarget(backend, cleanup)
     keys.admin = (await createKey({...target, agent: 'ops', role: 'admin'})).token
     keys.read = (await createKey({...target, agent: 'chatgpt', role: 'read'})).token
     keys.teamB = (await createKey({...target, agent: 'chatgpt', workspace: 'team-b'})).token
-    server = await startServer({...target, host: '127.0.0.1', port: 0, tokens: tokenMap, tlsCert: ca.certFile, tlsKey: ca.keyFile, logLevel: 'silent', now: () => new Date(Date.now() + skew)})
+    server = await startServer({
+      ...target,
+      host: '127.0.0.1',
+      port: 0,
+      tokens: tokenMap,
+      tlsCert: ca.certFile,
+      tlsKey: ca.keyFile,
+      logLevel: 'silent',
+      now: () => new Date(Date.now() + skew),
+      // The app's website is on this machine, which the default fetch refuses to reach: trust the test CA, allow it.
+      clientDocumentFetch: (url, init) => fetchFn(url, init),
+    })
     url = server.url
   })
   afterEach(async () => {
@@ -53,6 +79,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   })
   afterAll(async () => {
     await server?.close()
+    await new Promise((resolve) => site?.close(resolve))
     await ca?.remove()
     await cleanup.run()
   })
@@ -141,6 +168,31 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     // The event is chatgpt's as any other agent sees it.
     const seen = (await (await get(`/v1/memory/snapshot?agent_id=ops&scopes=agent:chatgpt&limit_recent=50`, keys.admin)).json()) as {recent_events: unknown[]}
     expect(seen.recent_events).toContainEqual(expect.objectContaining({agent_id: 'chatgpt', scope: 'agent:chatgpt'}))
+  })
+
+  it('an app that names itself by its metadata document address signs in without registering; a document that is not its own is refused', async () => {
+    const app = new TestApp('Claude', 'https://claude.example.test/api/mcp/auth_callback', 'none')
+    app.clientMetadataUrl = `${siteUrl}/oauth/claude.json`
+    documents.set('/oauth/claude.json', {client_id: app.clientMetadataUrl, client_name: 'Claude', redirect_uris: [app.redirect], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token']})
+    await signIn(app, url, TOKENS.claude, {role: 'write'}, fetchFn)
+    expect(app.information?.client_id).toBe(app.clientMetadataUrl)
+    expect((await listGrants(target)).find((grant) => grant.clientId === app.clientMetadataUrl)).toMatchObject({clientName: 'Claude', agentId: 'claude'})
+    const claude = await session(app)
+    expect((await claude.call('memory_ls', {})).isError).toBeFalsy()
+
+    // A document that names another client id, or holds a secret, or is missing: the app is unknown.
+    for (const [path, document] of [
+      ['/oauth/impostor.json', {client_id: `${siteUrl}/oauth/claude.json`, client_name: 'Impostor', redirect_uris: ['https://impostor.example.test/cb']}],
+      ['/oauth/secret.json', {client_id: `${siteUrl}/oauth/secret.json`, client_name: 'Secret', client_secret: 'x', redirect_uris: ['https://secret.example.test/cb']}],
+      ['/oauth/missing.json', undefined],
+    ] as const) {
+      if (document !== undefined) documents.set(path, document)
+      const asked = new URL(app.authorizationUrl!)
+      asked.searchParams.set('client_id', `${siteUrl}${path}`)
+      const answer = await fetchFn(asked, {redirect: 'manual'})
+      expect(answer.status, path).toBe(400)
+      expect(await answer.json()).toMatchObject({error: 'invalid_client'})
+    }
   })
 
   it('refuses a missing or wrong PKCE verifier, a plain challenge, a redirect URI not registered, and a reused code (whose tokens are revoked)', async () => {
@@ -290,6 +342,27 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     expect(seenHome).toContain(`Default fact ${marker}`)
     expect(seenHome).not.toContain(`Team B fact ${marker}`)
     expect(JSON.stringify(await team.call('memory_search', {query: marker}))).not.toContain(`Default fact ${marker}`)
+  })
+})
+
+describe('what an app may name', () => {
+  it('a redirect address is HTTPS, plain HTTP on its own machine, or a desktop app scheme', () => {
+    expect(redirectUriProblem('https://chatgpt.com/connector_platform_oauth_redirect')).toBeNull()
+    expect(redirectUriProblem('http://127.0.0.1:33418/callback')).toBeNull()
+    expect(redirectUriProblem('http://localhost/callback')).toBeNull()
+    expect(redirectUriProblem('com.example.app:/oauth')).toBeNull()
+    expect(redirectUriProblem('http://example.test/cb')).toMatch(/plain HTTP on another machine/)
+    expect(redirectUriProblem('javascript:alert(1)')).toMatch(/scheme/)
+    expect(redirectUriProblem('https://example.test/cb#frag')).toMatch(/fragment/)
+  })
+
+  it('a metadata document is never fetched from this machine or its private networks', async () => {
+    for (const address of ['127.0.0.1', '10.1.2.3', '192.168.0.10', '172.16.5.5', '169.254.169.254', '::1', 'fd00::1', '0.0.0.0', '::ffff:127.0.0.1']) expect(isPrivateAddress(address), address).toBe(true)
+    for (const address of ['93.184.216.34', '2606:4700::1111']) expect(isPrivateAddress(address), address).toBe(false)
+    const init = {signal: AbortSignal.timeout(5000), redirect: 'manual' as const, headers: {}}
+    await expect(guardedDocumentFetch(new URL('https://127.0.0.1/client.json'), init)).rejects.toThrow(/private address/)
+    await expect(guardedDocumentFetch(new URL('https://localhost/client.json'), init)).rejects.toThrow(/private address/)
+    await expect(guardedDocumentFetch(new URL('https://[::1]/client.json'), init)).rejects.toThrow(/private address/)
   })
 })
 
