@@ -65,6 +65,8 @@ describe('ChatGPT joins the shared memory: OAuth with the consent page in a brow
   let two: Serve
 
   beforeAll(async () => {
+    // Outside CI a developer's dist/ may be older than the consent page's sources: bundle the dashboard first.
+    if (!process.env.CI) await (await import('../../scripts/bundle-dashboard.mjs')).buildDashboard()
     ca = await makeTestCa()
     dir = await tempDir('jarvis-oauth-e2e-')
     database = await freshDatabase()
