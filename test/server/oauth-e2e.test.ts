@@ -5,8 +5,6 @@
  * calls the tools as agent chatgpt on either process, never sees claude's private notes, and is refused by both
  * processes at once when `jarvis serve token revoke` takes its access back.
  */
-import {spawn} from 'node:child_process'
-import {writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
@@ -17,66 +15,35 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {closedPort} from '../cli/memory-helpers.js'
 import {launchBrowser, screenshots, type Browser} from '../dashboard/browser.js'
-import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
-import {freshDatabase} from '../helpers/postgres.js'
+import {databaseFor, useBackend} from '../helpers/backends.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
 import {makeTestCa, type TestCa} from '../helpers/test-ca.js'
-import {removeAll, tempDir, tokenMap, TOKENS} from '../helpers/world.js'
+import {removeAll, type ServerProcess, startServerProcess, tempDir, TOKENS} from '../helpers/world.js'
 import {textOf} from '../mcp/helpers.js'
 import {mcpStatus, TestApp} from './oauth-helpers.js'
 
-interface Serve {
-  url: string
-  stop(): Promise<void>
-}
-
-/** `jarvis serve` over HTTPS on `database`, reached by apps at `publicUrl`. */
-async function serve(args: {port: number; database: string; tokensFile: string; ca: TestCa; publicUrl: string; dataDir: string}): Promise<Serve> {
-  const child = spawn(
-    process.execPath,
-    [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(args.port), '--data', args.dataDir, '--database', args.database, '--tokens', args.tokensFile, '--tls-cert', args.ca.certFile, '--tls-key', args.ca.keyFile, '--public-url', args.publicUrl],
-    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, NO_COLOR: '1'}},
-  )
-  let output = ''
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      output += chunk
-      const match = /listening on (https:\/\/\S+)/.exec(output)
-      if (match && output.includes('apps (ChatGPT, Claude) connect to')) resolve(match[1])
-    })
-    child.once('exit', (code) => reject(new Error(`jarvis serve exited with ${code}:\n${output}`)))
-  })
-  return {
-    url,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      await exited
-    },
-  }
-}
-
 describe('ChatGPT joins the shared memory: OAuth with the consent page in a browser, two servers on one PostgreSQL', () => {
+  useBackend('postgres')
   let ca: TestCa
   let browser: Browser
   let dir: string
   let database: string
-  let one: Serve
-  let two: Serve
+  let one: ServerProcess
+  let two: ServerProcess
 
   beforeAll(async () => {
     // Outside CI a developer's dist/ may be older than the consent page's sources: bundle the dashboard first.
     if (!process.env.CI) await (await import('../../scripts/bundle-dashboard.mjs')).buildDashboard()
     ca = await makeTestCa()
     dir = await tempDir('jarvis-oauth-e2e-')
-    database = await freshDatabase()
-    const tokensFile = join(dir, 'tokens.json')
-    await writeFile(tokensFile, JSON.stringify(tokenMap), {mode: 0o600})
-    // One public address for both processes, as behind a load balancer: the first one's.
+    // Both processes on one data directory's database (one PostgreSQL database), and one public address, as behind
+    // a load balancer: the first one's.
+    const dataDir = join(dir, 'data')
+    database = (await databaseFor(dataDir))!
     const port = await closedPort()
-    const publicUrl = `https://127.0.0.1:${port}`
-    one = await serve({port, database, tokensFile, ca, publicUrl, dataDir: join(dir, 'one')})
-    two = await serve({port: 0, database, tokensFile, ca, publicUrl, dataDir: join(dir, 'two')})
+    const https = ['--tls-cert', ca.certFile, '--tls-key', ca.keyFile, '--public-url', `https://127.0.0.1:${port}`]
+    one = await startServerProcess(dataDir, port, https)
+    two = await startServerProcess(dataDir, 0, https)
     browser = await launchBrowser({args: ca.chromiumTrust})
   })
 
