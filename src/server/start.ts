@@ -182,6 +182,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   }
   const site = publicUrl === undefined ? undefined : oauthSite(publicUrl)
   const appUrl = site !== undefined && !('refused' in site) ? site.mcpResource : undefined
+  if (appUrl === undefined && !isLoopback(host)) {
+    warnings.push(`apps such as ChatGPT and Claude cannot sign in: ${site !== undefined && 'refused' in site ? site.refused : 'its public address is not known; give --public-url https://…'}`)
+  }
   for (const warning of warnings) app.log.warn(warning)
   const url = `${scheme}://${urlHost(host)}:${boundPort}`
   app.log.info({url, appUrl, dataDir, database, tokenSource: resolved.source}, 'jarvis server listening')

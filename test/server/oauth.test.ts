@@ -232,6 +232,12 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     const registration = await fetchFn(`${url}/register`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({client_name: 'Bad', redirect_uris: ['http://example.test/cb'], token_endpoint_auth_method: 'none'})})
     expect(registration.status).toBe(400)
     expect(await registration.json()).toMatchObject({error: 'invalid_client_metadata'})
+    // A body that does not parse is answered in OAuth's words, never with a stack trace.
+    const broken = await fetchFn(`${url}/register`, {method: 'POST', headers: {'content-type': 'application/json'}, body: '{"client_name": '})
+    expect(broken.status).toBe(400)
+    const brokenText = await broken.text()
+    expect(JSON.parse(brokenText)).toMatchObject({error: 'invalid_request'})
+    expect(brokenText).not.toMatch(/node_modules| at /)
   })
 
   it('binds a token to its resource: an /mcp token is refused on the REST API and the other way round, another resource is never given', async () => {

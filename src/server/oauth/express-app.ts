@@ -57,10 +57,19 @@ const RATE_LIMITS = {
   revoke: {windowMs: 15 * 60_000, max: 300},
 }
 
+/** What a request that broke before the SDK's handlers (a body that does not parse, an unknown path) is answered. */
+function answerBroken(error: {status?: number; message?: string} | undefined, res: Response): void {
+  const status = typeof error?.status === 'number' && error.status >= 400 && error.status < 500 ? error.status : error === undefined ? 404 : 500
+  const body = error === undefined ? {error: 'invalid_request', error_description: 'no such endpoint'} : status < 500 ? {error: 'invalid_request', error_description: error.message ?? 'bad request'} : {error: 'server_error', error_description: 'internal server error'}
+  res.status(status).json(body)
+}
+
 /** The express app of the four endpoints: `(req, res)` of node:http. */
 export function oauthExpressApp(provider: JarvisOAuthProvider): express.Express {
   const app = express()
   app.disable('x-powered-by')
+  // Never a stack trace in an answer (express's development default).
+  app.set('env', 'production')
   // Behind a reverse proxy on this machine, the rate limits count each client by its own address.
   app.set('trust proxy', 'loopback')
   // express-rate-limit's checks write to the console; the limits themselves are what matters here.
@@ -69,5 +78,7 @@ export function oauthExpressApp(provider: JarvisOAuthProvider): express.Express 
   app.use(OAUTH_ENDPOINTS.token, express.urlencoded({extended: false}), hashClientSecret, tokenHandler({provider, rateLimit: limit(RATE_LIMITS.token)}))
   app.use(OAUTH_ENDPOINTS.register, clientRegistrationHandler({clientsStore: provider.clientsStore, rateLimit: limit(RATE_LIMITS.register), clientSecretExpirySeconds: 0}))
   app.use(OAUTH_ENDPOINTS.revoke, express.urlencoded({extended: false}), hashClientSecret, revocationHandler({provider, rateLimit: limit(RATE_LIMITS.revoke)}))
+  app.use((_req: Request, res: Response) => answerBroken(undefined, res))
+  app.use((error: {status?: number; message?: string}, _req: Request, res: Response, _next: NextFunction) => answerBroken(error, res))
   return app
 }

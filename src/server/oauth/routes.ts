@@ -114,6 +114,8 @@ export function oauthRoutes(app: FastifyInstance, oauth: OAuthServer): void {
       return
     }
     reply.hijack()
+    // Fastify's own line per request is not written for a hijacked reply: the same line, here.
+    reply.raw.once('finish', () => request.log.info({method: request.method, url: request.url.split('?')[0], status: reply.raw.statusCode}, 'request'))
     oauth.expressApp().then(
       (handle) => handle(request.raw, reply.raw),
       (error: Error) => {
