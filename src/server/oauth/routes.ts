@@ -25,7 +25,13 @@ import {MCP_PATH} from '../routes/mcp.js'
 
 const debug = createDebug('jarvis:server:oauth')
 
-const ENDPOINT_PATHS = ['/authorize', '/token', '/register', '/revoke'] as const
+/** The SDK's endpoints and the methods they answer (OPTIONS: the CORS preflight of a browser-based client). */
+const ENDPOINTS = {
+  '/authorize': ['GET', 'POST'],
+  '/token': ['POST', 'OPTIONS'],
+  '/register': ['POST', 'OPTIONS'],
+  '/revoke': ['POST', 'OPTIONS'],
+} as const
 
 export interface OAuthRoutesOptions {
   /** The site once known (after listen), or why apps cannot sign in. */
@@ -125,8 +131,8 @@ export function oauthRoutes(app: FastifyInstance, oauth: OAuthServer): void {
     )
     done()
   }
-  for (const path of ENDPOINT_PATHS) {
-    app.route({method: ['GET', 'POST', 'OPTIONS'], url: path, onRequest: handOver, handler: async () => undefined})
+  for (const [path, methods] of Object.entries(ENDPOINTS)) {
+    app.route({method: [...methods], url: path, onRequest: handOver, handler: async () => undefined})
   }
 }
 
