@@ -125,6 +125,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
       code_challenge_methods_supported: ['S256'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
       client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true,
     })
     // A tokens-file token and an API key are taken as before, on /mcp and the REST API.
     expect((await mcpStatus(url, TOKENS.claude, fetchFn)).status).toBe(200)

@@ -89,6 +89,8 @@ export class OAuthServer {
       token_endpoint_auth_methods_supported: clientAuth,
       revocation_endpoint_auth_methods_supported: clientAuth,
       client_id_metadata_document_supported: true,
+      // The consent page sends the app back with `iss` (RFC 9207), so an app talking to several servers can tell which answered.
+      authorization_response_iss_parameter_supported: true,
     }
   }
 }
