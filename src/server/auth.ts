@@ -49,13 +49,14 @@ export class TokenAuthenticator {
    */
   async authenticate(token: string | undefined | null, resource?: string): Promise<Authentication> {
     if (typeof token !== 'string' || token.length === 0) return {refused: 'missing Authorization: Bearer <token> header'}
-    if (isAccessToken(token)) return this.appToken(digest(token).toString('hex'), resource)
     const presented = digest(token)
     let found: string | null = null
     for (const entry of this.entries) {
       if (timingSafeEqual(presented, entry.digest) && found === null) found = entry.agentId
     }
     if (found !== null) return {identity: {workspace: DEFAULT_WORKSPACE, agentId: found, role: 'write'}}
+    // A tokens-file token may be any string; only what is not one of them is looked up by its prefix.
+    if (isAccessToken(token)) return this.appToken(presented.toString('hex'), resource)
     const key = await this.keys?.keyByTokenHash(presented.toString('hex'))
     if (!key) return {refused: 'the token is not known to this server'}
     const refusal = keyRefusal(key, this.now())

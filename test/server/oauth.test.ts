@@ -16,6 +16,7 @@ import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/st
 import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
+import {TokenAuthenticator} from '../../src/server/auth.js'
 import {createKey} from '../../src/server/keys.js'
 import {guardedDocumentFetch, isPrivateAddress, redirectUriProblem} from '../../src/server/oauth/clients.js'
 import {listGrants, revokeGrant} from '../../src/server/oauth/grants.js'
@@ -370,6 +371,14 @@ describe('what an app may name', () => {
     await expect(guardedDocumentFetch(new URL('https://127.0.0.1/client.json'), init)).rejects.toThrow(/private address/)
     await expect(guardedDocumentFetch(new URL('https://localhost/client.json'), init)).rejects.toThrow(/private address/)
     await expect(guardedDocumentFetch(new URL('https://[::1]/client.json'), init)).rejects.toThrow(/private address/)
+  })
+})
+
+describe("an app's token and the tokens file", () => {
+  it('a tokens-file token that looks like an access token is still the tokens file\'s; an unknown one is refused', async () => {
+    const auth = new TokenAuthenticator({'jva_chosen-by-a-person': 'claude'})
+    expect(await auth.authenticate('jva_chosen-by-a-person', 'https://memory.example.test/mcp')).toEqual({identity: {workspace: 'default', agentId: 'claude', role: 'write'}})
+    expect(await auth.authenticate('jva_someone-elses', 'https://memory.example.test/mcp')).toEqual({refused: 'the token is not known to this server'})
   })
 })
 
