@@ -382,8 +382,21 @@ describe("an app's token and the tokens file", () => {
   })
 })
 
-describe('apps cannot sign in without an HTTPS address', () => {
-  it('refuses a public address that is plain HTTP on another machine, saying what to do', async () => {
+describe('HTTPS and the public address: bad input is named, and nothing starts', () => {
+  it('refuses a public address that is plain HTTP on another machine, or has a path, saying what to do', async () => {
     await expect(startServer({port: 0, publicUrl: 'http://memory.example.test', tokens: tokenMap, logLevel: 'silent'})).rejects.toThrow(/--public-url: http:\/\/memory\.example\.test is not HTTPS: .*--tls-cert and --tls-key/)
+    await expect(startServer({port: 0, publicUrl: 'https://memory.example.test/jarvis', tokens: tokenMap, logLevel: 'silent'})).rejects.toThrow(/--public-url: .* has a path/)
+  })
+
+  it('refuses a certificate without its key, a file that cannot be read, and one that is not PEM', async () => {
+    const ca = await makeTestCa()
+    try {
+      const start = (tls: {tlsCert?: string; tlsKey?: string}) => startServer({port: 0, tokens: tokenMap, logLevel: 'silent', ...tls})
+      await expect(start({tlsCert: ca.certFile})).rejects.toThrow(/--tls-key is missing: HTTPS needs both/)
+      await expect(start({tlsCert: `${ca.certFile}.nowhere`, tlsKey: ca.keyFile})).rejects.toThrow(/--tls-cert: cannot read .*ENOENT/)
+      await expect(start({tlsCert: ca.caFile.replace('ca.pem', 'server.ext'), tlsKey: ca.keyFile})).rejects.toThrow(/are not a PEM certificate and its private key/)
+    } finally {
+      await ca.remove()
+    }
   })
 })
