@@ -47,7 +47,7 @@ describe('SqliteStorage', () => {
     const db = new Database(storage.file, {readonly: true})
     try {
       expect(db.pragma('journal_mode', {simple: true})).toBe('wal')
-      expect(db.prepare('SELECT version FROM schema_migrations').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}])
+      expect(db.prepare('SELECT version FROM schema_migrations').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}, {version: 7}])
     } finally {
       db.close()
     }

@@ -29,6 +29,8 @@ import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
 import {redactDatabaseUrl} from './open.js'
+import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
+import {PostgresOAuthStore} from './postgres-oauth.js'
 import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
 import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpRow, type DumpTable} from './sqlite-dump.js'
 import {DEFAULT_WORKSPACE} from './workspace-name.js'
@@ -110,6 +112,7 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
   },
   {version: 5, description: "the workspace of each API key (keys made before are the default workspace's)", sql: KEYS_WORKSPACE_MIGRATION_SQL},
   {version: 6, description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys', sql: PG_AUDIT_MIGRATION_SQL},
+  {version: 7, description: OAUTH_MIGRATION_DESCRIPTION, sql: OAUTH_MIGRATION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -166,6 +169,7 @@ export class PostgresStorage implements ServerStorage {
   readonly schema: string | undefined
   private readonly pool: pg.Pool
   private readonly events: PostgresEventLog
+  readonly oauth: PostgresOAuthStore
   private readonly channel: string
   private closed = false
   private listener: pg.Client | null = null
@@ -190,6 +194,7 @@ export class PostgresStorage implements ServerStorage {
       write: (work) => this.transaction(work, {lock: EVENTS_LOCK}),
       read: (work) => this.transaction(work, {readOnly: true}),
     })
+    this.oauth = new PostgresOAuthStore(this.pool, (work) => this.transaction(work))
   }
 
   /** Connects, and brings the schema up to date (once, even when several processes start together). */

@@ -23,6 +23,8 @@ import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_WORKSPACE_MIGRATION_SQL} from './key-rows.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
+import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
+import {SqliteOAuthStore} from './sqlite-oauth.js'
 import {openSqlite} from '../../store/sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 
@@ -116,6 +118,7 @@ const MIGRATIONS: readonly Migration[] = [
     description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys',
     sql: AUDIT_MIGRATION_SQL,
   },
+  {version: 7, description: OAUTH_MIGRATION_DESCRIPTION, sql: OAUTH_MIGRATION_SQL},
 ]
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -172,6 +175,7 @@ export class SqliteStorage implements ServerStorage {
   private readonly events: SqliteEventLog
   private readonly keys: SqliteKeyStore
   private readonly audit: SqliteAuditLog
+  readonly oauth: SqliteOAuthStore
   private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
@@ -245,6 +249,7 @@ export class SqliteStorage implements ServerStorage {
     this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
     this.keys = new SqliteKeyStore(this.db)
     this.audit = new SqliteAuditLog(this.db)
+    this.oauth = new SqliteOAuthStore(this.db)
   }
 
   private migrate(): void {

@@ -11,6 +11,7 @@
  * sequence (`seq`) of the commit that last touched it. A deletion leaves a tombstone (`deleted: true`,
  * no content, no hash) whose rev continues the file's history.
  */
+import type {OAuthStorage} from './oauth-types.js'
 
 /** Metadata of one path, live or tombstone. */
 export interface FileMeta {
@@ -430,11 +431,13 @@ export interface BroadcastRelay {
   subscribe(deliver: (data: string) => void): Promise<void>
 }
 
-/** What `jarvis serve` needs from a backend: the memory files, the event log and the API keys. */
+/** What `jarvis serve` needs from a backend: the memory files, the event log, the API keys and the apps' OAuth grants. */
 export type ServerStorage = MemoryStorage &
   EventStorage &
   KeyStorage &
   AuditStorage & {
     /** Present when several processes can serve the same storage. */
     readonly relay?: BroadcastRelay
+    /** The apps that sign in with OAuth (oauth-types.ts); used in the default workspace's storage only, like the keys. */
+    readonly oauth: OAuthStorage
   }
