@@ -11,6 +11,8 @@
  * Any failure is a line in `.nexus/hooks.log` (when there is a tree to log in) and exit 0. Modules an event
  * does not use are not loaded.
  */
+// The module itself, not the session barrel: the prompt hook loads no session reader.
+import {stripInjected} from '../session/injected.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
@@ -122,12 +124,14 @@ function shortReason(error: unknown): string {
 }
 
 async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
-  if (!hook.prompt || hook.prompt.trim() === '') return ''
+  // What the person typed: Gemini CLI hands the hook its prompt with the session context in front (<hook_context>).
+  const typed = stripInjected(hook.prompt ?? '')
+  if (typed.trim() === '') return ''
   // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
   const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: hook.prompt})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: hook.prompt}))
+  const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 
@@ -158,7 +162,7 @@ async function record(
     }
   }
   const extra = [
-    ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: hook.prompt}] : []),
+    ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: stripInjected(hook.prompt)}] : []),
     ...[hook.lastAssistantMessage, hook.promptResponse].filter((t): t is string => Boolean(t)).map((text) => ({kind: 'answer' as const, text})),
   ]
   const digest = digestOf([...items.items, ...extra], items.cwd ?? hook.cwd ?? root)
