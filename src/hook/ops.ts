@@ -79,7 +79,7 @@ export async function runHook(input: RunHookInput): Promise<RunHookResult> {
   if (!parsed.ok) await log(parsed.reason)
   try {
     if (event === 'session-start') result.stdout = await sessionStart(root, agent, parsed.input, input, now, log)
-    else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input)
+    else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input, log)
     else if (RECORDING_EVENTS.has(event)) await record(root, agent, event, parsed.input, input, now, log, result)
   } catch (error) {
     await log(describe(error))
@@ -123,7 +123,7 @@ function shortReason(error: unknown): string {
   return oneLine(first, 240)
 }
 
-async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
+async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (reason: string) => Promise<void>): Promise<string> {
   // What the person typed: Gemini CLI hands the hook its prompt with the session context in front (<hook_context>).
   const typed = stripInjected(hook.prompt ?? '')
   if (typed.trim() === '') return ''
@@ -132,6 +132,11 @@ async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<
   await checkConfigOnce(root, () => treeSettings(root))
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
   const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
+  // Noted for the session's episode: the notes it was given are what its answers repeat (shown.ts).
+  if (hook.sessionId && recall.files.length > 0) {
+    const {noteShown} = await import('./shown.js')
+    await noteShown(root, agentIdOf(agent), hook.sessionId, recall.files).catch((error: unknown) => log(`the files shown to the session were not noted: ${describe(error)}`))
+  }
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 
@@ -151,8 +156,11 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const {readTranscriptItems} = await import('./transcript.js')
-  const {digestOf, isEmptyDigest, recordEpisode} = await import('./episode.js')
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, recordEpisode}, {forgetShown, readShown}] = await Promise.all([
+    import('./transcript.js'),
+    import('./episode.js'),
+    import('./shown.js'),
+  ])
   let items: Awaited<ReturnType<typeof readTranscriptItems>> = {items: []}
   if (hook.transcriptPath && agent !== 'openclaw') {
     try {
@@ -165,11 +173,15 @@ async function record(
     ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: stripInjected(hook.prompt)}] : []),
     ...[hook.lastAssistantMessage, hook.promptResponse].filter((t): t is string => Boolean(t)).map((text) => ({kind: 'answer' as const, text})),
   ]
-  const digest = digestOf([...items.items, ...extra], items.cwd ?? hook.cwd ?? root)
+  const all = [...items.items, ...extra]
+  const digest = digestOf(all, items.cwd ?? hook.cwd ?? root, await readShown(root, agentIdOf(agent), sessionId))
+  if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet
   const startDate = validDate(items.startedAt)
   const lockTimeoutMs = event === 'session-end' ? Math.min(config.sync.lockTimeout, SESSION_END_LOCK_MS) : config.sync.lockTimeout
-  const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, startDate, now, lockTimeoutMs, project: config.project})
+  const adds = addsToMemory(digest, all)
+  const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, adds, startDate, now, lockTimeoutMs, project: config.project})
+  if (written.skipped) return // the session only asked and was told: nothing to record
   result.episode = written.path
   if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
   if (written.refused) {
