@@ -4,9 +4,11 @@
  *
  * - session-start: pinned memory, recent events of the agent's scopes and the most relevant memory files, cut
  *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why.
- * - prompt: the recall for the prompt, only hits that pass the relevance threshold; nothing at all otherwise.
- * - pre-compact, stop, session-end: the session recorded as an episode (episode.ts), then synced in the
- *   background when `sync.autoSync` is on; nothing printed.
+ * - prompt: the recall for the prompt typed (the context an agent put around it taken out), only hits that pass
+ *   the relevance threshold; nothing at all otherwise. The files shown are noted for the session (shown.ts).
+ * - pre-compact, stop, session-end: what the session decided, changed and learned recorded as an episode
+ *   (episode.ts; nothing for a session that only asked), then synced in the background when `sync.autoSync` is
+ *   on; nothing printed.
  *
  * Any failure is a line in `.nexus/hooks.log` (when there is a tree to log in) and exit 0. Modules an event
  * does not use are not loaded.

@@ -16,7 +16,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {type AgentCli, installAgentCli} from '../helpers/agent-clis.js'
-import {type ModelStandIn, startModelStandIn} from '../helpers/model-stand-in.js'
+import {codexStandInConfig, type ModelStandIn, standInEnv, startModelStandIn} from '../helpers/model-stand-in.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
 import {assertBuilt, makeProject, type Project, runJarvisBuilt, writeMemory} from '../hook/helpers.js'
 
@@ -136,10 +136,7 @@ beforeAll(async () => {
   await writeFile(join(home, '.gemini', 'trustedFolders.json'), JSON.stringify({[project.root]: 'TRUST_FOLDER'}))
   const codexHome = join(home, '.codex')
   await mkdir(codexHome, {recursive: true})
-  await writeFile(
-    join(codexHome, 'config.toml'),
-    ['model = "gpt-5.5"', 'model_provider = "standin"', '[model_providers.standin]', 'name = "stand-in"', `base_url = "${model.url}/v1"`, 'wire_api = "responses"', 'env_key = "STANDIN_API_KEY"', `[projects."${project.root}"]`, 'trust_level = "trusted"', ''].join('\n'),
-  )
+  await writeFile(join(codexHome, 'config.toml'), codexStandInConfig(model, project.root))
   const keep = ['PATH', 'LANG', 'TMPDIR']
   const base: NodeJS.ProcessEnv = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]))
   env = {
@@ -148,14 +145,7 @@ beforeAll(async () => {
     CODEX_HOME: codexHome,
     NO_COLOR: '1',
     CI: '1',
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: ['sk', 'ant', 'stand-in'].join('-'),
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_TELEMETRY: '1',
-    GOOGLE_GEMINI_BASE_URL: model.url,
-    GEMINI_API_KEY: 'stand-in-key',
-    STANDIN_API_KEY: 'stand-in-key',
+    ...standInEnv(model),
   }
   for (const agent of ['claude', 'gemini', 'codex']) {
     const installed = await runJarvisBuilt(['agents', 'install', '--agent', agent], {cwd: project.root, env})
