@@ -7,7 +7,7 @@
  *   duplicate is found, never stored twice (the UNIQUE constraints would refuse it anyway).
  * - Appends go in groups (batches.ts): the appends a process receives while one group is being written go together
  *   in the next transaction, in the order they came, through the database function `jarvis_append_events` (schema
- *   migration 7): the steps of each append — the checks, the insert, the pins, the supersedes — run in the database,
+ *   migration 8): the steps of each append — the checks, the insert, the pins, the supersedes — run in the database,
  *   one after the other, in one round trip for the whole group. A group is three round trips (begin and lock, the
  *   function, commit) and one WAL flush, however many appends it holds.
  * - Reads are single statements (one snapshot, no transaction to open and close) or REPEATABLE READ read-only
@@ -152,7 +152,7 @@ export interface EventTransactions {
 }
 
 /**
- * Schema migration 7: the steps of an append as one database function, applied to a list of appends in order (the
+ * Schema migration 8: the steps of an append as one database function, applied to a list of appends in order (the
  * same steps as sqlite-events.ts appendSteps, which the conformance suite holds both to). The caller holds
  * EVENTS_LOCK and gives each append its created_at and event_id (see appendGroup). Answers one outcome per append:
  * `duplicate` / `key_reused` with the earlier event, `deleted` with the deleted event's id and time,

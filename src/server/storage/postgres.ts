@@ -114,7 +114,8 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
   },
   {version: 5, description: "the workspace of each API key (keys made before are the default workspace's)", sql: KEYS_WORKSPACE_MIGRATION_SQL},
   {version: 6, description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys', sql: PG_AUDIT_MIGRATION_SQL},
-  {version: 7, description: 'appends in one round trip: the function jarvis_append_events', sql: PG_APPEND_FUNCTION_SQL},
+  // 7 is taken by the OAuth records (another change under way); the runner applies whichever is missing, in order.
+  {version: 8, description: 'appends in one round trip: the function jarvis_append_events', sql: PG_APPEND_FUNCTION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -126,7 +127,7 @@ const BROADCAST_CHANNEL = 'jarvis_broadcast'
 /** How long a lost LISTEN connection waits before it connects again. */
 const RELISTEN_MS = 1000
 /** A NOTIFY payload must stay under 8000 bytes: broadcasts are sent in groups of at most this many bytes. */
-const MAX_NOTIFY_BYTES = 7000
+const MAX_NOTIFY_BYTES = 7900
 /** Commits written in one transaction at most; a group also stops growing past this many bytes of content. */
 const MAX_COMMIT_GROUP = 128
 const MAX_COMMIT_GROUP_BYTES = 16 * 1024 * 1024
@@ -647,10 +648,13 @@ export class PostgresStorage implements ServerStorage {
     let sending: Promise<void> | null = null
     const send = async (): Promise<void> => {
       while (pending.length > 0) {
+        // Sized as they go in the payload: each message a JSON string (quotes escaped), separated by commas.
         const group: string[] = []
-        let bytes = 64
-        while (pending.length > 0 && (group.length === 0 || bytes + Buffer.byteLength(pending[0]) < MAX_NOTIFY_BYTES)) {
-          bytes += Buffer.byteLength(pending[0]) + 3
+        let bytes = Buffer.byteLength(JSON.stringify({origin, data: []}))
+        while (pending.length > 0) {
+          const size = Buffer.byteLength(JSON.stringify(pending[0])) + 1
+          if (group.length > 0 && bytes + size > MAX_NOTIFY_BYTES) break
+          bytes += size
           group.push(pending.shift() as string)
         }
         const via: pg.Client | pg.Pool = this.listener ?? this.pool
