@@ -386,6 +386,120 @@ async function cpuNow(setup: LoadSetup): Promise<{at: number; generator: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// what one request costs
+
+export interface CostOptions {
+  /** WebSockets listening the whole time (a push or an append is a message to each). */
+  sockets: number
+  /** Requests of each kind. */
+  requests: number
+  /** Clients sending them at once, each one request after the other. */
+  concurrency: number
+}
+
+export interface CostRow {
+  op: 'push' | 'status' | 'append' | 'snapshot'
+  perSecond: number
+  p50: number
+  /** CPU milliseconds per request: all server processes, PostgreSQL, the load generator. */
+  serverMs: number
+  postgresMs: number | undefined
+  generatorMs: number
+}
+
+/**
+ * Requests of one kind at a time, from a few clients at once while `sockets` WebSockets listen, and the CPU each
+ * costs the servers, PostgreSQL and the generator: the price list that says what a machine carries (scale.md).
+ */
+export async function runCost(setup: LoadSetup, options: CostOptions): Promise<CostRow[]> {
+  const urls = setup.servers.map((server) => server.url)
+  const sockets: WebSocket[] = []
+  let heard = 0
+  try {
+    for (let n = 0; n < options.sockets; n++) {
+      const socket = new WebSocket(wsUrlFor(urls[n % urls.length]), {headers: {authorization: `Bearer ${TOKENS[AGENTS[n % AGENTS.length]]}`}})
+      sockets.push(socket)
+      socket.onmessage = () => heard++
+      await new Promise<void>((resolve, reject) => {
+        socket.onopen = () => resolve()
+        socket.onerror = () => reject(new Error(`listener ${n} did not open`))
+      })
+    }
+    const workers = Array.from({length: options.concurrency}, (_, n) => ({
+      n,
+      agent: AGENTS[n % AGENTS.length],
+      client: new EventsClient({server: urls[n % urls.length], token: TOKENS[AGENTS[n % AGENTS.length]]}),
+      rev: null as number | null,
+      seq: undefined as number | undefined,
+    }))
+    const each = Math.ceil(options.requests / options.concurrency)
+    const rows: CostRow[] = []
+    const steps: [CostRow['op'], (worker: (typeof workers)[number], i: number) => Promise<unknown>][] = [
+      [
+        'push',
+        async (worker, i) => {
+          const path = `cost/worker-${worker.n}.md`
+          const answer = await worker.client.push({[path]: fileText(worker.n, 0, i, LOAD.fileBytes)}, {[path]: worker.rev})
+          worker.rev = answer.files?.[path]?.rev ?? worker.rev
+        },
+      ],
+      [
+        'status',
+        async (worker) => {
+          worker.seq = (await worker.client.status(worker.seq)).seq
+        },
+      ],
+      [
+        'append',
+        (worker, i) =>
+          worker.client.append(
+            {
+              agent_id: worker.agent as MemoryEvent['agent_id'],
+              run_id: `cost-${worker.n}`,
+              scope: 'project:load',
+              kind: 'fact',
+              dedupe_key: `cost:worker_${worker.n}`,
+              confidence: 'high',
+              content_md: `Worker ${worker.n}, note ${i}: the build passes after the cache fix.`,
+              source: {system: 'cli'},
+              ttl_days: 0,
+            },
+            `cost-${worker.n}-${i}`,
+          ),
+      ],
+      ['snapshot', (worker) => worker.client.snapshot({agentId: worker.agent, scopes: ['global', 'project:load']})],
+    ]
+    for (const [op, step] of steps) {
+      const latency = new Histogram()
+      const before = await cpuNow(setup)
+      await Promise.all(
+        workers.map(async (worker) => {
+          for (let i = 0; i < each; i++) {
+            const start = performance.now()
+            await step(worker, i)
+            latency.record(performance.now() - start)
+          }
+        }),
+      )
+      const after = await cpuNow(setup)
+      const count = each * workers.length
+      rows.push({
+        op,
+        perSecond: count / (after.at - before.at),
+        p50: latency.percentile(50),
+        serverMs: ((after.servers - before.servers) / count) * 1000,
+        postgresMs: after.postgres === undefined || before.postgres === undefined ? undefined : ((after.postgres - before.postgres) / count) * 1000,
+        generatorMs: ((after.generator - before.generator) / count) * 1000,
+      })
+    }
+    if (heard === 0) throw new Error('no listener heard anything')
+    return rows
+  } finally {
+    for (const socket of sockets) socket.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // configurations
 
 /** N `jarvis serve` processes over one durable PostgreSQL (fsync, synchronous_commit and full_page_writes on: its defaults). */
@@ -458,6 +572,14 @@ function soakRows(result: LoadResult, warmupSeconds: number): string[][] {
   })
 }
 
+function costTable(rows: readonly CostRow[]): string {
+  const cpu = (value: number | undefined) => (value === undefined ? '—' : value.toFixed(2))
+  return table(
+    ['request', 'per second', 'median', 'CPU ms: servers', 'CPU ms: PostgreSQL', 'CPU ms: generator'],
+    rows.map((row) => [row.op, row.perSecond.toFixed(0), ms(row.p50), cpu(row.serverMs), cpu(row.postgresMs), cpu(row.generatorMs)]),
+  )
+}
+
 function failures(result: LoadResult): string | undefined {
   const bad = result.errors + result.lostEdits + result.lostEvents + result.duplicatedEvents + result.missedBroadcasts + result.duplicatedBroadcasts
   if (bad === 0) return undefined
@@ -507,6 +629,16 @@ export async function benchLoad(): Promise<BenchSection> {
   }
   process.stderr.write(`bench: load, soak of ${(soakSeconds / 60).toFixed(1)} min…\n`)
   const soaked = await measure((work) => postgresSetup(work, 2), soak)
+  process.stderr.write('bench: load, the cost of each request…\n')
+  const costWork = await tempDir('jarvis-bench-load-')
+  const costSetup = await postgresSetup(costWork, 2)
+  let costs: CostRow[]
+  try {
+    costs = await runCost(costSetup, {sockets: load.clients, requests: 400, concurrency: 8})
+  } finally {
+    await costSetup.stop()
+    await rm(costWork, {recursive: true, force: true})
+  }
 
   const markdown = [
     `${load.clients} clients, each a protocol client (the CLI's HTTP client, src/protocol) with a WebSocket open to its server process the whole run, offering ${load.rate} requests a second together for ${load.seconds} s. A client works in sessions: a snapshot of the event log (scopes global and project:load), then ${load.commitsPerSession} times an edit of its own ${load.fileBytes}-byte memory file and a sync of it (status since its last seq, then a push on its base revision: the server scans the file for secrets and personal data, stores it, audits it and broadcasts MEM_UPDATE to every client), then an append of a session-end event with an idempotency key (broadcast as EVENT_APPENDED to every client). The load generator runs on the same cores as the servers and the database. PostgreSQL is Debian's, durable (fsync, synchronous_commit and full_page_writes on, its defaults; max_connections 300).`,
@@ -527,6 +659,10 @@ export async function benchLoad(): Promise<BenchSection> {
     `Soak (${longSoak ? 'JARVIS_BENCH_SOAK=1' : `the default run's short one; JARVIS_BENCH_SOAK=1 runs 30 minutes`}): each server process's resident memory and open file descriptors, sampled every ${soak.sampleMs / 1000} s; after a warm-up of ${warmup.toFixed(0)} s, the median of the first fifth of the samples against the last fifth.`,
     '',
     table(['server', 'after warm-up', 'resident memory', 'peak', 'open descriptors'], soakRows(soaked, warmup)),
+    '',
+    `What each request costs, on 2 processes over one PostgreSQL with ${load.clients} WebSockets listening (a push is a MEM_UPDATE to each, and an AUDIT_APPENDED to its agent's; an append an EVENT_APPENDED to each): 400 requests of one kind from 8 clients at once, each client one request after the other; CPU milliseconds per request. The status asks for what changed since the client's last status (nothing).`,
+    '',
+    costTable(costs),
   ].join('\n')
   return {title: 'The team server under load: 200 clients, one PostgreSQL', markdown}
 }
@@ -534,6 +670,18 @@ export async function benchLoad(): Promise<BenchSection> {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   // `node --import tsx bench/load.ts [postgres|sqlite]`: one configuration, printed as its row (JARVIS_BENCH_LOAD_* apply).
   const which = process.argv[2] ?? 'postgres'
+  if (process.argv[3] === 'cost') {
+    const work = await tempDir('jarvis-bench-load-')
+    const setup = which === 'sqlite' ? await sqliteSetup(work) : await postgresSetup(work, 2)
+    try {
+      const rows = await runCost(setup, {sockets: envNumber('JARVIS_BENCH_LOAD_CLIENTS', 200), requests: envNumber('JARVIS_BENCH_COST_REQUESTS', 400), concurrency: 8})
+      process.stdout.write(`${costTable(rows)}\n`)
+    } finally {
+      await setup.stop()
+      await rm(work, {recursive: true, force: true})
+    }
+    process.exit(0)
+  }
   const options: LoadOptions = {
     ...LOAD,
     seconds: envNumber('JARVIS_BENCH_LOAD_SECONDS', LOAD.seconds),

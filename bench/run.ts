@@ -10,7 +10,9 @@ import {fileURLToPath} from 'node:url'
 
 import {benchEvents} from './events.js'
 import {benchMcp} from './mcp.js'
+import {benchLoad} from './load.js'
 import {benchMerge} from './merge.js'
+import {benchNotify} from './notify.js'
 import {runProcess} from './process.js'
 import {benchSearch} from './search.js'
 import {benchSession} from './session.js'
@@ -27,7 +29,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 }
 
 const sections: BenchSection[] = []
-for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()]] as const) {
+for (const [name, bench] of [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['load', benchLoad], ['notify', benchNotify]] as const) {
   process.stderr.write(`bench: ${name}…\n`)
   sections.push(await bench())
 }

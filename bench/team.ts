@@ -20,7 +20,8 @@ import {freshDatabase, startPostgresServer} from '../test/helpers/postgres.js'
 import {AGENTS, makeClient, tempDir, type TestClient, TOKENS, tokenMap} from '../test/helpers/world.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
-const jarvisBin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+/** The CLI the servers run: this checkout's, or JARVIS_BENCH_BIN (another build's bin/run.js, to compare). */
+const jarvisBin = process.env.JARVIS_BENCH_BIN ?? fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
 export interface TeamLoad {
   clients: number
