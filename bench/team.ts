@@ -21,7 +21,7 @@ import {AGENTS, makeClient, tempDir, type TestClient, TOKENS, tokenMap} from '..
 import {median, ms, table, type BenchSection} from './stats.js'
 
 /** The CLI the servers run: this checkout's, or JARVIS_BENCH_BIN (another build's bin/run.js, to compare). */
-const jarvisBin = process.env.JARVIS_BENCH_BIN ?? fileURLToPath(new URL('../bin/run.js', import.meta.url))
+const jarvisBin = process.env.JARVIS_BENCH_BIN || fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
 export interface TeamLoad {
   clients: number

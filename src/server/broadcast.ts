@@ -3,10 +3,13 @@
  * the storage's relay (PostgreSQL NOTIFY) of every other process serving the same database.
  *
  * Under load the fan-out is most of a server's work (every push is a message to every client): a message is encoded
- * once, not once per socket, and the messages of one turn of the event loop go to each socket in one write (its
- * frames corked together) instead of one system call each. Each socket still gets each message as its own frame, in
- * the order they were broadcast.
+ * once, not once per socket, and the messages waiting for a socket go to it in one write (its frames corked
+ * together) instead of one system call each. A quiet server writes at the end of the turn of the event loop that
+ * broadcast; a busy one at most every FLUSH_MS, so that each write carries several messages. Each socket still gets
+ * each message as its own frame, in the order they were broadcast.
  */
+import {performance} from 'node:perf_hooks'
+
 import createDebug from 'debug'
 import type {WebSocket} from 'ws'
 
@@ -17,6 +20,8 @@ const debug = createDebug('jarvis:server:ws')
 
 /** `ws` readyState OPEN. */
 const OPEN = 1
+/** Least time between two writes of the fan-out: what a broadcast may wait, under load, to share a write. */
+export const FLUSH_MS = 4
 
 export interface MemUpdateMessage {
   type: 'MEM_UPDATE'
@@ -100,6 +105,8 @@ export class Broadcaster {
   /** Frames waiting for the end of this turn of the event loop, per socket, in the order they were broadcast. */
   private readonly outbox = new Map<WebSocket, Buffer[]>()
   private flushing = false
+  /** When the last write of the fan-out began (performance.now()). */
+  private lastFlush = Number.NEGATIVE_INFINITY
 
   constructor(private readonly relay?: BroadcastRelay) {}
 
@@ -140,13 +147,16 @@ export class Broadcaster {
     }
     if (frame !== undefined && !this.flushing) {
       this.flushing = true
-      setImmediate(() => this.flush())
+      const wait = this.lastFlush + FLUSH_MS - performance.now()
+      if (wait <= 0) setImmediate(() => this.flush())
+      else setTimeout(() => this.flush(), wait)
     }
   }
 
-  /** Writes every socket's waiting frames, corked: one write per socket for the whole turn. */
+  /** Writes every socket's waiting frames, corked: one write per socket. */
   private flush(): void {
     this.flushing = false
+    this.lastFlush = performance.now()
     const outbox = [...this.outbox]
     this.outbox.clear()
     for (const [socket, frames] of outbox) {
