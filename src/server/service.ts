@@ -13,7 +13,7 @@ import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import {OneAtATime} from './one-at-a-time.js'
-import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
+import type {BaseRev, CommitResult, FileMeta, FileRecord, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
 import type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
 
@@ -82,14 +82,15 @@ export class MemoryService {
   }
 
   async status(since?: number): Promise<StatusAnswer> {
-    const snapshot = await this.storage.status(since)
+    // The active project is read with the listing: one query on PostgreSQL, one view of the memory.
+    const snapshot = await this.storage.status(since, [ACTIVE_PROJECT_PATH])
     const files: Record<string, StatusFileEntry> = {}
     for (const meta of snapshot.files) {
       files[meta.path] = meta.deleted
         ? {updatedAt: meta.updatedAt, rev: meta.rev, deleted: true, author: meta.author}
         : {updatedAt: meta.updatedAt, rev: meta.rev, hash: meta.hash ?? undefined, author: meta.author}
     }
-    const active = await this.readActiveProject()
+    const active = activeProjectOf(snapshot.read.get(ACTIVE_PROJECT_PATH))
     return {
       serverTime: this.nowIso(),
       seq: snapshot.seq,
@@ -322,12 +323,8 @@ export class MemoryService {
     return {memory: parsed.data, rev: record.rev, seq: record.seq}
   }
 
-  private async readActiveProject(): Promise<{ok: true; value: ActiveProject} | {ok: false; reason: 'missing' | 'invalid'; message: string}> {
-    const record = (await this.storage.read([ACTIVE_PROJECT_PATH])).get(ACTIVE_PROJECT_PATH)
-    if (record === undefined || record.deleted || record.content === null) {
-      return {ok: false, reason: 'missing', message: 'no active project has been set'}
-    }
-    return parseActiveProject(record.content)
+  private async readActiveProject(): Promise<ActiveProjectRead> {
+    return activeProjectOf((await this.storage.read([ACTIVE_PROJECT_PATH])).get(ACTIVE_PROJECT_PATH))
   }
 
   async activeProject(): Promise<ActiveProject> {
@@ -359,6 +356,14 @@ function memUpdate(meta: FileMeta): MemUpdateMessage {
   return meta.deleted
     ? {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, deleted: true}
     : {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, hash: meta.hash ?? undefined}
+}
+
+type ActiveProjectRead = {ok: true; value: ActiveProject} | {ok: false; reason: 'missing' | 'invalid'; message: string}
+
+/** The active project from the record of active_project.json (absent or deleted: none set). */
+function activeProjectOf(record: FileRecord | undefined): ActiveProjectRead {
+  if (record === undefined || record.deleted || record.content === null) return {ok: false, reason: 'missing', message: 'no active project has been set'}
+  return parseActiveProject(record.content)
 }
 
 function parseActiveProject(text: string): {ok: true; value: ActiveProject} | {ok: false; reason: 'invalid'; message: string} {

@@ -43,6 +43,8 @@ export interface StatusSnapshot {
   full: boolean
   /** Every path (live and tombstones) whose seq is greater than `since`, or all of them (see `full`). */
   files: FileMeta[]
+  /** The records of the paths asked to be read with the status (`alsoRead`), as of the same moment; absent ones are not there. */
+  read: Map<string, FileRecord>
 }
 
 /** Expected revision of a path: a number, or `null` / `0` for "I believe it does not exist". */
@@ -100,8 +102,11 @@ export interface CommitStale {
 export type CommitOutcome = CommitResult | CommitStale
 
 export interface MemoryStorage {
-  /** Metadata of every path changed after `since` (all paths without it), with the current seq, read consistently. */
-  status(since?: number): Promise<StatusSnapshot>
+  /**
+   * Metadata of every path changed after `since` (all paths without it), with the current seq, read consistently;
+   * and, read in the same view, the records of `alsoRead` (the server's status names the active project).
+   */
+  status(since?: number, alsoRead?: readonly string[]): Promise<StatusSnapshot>
   /** The records of the given paths; a path the server has never seen is absent from the map. */
   read(paths: readonly string[]): Promise<Map<string, FileRecord>>
   /**
