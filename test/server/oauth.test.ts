@@ -7,6 +7,7 @@
  * (The consent page in a browser and two processes on one database: oauth-e2e.test.ts.)
  */
 import {readFile} from 'node:fs/promises'
+import type {ServerResponse} from 'node:http'
 import {createServer as createHttpsServer, type Server as HttpsServer} from 'node:https'
 import type {AddressInfo} from 'node:net'
 
@@ -30,6 +31,29 @@ import {appSession, consentRequestOf, consentWithKey, mcpStatus, signIn, TestApp
 import {Cleanup} from './temp.js'
 
 const HOUR = 3_600_000
+const ENDLESS_PATH = '/oauth/endless.json'
+const ENDLESS_BYTES = 64 * 1024 * 1024
+
+/** Streams a client metadata document of ENDLESS_BYTES, as fast as the reader takes it, with no length announced. */
+function streamEndless(response: ServerResponse): {written: () => number; ended: Promise<void>} {
+  let written = 0
+  const ended = new Promise<void>((resolve) => response.once('close', () => resolve()))
+  const chunk = Buffer.alloc(64 * 1024, 'a')
+  response.writeHead(200, {'content-type': 'application/json'})
+  response.write('{"client_id": "')
+  const more = () => {
+    while (written < ENDLESS_BYTES && !response.destroyed) {
+      written += chunk.length
+      if (!response.write(chunk)) {
+        response.once('drain', more)
+        return
+      }
+    }
+    if (!response.destroyed) response.end('"}')
+  }
+  more()
+  return {written: () => written, ended}
+}
 
 describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   const cleanup = new Cleanup()
@@ -46,11 +70,17 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   let site: HttpsServer
   let siteUrl: string
   const documents = new Map<string, unknown>()
+  /** The answer at ENDLESS_PATH: a document that goes on (far past 64 KiB), and how much of it could be sent. */
+  let endless: {written: () => number; ended: Promise<void>} | undefined
 
   beforeAll(async () => {
     ca = await makeTestCa()
     fetchFn = ca.caFetch
     site = createHttpsServer({cert: await readFile(ca.certFile), key: await readFile(ca.keyFile)}, (request, response) => {
+      if (request.url === ENDLESS_PATH) {
+        endless = streamEndless(response)
+        return
+      }
       const document = documents.get(request.url ?? '')
       response.writeHead(document === undefined ? 404 : 200, {'content-type': 'application/json'}).end(JSON.stringify(document ?? {}))
     })
@@ -195,6 +225,18 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
       expect(answer.status, path).toBe(400)
       expect(await answer.json()).toMatchObject({error: 'invalid_client'})
     }
+  })
+
+  it('reads a metadata document no further than 64 KiB: a host that sends more is refused there, not read to its end', async () => {
+    const asked = new URL(`${url}/authorize`)
+    for (const [name, value] of Object.entries({response_type: 'code', client_id: `${siteUrl}${ENDLESS_PATH}`, redirect_uri: 'https://endless.example.test/cb', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256'})) {
+      asked.searchParams.set(name, value)
+    }
+    const answer = await fetchFn(asked, {redirect: 'manual'})
+    expect(answer.status).toBe(400)
+    expect(await answer.json()).toMatchObject({error: 'invalid_client'})
+    await endless!.ended
+    expect(endless!.written()).toBeLessThan(ENDLESS_BYTES)
   })
 
   it('refuses a missing or wrong PKCE verifier, a plain challenge, a redirect URI not registered, and a reused code (whose tokens are revoked)', async () => {
