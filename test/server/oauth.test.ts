@@ -15,6 +15,7 @@ import {auth} from '@modelcontextprotocol/sdk/client/auth.js'
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import {Agent, WebSocket} from 'undici'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {TokenAuthenticator} from '../../src/server/auth.js'
@@ -101,6 +102,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
       now: () => new Date(Date.now() + skew),
       // The app's website is on this machine, which the default fetch refuses to reach: trust the test CA, allow it.
       clientDocumentFetch: (url, init) => fetchFn(url, init),
+      wsRecheckMs: 50,
     })
     url = server.url
   })
@@ -326,6 +328,42 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     })
     expect(reused).toMatchObject({status: 400, body: {error: 'invalid_grant', error_description: expect.stringMatching(/used already/)}})
     expect(await mcpStatus(url, app.accessToken, fetchFn)).toMatchObject({status: 401, message: expect.stringMatching(/revoked/)})
+  })
+
+  it("an open WebSocket of an app is closed once its access is revoked or its token expired, saying why", async () => {
+    const dispatcher = new Agent({connect: {ca: ca.caPem}})
+    const open = async () => {
+      const app = new TestApp('Watcher', 'https://watcher.example.test/cb')
+      expect(await auth(app, {serverUrl: url, fetchFn})).toBe('REDIRECT')
+      const back = await consentWithKey(url, await consentRequestOf(app.authorizationUrl!, fetchFn), TOKENS.gemini, {allow: true, role: 'read'}, fetchFn)
+      expect(await auth(app, {serverUrl: url, authorizationCode: back.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
+      const socket = new WebSocket(`${url.replace(/^https/, 'wss')}/ws/memory`, {dispatcher, headers: {authorization: `Bearer ${app.accessToken}`}})
+      const messages: {type: string; message?: string}[] = []
+      const hello = new Promise<void>((resolve) =>
+        socket.addEventListener('message', (event) => {
+          messages.push(JSON.parse(String(event.data)) as {type: string})
+          resolve()
+        }),
+      )
+      const closed = new Promise<number>((resolve) => socket.addEventListener('close', (event) => resolve(event.code)))
+      await hello
+      expect(messages[0]).toMatchObject({type: 'HELLO', agentId: 'gemini'})
+      return {app, messages, closed}
+    }
+    try {
+      const revoked = await open()
+      const grant = (await listGrants(target)).find((found) => found.clientName === 'Watcher' && found.revokedAt === null)!
+      await revokeGrant({...target, id: grant.id})
+      expect(await revoked.closed).toBe(1008)
+      expect(revoked.messages.at(-1)).toMatchObject({type: 'ERROR', error: 'unauthorized', message: expect.stringMatching(/Watcher .* was revoked/)})
+
+      const expired = await open()
+      skew = HOUR + 60_000
+      expect(await expired.closed).toBe(1008)
+      expect(expired.messages.at(-1)).toMatchObject({type: 'ERROR', error: 'unauthorized', message: expect.stringMatching(/expired/)})
+    } finally {
+      await dispatcher.close()
+    }
   })
 
   it('a revoked access is refused at its next request; token list names the app, the agent, the workspace and the role', async () => {
