@@ -40,6 +40,11 @@ declare module 'fastify' {
     role: KeyRole
     /** True when the token is an app's OAuth access token (not a jarvis key). */
     viaApp: boolean
+    /**
+     * Asks again whether the request's token is still good: null, or why it is refused now (a key or an app's access
+     * revoked or expired since). Set on the WebSocket's request, which stays open long after its upgrade.
+     */
+    recheck?: () => Promise<string | null>
   }
   interface FastifyContextConfig {
     /** The route changes the memory: a `read` key gets 403. */
@@ -55,6 +60,8 @@ export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 export const WS_MAX_PAYLOAD = 64 * 1024
 /** How long close() lets in-flight requests and WebSocket close handshakes run before cutting them. */
 export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
+/** How often an open WebSocket's token is checked again (a revoked or expired one: the socket is closed). */
+export const DEFAULT_WS_RECHECK_MS = 60_000
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
@@ -89,6 +96,8 @@ export interface BuildServerOptions {
   https?: {cert: Buffer; key: Buffer}
   /** How client metadata documents are fetched (tests: a test CA, an address on this machine). */
   clientDocumentFetch?: ClientDocumentFetch
+  /** See DEFAULT_WS_RECHECK_MS. */
+  wsRecheckMs?: number
 }
 
 /** The OAuth site of a public address getter, worked out once the address is known. */
@@ -264,7 +273,8 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
       }
       const known = site()
       const here = 'refused' in known ? undefined : known
-      const answer = await auth.authenticate(token, here && resourceFor(here, request.routeOptions.url ?? ''))
+      const resource = here && resourceFor(here, request.routeOptions.url ?? '')
+      const answer = await auth.authenticate(token, resource)
       if ('refused' in answer) {
         // Where an app learns how to sign in (RFC 9728), when apps can.
         void reply.header('www-authenticate', wwwAuthenticate(here, request.routeOptions.url ?? '', token !== null))
@@ -273,6 +283,12 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
       request.agentId = answer.identity.agentId
       request.role = answer.identity.role
       request.viaApp = answer.identity.app !== undefined
+      if (request.routeOptions.url === WS_PATH) {
+        request.recheck = async () => {
+          const again = await auth.authenticate(token, resource)
+          return 'refused' in again ? again.refused : null
+        }
+      }
       if (answer.identity.role === 'read' && request.routeOptions.config.writes) {
         throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${request.routeOptions.url} changes the memory; ask for a write key`)
       }
@@ -289,7 +305,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     fileRoutes(scope)
     eventRoutes(scope)
     projectRoutes(scope)
-    wsRoutes(scope, now)
+    wsRoutes(scope, now, options.wsRecheckMs ?? DEFAULT_WS_RECHECK_MS)
     mcpRoutes(scope, now)
     searchRoutes(scope, now)
     auditRoutes(scope)

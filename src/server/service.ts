@@ -188,15 +188,15 @@ export class MemoryService {
    * personal data, with the message every other door gives (the commands, the MCP tools, the hooks); the refusal is
    * recorded in the audit log.
    */
-  private async refuseSensitive(writes: ReadonlyMap<string, string>, agentId: string, door: 'push' | 'edit'): Promise<void> {
+  private async refuseSensitive(writes: ReadonlyMap<string, string>, agentId: string, door: 'push' | 'edit' | 'task'): Promise<void> {
     try {
       await assertCleanMemoryFiles(writes)
     } catch (error) {
       if (!(error instanceof SecretRefusedError)) throw error
       const {findings, paths} = error.data as {findings: SensitiveFinding[]; paths: string[]}
-      const what = door === 'edit' ? `an edit of ${paths[0]}` : `a push of ${paths.join(', ')}`
+      const what = door === 'edit' ? `an edit of ${paths[0]}` : door === 'task' ? `a task result for ${paths[0]}` : `a push of ${paths.join(', ')}`
       await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths, event_ids: [], count: findings.length, detail: refusedDetail(what, findings)})
-      throw new HttpError(422, 'sensitive', error.message, {field: door === 'edit' ? 'body/content' : 'body/files', path: paths[0], paths, findings})
+      throw new HttpError(422, 'sensitive', error.message, {field: door === 'edit' ? 'body/content' : door === 'task' ? 'body' : 'body/files', path: paths[0], paths, findings})
     }
   }
 
@@ -280,6 +280,8 @@ export class MemoryService {
       const now = this.nowIso()
       const next = applyTaskResult(memory, task, agentId, now)
       const content = JSON.stringify(next, null, 2) + '\n'
+      // The task's text becomes a memory file every machine syncs: scanned as a push of that file is.
+      await this.refuseSensitive(new Map([[path, content]]), agentId, 'task')
       const outcome = await this.storage.commit(
         {writes: new Map([[path, content]]), deletes: [], base: new Map([[path, rev === 0 ? null : rev]]), idempotencyKey: key},
         agentId,

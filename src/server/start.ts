@@ -57,6 +57,8 @@ export interface StartServerOptions {
   publicUrl?: string
   /** How client metadata documents are fetched (tests). */
   clientDocumentFetch?: ClientDocumentFetch
+  /** How often an open WebSocket's token is checked again; default 60 s (tests: less). */
+  wsRecheckMs?: number
 }
 
 export interface RunningServer {
@@ -160,6 +162,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     https: tls,
     publicUrl: () => listening.publicUrl,
     clientDocumentFetch: options.clientDocumentFetch,
+    wsRecheckMs: options.wsRecheckMs,
   })
   let boundPort: number
   try {

@@ -7,6 +7,7 @@
  * (The consent page in a browser and two processes on one database: oauth-e2e.test.ts.)
  */
 import {readFile} from 'node:fs/promises'
+import type {ServerResponse} from 'node:http'
 import {createServer as createHttpsServer, type Server as HttpsServer} from 'node:https'
 import type {AddressInfo} from 'node:net'
 
@@ -14,6 +15,7 @@ import {auth} from '@modelcontextprotocol/sdk/client/auth.js'
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type {CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import {Agent, WebSocket} from 'undici'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {TokenAuthenticator} from '../../src/server/auth.js'
@@ -30,6 +32,29 @@ import {appSession, consentRequestOf, consentWithKey, mcpStatus, signIn, TestApp
 import {Cleanup} from './temp.js'
 
 const HOUR = 3_600_000
+const ENDLESS_PATH = '/oauth/endless.json'
+const ENDLESS_BYTES = 64 * 1024 * 1024
+
+/** Streams a client metadata document of ENDLESS_BYTES, as fast as the reader takes it, with no length announced. */
+function streamEndless(response: ServerResponse): {written: () => number; ended: Promise<void>} {
+  let written = 0
+  const ended = new Promise<void>((resolve) => response.once('close', () => resolve()))
+  const chunk = Buffer.alloc(64 * 1024, 'a')
+  response.writeHead(200, {'content-type': 'application/json'})
+  response.write('{"client_id": "')
+  const more = () => {
+    while (written < ENDLESS_BYTES && !response.destroyed) {
+      written += chunk.length
+      if (!response.write(chunk)) {
+        response.once('drain', more)
+        return
+      }
+    }
+    if (!response.destroyed) response.end('"}')
+  }
+  more()
+  return {written: () => written, ended}
+}
 
 describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   const cleanup = new Cleanup()
@@ -46,11 +71,17 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
   let site: HttpsServer
   let siteUrl: string
   const documents = new Map<string, unknown>()
+  /** The answer at ENDLESS_PATH: a document that goes on (far past 64 KiB), and how much of it could be sent. */
+  let endless: {written: () => number; ended: Promise<void>} | undefined
 
   beforeAll(async () => {
     ca = await makeTestCa()
     fetchFn = ca.caFetch
     site = createHttpsServer({cert: await readFile(ca.certFile), key: await readFile(ca.keyFile)}, (request, response) => {
+      if (request.url === ENDLESS_PATH) {
+        endless = streamEndless(response)
+        return
+      }
       const document = documents.get(request.url ?? '')
       response.writeHead(document === undefined ? 404 : 200, {'content-type': 'application/json'}).end(JSON.stringify(document ?? {}))
     })
@@ -71,6 +102,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
       now: () => new Date(Date.now() + skew),
       // The app's website is on this machine, which the default fetch refuses to reach: trust the test CA, allow it.
       clientDocumentFetch: (url, init) => fetchFn(url, init),
+      wsRecheckMs: 50,
     })
     url = server.url
   })
@@ -197,6 +229,18 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     }
   })
 
+  it('reads a metadata document no further than 64 KiB: a host that sends more is refused there, not read to its end', async () => {
+    const asked = new URL(`${url}/authorize`)
+    for (const [name, value] of Object.entries({response_type: 'code', client_id: `${siteUrl}${ENDLESS_PATH}`, redirect_uri: 'https://endless.example.test/cb', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256'})) {
+      asked.searchParams.set(name, value)
+    }
+    const answer = await fetchFn(asked, {redirect: 'manual'})
+    expect(answer.status).toBe(400)
+    expect(await answer.json()).toMatchObject({error: 'invalid_client'})
+    await endless!.ended
+    expect(endless!.written()).toBeLessThan(ENDLESS_BYTES)
+  })
+
   it('refuses a missing or wrong PKCE verifier, a plain challenge, a redirect URI not registered, and a reused code (whose tokens are revoked)', async () => {
     const app = new TestApp('Claude', 'https://claude.example.test/api/mcp/auth_callback', 'none')
     expect(await auth(app, {serverUrl: `${url}/mcp`, fetchFn})).toBe('REDIRECT')
@@ -284,6 +328,42 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     })
     expect(reused).toMatchObject({status: 400, body: {error: 'invalid_grant', error_description: expect.stringMatching(/used already/)}})
     expect(await mcpStatus(url, app.accessToken, fetchFn)).toMatchObject({status: 401, message: expect.stringMatching(/revoked/)})
+  })
+
+  it("an open WebSocket of an app is closed once its access is revoked or its token expired, saying why", async () => {
+    const dispatcher = new Agent({connect: {ca: ca.caPem}})
+    const open = async () => {
+      const app = new TestApp('Watcher', 'https://watcher.example.test/cb')
+      expect(await auth(app, {serverUrl: url, fetchFn})).toBe('REDIRECT')
+      const back = await consentWithKey(url, await consentRequestOf(app.authorizationUrl!, fetchFn), TOKENS.gemini, {allow: true, role: 'read'}, fetchFn)
+      expect(await auth(app, {serverUrl: url, authorizationCode: back.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
+      const socket = new WebSocket(`${url.replace(/^https/, 'wss')}/ws/memory`, {dispatcher, headers: {authorization: `Bearer ${app.accessToken}`}})
+      const messages: {type: string; message?: string}[] = []
+      const hello = new Promise<void>((resolve) =>
+        socket.addEventListener('message', (event) => {
+          messages.push(JSON.parse(String(event.data)) as {type: string})
+          resolve()
+        }),
+      )
+      const closed = new Promise<number>((resolve) => socket.addEventListener('close', (event) => resolve(event.code)))
+      await hello
+      expect(messages[0]).toMatchObject({type: 'HELLO', agentId: 'gemini'})
+      return {app, messages, closed}
+    }
+    try {
+      const revoked = await open()
+      const grant = (await listGrants(target)).find((found) => found.clientName === 'Watcher' && found.revokedAt === null)!
+      await revokeGrant({...target, id: grant.id})
+      expect(await revoked.closed).toBe(1008)
+      expect(revoked.messages.at(-1)).toMatchObject({type: 'ERROR', error: 'unauthorized', message: expect.stringMatching(/Watcher .* was revoked/)})
+
+      const expired = await open()
+      skew = HOUR + 60_000
+      expect(await expired.closed).toBe(1008)
+      expect(expired.messages.at(-1)).toMatchObject({type: 'ERROR', error: 'unauthorized', message: expect.stringMatching(/expired/)})
+    } finally {
+      await dispatcher.close()
+    }
   })
 
   it('a revoked access is refused at its next request; token list names the app, the agent, the workspace and the role', async () => {

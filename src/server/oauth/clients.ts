@@ -100,11 +100,39 @@ export const guardedDocumentFetch: ClientDocumentFetch = async (url, init) => {
   return fetch(url, init)
 }
 
+/**
+ * The body of a document, read no further than `limit` bytes: a host that sends more (or says it will) is refused
+ * there, so an app's id cannot make the server hold whatever a host streams until the timeout.
+ */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  const tooLarge = () => new Error(`it is larger than ${limit} bytes`)
+  if (Number(response.headers.get('content-length')) > limit) {
+    await response.body?.cancel()
+    throw tooLarge()
+  }
+  const reader = response.body?.getReader()
+  if (reader === undefined) return ''
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    size += read.value.byteLength
+    if (size > limit) {
+      // Nothing more is read: the stream is cancelled and its connection closed.
+      await reader.cancel()
+      throw tooLarge()
+    }
+    chunks.push(read.value)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
 async function readDocument(url: URL, fetchDocument: ClientDocumentFetch): Promise<OAuthClientInformationFull> {
   const response = await fetchDocument(url, {signal: AbortSignal.timeout(DOCUMENT_TIMEOUT_MS), redirect: 'manual', headers: {accept: 'application/json'}})
-  if (response.status !== 200) throw new Error(`it answered ${response.status}`)
-  const text = await response.text()
-  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) throw new Error(`it is larger than ${MAX_DOCUMENT_BYTES} bytes`)
+  if (response.status !== 200) {
+    await response.body?.cancel()
+    throw new Error(`it answered ${response.status}`)
+  }
+  const text = await boundedText(response, MAX_DOCUMENT_BYTES)
   const parsed = OAuthClientMetadataSchema.safeParse(JSON.parse(text))
   if (!parsed.success) throw new Error(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '))
   const document = JSON.parse(text) as {client_id?: unknown; client_secret?: unknown}
