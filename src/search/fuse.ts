@@ -10,31 +10,50 @@ export function reciprocalRankFusion(rankings: string[][], k = RRF_K): Array<{id
 }
 
 /**
- * How much the keyword score weighs in a hybrid ranking; the semantic score weighs the rest. Measured on LoCoMo and
- * the coding-memory set (docs/decisions/embeddings.md): 0.6 was best or within 0.005 of it at every k for the
- * built-in model, and the keyword side keeps the larger share because it is the stronger ranker of the two.
+ * How much the keyword score weighs in a hybrid ranking of two lists (a remote model); the semantic score weighs the
+ * rest. Measured with the built-in model before it had the word match (docs/decisions/embeddings.md): 0.6 was best
+ * or within 0.005 of it at every k, and the keyword side keeps the larger share because it is the stronger ranker.
  */
 export const KEYWORD_WEIGHT = 0.6
 
 /**
- * Convex combination of two scored rankings (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid
- * Retrieval", 2023): each list's scores brought to [0, 1] over the candidates (keyword scores divided by the best,
- * a file the keywords do not match scoring 0; similarities min–max over the candidates), then
- * `weight · keyword + (1 − weight) · semantic`. Unlike reciprocal rank fusion it keeps how far apart the scores
- * are, so a weaker semantic ranking nudges the keyword one instead of overruling it. PURE.
+ * The built-in model's three signals: keyword score, best chunk's similarity, word-by-word match. Chosen on one half
+ * of each quality set's questions and checked on the other half (docs/decisions/embeddings.md): the grid's best on
+ * either half gave the keywords 0.4 and split the rest between the two meaning signals (0.2/0.4 and 0.4/0.2); the
+ * even split is used.
  */
-export function convexFusion(keyword: ReadonlyArray<{path: string; score: number}>, semantic: ReadonlyArray<{path: string; score: number}>, weight = KEYWORD_WEIGHT): Array<{path: string; score: number}> {
+export const BUILTIN_WEIGHTS = {keyword: 0.4, semantic: 0.3, words: 0.3} as const
+
+const best = (scores: Iterable<number>) => Math.max(0, ...scores)
+
+/**
+ * Convex combination of scored rankings (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid
+ * Retrieval", 2023): each list's scores brought to [0, 1] over the candidates (keyword scores and word-match scores
+ * divided by their best, a file a list does not score scoring 0; similarities min–max over the candidates), then
+ * `weight · keyword + words.weight · words + (1 − weight − words.weight) · semantic`. Unlike reciprocal rank fusion
+ * it keeps how far apart the scores are, so a weaker ranking nudges the keyword one instead of overruling it.
+ * The candidates are the files of `keyword` and `semantic`. PURE.
+ */
+export function convexFusion(
+  keyword: ReadonlyArray<{path: string; score: number}>,
+  semantic: ReadonlyArray<{path: string; score: number}>,
+  weight = KEYWORD_WEIGHT,
+  words?: {scores: ReadonlyMap<string, number>; weight: number},
+): Array<{path: string; score: number}> {
   const keywordScores = new Map(keyword.map(({path, score}) => [path, score]))
   const semanticScores = new Map(semantic.map(({path, score}) => [path, score]))
-  const best = Math.max(0, ...keywordScores.values())
+  const bestKeyword = best(keywordScores.values())
+  const bestWords = words ? best(words.scores.values()) : 0
+  const wordWeight = words?.weight ?? 0
   const low = semantic.length > 0 ? Math.min(...semanticScores.values()) : 0
   const high = semantic.length > 0 ? Math.max(...semanticScores.values()) : 0
   const paths = new Set([...keywordScores.keys(), ...semanticScores.keys()])
   return [...paths]
     .map((path) => {
-      const k = best > 0 ? (keywordScores.get(path) ?? 0) / best : 0
+      const k = bestKeyword > 0 ? (keywordScores.get(path) ?? 0) / bestKeyword : 0
       const s = high > low ? ((semanticScores.get(path) ?? low) - low) / (high - low) : 0
-      return {path, score: weight * k + (1 - weight) * s}
+      const w = bestWords > 0 ? (words?.scores.get(path) ?? 0) / bestWords : 0
+      return {path, score: weight * k + (1 - weight - wordWeight) * s + wordWeight * w}
     })
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }

@@ -16,12 +16,12 @@ import {nexusDir} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
 import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
-import {convexFusion} from './fuse.js'
+import {BUILTIN_WEIGHTS, convexFusion} from './fuse.js'
 import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore} from './semantic.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
-export {convexFusion, KEYWORD_WEIGHT, reciprocalRankFusion, RRF_K} from './fuse.js'
+export {BUILTIN_WEIGHTS, convexFusion, KEYWORD_WEIGHT, reciprocalRankFusion, RRF_K} from './fuse.js'
 export {BUILTIN_MODEL, VECTORS_FILE} from './semantic.js'
 export {INDEX_FILE, MemoryTextIndex, type RefreshStats} from './keyword.js'
 
@@ -282,9 +282,17 @@ function semanticProvider(given: EmbeddingsConfig | false | undefined): Semantic
 
 /**
  * The files passing the filters scored by the provider's similarity to `query`: the best FUSION_DEPTH, best first,
- * then the `also` files (the keyword candidates) not among them. The files are embedded first.
+ * then the `also` files (the keyword candidates) not among them. The files are embedded first. The built-in model
+ * also scores those files by its word-by-word match (ChunkVectorStore.wordMatch).
  */
-async function semanticRanking(root: string, index: KeywordIndex, provider: Exclude<SemanticProvider, {kind: 'off'}>, query: string, filters: KeywordFilters, also: ReadonlySet<string>): Promise<{ranked: Array<{path: string; score: number}>; embedded: number}> {
+async function semanticRanking(
+  root: string,
+  index: KeywordIndex,
+  provider: Exclude<SemanticProvider, {kind: 'off'}>,
+  query: string,
+  filters: KeywordFilters,
+  also: ReadonlySet<string>,
+): Promise<{ranked: Array<{path: string; score: number}>; words?: Map<string, number>; embedded: number}> {
   if (provider.kind === 'remote') {
     const store = await vectorsFor(root, provider.config.model)
     const embedded = await embedStale(root, index, store, provider.config)
@@ -296,7 +304,8 @@ async function semanticRanking(root: string, index: KeywordIndex, provider: Excl
   if (store === undefined) throw new EmbeddingsUnavailableError(`the built-in model is missing from this install (${BUILTIN_MODEL})`)
   const embedded = await store.update(index.files, index.generation)
   const unfiltered = !filters.prefix && !filters.tags?.length && !filters.since && !filters.until
-  return {ranked: store.rank(store.model.embed(query), unfiltered ? undefined : (path) => index.matches(path, filters), FUSION_DEPTH, also), embedded}
+  const ranked = store.rank(store.model.embed(query), unfiltered ? undefined : (path) => index.matches(path, filters), FUSION_DEPTH, also)
+  return {ranked, words: store.wordMatch(query, ranked.map((hit) => hit.path)), embedded}
 }
 
 function builtinStore(root: string): ChunkVectorStore | undefined {
@@ -362,7 +371,8 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
       const semantic = await semanticRanking(root, index, provider, query, filters, new Set(keyword.map((h) => h.path)))
       embedded = semantic.embedded
       // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer.
-      ranked = convexFusion(keyword, semantic.ranked).filter((h) => h.score > 0)
+      const fused = semantic.words ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}) : convexFusion(keyword, semantic.ranked)
+      ranked = fused.filter((h) => h.score > 0)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {

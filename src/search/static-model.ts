@@ -36,6 +36,8 @@ export class StaticModel {
   /** Words already cut into pieces (a text repeats its rare words). */
   private readonly cuts = new Map<string, number[]>()
   private readonly wordCount: number
+  /** Per entry, the length of its int8 row, computed when first needed (NaN until then). */
+  private norms: Float32Array | undefined
   readonly dims: number
 
   private constructor(bytes: Buffer) {
@@ -104,6 +106,31 @@ export class StaticModel {
     norm = Math.sqrt(norm)
     if (norm > 0) for (let i = 0; i < sum.length; i++) sum[i] /= norm
     return sum
+  }
+
+  /** The row of a whole word the table holds (lower-cased), or undefined: no pieces, no partial words. */
+  rowOf(word: string): number | undefined {
+    return word.length > MAX_WORD_CHARS ? undefined : this.rows.get(word)
+  }
+
+  /** The cosine similarity of two entries' vectors (1 for the same row). */
+  similarity(a: number, b: number): number {
+    if (a === b) return 1
+    const dims = this.dims
+    let dot = 0
+    for (let i = 0, x = a * dims, y = b * dims; i < dims; i++) dot += this.weights[x + i] * this.weights[y + i]
+    const length = this.norm(a) * this.norm(b)
+    return length > 0 ? dot / length : 0
+  }
+
+  private norm(row: number): number {
+    const norms = (this.norms ??= new Float32Array(this.scales.length).fill(Number.NaN))
+    if (Number.isNaN(norms[row])) {
+      let sum = 0
+      for (let i = row * this.dims; i < (row + 1) * this.dims; i++) sum += this.weights[i] * this.weights[i]
+      norms[row] = Math.sqrt(sum)
+    }
+    return norms[row]
   }
 
   private add(sum: Float32Array, row: number, share: number): void {

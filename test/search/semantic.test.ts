@@ -8,8 +8,10 @@ import {join} from 'node:path'
 
 import {afterAll, afterEach, describe, expect, it} from 'vitest'
 
+import Database from 'better-sqlite3'
+
 import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
-import {CHUNK_WORDS, chunksOf} from '../../src/search/semantic.js'
+import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -84,6 +86,25 @@ describe('search by meaning, with nothing configured', () => {
     expect((await searchMemory(root, 'skiing in the Alps')).stats.embedded).toBe(0)
   })
 
+  it('embeds each file once more when its vectors were kept by a jarvis without the word match (no `words` column)', async () => {
+    const root = await tree()
+    const files = corpusFiles().size + 1
+    const first = await searchMemory(root, 'database failover')
+    resetSearchCache()
+    // The table as the first release of the built-in model made it.
+    const db = new Database(join(root, '.nexus', VECTORS_FILE))
+    db.exec('CREATE TABLE old AS SELECT model, path, hash, scales, rows FROM vectors; DROP TABLE vectors')
+    db.exec('CREATE TABLE vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL, PRIMARY KEY (model, path)) WITHOUT ROWID')
+    db.exec('INSERT INTO vectors SELECT * FROM old; DROP TABLE old')
+    db.close()
+
+    const upgraded = await searchMemory(root, 'database failover')
+    expect(upgraded.stats.embedded).toBe(files)
+    expect(upgraded.hits).toEqual(first.hits)
+    resetSearchCache()
+    expect((await searchMemory(root, 'database failover')).stats.embedded).toBe(0)
+  })
+
   it('is keyword-only, and says so, with JARVIS_EMBEDDINGS=off or embeddings: false', async () => {
     const root = await tree()
     process.env.JARVIS_EMBEDDINGS = 'off'
@@ -111,6 +132,37 @@ describe('chunks', () => {
   })
 })
 
+describe('word-by-word match', () => {
+  it('scores each query word by its closest word in the file: itself, a near word, or nothing, a rare word more', async () => {
+    const dir = await tempDir('jarvis-word-match-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    const files = new Map([
+      ['trip.md', '# Weekend\n\nWe went hiking in the hills.\n'],
+      ['post.md', '# Post\n\nThe email arrived late.\n'],
+      ['food.md', '# Food\n\nPasta with tomato sauce and hiking boots.\n'],
+      ['other.md', '# Other\n\nNothing to see.\n'],
+    ])
+    await writeCorpus(join(root, '.memory'), files)
+    const model = builtinModel()!
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    await store.update(new Map([...files.keys()].map((path) => [path, {hash: path}])))
+    const row = (word: string) => model.rowOf(word)!
+    const mailToEmail = model.similarity(row('mail'), row('email'))
+    expect(mailToEmail).toBeGreaterThan(WORD_MATCH_FLOOR)
+    expect(model.similarity(row('mail'), row('hiking'))).toBeLessThan(WORD_MATCH_FLOOR)
+
+    const scores = store.wordMatch('the hiking mail', files.keys())
+    // idf over the 4 files: "hiking" is in 2 of them, "mail" in none; "the" is a stop word.
+    const idf = (count: number) => Math.log(1 + (4 - count + 0.5) / (count + 0.5))
+    expect(scores.get('trip.md')).toBeCloseTo(idf(2))
+    expect(scores.get('post.md')).toBeCloseTo(idf(0) * mailToEmail)
+    expect(scores.get('other.md')).toBe(0)
+    expect(store.wordMatch('zzqx', files.keys()).size).toBe(0) // no word the model holds
+    store.close()
+  })
+})
+
 describe('fusion', () => {
   it('weighs the keyword score most, and lets a file found by meaning alone in', () => {
     const fused = convexFusion(
@@ -128,5 +180,20 @@ describe('fusion', () => {
     expect(fused[0].score).toBeCloseTo(0.6)
     expect(fused[1].score).toBeCloseTo(0.6 * 0.5 + 0.4 * 0.5)
     expect(fused[2].score).toBeCloseTo(0.4)
+  })
+
+  it('adds the word match with its own weight, over the same candidates', () => {
+    const fused = convexFusion(
+      [{path: 'a', score: 10}],
+      [
+        {path: 'a', score: 0.2},
+        {path: 'b', score: 0.1},
+      ],
+      0.4,
+      {scores: new Map([['a', 1], ['b', 4], ['elsewhere', 8]]), weight: 0.3},
+    )
+    expect(fused.map((f) => f.path)).toEqual(['a', 'b'])
+    expect(fused[0].score).toBeCloseTo(0.4 + 0.3 + 0.3 * (1 / 8))
+    expect(fused[1].score).toBeCloseTo(0.3 * (4 / 8))
   })
 })
