@@ -37,9 +37,46 @@ export async function searchPastEchoes(root: string, query: string, options: Sea
       const file = {path: d.hit.path, title: d.title, tags: d.tags, body: d.body}
       return sessionEpisode(file) !== undefined && evidenceTerms(file, terms).length === 0
     }).length
-    if (found.documents.length - echoes >= want || found.result.hits.length < limit || limit >= MAX_POOL || terms.length === 0) return found
+    if (found.documents.length - echoes >= want || found.result.hits.length < limit || limit >= MAX_POOL || terms.length === 0) {
+      return {result: found.result, documents: await withRepeatedNotes(root, query, found.documents, {...search, want, terms})}
+    }
     limit = Math.min(MAX_POOL, limit * 2)
   }
+}
+
+/**
+ * Rule 3 of recall-rules.ts for a note the search ranked outside the pool: a session's episode among the first `want`
+ * files with evidence that names a note under `## Memory used` brings that note in, at the episode's score, when the
+ * note matches the query and the filters. Sessions that were given the same note and repeated it outrank it by their
+ * number alone (two hundred of them rank it last); rule 3 then puts them behind it.
+ */
+async function withRepeatedNotes(
+  root: string,
+  query: string,
+  documents: readonly SearchedDocument[],
+  options: SearchOptions & {want: number; terms: string[]},
+): Promise<SearchedDocument[]> {
+  const {want, terms, ...search} = options
+  const present = new Set(documents.map((d) => d.hit.path))
+  const missing = new Map<string, SearchedDocument>()
+  let withEvidence = 0
+  for (const document of documents) {
+    if (withEvidence >= want) break
+    const file = {path: document.hit.path, title: document.title, tags: document.tags, body: document.body}
+    if (evidenceTerms(file, terms).length === 0) continue
+    withEvidence++
+    for (const source of sessionEpisode(file)?.sources ?? []) {
+      if (!present.has(source) && !missing.has(source) && (!search.prefix || source.startsWith(search.prefix))) missing.set(source, document)
+    }
+  }
+  if (missing.size === 0) return [...documents]
+  const added = new Map<SearchedDocument, SearchedDocument[]>()
+  for (const [source, episode] of [...missing].slice(0, want)) {
+    // The index was brought up to date by the search that made the pool.
+    const [note] = (await searchDocuments(root, query, {...search, prefix: source, limit: 1, refresh: false})).documents
+    if (note?.hit.path === source) added.set(episode, [...(added.get(episode) ?? []), {...note, hit: {...note.hit, score: episode.hit.score}}])
+  }
+  return documents.flatMap((d) => [...(added.get(d) ?? []), d])
 }
 
 /** The date (YYYY-MM-DD) of each file, from its front matter or path (search/document.ts), read for these paths only. */
@@ -68,5 +105,5 @@ export async function recallMemory(input: RecallInput): Promise<RecallResult> {
   const limit = checkRecallLimit(input.limit)
   const {result, documents} = await searchPastEchoes(root, input.query, {pool: Math.max(limit, RECALL_POOL), want: limit, tags: input.tags, prefix: input.prefix, since: input.since})
   const ordered = (await orderDocuments(root, input.query, documents)).slice(0, limit)
-  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
 }

@@ -16,7 +16,7 @@ import {nexusDir} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
 import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
-import {BUILTIN_WEIGHTS, convexFusion} from './fuse.js'
+import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
 import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore} from './semantic.js'
 
@@ -370,9 +370,12 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
       // Fused over the candidates of either list: the keyword top FUSION_DEPTH and the semantic one.
       const semantic = await semanticRanking(root, index, provider, query, filters, new Set(keyword.map((h) => h.path)))
       embedded = semantic.embedded
-      // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer.
-      const fused = semantic.words ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}) : convexFusion(keyword, semantic.ranked)
-      ranked = fused.filter((h) => h.score > 0)
+      // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer; nor is
+      // one far below the best (MIN_SHARE_OF_BEST).
+      const fused = semantic.words
+        ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}, BUILTIN_MIN_SPREAD)
+        : convexFusion(keyword, semantic.ranked)
+      ranked = fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {

@@ -196,4 +196,16 @@ describe('fusion', () => {
     expect(fused[0].score).toBeCloseTo(0.4 + 0.3 + 0.3 * (1 / 8))
     expect(fused[1].score).toBeCloseTo(0.3 * (4 / 8))
   })
+
+  it('scales similarities over at least the given range: a hair’s difference stays a hair', () => {
+    const keyword = [{path: 'pooling.md', score: 3}]
+    const semantic = [
+      {path: 'other.md', score: 0.298},
+      {path: 'pooling.md', score: 0.286},
+    ]
+    expect(convexFusion(keyword, semantic, 0.4, undefined, 0).find((f) => f.path === 'other.md')!.score).toBeCloseTo(0.6)
+    expect(convexFusion(keyword, semantic, 0.4, undefined, 0.2).find((f) => f.path === 'other.md')!.score).toBeCloseTo(0.6 * (0.012 / 0.2))
+    // A wide range is scaled as before.
+    expect(convexFusion(keyword, [{path: 'pooling.md', score: 0.6}, {path: 'other.md', score: 0.1}], 0.4, undefined, 0.2)[0].score).toBeCloseTo(1)
+  })
 })
