@@ -1,0 +1,127 @@
+/**
+ * A round's pulls: asked for in batches, the next while this one is written, so the server's work and ours overlap
+ * (two batches held at most). Small first: an answer of large files stays bounded before any size is known. Each
+ * file goes to a temp file as its answer comes; up to PULL_DURABLE_FILES of them are then made durable together (one
+ * syncfs, not an fsync each), renamed (each target looked at right before), and each folder fsynced once. Their bases
+ * are recorded as they are renamed; the sync state that names them is written by the caller.
+ */
+import createDebug from 'debug'
+
+import {type MemoryClient, pulledText} from '../protocol/client.js'
+import type {SyncState} from '../schemas/index.js'
+import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, stageMemoryFile, type StagedFile} from '../store/index.js'
+import type {LocalHashes, RemoteEntry} from './plan.js'
+import {recordBase, stillAbsent, unchangedSinceScan} from './record.js'
+import {prefetch, sentFirst} from './requests.js'
+import type {SyncResult} from './types.js'
+
+const debug = createDebug('jarvis:sync')
+/** Enough to keep the disk and libuv's thread pool busy, few enough to stay far from file-handle limits. */
+const PULL_CONCURRENCY = 16
+/**
+ * Requests stay bounded whatever the tree's size (a push's bounds are in push.ts): a pull asks for at most this many
+ * files, fewer after an answer of more than PULL_BATCH_BYTES (the status says nothing of sizes), so the client
+ * holds one bounded batch at a time.
+ */
+export const PULL_BATCH_FILES = 512
+export const PULL_BATCH_BYTES = 4 * 1024 * 1024
+const PULL_FIRST_BATCH_FILES = 8
+/**
+ * Pulled files made durable together: one syncfs and one fsync per folder for this many, whatever the size of the
+ * pull requests. Their texts are kept until they are renamed (their bases are recorded then), hence a bound in
+ * characters too.
+ */
+const PULL_DURABLE_FILES = 4096
+const PULL_DURABLE_CHARS = 8 * 1024 * 1024
+
+export interface RemoteText {
+  content: string
+  entry: RemoteEntry
+}
+
+/** As many files as the last answer's sizes suggest fit in PULL_BATCH_BYTES: fewer after large files, at most twice as many after small ones. */
+function nextPullBatchFiles(asked: number, answer: Map<string, RemoteText>): number {
+  let bytes = 0
+  for (const {content} of answer.values()) bytes += content.length
+  const fit = bytes === 0 ? PULL_BATCH_FILES : Math.floor((asked * PULL_BATCH_BYTES) / bytes)
+  return Math.max(1, Math.min(PULL_BATCH_FILES, asked * 2, fit))
+}
+
+/** The server's texts of `paths` (one request); a path it no longer has is left out. */
+export async function pullTexts(client: MemoryClient, paths: string[], onSent?: () => void): Promise<Map<string, RemoteText>> {
+  const texts = new Map<string, RemoteText>()
+  if (paths.length === 0) return texts
+  const {files} = await client.pull(paths, onSent)
+  for (const path of paths) {
+    const file = files[path]
+    if (!file || file.deleted) continue
+    const content = pulledText(file)
+    texts.set(path, {content, entry: {rev: file.rev, hash: file.hash ?? hashText(content), updatedAt: file.updatedAt}})
+  }
+  return texts
+}
+
+/** What a round's pulls need: where to write, what the scan saw there, and where the bases and the report go. */
+export interface PullContext {
+  root: string
+  client: MemoryClient
+  bases: BaseStore
+  state: SyncState
+  localHashes: LocalHashes
+  result: SyncResult
+  now: () => Date
+  /** Called once per pulled path, as its answer is handled. */
+  onEach?: () => void
+}
+
+/** Pulls `pulls` (see above); each file written is in `result.pulled`, sorted, its base recorded in `state`. */
+export async function pullFiles(context: PullContext, pulls: string[]): Promise<void> {
+  const {root, client, bases, state, localHashes, result, now} = context
+  const writes = new AtomicBatch()
+  const staged: Array<{path: string; remote: RemoteText; file: StagedFile}> = []
+  let stagedChars = 0
+  const renameStaged = async () => {
+    await writes.makeDurable()
+    await forEachConcurrently(staged, PULL_CONCURRENCY, async ({path, remote, file}) => {
+      const scanned = localHashes.get(path)
+      // The user may have written the file while its temp was: then it is left for the next sync.
+      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
+      if (!writes.commit(file)) return debug('%s: its folder was removed during the sync: left for the next one', path)
+      recordBase(bases, state, path, remote.content, remote.entry, now)
+      result.pulled.push(path)
+    })
+    // The sync state that records these pulls is written later.
+    await writes.syncFolders()
+    bases.flush()
+    staged.length = 0
+    stagedChars = 0
+  }
+  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  let asked = batch.length > 0 ? (await sentFirst((sent) => pullTexts(client, batch, sent))).answer : undefined
+  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile.
+  if (asked !== undefined) bases.openEarly()
+  try {
+    for (let start = batch.length; asked !== undefined; ) {
+      const remoteText = await asked
+      const current = batch
+      batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
+      start += batch.length
+      asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
+      await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
+        context.onEach?.()
+        const remote = remoteText.get(path)
+        if (!remote) return // vanished between status and pull: the next sync sees it
+        // The server's version is the file here already (a base without the server's time, in timestamp mode):
+        // only the base is recorded, the file is not written again.
+        if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
+        staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
+        stagedChars += remote.content.length
+      })
+      if (asked === undefined || staged.length >= PULL_DURABLE_FILES || stagedChars >= PULL_DURABLE_CHARS) await renameStaged()
+    }
+  } finally {
+    // After an error: the temp files not renamed go (the targets are as they were).
+    await writes.abandon()
+  }
+  result.pulled.sort()
+}

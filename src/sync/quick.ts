@@ -1,0 +1,112 @@
+/**
+ * The quick check: a sync after one that left every file equal to its base (the stat cache's clean mark) asks the
+ * server what changed since and scans the tree against the stat cache; when neither found anything it is done,
+ * without reading the sync state. The scan it made (or the round's own) is a `Scanned`.
+ */
+import type {MemoryClient, StatusResponse} from '../protocol/client.js'
+import {
+  cachedHash,
+  cachedRevsInOrder,
+  changedSinceCache,
+  type DirCache,
+  type DirStat,
+  type MemoryFileStat,
+  readScanHints,
+  sameStateStamp,
+  type ScanHints,
+  scanMemory,
+  syncStateStamp,
+  writeStatCache,
+} from '../store/index.js'
+import type {LocalHashes} from './plan.js'
+import {serverIdOf} from './record.js'
+import {sentFirst} from './requests.js'
+
+/** Texts of changed files kept from the scan for the push; larger ones are read again when their batch goes. */
+export const KEEP_TEXT_BYTES = 64 * 1024
+
+/** What a scan of `.memory/` found, with the hints it started from. */
+export interface Scanned {
+  hints: ScanHints
+  local: Map<string, MemoryFileStat>
+  dirs: Map<string, DirStat>
+  backups: string[]
+  /** The texts of the files `wanted` asked for (see scanMemory's `texts`). */
+  texts: Map<string, string>
+  /** The paths where the scan differs from the stat cache (see changedSinceCache). */
+  changed: string[]
+  /** Nothing in it differs from the hints: the stat cache need not be written. */
+  unchanged: boolean
+}
+
+/**
+ * The stat cache only saves hashing; a file whose size or mtime moved is always hashed again. Its folders save
+ * listing the ones whose entries did not change (each file is still stat-ed: an edit in place changes only it).
+ */
+export async function scanTree(root: string, hints: ScanHints, wanted: (path: string, hash: string) => boolean): Promise<Scanned> {
+  const backups: string[] = []
+  const texts = new Map<string, string>()
+  const dirs = new Map<string, DirStat>()
+  const counts = {unchanged: 0, hashed: [] as string[]}
+  const local = await scanMemory(root, hints.known, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
+  // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
+  const sameEntries = counts.unchanged === local.size && local.size === hints.count
+  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+}
+
+/** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
+export type QuickCheck = {kind: 'nothing'} | {kind: 'sync'; hints: ScanHints; answer?: {seq: number; status: StatusResponse; scanned?: Scanned}}
+
+/**
+ * A sync after one that left every file equal to its base (the stat cache's clean mark, for the sync state as it
+ * is now) asks the server what changed since then and scans the tree against the stat cache: neither found
+ * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the stat cache, the
+ * answer and the scan serve the round (read once: the stat cache is as large as the tree too).
+ */
+export async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck> {
+  const hints = await readScanHints(root)
+  const clean = hints.clean
+  if (clean === undefined || clean.server !== client.server || !sameStateStamp(await syncStateStamp(root), clean.state)) return {kind: 'sync', hints}
+  // Asked before the scan and awaited after it: the server answers while the tree is walked (either is needed). The
+  // scan holds the thread, so the question must be on the wire before it starts.
+  const {answer: asking} = await sentFirst((sent) => client.status(clean.seq, sent))
+  // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
+  const scanned = await scanTree(root, hints, (path, hash) => cachedHash(hints, path) !== hash)
+  const status = await asking
+  if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
+  // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
+  if (scanned.backups.length > 0 || scanned.changed.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
+  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: cachedRevsInOrder(hints)})
+  return {kind: 'nothing'}
+}
+
+
+/** pathsToPlan after an incremental listing, when the files changed here are known: those and the server's news, sorted. */
+export function changedOnEitherSide(changedHere: readonly string[], remote: Readonly<Record<string, unknown>>): string[] {
+  return [...new Set([...changedHere, ...Object.keys(remote)])].sort()
+}
+
+
+/** The scan's hashes by path, read through its entries: no second map of every file. */
+export function hashesOf(local: ReadonlyMap<string, MemoryFileStat>): LocalHashes {
+  return {
+    get: (path) => local.get(path)?.hash,
+    has: (path) => local.has(path),
+    *[Symbol.iterator]() {
+      for (const [path, {hash}] of local) yield [path, hash]
+    },
+    keys: () => local.keys(),
+  }
+}
+
+
+function sameDirs(cache: DirCache, scan: Map<string, DirStat>): boolean {
+  if (Object.keys(cache).length !== scan.size) return false
+  for (const [path, entry] of scan) {
+    const cached = cache[path]
+    if (!cached || cached.mtimeMs !== entry.mtimeMs || cached.checkedAtMs !== entry.checkedAtMs) return false
+  }
+  return true
+}
+
