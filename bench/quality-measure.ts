@@ -1,6 +1,6 @@
 /**
  * Retrieval quality, shared by the quality benches: a set of memory files and questions whose answering files are
- * known, asked of jarvis's `recall` (in process: `recall()` of src/search, what `jarvis recall --limit 10` runs) in
+ * known, asked of jarvis's `recall` (in process: recallRanking of src/ops/recall.ts, what `jarvis recall --limit 10` runs) in
  * each mode the code offers, and of plain SQLite FTS5 BM25 over the same files; recall@k for each.
  */
 import {mkdir, writeFile} from 'node:fs/promises'
@@ -8,7 +8,8 @@ import {dirname, join} from 'node:path'
 
 import Database from 'better-sqlite3'
 
-import {recall, resetSearchCache, searchMemory} from '../src/search/index.js'
+import {recallRanking} from '../src/ops/recall.js'
+import {recallBlock, resetSearchCache} from '../src/search/index.js'
 import {initTree} from '../src/store/index.js'
 import {table} from './stats.js'
 
@@ -50,7 +51,7 @@ export async function corpusTree(dir: string, files: Map<string, string>): Promi
 
 export interface RecallRun {
   rankings: Rankings
-  /** The same ranking before recall's block is cut to its character bound (searchMemory with the same options). */
+  /** The same ranking before recall's block is cut to its character bound. */
   uncut: Rankings
   /** The mode recall said it used for every question ('hybrid' | 'keyword'), or 'mixed'. */
   mode: string
@@ -58,19 +59,36 @@ export interface RecallRun {
   note?: string
 }
 
-/** Every question asked of `recall(root, query, {limit: 10})` (keyword: with embeddings turned off). */
+/**
+ * One question asked as `jarvis recall --limit 10` asks it (recallRanking of src/ops/recall.ts: the search, then
+ * recall's rules), keyword only as `JARVIS_EMBEDDINGS=off` makes it: the files its block shows, the ranking before
+ * the block is cut to its character bound, the mode and the note.
+ */
+export async function jarvisRecall(root: string, query: string, mode: RecallMode): Promise<{shown: string[]; uncut: string[]; mode: string; note?: string}> {
+  const before = process.env.JARVIS_EMBEDDINGS
+  if (mode === 'keyword') process.env.JARVIS_EMBEDDINGS = 'off'
+  try {
+    const {result, ordered} = await recallRanking({dir: root, query, limit: LIMIT})
+    const {hits} = recallBlock(ordered.map(({hit, summary}) => ({hit, summary})))
+    return {shown: hits.map((hit) => hit.path), uncut: ordered.map((d) => d.path), mode: result.mode, ...(mode === 'default' && result.note ? {note: result.note} : {})}
+  } finally {
+    if (before === undefined) delete process.env.JARVIS_EMBEDDINGS
+    else process.env.JARVIS_EMBEDDINGS = before
+  }
+}
+
+/** Every question asked of `jarvis recall --limit 10` (jarvisRecall). */
 export async function askRecall(root: string, questions: Question[], mode: RecallMode): Promise<RecallRun> {
   const rankings: Rankings = []
   const uncut: Rankings = []
   const modes = new Set<string>()
   let note: string | undefined
-  const options = {limit: LIMIT, ...(mode === 'keyword' ? {embeddings: false as const} : {})}
   for (const {query} of questions) {
-    const result = await recall(root, query, options)
-    rankings.push(result.hits.map((hit) => hit.path))
-    uncut.push((await searchMemory(root, query, {...options, refresh: false})).hits.map((hit) => hit.path))
-    modes.add(result.mode)
-    note ??= result.note
+    const asked = await jarvisRecall(root, query, mode)
+    rankings.push(asked.shown)
+    uncut.push(asked.uncut)
+    modes.add(asked.mode)
+    note ??= asked.note
   }
   return {rankings, uncut, mode: modes.size === 1 ? [...modes][0] : modes.size === 0 ? 'none' : 'mixed', note}
 }

@@ -21,12 +21,11 @@ import {join} from 'node:path'
 import {performance} from 'node:perf_hooks'
 
 import {runHook} from '../src/hook/index.js'
-import {recall} from '../src/search/index.js'
 import {readConfig, writeConfig} from '../src/store/index.js'
 import {seededRandom} from '../test/events/fakes.js'
 import {claudeTranscript, codexRollout, geminiTranscript, type Turn} from '../test/hook/helpers.js'
 import {codingCorpus} from './quality-coding.js'
-import {corpusTree, fmt, LIMIT, type Question, type Rankings, recallAt} from './quality-measure.js'
+import {corpusTree, fmt, jarvisRecall, type Question, type Rankings, recallAt} from './quality-measure.js'
 import {jarvisBin} from './process.js'
 import {table} from './stats.js'
 
@@ -217,8 +216,8 @@ async function askAll(root: string, questions: Question[], hybrid: boolean, home
   const prompt: string[][] = []
   const hook = inProcess(home, () => new Date())
   for (const [i, {query}] of questions.entries()) {
-    keyword.push((await recall(root, query, {limit: LIMIT, embeddings: false})).hits.map((h) => h.path))
-    if (hybrid) fused.push((await recall(root, query, {limit: LIMIT})).hits.map((h) => h.path))
+    keyword.push((await jarvisRecall(root, query, 'keyword')).shown)
+    if (hybrid) fused.push((await jarvisRecall(root, query, 'default')).shown)
     const agent = AGENTS[i % AGENTS.length]
     prompt.push(shownPaths(await hook('prompt', agent, {session_id: 'measure', cwd: root, hook_event_name: HOOK_EVENT_NAMES[agent].prompt, prompt: query}, root)))
   }
@@ -251,7 +250,7 @@ export async function measureUnderUse(work: string): Promise<UnderUse> {
   const home = join(work, 'home')
   const root = await usageTree(join(work, 'tree'), corpus.files)
   // The default mode on one question first: hybrid when the code has an embedding model that answers.
-  const hybrid = (await recall(root, questions[0].query, {limit: LIMIT})).mode === 'hybrid'
+  const hybrid = (await jarvisRecall(root, questions[0].query, 'default')).mode === 'hybrid'
   const plans = sessionPlans(questions, CHECKPOINTS.at(-1)!)
   let clock = START
   const hook = inProcess(home, () => new Date(clock))

@@ -1,6 +1,6 @@
 /**
  * Retrieval quality: how often `recall` brings the file that answers a question into its top k, beside plain SQLite
- * FTS5 BM25 over the same files in the same run. Questions are asked in process through `recall()` of src/search
+ * FTS5 BM25 over the same files in the same run. Questions are asked in process through recallRanking of src/ops/recall.ts
  * (what `jarvis recall --limit 10` runs, the same index and ranking), keyword-only and in the default mode
  * (hybrid when an embedding model answers; said "not available" otherwise).
  *
@@ -17,11 +17,10 @@ import {basename, join} from 'node:path'
 import {performance} from 'node:perf_hooks'
 import {pathToFileURL} from 'node:url'
 
-import {recall} from '../src/search/index.js'
 import {codingCorpus} from './quality-coding.js'
 import {LOCOMO_CATEGORIES, loadLocomo, locomoPath} from './quality-locomo.js'
 import {measureUnderUse} from './quality-use.js'
-import {askFts5, askRecall, closeIndexes, type Corpus, corpusTree, fmt, groupRecall, KS, LIMIT, type Question, type Rankings, recallAt, recallNotes, recallTable, type SystemResult} from './quality-measure.js'
+import {askFts5, askRecall, jarvisRecall, closeIndexes, type Corpus, corpusTree, fmt, groupRecall, KS, LIMIT, type Question, type Rankings, recallAt, recallNotes, recallTable, type SystemResult} from './quality-measure.js'
 import {table, type BenchSection} from './stats.js'
 
 /** A target the figures are reported against: `system`'s R@k at least `min`, or at least another system's R@k. */
@@ -54,7 +53,7 @@ export async function measureCorpora(corpora: Corpus[], work: string): Promise<{
     keywordUncut.push(...asked.uncut)
     if (missing === undefined) {
       // The default mode on one question first: hybrid when the code has an embedding model that answers.
-      const probe = await recall(root, corpus.questions[0].query, {limit: LIMIT})
+      const probe = await jarvisRecall(root, corpus.questions[0].query, 'default')
       if (probe.mode === 'hybrid') {
         const both = await askRecall(root, corpus.questions, 'default')
         hybrid.push(...both.rankings)
@@ -148,7 +147,7 @@ export async function benchQuality(): Promise<BenchSection> {
     return {
       title: 'Quality',
       markdown: [
-        `Each question asked in process through \`recall()\` (src/search: the index, ranking and ${LIMIT}-file limit of \`jarvis recall --limit ${LIMIT}\`), keyword only (embeddings off) and in the default mode (hybrid when an embedding model answers); beside plain SQLite FTS5 (unicode61 tokenizer, default \`bm25()\`, the question's words OR-ed) over the same files, in the same run. R@k: the share of questions with an answering file among the first k.`,
+        `Each question asked in process as \`jarvis recall --limit ${LIMIT}\` asks it (src/ops/recall.ts: the search's index and ranking, then recall's rules: echoes last, the newer of two files on one thing first, an episode behind the note it repeats), keyword only (embeddings off) and in the default mode (hybrid when an embedding model answers); beside plain SQLite FTS5 (unicode61 tokenizer, default \`bm25()\`, the question's words OR-ed) over the same files, in the same run. R@k: the share of questions with an answering file among the first k.`,
         '',
         ...parts.flatMap((part) => [part, '']),
       ].join('\n').trimEnd(),

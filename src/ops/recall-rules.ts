@@ -9,9 +9,11 @@
  *    outcome: made from the lines below) say nothing the query did not: an episode's evidence is its own lines
  *    (decisions, files, what it learned, free text) without those restating the query. An episode with no evidence
  *    left goes after every file that has some.
- * 2. **Newest wins.** Of two files with the same evidence (the same query terms) and close scores (the lower at least
+ * 2. **Newest wins.** Of two files on the same thing (the same title, or most of their words in common:
+ *    {@link SAME_SUBJECT_SHARE}) with the same evidence (the same query terms) and close scores (the lower at least
  *    {@link NEWER_WITHIN} of the higher), the newer one goes first: two notes on the same thing that disagree are most
- *    often an old one and the one that replaced it.
+ *    often an old one and the one that replaced it. Two files that only share the query's words (two sessions of
+ *    one conversation, two incidents of one service) keep the search's order: the older may be the one asked about.
  * 3. **An episode never outranks the note it repeats.** An episode that names a note under `## Memory used` (jarvis
  *    gave it to the session, or the agent read it) goes after that note — unless one of its own decisions is
  *    evidence for the query: a decision taken since is news, and rule 2 orders the two.
@@ -22,6 +24,8 @@ import {episodeParts, type EpisodeParts} from '../files/episode-parts.js'
 export const MIN_TERM_LENGTH = 3
 /** Rule 2: the newer file goes first when its score is at least this share of the older one's. */
 export const NEWER_WITHIN = 0.75
+/** Rule 2: two files with different titles are on the same thing when at least this share of their words is shared (Jaccard). */
+export const SAME_SUBJECT_SHARE = 0.5
 
 /** Stop words of the index, function words, and the words of talking to an assistant: they say nothing about a topic. */
 const IGNORED = new Set(
@@ -111,17 +115,37 @@ export function coveragePoints(file: Omit<RankedFile, 'score'>, terms: readonly 
   return points
 }
 
-/** The files among `files` whose place rule 2 may change: same evidence as another and a close score. */
+/** The files among `files` whose place rule 2 may change: same evidence as another, a close score, the same subject. */
 export function newestWinsCandidates(query: string, files: readonly RankedFile[]): string[] {
   const terms = promptTerms(query)
   const evidence = files.map((f) => evidenceTerms(f, terms).join(' '))
+  const sameSubject = subjects()
   const paths = new Set<string>()
   for (let i = 0; i < files.length; i++) {
     for (let j = i + 1; j < files.length; j++) {
-      if (evidence[i] !== '' && evidence[i] === evidence[j] && closeScores(files[i], files[j])) paths.add(files[i].path).add(files[j].path)
+      if (evidence[i] !== '' && evidence[i] === evidence[j] && closeScores(files[i], files[j]) && sameSubject(files[i], files[j])) paths.add(files[i].path).add(files[j].path)
     }
   }
   return [...paths]
+}
+
+/** Rule 2's "on the same thing": the same title, or at least SAME_SUBJECT_SHARE of their words shared; each file's words read once. */
+function subjects(): (a: RankedFile, b: RankedFile) => boolean {
+  const words = new Map<string, Set<string>>()
+  const wordsOf = (file: RankedFile) => {
+    let found = words.get(file.path)
+    if (found === undefined) words.set(file.path, (found = new Set(promptTerms(`${file.title ?? ''}\n${file.body}`))))
+    return found
+  }
+  return (a, b) => {
+    const title = (file: RankedFile) => file.title?.trim().toLowerCase()
+    if (title(a) && title(a) === title(b)) return true
+    const [x, y] = [wordsOf(a), wordsOf(b)]
+    let shared = 0
+    for (const word of x) if (y.has(word)) shared++
+    const all = x.size + y.size - shared
+    return all > 0 && shared / all >= SAME_SUBJECT_SHARE
+  }
 }
 
 function closeScores(a: RankedFile, b: RankedFile): boolean {
@@ -142,11 +166,12 @@ export function orderForQuery<F extends RankedFile>(query: string, files: readon
   let order = [...byScore.filter((f) => evidence.get(f.path)!.length > 0), ...byScore.filter((f) => evidence.get(f.path)!.length === 0)]
   // Rule 2: within each group of the same evidence and close scores, newest first, in the group's places.
   const dateOf = (f: F) => (f.path.startsWith('episodes/') ? /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(f.path)?.[1] : undefined) ?? dates.get(f.path)
+  const sameSubject = subjects()
   const placed = new Set<string>()
   for (const [i, first] of order.entries()) {
     if (placed.has(first.path) || evidence.get(first.path)!.length === 0) continue
     const key = evidence.get(first.path)!.join(' ')
-    const slots = order.flatMap((f, j) => (j >= i && !placed.has(f.path) && evidence.get(f.path)!.join(' ') === key && closeScores(first, f) ? [j] : []))
+    const slots = order.flatMap((f, j) => (j >= i && !placed.has(f.path) && evidence.get(f.path)!.join(' ') === key && closeScores(first, f) && (f === first || sameSubject(first, f)) ? [j] : []))
     const group = slots.map((j) => order[j])
     group.forEach((f) => placed.add(f.path))
     if (group.length < 2 || group.some((f) => dateOf(f) === undefined)) continue

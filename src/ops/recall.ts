@@ -46,9 +46,11 @@ export async function searchPastEchoes(root: string, query: string, options: Sea
 
 /**
  * Rule 3 of recall-rules.ts for a note the search ranked outside the pool: a session's episode among the first `want`
- * files with evidence that names a note under `## Memory used` brings that note in, at the episode's score, when the
- * note matches the query and the filters. Sessions that were given the same note and repeated it outrank it by their
- * number alone (two hundred of them rank it last); rule 3 then puts them behind it.
+ * files with evidence that repeats a note it names under `## Memory used` (the note holds every query term the
+ * episode holds) brings that note in, at the episode's score, when the note matches the query and the filters.
+ * Sessions that were given the same note and repeated it outrank it by their number alone (two hundred of them rank
+ * it last); rule 3 then puts them behind it. A note the episode only names (shown to the session, not what it said)
+ * is left where the search put it.
  */
 async function withRepeatedNotes(
   root: string,
@@ -57,24 +59,27 @@ async function withRepeatedNotes(
   options: SearchOptions & {want: number; terms: string[]},
 ): Promise<SearchedDocument[]> {
   const {want, terms, ...search} = options
+  const fileOf = (d: SearchedDocument) => ({path: d.hit.path, title: d.title, tags: d.tags, body: d.body})
   const present = new Set(documents.map((d) => d.hit.path))
-  const missing = new Map<string, SearchedDocument>()
+  const missing = new Map<string, {episode: SearchedDocument; evidence: string[]}>()
   let withEvidence = 0
   for (const document of documents) {
     if (withEvidence >= want) break
-    const file = {path: document.hit.path, title: document.title, tags: document.tags, body: document.body}
-    if (evidenceTerms(file, terms).length === 0) continue
+    const evidence = evidenceTerms(fileOf(document), terms)
+    if (evidence.length === 0) continue
     withEvidence++
-    for (const source of sessionEpisode(file)?.sources ?? []) {
-      if (!present.has(source) && !missing.has(source) && (!search.prefix || source.startsWith(search.prefix))) missing.set(source, document)
+    for (const source of sessionEpisode(fileOf(document))?.sources ?? []) {
+      if (!present.has(source) && !missing.has(source) && (!search.prefix || source.startsWith(search.prefix))) missing.set(source, {episode: document, evidence})
     }
   }
   if (missing.size === 0) return [...documents]
   const added = new Map<SearchedDocument, SearchedDocument[]>()
-  for (const [source, episode] of [...missing].slice(0, want)) {
+  for (const [source, {episode, evidence}] of [...missing].slice(0, want)) {
     // The index was brought up to date by the search that made the pool.
     const [note] = (await searchDocuments(root, query, {...search, prefix: source, limit: 1, refresh: false})).documents
-    if (note?.hit.path === source) added.set(episode, [...(added.get(episode) ?? []), {...note, hit: {...note.hit, score: episode.hit.score}}])
+    if (note?.hit.path !== source) continue
+    const holds = new Set(evidenceTerms(fileOf(note), terms))
+    if (evidence.every((term) => holds.has(term))) added.set(episode, [...(added.get(episode) ?? []), {...note, hit: {...note.hit, score: episode.hit.score}}])
   }
   return documents.flatMap((d) => [...(added.get(d) ?? []), d])
 }
@@ -100,10 +105,15 @@ export async function orderDocuments(root: string, query: string, documents: rea
  * evidence, the newer of two files on the same thing goes first, an episode goes after the note it repeats.
  */
 export async function recallMemory(input: RecallInput): Promise<RecallResult> {
+  const {result, ordered} = await recallRanking(input)
+  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
+}
+
+/** Recall's files in its order, at most `limit`, before its block is cut to its character bound; and the search's result. */
+export async function recallRanking(input: RecallInput): Promise<{result: SearchResult; ordered: Array<SearchedDocument & RankedFile>}> {
   // The tree's root only: its config (and the schemas that check it) says nothing a recall uses.
   const root = findRoot(process.cwd(), input.dir)
   const limit = checkRecallLimit(input.limit)
   const {result, documents} = await searchPastEchoes(root, input.query, {pool: Math.max(limit, RECALL_POOL), want: limit, tags: input.tags, prefix: input.prefix, since: input.since})
-  const ordered = (await orderDocuments(root, input.query, documents)).slice(0, limit)
-  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
+  return {result, ordered: (await orderDocuments(root, input.query, documents)).slice(0, limit)}
 }

@@ -97,6 +97,14 @@ describe('the rules', () => {
     // Far apart in score, or without dates, the search's order stands.
     expect(orderForQuery('stripe webhook retries', [old, {...newer, score: 2}], dates).map((f) => f.path)).toEqual([old.path, newer.path])
     expect(orderForQuery('stripe webhook retries', [old, newer]).map((f) => f.path)).toEqual([old.path, newer.path])
+    // Two files that share only the query's words are not two versions of one thing: the search's order stands.
+    const march = {path: 'sessions/session-03.md', score: 10, title: 'Caroline and Mel, session 3', tags: [], body: 'Caroline: I went to the support group yesterday, it was powerful.\nMel: Painting again this weekend with the kids.'}
+    const june = {path: 'sessions/session-09.md', score: 9, title: 'Caroline and Mel, session 9', tags: [], body: 'Mel: The kids loved the camping trip by the lake.\nCaroline: The support group asked me to speak next month.'}
+    const sessions = new Map([
+      [march.path, '2023-03-08'],
+      [june.path, '2023-06-27'],
+    ])
+    expect(orderForQuery('support group', [march, june], sessions).map((f) => f.path)).toEqual([march.path, june.path])
   })
 
   it('an episode that decided something about the query is news: it is not put behind the note it names', () => {

@@ -1,5 +1,5 @@
 /** The active project of every client: shown live, and switched from here as `user-web`. */
-import {useCallback, useEffect, useState} from 'preact/hooks'
+import {useCallback, useEffect, useRef, useState} from 'preact/hooks'
 
 import {api, type ActiveProject, ApiError, liveFiles, messageOf} from '../api.js'
 import {Notice, Time, type Tone, useLive} from '../ui.js'
@@ -13,6 +13,8 @@ export function ProjectPage() {
   const [notice, setNotice] = useState<{tone: Tone; text: string} | null>(null)
   const [next, setNext] = useState('')
   const [busy, setBusy] = useState(false)
+  // The switch this page made: its own broadcast, arriving after the answer, must not replace the notice that says so.
+  const ownSwitch = useRef<string | null>(null)
 
   const load = useCallback(async () => {
     try {
@@ -33,6 +35,7 @@ export function ProjectPage() {
   useLive((message) => {
     if (message.type === 'STATE_CHANGED') {
       setActive({projectId: String(message.projectId), switchedAt: String(message.switchedAt), switchedBy: message.switchedBy as ActiveProject['switchedBy']})
+      if (String(message.switchedAt) === ownSwitch.current) return
       setNotice({tone: 'info', text: `The active project is now ${String(message.projectId)} (switched by ${String(message.switchedBy)}).`})
     } else if (message.type === 'RECONNECTED') void load()
   })
@@ -44,7 +47,9 @@ export function ProjectPage() {
     setBusy(true)
     setNotice(null)
     try {
-      setActive(await api<ActiveProject>('POST', '/api/projects/active', {projectId, switchedBy: 'user-web'}))
+      const switched = await api<ActiveProject>('POST', '/api/projects/active', {projectId, switchedBy: 'user-web'})
+      ownSwitch.current = switched.switchedAt
+      setActive(switched)
       setNotice({tone: 'success', text: `Switched every client to ${projectId}.`})
       setNext('')
     } catch (failure) {
