@@ -498,21 +498,6 @@ export interface RecallResult {
   note?: string
 }
 
-/** The `[MEMORY CONTEXT]` block of seed 004 §7: path and a one-line summary per hit, bounded. */
-export async function recall(root: string, query: string, options: Omit<SearchOptions, 'limit'> & {limit?: number} = {}): Promise<RecallResult> {
-  const limit = checkRecallLimit(options.limit)
-  const result = await searchMemory(root, query, {...options, limit})
-  // The search brought the index up to date: each hit's summary is the one its text gives, made when it was indexed.
-  const index = await indexFor(root)
-  const entries = await Promise.all(
-    result.hits.map(async (hit) => {
-      const summary = options.refresh === false ? undefined : index.summaryOf(hit.path)
-      return summary === undefined ? {hit, text: (await readMemoryFile(root, hit.path)) ?? ''} : {hit, summary}
-    }),
-  )
-  return {...recallBlock(entries), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
-}
-
 export function checkRecallLimit(limit: number | undefined): number {
   const checked = limit ?? 3
   if (!Number.isInteger(checked) || checked < 1 || checked > RECALL_MAX_HITS) throw new BadInputError(`--limit must be between 1 and ${RECALL_MAX_HITS}, got ${checked}`)

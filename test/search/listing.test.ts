@@ -7,12 +7,13 @@
 import {mkdir, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {afterAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, beforeEach, describe, expect, it, vi} from 'vitest'
 
 import {listFiles} from '../../src/files/tools.js'
 import {memoryLs} from '../../src/ops/memory-ls.js'
 import {summaryOf, toSearchDocument} from '../../src/search/document.js'
-import {listIndexedFiles, recall, resetSearchCache, searchDocuments, searchMemory} from '../../src/search/index.js'
+import {recallMemory} from '../../src/ops/recall.js'
+import {listIndexedFiles, resetSearchCache, searchDocuments, searchMemory} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
@@ -117,7 +118,8 @@ describe('what the index keeps of each text', () => {
       expect({title, tags, body, summary}).toEqual({title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)})
     }
     // recall prints the summaries the index kept: the same block as from the texts.
-    const block = (await recall(root, 'harbour', {embeddings: false, limit: 5})).block
+    vi.stubEnv('JARVIS_EMBEDDINGS', 'off')
+    const block = (await recallMemory({dir: root, query: 'harbour', limit: 5}).finally(() => vi.unstubAllEnvs())).block
     for (const path of Object.keys(texts)) expect(block).toContain(`- ${path}\n  Summary: “${summaryOf(toSearchDocument(path, texts[path])).replace(/[“”]/g, '"')}”`)
   })
 })

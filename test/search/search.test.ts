@@ -1,9 +1,10 @@
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi} from 'vitest'
 
-import {BUILTIN_MODEL, INDEX_FILE, recall, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {recallMemory} from '../../src/ops/recall.js'
+import {BUILTIN_MODEL, INDEX_FILE, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -121,9 +122,13 @@ describe('the index in .nexus/', () => {
 })
 
 describe('recall', () => {
+  // Keyword ranking only, as JARVIS_EMBEDDINGS=off gives it: the block's shape, not the model, is under test here.
+  beforeEach(() => vi.stubEnv('JARVIS_EMBEDDINGS', 'off'))
+  afterEach(() => vi.unstubAllEnvs())
+
   it('prints the seed 004 §7 block: path and a one-line summary per hit', async () => {
     const root = await tree()
-    const {block, hits} = await recall(root, 'runner_exec auth failures', {embeddings: false})
+    const {block, hits} = await recallMemory({dir: root, query: 'runner_exec auth failures'})
     expect(hits.length).toBe(3)
     const lines = block.split('\n')
     expect(lines[0]).toBe('[MEMORY CONTEXT]')
@@ -140,14 +145,14 @@ describe('recall', () => {
     const files = new Map<string, string>()
     for (let i = 0; i < 12; i++) files.set(`notes/long-${i}.md`, `---\nsummary: ${'walrus '.repeat(200)}\n---\n${'walrus migration notes '.repeat(50)}\n`)
     const root = await tree(files)
-    const {block, hits} = await recall(root, 'walrus', {limit: 10, embeddings: false})
+    const {block, hits} = await recallMemory({dir: root, query: 'walrus', limit: 10})
     expect(block.length).toBeLessThanOrEqual(RECALL_MAX_CHARS)
     // Ten full summaries do not fit in the block: they are shortened alike rather than files left out.
     expect(hits.length).toBe(10)
     expect(hits.length).toBe(block.split('\n').filter((l) => l.startsWith('- ')).length)
     for (const line of block.split('\n').filter((l) => l.startsWith('  Summary'))) expect(line.length).toBeLessThanOrEqual(180)
-    await expect(recall(root, 'walrus', {limit: 11, embeddings: false})).rejects.toThrow(/between 1 and 10/)
-    const none = await recall(root, 'nonexistentterm', {embeddings: false})
+    await expect(recallMemory({dir: root, query: 'walrus', limit: 11})).rejects.toThrow(/between 1 and 10/)
+    const none = await recallMemory({dir: root, query: 'nonexistentterm'})
     expect(none.block).toBe('[MEMORY CONTEXT]\n(no memory file matches)')
   })
 })
