@@ -1,9 +1,14 @@
 /** A command's question to the warm server of its tree (src/warm/), if one runs: undefined means "do the work here". */
+import type {TreeWatch, WatchAnswer} from '../store/index.js'
 import {findRoot} from '../store/root.js'
 import {askWarm} from '../warm/client.js'
+import {startWatcherIfNobody} from '../warm/demand.js'
 import type {WarmOp} from '../warm/protocol.js'
 
-/** The tree of `--dir` (or the working directory); no tree, no warm answer: the cold path says what is wrong. */
+/**
+ * The tree of `--dir` (or the working directory); no tree, no warm answer: the cold path says what is wrong. When
+ * nobody answers in a large tree, a watch is started for the calls to come (warm/demand.ts).
+ */
 export async function askWarmTree<T>(dir: string | undefined, op: WarmOp, input: Record<string, unknown>): Promise<T | undefined> {
   let root: string
   try {
@@ -11,5 +16,30 @@ export async function askWarmTree<T>(dir: string | undefined, op: WarmOp, input:
   } catch {
     return undefined
   }
-  return askWarm<T>(root, op, input)
+  const answer = await askWarm<T>(root, op, input)
+  if (answer === undefined) await startWatcherIfNobody(root).catch(() => {})
+  return answer
+}
+
+
+/**
+ * The tree's watch as a sync asks it (store's TreeWatch): the warm server's answer to "which files changed since this
+ * clock". When nothing answers there, a call that then looked at many files starts a watch for the calls to come
+ * (warm/demand.ts).
+ */
+export function treeWatchOf(root: string, env: NodeJS.ProcessEnv = process.env): TreeWatch {
+  return {
+    async changes(clock) {
+      const answer = await askWarm<WatchAnswer>(root, 'changes', clock === undefined ? {} : {clock}, {env})
+      return answer !== undefined && isWatchAnswer(answer) ? answer : undefined
+    },
+    unwatched(files) {
+      startWatcherIfNobody(root, files, env).catch(() => {})
+    },
+  }
+}
+
+function isWatchAnswer(value: WatchAnswer): boolean {
+  if (typeof value.clock !== 'string') return false
+  return 'paths' in value ? Array.isArray(value.paths) && value.paths.every((path) => typeof path === 'string') : value.all === true
 }

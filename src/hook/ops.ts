@@ -127,7 +127,10 @@ async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<
   const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: hook.prompt})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: hook.prompt}))
+  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: hook.prompt})
+  // Nobody answered: in a large tree a watch is started for the prompts to come (warm/demand.ts).
+  if (warm === undefined) await (await import('../warm/demand.js')).startWatcherIfNobody(root).catch(() => {})
+  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: hook.prompt}))
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 

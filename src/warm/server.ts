@@ -18,7 +18,7 @@ const debug = createDebug('jarvis:warm')
 
 /** A request larger than this is not one of ours. */
 const MAX_REQUEST_BYTES = 1 << 20
-const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall'])
+const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes'])
 
 /** Answers one request with the operation's result (plain JSON data); a throw becomes an error answer. */
 export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promise<unknown>

@@ -28,8 +28,9 @@ import {dirname, join} from 'node:path'
 import createDebug from 'debug'
 
 import {type RefreshStats, type SearchIndexWatch, watchSearchIndex} from '../search/index.js'
-import {isIgnoredMemoryPath} from '../store/paths.js'
+import {isBackupName, isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryDir, nexusDir} from '../store/root.js'
+import {type ChangesAnswer, ChangeJournal, overflowBurst} from './changes.js'
 
 const debug = createDebug('jarvis:warm')
 
@@ -48,6 +49,11 @@ export interface FreshTree {
   settle(): Promise<RefreshStats>
   /** Whether the watch vouches for the order of events (false: every `settle()` rescans). */
   ordered(): boolean
+  /**
+   * The files of `.memory/` changed since `clock` (changes.ts), once every change made before this call was reported
+   * (the cookie); `all` when the watch cannot vouch for that.
+   */
+  changes(clock: string | undefined): Promise<ChangesAnswer>
   close(): Promise<void>
 }
 
@@ -56,9 +62,24 @@ function ignored(rel: string): boolean {
   return rel.slice(rel.lastIndexOf('/') + 1).includes('.jarvis-tmp-') || isIgnoredMemoryPath(rel)
 }
 
-export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number} = {}): FreshTree {
+export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number; overflowBurst?: number} = {}): FreshTree {
   // Every search of the tree in this process waits for a cookie first (a request's, the MCP session's own).
-  const index: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
+  const searchIndex: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
+  // What changed goes to the search index and to the journal of changes (the clocks `jarvis sync` asks with).
+  const journal = new ChangeJournal()
+  const index = {
+    changed(rel: string) {
+      searchIndex.changed(rel)
+      journal.change(rel)
+    },
+    rescan(reason = 'a folder was added, removed or moved') {
+      searchIndex.rescan()
+      journal.lose(reason)
+    },
+  }
+  // Events delivered in one read of the inotify queue (see overflowBurst): as many as an overflowed queue holds is a loss.
+  const burstLimit = options.overflowBurst ?? overflowBurst()
+  let burst = 0
   const memory = memoryDir(root)
   // A folder of its own: another watch of the tree (a sync --watch and an MCP session) never touches it.
   const cookies = join(nexusDir(root), COOKIE_DIR, `${process.pid}.${++watches}`)
@@ -73,7 +94,7 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   function unordered(reason: string): void {
     if (ordered) debug('every request rescans the tree: %s', reason)
     ordered = false
-    index.rescan()
+    index.rescan(reason)
   }
 
   function watchFolder(rel: string): void {
@@ -108,9 +129,12 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
 
   /** Synchronous from libuv's callback to the mark: what makes the cookie a proof (see above). */
   function onEvent(folder: string, event: string, name: string | Buffer | null): void {
-    if (name === null) return index.rescan()
+    if (burst++ === 0) setImmediate(() => (burst = 0))
+    if (burst === burstLimit) index.rescan('the inotify queue may have overflowed')
+    if (name === null) return index.rescan('an event without a name')
     const rel = folder === '' ? String(name) : `${folder}/${String(name)}`
-    if (ignored(rel)) return
+    // A conflict backup is no memory file, but a sync reports the ones waiting: the journal hears of them too.
+    if (ignored(rel)) return isBackupName(rel.slice(rel.lastIndexOf('/') + 1)) ? journal.change(rel) : undefined
     if (event === 'change') return index.changed(rel)
     // 'rename': created, removed or moved, a file or a folder.
     const info = lstatSync(join(memory, ...rel.split('/')), {throwIfNoEntry: false})
@@ -171,14 +195,20 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   }
 
   return {
-    settle: () => index.refresh(),
+    settle: () => searchIndex.refresh(),
     ordered: () => ordered,
+    async changes(clock) {
+      // The cookie first: every change made before this request is in the journal then.
+      if (await cookie()) return journal.since(clock)
+      journal.lose(ordered ? 'a cookie did not come back in time' : 'this watch cannot vouch for the order of events')
+      return journal.since(clock)
+    },
     async close() {
       for (const watcher of folders.values()) watcher.close()
       folders.clear()
       cookieWatcher?.close()
       rmSync(cookies, {recursive: true, force: true})
-      await index.stop()
+      await searchIndex.stop()
     },
   }
 }

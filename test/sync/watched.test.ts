@@ -1,0 +1,241 @@
+/**
+ * A sync in a watched tree (src/warm/changes.ts): it asks the tree's watch which files changed since the clock its stat
+ * cache keeps, and looks at those only. What a user would notice: every edit, new file, deletion and backup is still
+ * seen, with the watch or without; an edit made while the sync runs is pushed by the next one; a watch killed with
+ * SIGKILL, or started again, is never taken at its word for a clock it did not give (the sync after it looks at every
+ * file); and a no-op sync with the watch running looks at no memory file at all (strace). The watch is the one a
+ * sync starts on demand in a large tree (src/warm/demand.ts), or one of this process in the in-process cases.
+ */
+import {spawn} from 'node:child_process'
+import {readFileSync, writeFileSync} from 'node:fs'
+import {readFile, rm, stat, utimes} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+
+import {MemoryClient} from '../../src/protocol/client.js'
+import {resetSearchCache} from '../../src/search/index.js'
+import {readConfig, readScanHints, type TreeWatch, withTreeLock} from '../../src/store/index.js'
+import {runSync, type SyncResult} from '../../src/sync/run.js'
+import {askWarm} from '../../src/warm/client.js'
+import {type FreshTree, watchTreeFresh} from '../../src/warm/tree-watch.js'
+import {cleanEnv} from '../cli/memory-helpers.js'
+import {assertBuilt, runJarvisBuilt, runJs} from '../hook/helpers.js'
+import {makeClient, removeAll, startTestServer, type TestClient, type TestServer, TOKENS, until} from '../helpers/world.js'
+
+let server: TestServer
+const dirs: string[] = []
+const watches: FreshTree[] = []
+
+beforeAll(async () => {
+  server = await startTestServer()
+})
+
+afterEach(async () => {
+  for (const watch of watches.splice(0)) await watch.close()
+  resetSearchCache()
+})
+
+afterAll(async () => {
+  await server.close()
+  await removeAll(dirs)
+})
+
+async function client(agent = 'claude'): Promise<TestClient> {
+  const made = await makeClient(server.url, agent)
+  dirs.push(made.root)
+  return made
+}
+
+/** A sync of `root` in this process that asks `watch` (TestClient.sync asks none). */
+async function syncWatched(root: string, watch: TreeWatch): Promise<SyncResult> {
+  const config = await readConfig(root)
+  const memoryClient = new MemoryClient({server: server.url, token: TOKENS.claude})
+  try {
+    return await withTreeLock(root, {timeoutMs: 10_000}, () => runSync({root, client: memoryClient, settings: {...config.sync, retryDelay: 10}, watch}))
+  } finally {
+    await memoryClient.close()
+  }
+}
+
+/** This process's own watch of the tree. */
+function watchTree(root: string): FreshTree {
+  const tree = watchTreeFresh(root)
+  watches.push(tree)
+  return tree
+}
+
+/** `tree` as a sync asks it; `after` runs once each answer is given. */
+function askedAs(tree: FreshTree, after?: () => void): TreeWatch {
+  return {
+    async changes(clock) {
+      const answer = await tree.changes(clock)
+      after?.()
+      return answer
+    },
+  }
+}
+
+describe('a sync that asks the tree’s watch', () => {
+  it('sees every edit, new file, deletion and backup, as a sync that looks at every file does', async () => {
+    const a = await client()
+    const b = await client('gemini')
+    for (let i = 0; i < 20; i++) await a.write(`notes/n${i}.md`, `# Note ${i}\n`)
+    const watch = askedAs(watchTree(a.root))
+    expect((await syncWatched(a.root, watch)).pushed).toHaveLength(20)
+    // The first answer is `all` (no clock yet): the stat cache now keeps the watch's clock.
+    expect((await readScanHints(a.root)).watch).toMatch(/^[0-9a-f]{12}:\d+$/)
+    await b.sync()
+
+    // Edited in place, same size, its mtime put back: only the watch can tell (a stat cannot).
+    const path = join(a.memory, 'notes', 'n3.md')
+    const before = await stat(path)
+    writeFileSync(path, '# Note X\n')
+    await utimes(path, before.atime, before.mtime)
+    await a.write('notes/new.md', '# New\n')
+    await a.remove('notes/n5.md')
+    const round = await syncWatched(a.root, watch)
+    expect(round.pushed).toEqual(['notes/n3.md', 'notes/new.md'])
+    expect(round.deleted).toEqual(['notes/n5.md'])
+    await b.sync()
+    expect(await b.read('notes/n3.md')).toBe('# Note X\n')
+    expect(await b.read('notes/n5.md')).toBeNull()
+
+    // A conflict's backup, made by the sync, is reported at every sync until it is settled, then no more.
+    await a.write('notes/n7.md', '# Note 7, by A\n')
+    await b.write('notes/n7.md', '# Note 7, by B\n')
+    await b.sync()
+    const conflicted = await syncWatched(a.root, watch)
+    expect(conflicted.backups.map((backup) => backup.backup)).toEqual(['notes/n7.local.bak'])
+    expect((await syncWatched(a.root, watch)).waiting).toEqual(['notes/n7.local.bak'])
+    await rm(join(a.memory, 'notes', 'n7.local.bak'))
+    expect((await syncWatched(a.root, watch)).waiting).toEqual([])
+  })
+
+  it('an edit made after the watch answered, while the sync runs, is pushed by the next sync', async () => {
+    const a = await client()
+    for (let i = 0; i < 5; i++) await a.write(`n${i}.md`, `# Note ${i}\n`)
+    const tree = watchTree(a.root)
+    await syncWatched(a.root, askedAs(tree))
+    await syncWatched(a.root, askedAs(tree))
+    // A new file after each answer: the last one comes after the answer the scan went by, which does not name it.
+    const written: string[] = []
+    const racing = askedAs(tree, () => {
+      const name = `extra${written.length}.md`
+      writeFileSync(join(a.memory, name), `# Written during the sync, ${written.length}\n`)
+      written.push(name)
+    })
+    await a.write('n1.md', '# Note 1, edited\n')
+    const first = await syncWatched(a.root, racing)
+    expect(first.pushed).toContain('n1.md')
+    expect(first.pushed).not.toContain(written.at(-1))
+    const second = await syncWatched(a.root, askedAs(tree))
+    expect([...first.pushed, ...second.pushed].sort()).toEqual(['n1.md', ...written].sort())
+  })
+})
+
+describe('the watch a sync starts on demand (the built jarvis)', () => {
+  beforeAll(() => assertBuilt())
+
+  const children: number[] = []
+  afterAll(() => {
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
+  })
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  let trees = 0
+  async function watchedTree(extra: Record<string, string> = {}) {
+    const a = await client()
+    // Each tree its own folder: they share the server.
+    const top = `t${++trees}`
+    for (let i = 0; i < 30; i++) await a.write(`${top}/area-${i % 3}/n${i}.md`, `# Note ${i}\n`)
+    const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER_MIN_FILES: '10', ...extra})
+    const sync = async () => {
+      const run = await runJarvisBuilt(['sync', '--json'], {cwd: a.root, env})
+      expect(run.code, run.stderr).toBe(0)
+      return (JSON.parse(run.stdout) as {result: SyncResult}).result
+    }
+    // The first sync looks at every file and starts the watch; the one after gets the watch's clock.
+    await sync()
+    const pid = await until('the watch to start', () => {
+      const started = JSON.parse(readFileSync(join(a.root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}
+      children.push(started.pid)
+      return alive(started.pid) ? started.pid : undefined
+    })
+    await until('the watch to answer', async () => ((await sync()) && (await readScanHints(a.root)).watch) || undefined)
+    return {a, env, sync, pid, top}
+  }
+
+  /** The paths under `.memory/` that a `jarvis sync` looked at (stat, lstat, open), by strace; `.nexus/` files as `.nexus/<name>`. */
+  async function lookedAt(root: string, env: NodeJS.ProcessEnv, calls = 'statx,newfstatat,lstat,stat,open,openat'): Promise<string[]> {
+    const trace = join(root, '..', `watched-${process.pid}-${Date.now()}.txt`)
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('strace', ['-f', '-qq', '-o', trace, '-e', `trace=${calls}`, process.execPath, runJs, 'sync', '--quiet'], {cwd: root, env, stdio: 'ignore'})
+      child.on('error', reject)
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`jarvis sync exited ${code}`))))
+    })
+    const text = await readFile(trace, 'utf8')
+    await rm(trace, {force: true})
+    return text.split('\n').flatMap((line) => /"[^"]*\/\.memory\/([^"]+)"/.exec(line)?.[1] ?? /"[^"]*\/(\.nexus\/[^"/]+)"/.exec(line)?.[1] ?? [])
+  }
+
+  it('a no-op sync looks at no memory file while the watch runs; an edit is still pushed', async () => {
+    const {a, env, top} = await watchedTree()
+    const quiet = await lookedAt(a.root, env)
+    expect(quiet.filter((path) => !path.startsWith('.nexus/'))).toEqual([])
+    // Nor does it read the stat cache (as large as the tree) or the sync state: the stat cache's head only.
+    const opened = await lookedAt(a.root, env, 'open,openat')
+    expect(opened).toContain('.nexus/stat-cache.head.json')
+    expect(opened.filter((path) => path === '.nexus/stat-cache.json' || path === '.nexus/sync-state.json')).toEqual([])
+    await a.write(`${top}/area-1/n4.md`, '# Note 4, edited\n')
+    expect((await lookedAt(a.root, env)).filter((path) => !path.startsWith('.nexus/'))).toContain(`${top}/area-1/n4.md`)
+    const b = await client('gemini')
+    await b.sync()
+    expect(await b.read(`${top}/area-1/n4.md`)).toBe('# Note 4, edited\n')
+    // Without the watch, every file is looked at again.
+    expect((await lookedAt(a.root, {...env, JARVIS_WARM: 'off'})).filter((path) => !path.startsWith('.nexus/')).length).toBeGreaterThanOrEqual(30)
+  })
+
+  it('a watch killed with SIGKILL is not taken at its word: the next watch never answers for its clocks, and an edit made meanwhile is pushed', async () => {
+    const {a, env, sync, pid, top} = await watchedTree()
+    const clock = (await readScanHints(a.root)).watch!
+    process.kill(pid, 'SIGKILL')
+    await until('the watch to die', () => (alive(pid) ? undefined : true))
+    await a.write(`${top}/area-2/n2.md`, '# Note 2, edited while no watch ran\n')
+    // Another call starts another watch; the stat cache still keeps the dead one's clock.
+    expect((await runJarvisBuilt(['memory', 'ls'], {cwd: a.root, env})).code).toBe(0)
+    const second = await until('another watch to start', () => {
+      const started = JSON.parse(readFileSync(join(a.root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}
+      children.push(started.pid)
+      return started.pid !== pid && alive(started.pid) ? started.pid : undefined
+    })
+    await until('the new watch to answer', () => askWarm(a.root, 'changes', {}, {env}))
+    expect((await readScanHints(a.root)).watch).toBe(clock)
+    // Asked with the dead watch's clock, the new one says `all`: the sync looks at every file and pushes the edit.
+    expect((await sync()).pushed).toEqual([`${top}/area-2/n2.md`])
+    expect((await readScanHints(a.root)).watch?.split(':')[0]).not.toBe(clock.split(':')[0])
+    expect(alive(second)).toBe(true)
+  })
+
+  it('leaves by itself after its idle time, and when the tree is removed', async () => {
+    const idle = await watchedTree({JARVIS_WATCHER_IDLE_MS: '400'})
+    await until('the idle watch to leave', () => (alive(idle.pid) ? undefined : true))
+    const gone = await watchedTree()
+    await rm(gone.a.root, {recursive: true, force: true})
+    await until('the watch of a removed tree to leave', () => (alive(gone.pid) ? undefined : true))
+  })
+})
