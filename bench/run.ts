@@ -11,7 +11,9 @@ import {fileURLToPath} from 'node:url'
 
 import {benchEvents} from './events.js'
 import {benchMcp} from './mcp.js'
+import {benchLoad} from './load.js'
 import {benchMerge} from './merge.js'
+import {benchNotify} from './notify.js'
 import {benchQuality} from './quality.js'
 import {runProcess} from './process.js'
 import {benchSearch} from './search.js'
@@ -28,7 +30,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
   process.exit(2)
 }
 
-const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['quality', benchQuality]] as const
+const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['load', benchLoad], ['notify', benchNotify], ['quality', benchQuality]] as const
 const asked = process.argv.slice(2)
 const unknown = asked.filter((name) => !all.some(([known]) => known === name))
 if (unknown.length > 0) {

@@ -20,7 +20,8 @@ import {freshDatabase, startPostgresServer} from '../test/helpers/postgres.js'
 import {AGENTS, makeClient, tempDir, type TestClient, TOKENS, tokenMap} from '../test/helpers/world.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
-const jarvisBin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+/** The CLI the servers run: this checkout's, or JARVIS_BENCH_BIN (another build's bin/run.js, to compare). */
+const jarvisBin = process.env.JARVIS_BENCH_BIN || fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
 export interface TeamLoad {
   clients: number
@@ -32,6 +33,8 @@ export const TEAM_LOAD: TeamLoad = {clients: 30, rounds: 10, appendsPerRound: 3}
 
 export interface TeamServer {
   url: string
+  /** The server's process id (for the load bench's CPU, memory and handle accounting). */
+  pid?: number
   stop(): Promise<void>
 }
 
@@ -40,17 +43,27 @@ export async function startServeProcess(dataDir: string, extra: string[] = []): 
   await mkdir(dataDir, {recursive: true})
   const tokensFile = join(dataDir, 'bench-tokens.json')
   await writeFile(tokensFile, JSON.stringify(tokenMap), {mode: 0o600})
-  const child: ChildProcess = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir, '--tokens', tokensFile, ...extra], {
+  // JARVIS_BENCH_CPU_PROF=DIR: each server writes a V8 CPU profile there when it stops (to see where its time goes).
+  const profile = process.env.JARVIS_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.JARVIS_BENCH_CPU_PROF] : []
+  const child: ChildProcess = spawn(process.execPath, [...profile, jarvisBin, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir, '--tokens', tokensFile, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {...process.env, NO_COLOR: '1'},
   })
   let output = ''
+  let listening = false
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const url = await new Promise<string>((resolve, reject) => {
+    // Read until the listening line, then only drained (a server blocks on a full pipe), never kept: a long run
+    // must not cost the load generator a copy, and a search, of everything the server printed.
     const look = (chunk: string) => {
+      if (listening) return
       output += chunk
       const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match) resolve(match[1])
+      if (match) {
+        listening = true
+        output = ''
+        resolve(match[1])
+      }
     }
     child.stdout!.setEncoding('utf8').on('data', look)
     child.stderr!.setEncoding('utf8').on('data', look)
@@ -58,6 +71,7 @@ export async function startServeProcess(dataDir: string, extra: string[] = []): 
   })
   return {
     url,
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
       await exited

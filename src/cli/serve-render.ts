@@ -1,5 +1,6 @@
 /** Human output of the `jarvis serve` subcommands (token, export, import, backup, restore); `--json` prints their results instead. */
 import type {ApiKey} from '../server/keys.js'
+import type {OAuthGrant, OAuthGrantListed} from '../server/oauth/grants.js'
 
 function state(key: ApiKey, now: Date): string {
   if (key.revokedAt !== null) return `revoked ${key.revokedAt}`
@@ -18,6 +19,22 @@ export function renderKeyCreated({token, key}: {token: string; key: ApiKey}, now
 export function renderKeys(keys: ApiKey[], now = new Date()): string {
   if (keys.length === 0) return 'no keys yet: jarvis serve token create --agent <id> (the tokens file still works beside them)'
   return keys.map((key) => `${key.id}  ${key.workspace}  ${key.agentId}  ${key.role}  created ${key.createdAt}, ${state(key, now)}`).join('\n')
+}
+
+function grantState(grant: OAuthGrantListed, now: Date): string {
+  if (grant.revokedAt !== null) return `revoked ${grant.revokedAt}`
+  if (grant.refreshableUntil === null || Date.parse(grant.refreshableUntil) <= now.getTime()) return 'signed out (no refresh token left)'
+  return `refreshable until ${grant.refreshableUntil}`
+}
+
+/** The access people gave apps (OAuth), under the keys; nothing when there is none. */
+export function renderGrants(grants: OAuthGrantListed[], now = new Date()): string {
+  if (grants.length === 0) return ''
+  return ['apps (signed in with OAuth):', ...grants.map((grant) => `${grant.id}  ${grant.workspace}  ${grant.agentId}  ${grant.role}  app ${JSON.stringify(grant.clientName)} for ${grant.resource}  allowed ${grant.createdAt}, ${grantState(grant, now)}`)].join('\n')
+}
+
+export function renderGrantRevoked(grant: OAuthGrant): string {
+  return `revoked ${grant.id} (app ${JSON.stringify(grant.clientName)}, workspace ${grant.workspace}, agent ${grant.agentId}, role ${grant.role}): every server on this data directory refuses its tokens from now on`
 }
 
 export function renderKeyRevoked(key: ApiKey): string {

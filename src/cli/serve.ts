@@ -8,6 +8,9 @@ export interface ServeOptions {
   databaseUrl?: string
   tokensFile?: string
   logLevel: LogLevel
+  tlsCert?: string
+  tlsKey?: string
+  publicUrl?: string
 }
 
 export interface ServeResult {
@@ -22,6 +25,8 @@ export interface ListeningLine {
   dataDir: string
   /** The PostgreSQL database (without its password) when the memory lives there. */
   database?: string
+  /** Where apps (ChatGPT, Claude) connect with OAuth, when they can. */
+  appUrl?: string
 }
 
 /**
@@ -31,8 +36,10 @@ export interface ListeningLine {
 export async function serveUntilSignal(options: ServeOptions, say: (line: string) => void, warn: (line: string) => void, listening?: (line: ListeningLine) => void): Promise<ServeResult> {
   const server = await startServer(options)
   for (const warning of server.warnings) warn(warning)
-  listening?.({event: 'listening', url: server.url, dataDir: server.dataDir, ...(server.database === undefined ? {} : {database: server.database})})
+  listening?.({event: 'listening', url: server.url, dataDir: server.dataDir, ...(server.database === undefined ? {} : {database: server.database}), ...(server.appUrl === undefined ? {} : {appUrl: server.appUrl})})
   say(`jarvis serve listening on ${server.url} (${server.database === undefined ? `data in ${server.dataDir}` : `memory in PostgreSQL at ${server.database}`})`)
+  if (server.appUrl?.startsWith('https:')) say(`apps (ChatGPT, Claude) connect to ${server.appUrl} and sign in with OAuth`)
+  else if (server.appUrl !== undefined) say(`apps on this machine can sign in with OAuth at ${server.appUrl}; ChatGPT and Claude need an HTTPS address they can reach (--tls-cert and --tls-key, or --public-url behind a TLS proxy)`)
   if (server.tokens && server.tokensGenerated) {
     say(`created one token per agent in ${server.tokensFile} (mode 0600); a client uses its own like this:`)
     for (const [agent, token] of Object.entries(server.tokens)) say(`  ${agent.padEnd(8)}  JARVIS_TOKEN=${token} jarvis sync --server ${server.url}`)

@@ -10,6 +10,8 @@ import {readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
 import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
 import {promptTerms, relevantFiles} from './relevance.js'
+// The module itself, not the session barrel: the prompt hook loads no session reader.
+import {recallBlockPaths, stripInjected} from '../session/injected.js'
 
 /** The server gets this long to answer the session-start snapshot; a hung server must not hang the agent. */
 export const SNAPSHOT_DEADLINE_MS = 8000
@@ -21,8 +23,6 @@ export const PROJECT_MATCHES = 4
 export const NEWEST_EPISODES = 3
 /** Search hits the prompt hook weighs before its threshold. */
 export const PROMPT_CANDIDATES = 10
-/** Memory files the prompt hook shows at most. */
-export const PROMPT_FILES_MAX = 3
 
 export interface SessionContextOptions {
   root: string
@@ -106,25 +106,28 @@ async function startFiles(root: string, project: string | undefined, cwd: string
 export interface PromptRecall {
   /** The `[MEMORY CONTEXT]` block; '' when nothing passed the threshold. */
   block: string
+  /** The files the block shows, in its order. */
   files: string[]
 }
 
 /**
- * The recall for a prompt: the search's hits that pass the relevance threshold (relevance.ts), as a recall block.
- * Without the tree lock, like `jarvis recall`: files are replaced atomically and the search index is a SQLite
- * database that several processes update safely, so a sync in progress (an initial one can take seconds) never
- * keeps an agent's prompt waiting or without its memory.
+ * The recall for a prompt: the search's hits that pass the relevance threshold (relevance.ts), in recall's order
+ * (src/ops/recall-rules.ts: the note before the episodes that repeat it, the newer of two on the same thing first),
+ * as many as the recall block holds. Without the tree lock, like `jarvis recall`: files are replaced atomically and
+ * the search index is a SQLite database that several processes update safely, so a sync in progress (an initial one
+ * can take seconds) never keeps an agent's prompt waiting or without its memory.
  */
 export async function readPromptRecall(options: {root: string; prompt: string}): Promise<PromptRecall> {
-  if (options.prompt.trim() === '') return {block: '', files: []}
-  const {searchDocuments} = await import('../search/index.js')
+  const prompt = stripInjected(options.prompt)
+  if (prompt.trim() === '') return {block: '', files: []}
+  const {orderDocuments, searchPastEchoes} = await import('../ops/recall.js')
   // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
-  const query = promptTerms(options.prompt).slice(0, 40).join(' ')
+  const query = promptTerms(prompt).slice(0, 40).join(' ')
   if (!query) return {block: '', files: []}
   // Each hit's title, tags, body and summary as the index made them from its text: no front matter parsed again.
-  const {documents} = await searchDocuments(options.root, query, {limit: PROMPT_CANDIDATES})
-  const candidates = documents.map(({hit, title, tags, body, summary}) => ({path: hit.path, score: hit.score, title, tags, body, summary}))
-  const passed = relevantFiles(options.prompt, candidates).slice(0, PROMPT_FILES_MAX)
-  const block = recallBlock(passed.map((c) => ({path: c.path, summary: c.summary || c.title || ''})))
-  return {block, files: passed.map((c) => c.path)}
+  const {documents} = await searchPastEchoes(options.root, query, {pool: PROMPT_CANDIDATES, want: PROMPT_CANDIDATES, terms: promptTerms(prompt)})
+  const passed = new Set(relevantFiles(prompt, documents.map((d) => ({path: d.hit.path, score: d.hit.score, title: d.title, tags: d.tags, body: d.body}))).map((c) => c.path))
+  const ordered = await orderDocuments(options.root, prompt, documents.filter((d) => passed.has(d.hit.path)))
+  const block = recallBlock(ordered.map((d) => ({path: d.path, summary: d.summary || d.title || ''})))
+  return {block, files: recallBlockPaths(block)}
 }

@@ -1,11 +1,15 @@
 /**
  * A session recorded as an episode: `episodes/YYYY-MM-DD/<agent>-<session>.md`, in the episode template of
- * seed 004 §8 (src/files/episode.ts), with a summary in four parts:
+ * seed 004 §8 (src/files/episode.ts), with a summary of what the session added to the memory:
  *
- *     ## Asked          the prompts the person typed, one line each
  *     ## Decided        sentences of the session that state a decision (decided, chose, going with, instead of, …)
  *     ## Files touched  `path` (created, edited, written, deleted, read), from the tool calls
- *     ## Last answer    the agent's last answer, shortened
+ *     ## Learned        the agent's last answer, shortened
+ *     ## Memory used    the memory files jarvis gave the session for its prompts, or the agent read with the tools
+ *
+ * Not the prompts: a question asked again in every session would otherwise be written again in every episode, and
+ * those echoes would outrank the note that answers it. A session that decided nothing, touched no file and ran no
+ * tool only asked and was told (from the memory, or from the model's own knowledge): it is not recorded at all.
  *
  * One session is one file: the date is the session's first day, and every later hook of the same session
  * (pre-compact, each stop, session end) rewrites the same file with the union of what the file already says and
@@ -19,17 +23,17 @@
 import {relative, isAbsolute, normalize} from 'node:path'
 
 import {describeFindings, findSensitive, type SensitiveFinding} from '../events/index.js'
+import {episodeParts, SESSION_SECTIONS} from '../files/episode-parts.js'
 import {checkSlug, renderEpisode} from '../files/index.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {oneLine} from './format.js'
 import type {HookAgent} from './events.js'
+import {sessionSlug} from './shown.js'
 import type {DigestItem} from './transcript.js'
 
-export const MAX_ASKS = 20
-/** When asks are cut, this many of the first ones are kept (the rest are the newest). */
-export const ASKS_HEAD = 5
 export const MAX_DECISIONS = 12
 export const MAX_FILES = 60
+export const MAX_SOURCES = 20
 export const ITEM_CHARS = 240
 export const ANSWER_CHARS = 600
 
@@ -39,10 +43,12 @@ export interface FileTouch {
 }
 
 export interface SessionDigest {
-  asks: string[]
   decisions: string[]
   files: FileTouch[]
-  lastAnswer?: string
+  /** The agent's last answer, shortened. */
+  learned?: string
+  /** Memory files (never episodes) the session was given for its prompts or read with the memory tools. */
+  sources: string[]
 }
 
 export const AGENT_NAMES: Record<HookAgent, string> = {claude: 'Claude Code', gemini: 'Gemini CLI', codex: 'Codex CLI', openclaw: 'OpenClaw'}
@@ -52,6 +58,13 @@ export const AGENT_NAMES: Record<HookAgent, string> = {claude: 'Claude Code', ge
 /** Sentences that state a decision. */
 const DECISION =
   /\b(?:decided|decide to|decision|we(?:'ll| will) (?:use|go with|keep|switch|stick)|let'?s (?:use|go with|keep|switch|stick)|going with|go with|chose|chosen|choose to|settled on|agreed|switch(?:ed|ing)? to|instead of|from now on|the fix (?:is|was)|root cause)\b/i
+
+/** The sentences of a text that state a decision; a question ("Should we switch to Postgres?") states none. */
+function decisionsIn(text: string): string[] {
+  return sentences(text)
+    .filter((s) => DECISION.test(s) && !/\?["')\]]*$/.test(s))
+    .map((s) => oneLine(s, ITEM_CHARS))
+}
 
 function sentences(text: string): string[] {
   return text
@@ -104,6 +117,16 @@ export function touchesOf(name: string, input: unknown): Array<[string, string]>
   return []
 }
 
+/** A tool of jarvis's own MCP server (`memory_read`, `mcp__jarvis__recall`, …): reading the memory, not the world. */
+export function isMemoryTool(name: string): boolean {
+  return /(?:^|[_.:-])(?:memory_[a-z_]+|recall)$/.test(name)
+}
+
+/** The memory file a memory tool call read (`memory_read {path}`), if any. */
+function memoryRead(name: string, input: unknown): string | undefined {
+  return /(?:^|[_.:-])memory_read$/.test(name) ? stringField(input, 'path') : undefined
+}
+
 /** A path as the episode shows it: relative to the session's directory when inside it. */
 export function displayPath(path: string, cwd?: string): string {
   if (cwd && isAbsolute(path)) {
@@ -113,33 +136,43 @@ export function displayPath(path: string, cwd?: string): string {
   return normalize(path).split('\\').join('/')
 }
 
-/** What a session's items say, bounded. */
-export function digestOf(items: readonly DigestItem[], cwd?: string): SessionDigest {
-  const asks: string[] = []
+/** A memory file that can be a source: a note, never another episode. */
+const isSource = (path: string) => path.trim() !== '' && !path.startsWith('episodes/')
+
+/** What a session's items say, bounded; `shown` are the memory files jarvis gave its prompts. */
+export function digestOf(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = []): SessionDigest {
   const decisions: string[] = []
   const files = new Map<string, Set<string>>()
-  let lastAnswer: string | undefined
+  const sources = shown.filter(isSource)
+  let learned: string | undefined
   for (const item of items) {
-    if (item.kind === 'ask') {
-      pushUnique(asks, oneLine(item.text, ITEM_CHARS))
-      for (const s of sentences(item.text)) if (DECISION.test(s)) pushUnique(decisions, oneLine(s, ITEM_CHARS))
-    } else if (item.kind === 'answer') {
-      lastAnswer = item.text
-      for (const s of sentences(item.text)) if (DECISION.test(s)) pushUnique(decisions, oneLine(s, ITEM_CHARS))
+    if (item.kind === 'ask' || item.kind === 'answer') {
+      if (item.kind === 'answer') learned = item.text
+      for (const decision of decisionsIn(item.text)) pushUnique(decisions, decision)
     } else {
+      const read = memoryRead(item.name, item.input)
+      if (read && isSource(read)) pushUnique(sources, read)
       for (const [path, verb] of touchesOf(item.name, item.input)) {
-        const shown = displayPath(path, cwd)
-        if (!files.has(shown)) files.set(shown, new Set())
-        files.get(shown)!.add(verb)
+        const shownPath = displayPath(path, cwd)
+        if (!files.has(shownPath)) files.set(shownPath, new Set())
+        files.get(shownPath)!.add(verb)
       }
     }
   }
   return bound({
-    asks,
     decisions,
     files: [...files].map(([path, verbs]) => ({path, verbs: [...verbs]})),
-    lastAnswer: lastAnswer === undefined ? undefined : oneLine(lastAnswer, ANSWER_CHARS).replace(/^#+\s*/, '') || undefined,
+    learned: learned === undefined ? undefined : oneLine(learned, ANSWER_CHARS).replace(/^#+\s*/, '') || undefined,
+    sources,
   })
+}
+
+/**
+ * True when a session added something to record: a decision, a file touched, or a tool run (not a memory tool) —
+ * what it learned then comes from the world, not only from what it was told. A session that only asked is not.
+ */
+export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[]): boolean {
+  return digest.decisions.length > 0 || digest.files.length > 0 || items.some((item) => item.kind === 'tool' && !isMemoryTool(item.name))
 }
 
 function pushUnique(list: string[], value: string): void {
@@ -149,75 +182,54 @@ function pushUnique(list: string[], value: string): void {
 const VERB_ORDER = ['created', 'written', 'edited', 'deleted', 'read']
 
 function bound(digest: SessionDigest): SessionDigest {
-  const asks = digest.asks.length > MAX_ASKS ? [...digest.asks.slice(0, ASKS_HEAD), ...digest.asks.slice(-(MAX_ASKS - ASKS_HEAD))] : digest.asks
   const files = digest.files
     .map((f) => ({path: f.path, verbs: [...new Set(f.verbs)].sort((a, b) => VERB_ORDER.indexOf(a) - VERB_ORDER.indexOf(b))}))
     // files changed first, then files only read; each group in first-seen order
     .sort((a, b) => Number(a.verbs.every((v) => v === 'read')) - Number(b.verbs.every((v) => v === 'read')))
     .slice(0, MAX_FILES)
-  return {asks, decisions: digest.decisions.slice(-MAX_DECISIONS), files, lastAnswer: digest.lastAnswer}
+  return {decisions: digest.decisions.slice(-MAX_DECISIONS), files, learned: digest.learned, sources: digest.sources.slice(0, MAX_SOURCES)}
 }
 
-/** `a` then what `b` adds: the union of two digests of one session (the newer last answer wins). */
+/** `a` then what `b` adds: the union of two digests of one session (the newer answer wins). */
 export function mergeDigests(a: SessionDigest, b: SessionDigest): SessionDigest {
   const union = (x: string[], y: string[]) => [...x, ...y.filter((v) => !x.includes(v))]
   const files = new Map<string, string[]>()
   for (const f of [...a.files, ...b.files]) files.set(f.path, [...(files.get(f.path) ?? []), ...f.verbs])
   return bound({
-    asks: union(a.asks, b.asks),
     decisions: union(a.decisions, b.decisions),
     files: [...files].map(([path, verbs]) => ({path, verbs})),
-    lastAnswer: b.lastAnswer ?? a.lastAnswer,
+    learned: b.learned ?? a.learned,
+    sources: union(a.sources, b.sources),
   })
 }
 
 export function isEmptyDigest(d: SessionDigest): boolean {
-  return d.asks.length === 0 && d.decisions.length === 0 && d.files.length === 0 && !d.lastAnswer
+  return d.decisions.length === 0 && d.files.length === 0 && !d.learned && d.sources.length === 0
 }
 
 // ---- the file (pure) -------------------------------------------------------------------------------------------
 
-const SECTIONS = {asks: '## Asked', decisions: '## Decided', files: '## Files touched', lastAnswer: '## Last answer'} as const
-
 /** The summary part of the episode. */
 export function renderDigest(d: SessionDigest): string {
   const out: string[] = []
-  if (d.asks.length > 0) out.push(SECTIONS.asks, ...d.asks.map((a) => `- ${a}`), '')
-  if (d.decisions.length > 0) out.push(SECTIONS.decisions, ...d.decisions.map((s) => `- ${s}`), '')
-  if (d.files.length > 0) out.push(SECTIONS.files, ...d.files.map((f) => `- \`${f.path}\` (${f.verbs.join(', ')})`), '')
-  if (d.lastAnswer) out.push(SECTIONS.lastAnswer, d.lastAnswer, '')
+  if (d.decisions.length > 0) out.push(SESSION_SECTIONS.decisions, ...d.decisions.map((s) => `- ${s}`), '')
+  if (d.files.length > 0) out.push(SESSION_SECTIONS.files, ...d.files.map((f) => `- \`${f.path}\` (${f.verbs.join(', ')})`), '')
+  if (d.learned) out.push(SESSION_SECTIONS.learned, d.learned, '')
+  if (d.sources.length > 0) out.push(SESSION_SECTIONS.sources, ...d.sources.map((p) => `- ${p}`), '')
   return out.join('\n').trimEnd()
 }
 
-/** Reads back the digest an episode file of ours holds (the union of later hooks starts from it). */
+/**
+ * Reads back the digest an episode file of ours holds (the union of later hooks starts from it). An episode of an
+ * earlier version keeps what it decided, touched and answered; its `## Asked` is left behind.
+ */
 export function parseDigest(text: string): SessionDigest {
-  const digest: SessionDigest = {asks: [], decisions: [], files: []}
-  let section: keyof typeof SECTIONS | undefined
-  const answer: string[] = []
-  for (const raw of text.replace(/\r\n/g, '\n').split('\n')) {
-    const line = raw.trimEnd()
-    const heading = (Object.keys(SECTIONS) as Array<keyof typeof SECTIONS>).find((k) => SECTIONS[k] === line)
-    if (heading) {
-      section = heading
-      continue
-    }
-    if (line.startsWith('## ')) {
-      section = undefined
-      continue
-    }
-    if (section === 'lastAnswer') {
-      if (line.trim()) answer.push(line.trim())
-      continue
-    }
-    if (!section || !line.startsWith('- ')) continue
-    const item = line.slice(2)
-    if (section === 'files') {
-      const match = /^`(.+)` \(([^)]*)\)$/.exec(item)
-      if (match) digest.files.push({path: match[1], verbs: match[2].split(',').map((v) => v.trim()).filter(Boolean)})
-    } else digest[section].push(item)
-  }
-  if (answer.length > 0) digest.lastAnswer = answer.join(' ')
-  return digest
+  const parts = episodeParts(text.slice(text.indexOf('\nSummary:') + 1))
+  const files = parts.files.flatMap((item) => {
+    const match = /^`(.+)` \(([^)]*)\)$/.exec(item)
+    return match ? [{path: match[1], verbs: match[2].split(',').map((v) => v.trim()).filter(Boolean)}] : []
+  })
+  return {decisions: parts.decided, files, learned: parts.learned.length > 0 ? parts.learned.join(' ') : undefined, sources: parts.sources.filter(isSource)}
 }
 
 export interface EpisodeMeta {
@@ -229,24 +241,27 @@ export interface EpisodeMeta {
 }
 
 /** `<agent>-<session>`: lowercase letters, digits and `-`, at most 80 characters. */
-export function episodeSlug(agentId: string, sessionId: string): string {
-  const session = sessionId
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 64)
-  return `${agentId}-${session || 'session'}`
-}
+export const episodeSlug = sessionSlug
 
 export function episodePath(date: string, agentId: string, sessionId: string): string {
   return `episodes/${date}/${episodeSlug(agentId, sessionId)}.md`
 }
 
+/** What the session was about, from what it did: its first decision, else the files it changed, else those it read. */
+export function topicOf(digest: SessionDigest): string | undefined {
+  if (digest.decisions.length > 0) return digest.decisions[0]
+  const changed = digest.files.filter((f) => f.verbs.some((v) => v !== 'read'))
+  const list = (files: FileTouch[]) => `${files.slice(0, 3).map((f) => f.path).join(', ')}${files.length > 3 ? ` and ${files.length - 3} more` : ''}`
+  if (changed.length > 0) return `changed ${list(changed)}`
+  if (digest.files.length > 0) return `read ${list(digest.files)}`
+  return undefined
+}
+
 /** The whole episode file. */
 export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): string {
   const short = meta.sessionId.slice(0, 8)
-  const first = digest.asks[0]
-  const title = `${AGENT_NAMES[meta.agent]} session ${short}${first ? `: ${oneLine(first, 70)}` : ''}`
+  const topic = topicOf(digest)
+  const title = `${AGENT_NAMES[meta.agent]} session ${short}${topic ? `: ${oneLine(topic, 70)}` : ''}`
   let project: string | undefined
   try {
     project = meta.project === undefined ? undefined : checkSlug(meta.project)
@@ -259,8 +274,8 @@ export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): 
     body: renderDigest(digest),
     now: new Date(`${meta.date}T12:00:00.000Z`),
     project,
-    topic: first ? oneLine(first, 160) : undefined,
-    outcome: digest.lastAnswer ? oneLine(digest.lastAnswer, 160) : undefined,
+    topic: topic ? oneLine(topic, 160) : undefined,
+    outcome: digest.learned ? oneLine(digest.learned, 160) : undefined,
     refs: `${meta.agent} session ${meta.sessionId}`,
   })
 }
@@ -277,18 +292,18 @@ export interface CleanDigest {
 /** The digest without the lines that hold a secret or personal data (one scan over every line). */
 export async function withoutSensitive(digest: SessionDigest): Promise<CleanDigest> {
   const fields: Record<string, string> = {}
-  digest.asks.forEach((v, i) => (fields[`asked ${i + 1}`] = v))
   digest.decisions.forEach((v, i) => (fields[`decided ${i + 1}`] = v))
   digest.files.forEach((f, i) => (fields[`file ${i + 1}`] = f.path))
-  if (digest.lastAnswer) fields['last answer'] = digest.lastAnswer
+  digest.sources.forEach((p, i) => (fields[`memory used ${i + 1}`] = p))
+  if (digest.learned) fields['learned'] = digest.learned
   const findings = await findSensitive(fields)
   if (findings.length === 0) return {digest, leftOut: '', findings}
   const bad = new Set(findings.map((f) => f.field))
   const clean: SessionDigest = {
-    asks: digest.asks.filter((_, i) => !bad.has(`asked ${i + 1}`)),
     decisions: digest.decisions.filter((_, i) => !bad.has(`decided ${i + 1}`)),
     files: digest.files.filter((_, i) => !bad.has(`file ${i + 1}`)),
-    lastAnswer: bad.has('last answer') ? undefined : digest.lastAnswer,
+    learned: bad.has('learned') ? undefined : digest.learned,
+    sources: digest.sources.filter((_, i) => !bad.has(`memory used ${i + 1}`)),
   }
   return {digest: clean, leftOut: `left out ${bad.size} line${bad.size === 1 ? '' : 's'} of the episode holding ${describeFindings(findings)}`, findings}
 }
@@ -303,11 +318,15 @@ export interface RecordResult {
   leftOut?: string
   /** Set when nothing was written because the text still held a secret; for the hook log. */
   refused?: string
+  /** True when nothing was written because the session added nothing to record (addsToMemory) and had no episode yet. */
+  skipped?: boolean
 }
 
 export interface RecordInput extends Omit<EpisodeMeta, 'date'> {
   agentId: string
   digest: SessionDigest
+  /** addsToMemory of the session: false writes no new episode (one already written is still brought up to date). */
+  adds: boolean
   /** The session's first day when known (YYYY-MM-DD). */
   startDate?: string
   now: Date
@@ -339,6 +358,7 @@ export async function recordEpisode(root: string, input: RecordInput): Promise<R
         break
       }
     }
+    if (existing === null && !input.adds) return {path, changed: false, skipped: true}
     const date = /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(path)![1]
     const merged = existing === null ? scanned.digest : mergeDigests(parseDigest(existing), scanned.digest)
     const text = renderSessionEpisode({agent: input.agent, sessionId: input.sessionId, date, project: input.project}, merged)

@@ -61,10 +61,19 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     .replace(/\r\n/g, '\n')
     .split('\n')
     .filter((line) => line.trim() !== '')
-  const shownPinned = new Set(pinned.filter((line) => line.startsWith('- [')))
-  const recent = input.recent
+  // The newest event of a key wins: a key pinned above is shown there (its newest value), and of the others only
+  // the newest event of each key is listed — an older one is a value the key no longer has.
+  const pinnedKeys = pinnedKeysOf(pinned)
+  const seen = new Set<string>()
+  const recent = [...input.recent]
     .filter((e) => !e.deprecated)
-    .filter((e) => ![...shownPinned].some((line) => line.startsWith(`- [${e.kind}] ${e.dedupe_key}: ${firstLine(e.content_md).slice(0, 40)}`)))
+    .sort((a, b) => (b.created_at ?? '').localeCompare(a.created_at ?? ''))
+    .filter((e) => {
+      const key = `${e.scope}\u0000${e.dedupe_key}`
+      if (pinnedKeys.has(key) || seen.has(key)) return false
+      seen.add(key)
+      return true
+    })
     .slice(0, CONTEXT_RECENT_MAX)
     .map((e) => `- ${(e.created_at ?? '').slice(0, 10)} [${e.kind}] ${e.scope} ${e.dedupe_key}: ${oneLine(firstLine(e.content_md), 160)} (${e.agent_id})`)
   const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
@@ -74,6 +83,19 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
     ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
   ]
+}
+
+/** `<scope>\0<key>` of each bullet of the pinned memory (`## <scope>` headings, then `- [kind] key: …` bullets). */
+function pinnedKeysOf(lines: readonly string[]): Set<string> {
+  const keys = new Set<string>()
+  let scope = ''
+  for (const line of lines) {
+    const heading = /^## (\S+)\s*$/.exec(line)
+    if (heading) scope = heading[1]
+    const bullet = /^- \[[^\]]+\] ([a-z0-9_:-]+): /.exec(line)
+    if (bullet) keys.add(`${scope}\u0000${bullet[1]}`)
+  }
+  return keys
 }
 
 /** The note that ends a context cut to the budget. */

@@ -4,13 +4,17 @@
  *
  * - session-start: pinned memory, recent events of the agent's scopes and the most relevant memory files, cut
  *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why.
- * - prompt: the recall for the prompt, only hits that pass the relevance threshold; nothing at all otherwise.
- * - pre-compact, stop, session-end: the session recorded as an episode (episode.ts), then synced in the
- *   background when `sync.autoSync` is on; nothing printed.
+ * - prompt: the recall for the prompt typed (the context an agent put around it taken out), only hits that pass
+ *   the relevance threshold; nothing at all otherwise. The files shown are noted for the session (shown.ts).
+ * - pre-compact, stop, session-end: what the session decided, changed and learned recorded as an episode
+ *   (episode.ts; nothing for a session that only asked), then synced in the background when `sync.autoSync` is
+ *   on; nothing printed.
  *
  * Any failure is a line in `.nexus/hooks.log` (when there is a tree to log in) and exit 0. Modules an event
  * does not use are not loaded.
  */
+// The module itself, not the session barrel: the prompt hook loads no session reader.
+import {stripInjected} from '../session/injected.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
@@ -77,7 +81,7 @@ export async function runHook(input: RunHookInput): Promise<RunHookResult> {
   if (!parsed.ok) await log(parsed.reason)
   try {
     if (event === 'session-start') result.stdout = await sessionStart(root, agent, parsed.input, input, now, log)
-    else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input)
+    else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input, log)
     else if (RECORDING_EVENTS.has(event)) await record(root, agent, event, parsed.input, input, now, log, result)
   } catch (error) {
     await log(describe(error))
@@ -121,16 +125,23 @@ function shortReason(error: unknown): string {
   return oneLine(first, 240)
 }
 
-async function prompt(root: string, agent: HookAgent, hook: HookInput): Promise<string> {
-  if (!hook.prompt || hook.prompt.trim() === '') return ''
+async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (reason: string) => Promise<void>): Promise<string> {
+  // What the person typed: Gemini CLI hands the hook its prompt with the session context in front (<hook_context>).
+  const typed = stripInjected(hook.prompt ?? '')
+  if (typed.trim() === '') return ''
   // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
   const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: hook.prompt})
+  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})
   // Nobody answered: in a large tree a watch is started for the prompts to come (warm/demand.ts).
   if (warm === undefined) await (await import('../warm/demand.js')).startWatcherIfNobody(root).catch(() => {})
-  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: hook.prompt}))
+  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
+  // Noted for the session's episode: the notes it was given are what its answers repeat (shown.ts).
+  if (hook.sessionId && recall.files.length > 0) {
+    const {noteShown} = await import('./shown.js')
+    await noteShown(root, agentIdOf(agent), hook.sessionId, recall.files).catch((error: unknown) => log(`the files shown to the session were not noted: ${describe(error)}`))
+  }
   return formatAnswer(agent, 'prompt', recall.block, hook.hookEventName)
 }
 
@@ -150,8 +161,11 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const {readTranscriptItems} = await import('./transcript.js')
-  const {digestOf, isEmptyDigest, recordEpisode} = await import('./episode.js')
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, recordEpisode}, {forgetShown, readShown}] = await Promise.all([
+    import('./transcript.js'),
+    import('./episode.js'),
+    import('./shown.js'),
+  ])
   let items: Awaited<ReturnType<typeof readTranscriptItems>> = {items: []}
   if (hook.transcriptPath && agent !== 'openclaw') {
     try {
@@ -161,14 +175,18 @@ async function record(
     }
   }
   const extra = [
-    ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: hook.prompt}] : []),
+    ...(hook.prompt && event === 'stop' ? [{kind: 'ask' as const, text: stripInjected(hook.prompt)}] : []),
     ...[hook.lastAssistantMessage, hook.promptResponse].filter((t): t is string => Boolean(t)).map((text) => ({kind: 'answer' as const, text})),
   ]
-  const digest = digestOf([...items.items, ...extra], items.cwd ?? hook.cwd ?? root)
+  const all = [...items.items, ...extra]
+  const digest = digestOf(all, items.cwd ?? hook.cwd ?? root, await readShown(root, agentIdOf(agent), sessionId))
+  if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet
   const startDate = validDate(items.startedAt)
   const lockTimeoutMs = event === 'session-end' ? Math.min(config.sync.lockTimeout, SESSION_END_LOCK_MS) : config.sync.lockTimeout
-  const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, startDate, now, lockTimeoutMs, project: config.project})
+  const adds = addsToMemory(digest, all)
+  const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, adds, startDate, now, lockTimeoutMs, project: config.project})
+  if (written.skipped) return // the session only asked and was told: nothing to record
   result.episode = written.path
   if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
   if (written.refused) {

@@ -223,7 +223,7 @@ const eventList = z.object({
 })
 export const searchOutput = z.object({
   query: z.string(),
-  files: z.object({hits: z.array(searchHit), mode: z.enum(['hybrid', 'keyword']), note: z.string().optional()}).nullable(),
+  files: z.object({hits: z.array(searchHit), mode: z.enum(['hybrid', 'keyword']), model: z.string().optional(), note: z.string().optional()}).nullable(),
   events: eventList.nullable(),
   notes: z.array(z.string()),
 })
@@ -232,6 +232,7 @@ export const recallOutput = z.object({
   block: z.string().describe('The [MEMORY CONTEXT] block, ready for a prompt.'),
   hits: z.array(searchHit),
   mode: z.enum(['hybrid', 'keyword']),
+  model: z.string().optional().describe('The embedding model of a hybrid ranking.'),
   note: z.string().optional(),
 })
 

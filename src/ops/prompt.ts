@@ -14,6 +14,12 @@ export interface PromptOptions {
   agent?: string
   /** The name the CLI is installed under (`this.config.bin`). */
   bin?: string
+  /**
+   * For a person pasting it into a chat app: ChatGPT (the app, through its jarvis connector) gets its own short block
+   * for its custom instructions, which names the connector's tools and no command. Codex CLI, also agent chatgpt,
+   * keeps the full block in AGENTS.md (jarvis agents install does not set this).
+   */
+  forApp?: boolean
 }
 
 export interface PromptResult {
@@ -23,7 +29,7 @@ export interface PromptResult {
 
 /** Where each agent's system prompt lives: a hint for the person, not the prompt. */
 export const PROMPT_PLACEMENT: Record<string, string> = {
-  chatgpt: 'Custom Instructions or the system prompt',
+  chatgpt: "ChatGPT's custom instructions (Settings, Personalization), with its jarvis connector set up",
   claude: 'the system prompt (API or CLAUDE.md / CLI config)',
   gemini: 'the system instructions (GEMINI.md / CLI config)',
   openclaw: 'config.yaml or its equivalent',
@@ -43,6 +49,7 @@ export async function agentPrompt(options: PromptOptions): Promise<PromptResult>
     throw new BadInputError(`unknown agent ${JSON.stringify(identity.agentId)}: one of ${agentIdSchema.options.join(', ')}`, {field: '--agent', agent: identity.agentId})
   }
   const agent = parsed.data
+  if (options.forApp && agent === 'chatgpt') return {agent, text: appPrompt(agent)}
   const bin = options.bin ?? 'jarvis'
   const as = `--agent ${agent}`
   const kinds = eventKindSchema.options.filter((kind) => kind !== 'conflict_resolution').join(', ')
@@ -60,4 +67,18 @@ export async function agentPrompt(options: PromptOptions): Promise<PromptResult>
   else lines.push(`- No shared memory server is set for this tree yet: set JARVIS_SERVER (or \`${bin} init --server URL\`) and JARVIS_TOKEN to ${agent}'s token.`)
   lines.push(`- Details: \`${bin} memory --help\`.`)
   return {agent, text: lines.join('\n')}
+}
+
+/**
+ * The short block for ChatGPT's custom instructions (a field of at most 1,500 characters): the app reaches the memory
+ * only through its jarvis connector (`jarvis serve`'s /mcp, signed in with OAuth), so it names the tools and no command.
+ */
+function appPrompt(agent: string): string {
+  return [
+    `You share one memory with my other AI agents through the "jarvis" connector; there you are agent "${agent}".`,
+    '- Start: when a conversation is about my work or my projects, first read the memory with memory_snapshot and follow its pinned rules; before answering about earlier decisions, conventions or set-up, look them up with recall or memory_search.',
+    `- End: when something is settled (a decision, a fact, a preference), save it with memory_append: a kind (decision, fact, config, constraint, workflow, todo), a stable key like decision:db_choice, and a short content saying what, why and since when. Only settled things, at most ${MAX_EVENTS_PER_RUN} per conversation; scope agent:${agent} for notes only you read.`,
+    '- Never save secrets, passwords, tokens or personal data such as e-mail addresses and phone numbers: the memory refuses them.',
+    '- If the memory cannot be read (a jarvis tool fails, or the connector is signed out), tell me and stop there: never go on from a guess.',
+  ].join('\n')
 }

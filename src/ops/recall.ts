@@ -1,5 +1,7 @@
-import {recall, type RecallResult} from '../search/index.js'
+import {checkRecallLimit, recallBlock, type RecallResult, searchDocuments, type SearchedDocument, type SearchOptions, type SearchResult} from '../search/index.js'
 import {findRoot} from '../store/root.js'
+import {readMemoryFile} from '../store/tree.js'
+import {evidenceTerms, newestWinsCandidates, orderForQuery, promptTerms, type RankedFile, sessionEpisode} from './recall-rules.js'
 
 export type {RecallResult} from '../search/index.js'
 
@@ -13,12 +15,95 @@ export interface RecallInput {
 }
 
 /**
+ * How many of the search's best files recall weighs before it keeps `limit`: rules 1 and 3 of recall-rules.ts move
+ * episodes behind notes, so a note the search ranked a little lower must still be among them.
+ */
+export const RECALL_POOL = 30
+/** The search is asked for at most this many files when echoes fill its first answers (searchPastEchoes). */
+export const MAX_POOL = 320
+
+/**
+ * The search's best `pool` documents for `query` — more, doubling, while fewer than `want` of them are anything but
+ * echoes (sessions' episodes with no evidence for the query, recall-rules.ts rule 1): episodes of earlier versions
+ * repeat a question in their title and outrank the note that answers it, a hundred sessions deep. In a tree without
+ * such episodes this is one search.
+ */
+export async function searchPastEchoes(root: string, query: string, options: SearchOptions & {pool: number; want: number; terms?: string[]}): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
+  const {pool, want, terms = promptTerms(query), ...search} = options
+  let limit = pool
+  for (;;) {
+    const found = await searchDocuments(root, query, {...search, limit})
+    const echoes = found.documents.filter((d) => {
+      const file = {path: d.hit.path, title: d.title, tags: d.tags, body: d.body}
+      return sessionEpisode(file) !== undefined && evidenceTerms(file, terms).length === 0
+    }).length
+    if (found.documents.length - echoes >= want || found.result.hits.length < limit || limit >= MAX_POOL || terms.length === 0) {
+      return {result: found.result, documents: await withRepeatedNotes(root, query, found.documents, {...search, want, terms})}
+    }
+    limit = Math.min(MAX_POOL, limit * 2)
+  }
+}
+
+/**
+ * Rule 3 of recall-rules.ts for a note the search ranked outside the pool: a session's episode among the first `want`
+ * files with evidence that names a note under `## Memory used` brings that note in, at the episode's score, when the
+ * note matches the query and the filters. Sessions that were given the same note and repeated it outrank it by their
+ * number alone (two hundred of them rank it last); rule 3 then puts them behind it.
+ */
+async function withRepeatedNotes(
+  root: string,
+  query: string,
+  documents: readonly SearchedDocument[],
+  options: SearchOptions & {want: number; terms: string[]},
+): Promise<SearchedDocument[]> {
+  const {want, terms, ...search} = options
+  const present = new Set(documents.map((d) => d.hit.path))
+  const missing = new Map<string, SearchedDocument>()
+  let withEvidence = 0
+  for (const document of documents) {
+    if (withEvidence >= want) break
+    const file = {path: document.hit.path, title: document.title, tags: document.tags, body: document.body}
+    if (evidenceTerms(file, terms).length === 0) continue
+    withEvidence++
+    for (const source of sessionEpisode(file)?.sources ?? []) {
+      if (!present.has(source) && !missing.has(source) && (!search.prefix || source.startsWith(search.prefix))) missing.set(source, document)
+    }
+  }
+  if (missing.size === 0) return [...documents]
+  const added = new Map<SearchedDocument, SearchedDocument[]>()
+  for (const [source, episode] of [...missing].slice(0, want)) {
+    // The index was brought up to date by the search that made the pool.
+    const [note] = (await searchDocuments(root, query, {...search, prefix: source, limit: 1, refresh: false})).documents
+    if (note?.hit.path === source) added.set(episode, [...(added.get(episode) ?? []), {...note, hit: {...note.hit, score: episode.hit.score}}])
+  }
+  return documents.flatMap((d) => [...(added.get(d) ?? []), d])
+}
+
+/** The date (YYYY-MM-DD) of each file, from its front matter or path (search/document.ts), read for these paths only. */
+export async function fileDates(root: string, paths: readonly string[]): Promise<Map<string, string | undefined>> {
+  if (paths.length === 0) return new Map()
+  const {toSearchDocument} = await import('../search/document.js')
+  const texts = await Promise.all(paths.map((path) => readMemoryFile(root, path)))
+  return new Map(paths.map((path, i) => [path, texts[i] === null ? undefined : toSearchDocument(path, texts[i]!).date]))
+}
+
+/** The search's documents in recall's order for `query` (recall-rules.ts), each with its ranked fields. */
+export async function orderDocuments(root: string, query: string, documents: readonly SearchedDocument[]): Promise<Array<SearchedDocument & RankedFile>> {
+  const ranked = documents.map((d) => ({...d, path: d.hit.path, score: d.hit.score}))
+  return orderForQuery(query, ranked, await fileDates(root, newestWinsCandidates(query, ranked)))
+}
+
+/**
  * `jarvis recall`: the `[MEMORY CONTEXT]` block for the memory files that best match `query`. Files only, which are
  * always on this machine: it never needs the server (`memory search` adds the shared event log, and stops with
- * exit 3 when that cannot be read).
+ * exit 3 when that cannot be read). The search's ranking, then recall's rules: an episode's echo of the query is no
+ * evidence, the newer of two files on the same thing goes first, an episode goes after the note it repeats.
  */
 export async function recallMemory(input: RecallInput): Promise<RecallResult> {
   // The tree's root only: its config (and the schemas that check it) says nothing a recall uses.
   const root = findRoot(process.cwd(), input.dir)
-  return recall(root, input.query, {limit: input.limit, tags: input.tags, prefix: input.prefix, since: input.since})
+  const limit = checkRecallLimit(input.limit)
+  const {result, documents} = await searchPastEchoes(root, input.query, {pool: Math.max(limit, RECALL_POOL), want: limit, tags: input.tags, prefix: input.prefix, since: input.since})
+  const ordered = (await orderDocuments(root, input.query, documents)).slice(0, limit)
+  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
 }

@@ -2,15 +2,18 @@
  * The keyword engine: SQLite FTS5 (through better-sqlite3) queried in place, with minisearch's ranking rules kept
  * (see docs/decisions/search.md): fields title ×3, tags ×2, path ×1.5, body ×1 (bm25() column weights); query
  * terms OR-ed, each counting in full when it matches exactly, 0.375 as a prefix (3+ characters) and 0.45 × its
- * closeness as a fuzzy term (5+ characters, 20 % of its length, at most 2 edits); a file's score is multiplied by
- * the number of query terms it matched. Fuzzy terms come from the index's own vocabulary (`terms`), within a
- * bounded edit distance computed here.
+ * closeness as a fuzzy term (5+ characters, 20 % of its length, at most 2 edits), 0.5 as another form of the same
+ * word (the same English stem, Porter2: "hiking" for "hike", "verify" for "verified"); a file's score is multiplied
+ * by the number of query terms it matched. Fuzzy terms and other forms come from the index's own vocabulary
+ * (`terms`), within a bounded edit distance computed here, or by stem.
  *
  * Words are split, lower-cased and stop words dropped here, before FTS5 sees them (the same `processTerm` for
  * texts and queries), so what is indexed is exactly what a query can ask for. The FTS table is contentless: the
  * files are on disk, and snippets are read from them.
  */
 import type {RowDatabase, RowStatement} from '../store/sqlite-open.js'
+
+import stem from 'wink-porter2-stemmer'
 
 import type {SearchDocument} from './document.js'
 
@@ -50,6 +53,15 @@ const PREFIX_MIN = 3
 const FUZZY_MIN = 5
 const FUZZY_SHARE = 0.2
 const MAX_EDITS = 2
+/**
+ * Another form of a query word (same stem, not a prefix match) counts this much: measured on LoCoMo and the
+ * coding-memory set (docs/decisions/embeddings.md), 0.5 raised keyword recall@5 on both; 1.0 lowered recall@1.
+ */
+const STEM_WEIGHT = 0.5
+/** At most this many indexed words sharing the stem's first letters are stemmed per query word. */
+const STEM_CANDIDATES = 500
+/** Above every character: the end of a range of words that start alike. */
+const LAST_CHAR = String.fromCodePoint(0x10_ffff)
 
 /** Idempotent: creates the tables of the engine in `db`. */
 export function createFtsSchema(db: RowDatabase): void {
@@ -124,6 +136,7 @@ export class FtsEngine {
   private readonly insertTerm: RowStatement
   private readonly matchDocs: RowStatement
   private readonly termsByLength: RowStatement
+  private readonly termsStartingWith: RowStatement
 
   constructor(db: RowDatabase) {
     createFtsSchema(db)
@@ -133,6 +146,7 @@ export class FtsEngine {
     this.matchDocs = db.prepare(`SELECT rowid, bm25(docs, ${BOOSTS.title}, ${BOOSTS.tags}, ${BOOSTS.path}, ${BOOSTS.body}) FROM docs WHERE docs MATCH ?`)
     // A word within d edits of the query word holds one of d + 1 disjoint pieces of it unchanged (each edit breaks
     // at most one piece): SQLite keeps only such words, so few reach the edit distance computed here.
+    this.termsStartingWith = db.prepare(`SELECT term FROM terms WHERE term >= ? AND term < ? LIMIT ${STEM_CANDIDATES}`)
     this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))')
   }
 
@@ -166,6 +180,10 @@ export class FtsEngine {
     for (const term of new Set(wordsOf(query))) {
       collect(`"${term}"`, 1, term, [term])
       if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, term, [term])
+      if (term.length >= PREFIX_MIN) {
+        const forms = this.otherForms(term)
+        if (forms.length > 0) collect(forms.map((word) => `"${word}"`).join(' OR '), STEM_WEIGHT, term, forms)
+      }
       if (term.length >= FUZZY_MIN) {
         for (const [distance, neighbours] of this.fuzzyNeighbours(term)) {
           collect(neighbours.map((word) => `"${word}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), term, neighbours)
@@ -175,6 +193,22 @@ export class FtsEngine {
     return [...found]
       .map(([id, {score, terms, queryTerms}]) => ({id, score: score * queryTerms.size, terms: [...terms]}))
       .sort((a, b) => b.score - a.score || a.id - b.id)
+  }
+
+  /**
+   * The indexed words with the stem of `term` ("hiking", "hikes" for "hike"), but not those the prefix query counts
+   * already ("deployed" for "deploy"). A word starts with its stem but for the stem's last letter (Porter2 may put
+   * back an e or turn a y into an i: "hiking" → "hike", "happy" → "happi"), so only the indexed words starting so
+   * are stemmed.
+   */
+  private otherForms(term: string): string[] {
+    const root = stem(term)
+    const start = root.slice(0, Math.max(PREFIX_MIN, root.length - 1))
+    const forms: string[] = []
+    for (const [word] of this.termsStartingWith.all(start, start + LAST_CHAR) as Array<[string]>) {
+      if (word !== term && !word.startsWith(term) && stem(word) === root) forms.push(word)
+    }
+    return forms
   }
 
   /**

@@ -16,11 +16,13 @@ import {nexusDir} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
 import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
-import {reciprocalRankFusion} from './fuse.js'
+import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
 import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
+import {BUILTIN_MODEL, builtinModel, ChunkVectorStore} from './semantic.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
-export {reciprocalRankFusion, RRF_K} from './fuse.js'
+export {BUILTIN_WEIGHTS, convexFusion, KEYWORD_WEIGHT, reciprocalRankFusion, RRF_K} from './fuse.js'
+export {BUILTIN_MODEL, VECTORS_FILE} from './semantic.js'
 export {INDEX_FILE, MemoryTextIndex, type RefreshStats} from './keyword.js'
 
 const debug = createDebug('jarvis:search')
@@ -44,7 +46,10 @@ export interface SearchOptions {
   since?: string
   /** Only files dated on or before (same forms). */
   until?: string
-  /** The provider; undefined reads JARVIS_EMBEDDINGS_URL / _MODEL / _KEY; false turns embeddings off. */
+  /**
+   * The semantic ranking: a remote provider; undefined for the default (JARVIS_EMBEDDINGS_URL / _MODEL / _KEY when
+   * set, else the built-in model, unless JARVIS_EMBEDDINGS=off); false for keyword ranking only.
+   */
   embeddings?: EmbeddingsConfig | false
   /** Default true: bring the index up to date with `.memory/` first. */
   refresh?: boolean
@@ -61,6 +66,8 @@ export interface SearchStats extends RefreshStats {
 export interface SearchResult {
   hits: SearchHit[]
   mode: 'hybrid' | 'keyword'
+  /** The embedding model of a hybrid ranking: BUILTIN_MODEL, or the remote provider's model. */
+  model?: string
   /** One line when the results are keyword-only: why (no provider, or the provider failed). */
   note?: string
   stats: SearchStats
@@ -75,6 +82,8 @@ const indexes = new Map<string, Promise<KeywordIndex>>()
 /** The indexes opened so far, to close them when the cache is reset. */
 const opened = new Set<KeywordIndex>()
 const vectorStores = new Map<string, Promise<VectorStore>>()
+/** The built-in model's chunk vectors of each tree, opened once per process. */
+const chunkStores = new Map<string, ChunkVectorStore>()
 
 /** The tree's index, loaded once per process. */
 function indexFor(root: string): Promise<KeywordIndex> {
@@ -105,6 +114,8 @@ export function resetSearchCache(): void {
   opened.clear()
   indexes.clear()
   vectorStores.clear()
+  for (const store of chunkStores.values()) store.close()
+  chunkStores.clear()
 }
 
 /** Brings the index of `root` up to date and says how many files were (re-)indexed. */
@@ -165,9 +176,14 @@ async function refreshBeforeSearch(root: string, index: KeywordIndex): Promise<R
   if (watched.rescan) {
     watched.rescan = false
     try {
-      return await index.refresh()
+      const stats = await index.refresh()
+      // The paths marked too are read whatever the scan's hints said of their folders (warm/tree-watch.ts `arrived`).
+      if (paths.length === 0) return stats
+      const marked = await index.refreshPaths(paths)
+      return {...marked, indexed: stats.indexed + marked.indexed, removed: stats.removed + marked.removed, rebuilt: stats.rebuilt}
     } catch (error) {
       watched.rescan = true
+      for (const path of paths) watched.changed.add(path)
       throw error
     }
   }
@@ -248,6 +264,78 @@ function queryTerms(query: string): string[] {
   return query.split(/[\s\p{P}]+/u).map((t) => processTerm(t)).filter((t): t is string => Boolean(t))
 }
 
+/** Where a search's semantic ranking comes from. */
+type SemanticProvider = {kind: 'remote'; config: EmbeddingsConfig} | {kind: 'builtin'} | {kind: 'off'; note?: string}
+
+/** `JARVIS_EMBEDDINGS=off`: keyword ranking only, unless a remote provider is given explicitly. */
+export function builtinEmbeddingsOff(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.JARVIS_EMBEDDINGS?.trim().toLowerCase() === 'off'
+}
+
+function semanticProvider(given: EmbeddingsConfig | false | undefined): SemanticProvider {
+  if (given === false) return {kind: 'off'}
+  const config = given ?? embeddingsFromEnv()
+  if (config) return {kind: 'remote', config}
+  if (builtinEmbeddingsOff()) return {kind: 'off', note: 'keyword search only: JARVIS_EMBEDDINGS=off'}
+  return {kind: 'builtin'}
+}
+
+/**
+ * The files passing the filters scored by the provider's similarity to `query`: the best FUSION_DEPTH, best first,
+ * then the `also` files (the keyword candidates) not among them. The files are embedded first. The built-in model
+ * also scores those files by its word-by-word match (ChunkVectorStore.wordMatch).
+ */
+async function semanticRanking(
+  root: string,
+  index: KeywordIndex,
+  provider: Exclude<SemanticProvider, {kind: 'off'}>,
+  query: string,
+  filters: KeywordFilters,
+  also: ReadonlySet<string>,
+): Promise<{ranked: Array<{path: string; score: number}>; words?: Map<string, number>; embedded: number}> {
+  if (provider.kind === 'remote') {
+    const store = await vectorsFor(root, provider.config.model)
+    const embedded = await embedStale(root, index, store, provider.config)
+    const [queryVector] = await embed(provider.config, [query])
+    const all = store.rank(queryVector, index.paths(filters), Infinity)
+    return {ranked: [...all.slice(0, FUSION_DEPTH), ...all.slice(FUSION_DEPTH).filter((h) => also.has(h.path))], embedded}
+  }
+  const store = builtinStore(root)
+  if (store === undefined) throw new EmbeddingsUnavailableError(`the built-in model is missing from this install (${BUILTIN_MODEL})`)
+  const embedded = await store.update(index.files, index.generation)
+  const unfiltered = !filters.prefix && !filters.tags?.length && !filters.since && !filters.until
+  const ranked = store.rank(store.model.embed(query), unfiltered ? undefined : (path) => index.matches(path, filters), FUSION_DEPTH, also)
+  return {ranked, words: store.wordMatch(query, ranked.map((hit) => hit.path)), embedded}
+}
+
+function builtinStore(root: string): ChunkVectorStore | undefined {
+  let store = chunkStores.get(root)
+  if (store === undefined) {
+    const model = builtinModel()
+    if (model === undefined) return undefined
+    store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    chunkStores.set(root, store)
+  }
+  return store
+}
+
+/**
+ * For a long-lived process (`jarvis mcp`, `sync --watch`): loads the built-in model and the tree's vectors, and
+ * embeds what changed, before the first search asks (which would otherwise pay for it). Keyword-only setups do
+ * nothing. Never throws: a search would report the same problem in its note.
+ */
+export async function prepareSemanticSearch(root: string): Promise<void> {
+  try {
+    const provider = semanticProvider(undefined)
+    if (provider.kind !== 'builtin') return
+    const index = await indexFor(root)
+    await refreshBeforeSearch(root, index)
+    await builtinStore(root)?.update(index.files, index.generation)
+  } catch (error) {
+    debug('semantic search not prepared: %s', (error as Error).message)
+  }
+}
+
 /**
  * Searches the memory files of the tree at `root`: keyword ranking, fused with the vector ranking when an
  * embeddings provider is configured and answers. Never fails because of the provider: keyword results + `note`.
@@ -268,22 +356,28 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
 
   const keyword = index.search(query, filters, Math.max(limit, FUSION_DEPTH))
   const termsOf = new Map(keyword.map((hit) => [hit.path, hit.terms]))
-  const provider = options.embeddings === undefined ? embeddingsFromEnv() : options.embeddings || undefined
+  const provider = semanticProvider(options.embeddings)
   let mode: SearchResult['mode'] = 'keyword'
+  let model: string | undefined
   let note: string | undefined
   let embedded = 0
   let ranked: Array<{path: string; score: number}> = keyword.map(({path, score}) => ({path, score}))
 
-  if (!provider) {
-    note = options.embeddings === false ? undefined : 'keyword search only: no embeddings provider configured (set JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL)'
+  if (provider.kind === 'off') {
+    note = provider.note
   } else {
     try {
-      const store = await vectorsFor(root, provider.model)
-      embedded = await embedStale(root, index, store, provider)
-      const [queryVector] = await embed(provider, [query])
-      const semantic = store.rank(queryVector, index.paths(filters), FUSION_DEPTH)
-      ranked = reciprocalRankFusion([keyword.map((h) => h.path), semantic.map((h) => h.path)]).map(({id, score}) => ({path: id, score}))
+      // Fused over the candidates of either list: the keyword top FUSION_DEPTH and the semantic one.
+      const semantic = await semanticRanking(root, index, provider, query, filters, new Set(keyword.map((h) => h.path)))
+      embedded = semantic.embedded
+      // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer; nor is
+      // one far below the best (MIN_SHARE_OF_BEST).
+      const fused = semantic.words
+        ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}, BUILTIN_MIN_SPREAD)
+        : convexFusion(keyword, semantic.ranked)
+      ranked = fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
       mode = 'hybrid'
+      model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {
       if (!(error instanceof EmbeddingsUnavailableError)) throw error
       note = `keyword search only: the embeddings provider failed (${error.message})`
@@ -304,7 +398,7 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
     hits.push({path, title: index.metaOf(path)?.title, score: Number(score.toPrecision(6)), snippet: snippetOf(text, [...(termsOf.get(path) ?? []), ...terms])})
   }
   const stats: SearchStats = {...refresh, embedded, queryMs: Number((performance.now() - started).toFixed(2))}
-  return {result: {hits, mode, ...(note ? {note} : {}), stats}, texts: read, index}
+  return {result: {hits, mode, ...(model ? {model} : {}), ...(note ? {note} : {}), stats}, texts: read, index}
 }
 
 /** A hit with what its text says: title, tags, body and one-line summary (as `toSearchDocument` and `summaryOf` give them). */
@@ -399,6 +493,8 @@ export interface RecallResult {
   block: string
   hits: SearchHit[]
   mode: SearchResult['mode']
+  /** The embedding model of a hybrid ranking (SearchResult.model). */
+  model?: string
   note?: string
 }
 
@@ -414,7 +510,7 @@ export async function recall(root: string, query: string, options: Omit<SearchOp
       return summary === undefined ? {hit, text: (await readMemoryFile(root, hit.path)) ?? ''} : {hit, summary}
     }),
   )
-  return {...recallBlock(entries), mode: result.mode, ...(result.note ? {note: result.note} : {})}
+  return {...recallBlock(entries), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
 }
 
 export function checkRecallLimit(limit: number | undefined): number {
@@ -423,26 +519,48 @@ export function checkRecallLimit(limit: number | undefined): number {
   return checked
 }
 
+/** A summary in the block is never cut shorter than this to make room for more files. */
+const RECALL_MIN_SUMMARY_CHARS = 48
+
+/** `text` cut to at most `max` characters, on a word boundary when one is near, with an ellipsis. PURE. */
+function cutSummary(text: string, max: number): string {
+  if (text.length <= max) return text
+  const cut = text.slice(0, max - 1)
+  const space = cut.lastIndexOf(' ')
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`
+}
+
 /**
  * The block itself, from ranked hits and their texts (or their summaries, `summaryOf` of the text, as the index
- * keeps them): what `recall` answers, for any store. PURE.
+ * keeps them): what `recall` answers, for any store. Every hit asked for is shown: when the full summaries would
+ * pass RECALL_MAX_CHARS they are shortened alike (never below RECALL_MIN_SUMMARY_CHARS), and only then are the
+ * last hits left out. PURE.
  */
 export function recallBlock(entries: Array<{hit: SearchHit} & ({text: string} | {summary: string})>): {block: string; hits: SearchHit[]} {
-  const lines = ['[MEMORY CONTEXT]']
-  let length = lines[0].length
-  const shown: SearchHit[] = []
-  for (const given of entries) {
+  const header = '[MEMORY CONTEXT]'
+  const all = entries.map((given) => {
     const {hit} = given
     const summary = ('summary' in given ? given.summary : summaryOf(toSearchDocument(hit.path, given.text), RECALL_SUMMARY_CHARS)) || hit.title || ''
-    const entry = [`- ${hit.path}`, `  Summary: “${summary.replace(/[“”]/g, '"')}”`]
-    const add = entry.join('\n').length + 1
-    if (length + add > RECALL_MAX_CHARS) break
-    lines.push(...entry)
-    length += add
-    shown.push(hit)
+    return {hit, summary: summary.replace(/[“”]/g, '"')}
+  })
+  const render = (list: typeof all, max: number) => list.map(({hit, summary}) => `- ${hit.path}\n  Summary: “${cutSummary(summary, max)}”`)
+  const fits = (list: typeof all, max: number) => render(list, max).reduce((length, entry) => length + entry.length + 1, header.length) <= RECALL_MAX_CHARS
+  let shown = all
+  while (shown.length > 0 && !fits(shown, RECALL_MIN_SUMMARY_CHARS)) shown = shown.slice(0, -1)
+  // The longest summary length at which the shown hits fit (the full length when they already do).
+  let max = RECALL_SUMMARY_CHARS
+  if (!fits(shown, max)) {
+    let low = RECALL_MIN_SUMMARY_CHARS
+    while (low < max - 1) {
+      const mid = Math.floor((low + max) / 2)
+      if (fits(shown, mid)) low = mid
+      else max = mid
+    }
+    max = low
   }
+  const lines = [header, ...render(shown, max)]
   if (shown.length === 0) lines.push('(no memory file matches)')
-  return {block: lines.join('\n'), hits: shown}
+  return {block: lines.join('\n'), hits: shown.map(({hit}) => hit)}
 }
 
 /**

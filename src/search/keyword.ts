@@ -96,7 +96,7 @@ export interface KeywordHit {
  * `readMemoryFile` (a realpath and an lstat per path segment: 3 s of a 10,000-file build) is skipped here;
  * snippets and summaries still read through `readMemoryFile`.
  */
-async function readAll(root: string, paths: string[]): Promise<Array<string | null>> {
+export async function readAll(root: string, paths: string[]): Promise<Array<string | null>> {
   const texts: Array<string | null> = new Array(paths.length).fill(null)
   const base = memoryDir(root)
   await forEachConcurrently(paths, READ_CONCURRENCY, async (path, i) => {
@@ -211,6 +211,8 @@ export class KeywordIndex {
   private stateRead = false
   /** `PRAGMA data_version` when `pathsById` and `metas` were last known good (another process may reuse an id). */
   private lookupsVersion = -1
+  /** Moves whenever `files` may have changed (read again, or written by this process): what derived data checks. */
+  private filesGeneration = 0
 
   private constructor(
     readonly root: string,
@@ -237,6 +239,12 @@ export class KeywordIndex {
     return index
   }
 
+  /** A number that changes whenever `files` may have: data made from `files` is still good while it stays the same. */
+  get generation(): number {
+    if (!this.stateRead) this.readState()
+    return this.filesGeneration
+  }
+
   /** Every indexed file with its hash and stat hints (read from the index at the first use). */
   get files(): ReadonlyMap<string, IndexedFile> {
     if (!this.stateRead) this.readState()
@@ -257,6 +265,7 @@ export class KeywordIndex {
    * notes the database's version: a write finding another process's commit since then starts over from here.
    */
   private readState(): void {
+    this.filesGeneration++
     this.fileMap.clear()
     this.ids.clear()
     this.metas.clear()
@@ -458,6 +467,7 @@ export class KeywordIndex {
     if (change.dirs) this.dirs = change.dirs
     // This process's own commit: what it holds is what the database holds.
     this.seenVersion = this.statements.dataVersion.get()![0] as number
+    this.filesGeneration++
   }
 
   /**

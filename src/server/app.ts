@@ -14,6 +14,9 @@ import {parseJsonText} from '../schemas/index.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
 import type {TokenMap} from './config.js'
 import {HttpError} from './http-error.js'
+import type {ClientDocumentFetch} from './oauth/clients.js'
+import {consentRoutes, OAuthServer, oauthRoutes} from './oauth/routes.js'
+import {oauthSite, type OAuthSite, resourceFor, wwwAuthenticate} from './oauth/site.js'
 import {auditRoutes} from './routes/audit.js'
 import {dashboardRoutes} from './routes/dashboard.js'
 import {eventRoutes} from './routes/events.js'
@@ -35,6 +38,13 @@ declare module 'fastify' {
     agentId: string
     /** What the token may do: a `read` key is refused by every route marked {writes: true}. */
     role: KeyRole
+    /** True when the token is an app's OAuth access token (not a jarvis key). */
+    viaApp: boolean
+    /**
+     * Asks again whether the request's token is still good: null, or why it is refused now (a key or an app's access
+     * revoked or expired since). Set on the WebSocket's request, which stays open long after its upgrade.
+     */
+    recheck?: () => Promise<string | null>
   }
   interface FastifyContextConfig {
     /** The route changes the memory: a `read` key gets 403. */
@@ -50,6 +60,8 @@ export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 export const WS_MAX_PAYLOAD = 64 * 1024
 /** How long close() lets in-flight requests and WebSocket close handshakes run before cutting them. */
 export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
+/** How often an open WebSocket's token is checked again (a revoked or expired one: the socket is closed). */
+export const DEFAULT_WS_RECHECK_MS = 60_000
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
@@ -75,6 +87,29 @@ export interface BuildServerOptions {
   now?: () => Date
   /** See DEFAULT_CLOSE_TIMEOUT_MS. */
   closeTimeoutMs?: number
+  /**
+   * The public address apps sign in at with OAuth (oauth/site.ts), asked at each request that needs it (start.ts
+   * knows it once the server listens); none, or one that is not HTTPS: apps cannot sign in, keys work as ever.
+   */
+  publicUrl?: () => string | undefined
+  /** Serve HTTPS with this certificate and key (PEM). */
+  https?: {cert: Buffer; key: Buffer}
+  /** How client metadata documents are fetched (tests: a test CA, an address on this machine). */
+  clientDocumentFetch?: ClientDocumentFetch
+  /** See DEFAULT_WS_RECHECK_MS. */
+  wsRecheckMs?: number
+}
+
+/** The OAuth site of a public address getter, worked out once the address is known. */
+function siteOf(publicUrl: (() => string | undefined) | undefined): () => OAuthSite | {refused: string} {
+  let site: OAuthSite | {refused: string} | undefined
+  return () => {
+    if (site !== undefined) return site
+    const url = publicUrl?.()
+    if (url === undefined) return {refused: 'its public address is not known: start it with --public-url https://…'}
+    site = oauthSite(url)
+    return site
+  }
 }
 
 /** `?token=` is accepted on the WebSocket path (browsers cannot set headers there): never log it. */
@@ -134,6 +169,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   const now = options.now ?? (() => new Date())
   const closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
   const app = Fastify({
+    ...(options.https ? {https: options.https} : {}),
     logger: loggerOptions(options),
     bodyLimit,
     // Validation checks shapes and never rewrites the body: no type coercion, no removed or defaulted fields.
@@ -143,6 +179,8 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     logController: new LogController({disableRequestLogging: true}),
   })
   const auth = new TokenAuthenticator(options.tokens, options.storage, now)
+  const site = siteOf(options.publicUrl)
+  const oauth = new OAuthServer({site, storage: options.storage.oauth, now, fetchDocument: options.clientDocumentFetch})
   const openWorkspace = options.openWorkspace
   const workspaces = new WorkspaceRegistry({
     root: options.storage,
@@ -182,6 +220,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   app.decorateRequest('agentId', '')
   app.decorateRequest('workspace', null as unknown as Workspace)
   app.decorateRequest('role', 'read')
+  app.decorateRequest('viaApp', false)
 
   app.setErrorHandler((error, request, reply) => {
     const http = toHttpError(error, bodyLimit)
@@ -232,13 +271,24 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         const fromQuery = (request.query as {token?: unknown}).token
         if (typeof fromQuery === 'string') token = fromQuery
       }
-      const answer = await auth.authenticate(token)
+      const known = site()
+      const here = 'refused' in known ? undefined : known
+      const resource = here && resourceFor(here, request.routeOptions.url ?? '')
+      const answer = await auth.authenticate(token, resource)
       if ('refused' in answer) {
-        void reply.header('www-authenticate', 'Bearer realm="jarvis"')
+        // Where an app learns how to sign in (RFC 9728), when apps can.
+        void reply.header('www-authenticate', wwwAuthenticate(here, request.routeOptions.url ?? '', token !== null))
         throw new HttpError(401, 'unauthorized', answer.refused)
       }
       request.agentId = answer.identity.agentId
       request.role = answer.identity.role
+      request.viaApp = answer.identity.app !== undefined
+      if (request.routeOptions.url === WS_PATH) {
+        request.recheck = async () => {
+          const again = await auth.authenticate(token, resource)
+          return 'refused' in again ? again.refused : null
+        }
+      }
       if (answer.identity.role === 'read' && request.routeOptions.config.writes) {
         throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${request.routeOptions.url} changes the memory; ask for a write key`)
       }
@@ -255,11 +305,14 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     fileRoutes(scope)
     eventRoutes(scope)
     projectRoutes(scope)
-    wsRoutes(scope, now)
+    wsRoutes(scope, now, options.wsRecheckMs ?? DEFAULT_WS_RECHECK_MS)
     mcpRoutes(scope, now)
     searchRoutes(scope, now)
     auditRoutes(scope)
+    consentRoutes(scope, oauth)
   })
+  // The apps' sign-in: metadata and the authorization server's endpoints, which need no jarvis key.
+  oauthRoutes(app, oauth)
   // The dashboard's page and assets need no token: they hold no data (every request they make carries one).
   dashboardRoutes(app)
   app.addHook('onClose', async () => {

@@ -1,14 +1,18 @@
 /**
- * Bearer-token identity. A token is one of the tokens file's (an agent, role `write`) or an API key's (made by
- * `jarvis serve token create`: an agent, a role, maybe an expiry or a revocation). Lookup hashes the presented
+ * Bearer-token identity. A token is one of the tokens file's (an agent, role `write`), an API key's (made by
+ * `jarvis serve token create`: an agent, a role, maybe an expiry or a revocation), or an app's OAuth access token
+ * (oauth/: the agent, workspace and role a person granted it, for one resource). Lookup hashes the presented
  * token: the tokens file's are compared with every known hash in constant time, so neither the comparison nor an
- * early exit leaks how much of a token was right; a key is found by the sha256 of its token, which says nothing
- * of any other token, and read at every request, so a revoked key is refused by every process at once.
+ * early exit leaks how much of a token was right; a key or an access token is found by the sha256 of its token,
+ * which says nothing of any other token, and read at every request, so a revoked key or grant is refused by every
+ * process at once.
  */
 import {createHash, timingSafeEqual} from 'node:crypto'
 
 import type {TokenMap} from './config.js'
 import {keyRefusal} from './keys.js'
+import {isAccessToken} from './oauth/secrets.js'
+import type {OAuthStorage} from './storage/oauth-types.js'
 import type {KeyRole, KeyStorage} from './storage/types.js'
 import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
@@ -17,6 +21,8 @@ export interface Identity {
   workspace: string
   agentId: string
   role: KeyRole
+  /** Set for an app's OAuth access token: the grant a person consented to, and the app's name. */
+  app?: {grantId: string; clientName: string}
 }
 
 export type Authentication = {identity: Identity} | {refused: string}
@@ -30,14 +36,18 @@ export class TokenAuthenticator {
 
   constructor(
     tokens: TokenMap,
-    private readonly keys?: Pick<KeyStorage, 'keyByTokenHash'>,
+    private readonly keys?: Pick<KeyStorage, 'keyByTokenHash'> & {readonly oauth?: Pick<OAuthStorage, 'token'>},
     private readonly now: () => Date = () => new Date(),
   ) {
     this.entries = Object.entries(tokens).map(([token, agentId]) => ({digest: digest(token), agentId}))
   }
 
-  /** Who holds `token`, or why it is refused. Always compares against every tokens-file entry. */
-  async authenticate(token: string | undefined | null): Promise<Authentication> {
+  /**
+   * Who holds `token`, or why it is refused. Always compares against every tokens-file entry. `resource` is what the
+   * request reaches (oauth/site.ts), which an app's access token must have been given for; without one (no public
+   * HTTPS address) no access token is taken.
+   */
+  async authenticate(token: string | undefined | null, resource?: string): Promise<Authentication> {
     if (typeof token !== 'string' || token.length === 0) return {refused: 'missing Authorization: Bearer <token> header'}
     const presented = digest(token)
     let found: string | null = null
@@ -45,10 +55,22 @@ export class TokenAuthenticator {
       if (timingSafeEqual(presented, entry.digest) && found === null) found = entry.agentId
     }
     if (found !== null) return {identity: {workspace: DEFAULT_WORKSPACE, agentId: found, role: 'write'}}
+    // A tokens-file token may be any string; only what is not one of them is looked up by its prefix.
+    if (isAccessToken(token)) return this.appToken(presented.toString('hex'), resource)
     const key = await this.keys?.keyByTokenHash(presented.toString('hex'))
     if (!key) return {refused: 'the token is not known to this server'}
     const refusal = keyRefusal(key, this.now())
     return refusal === null ? {identity: {workspace: key.workspace, agentId: key.agentId, role: key.role}} : {refused: refusal}
+  }
+
+  private async appToken(hash: string, resource: string | undefined): Promise<Authentication> {
+    const found = await this.keys?.oauth?.token(hash)
+    if (!found || found.token.kind !== 'access') return {refused: 'the token is not known to this server'}
+    const {token, grant} = found
+    if (grant.revokedAt !== null) return {refused: `the access of ${grant.clientName} (${grant.id}) was revoked at ${grant.revokedAt}`}
+    if (Date.parse(token.expiresAt) <= this.now().getTime()) return {refused: `the access token expired at ${token.expiresAt}: the app refreshes it`}
+    if (resource === undefined || grant.resource !== resource) return {refused: `the access token was given for ${grant.resource}, not for ${resource ?? 'this server'}`}
+    return {identity: {workspace: grant.workspace, agentId: grant.agentId, role: grant.role, app: {grantId: grant.id, clientName: grant.clientName}}}
   }
 
   /** The agent ids that hold at least one tokens-file token. */

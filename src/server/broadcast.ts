@@ -1,7 +1,15 @@
 /**
  * Fan-out of server → client messages to every WebSocket connected on `/ws/memory` — of this process, and through
  * the storage's relay (PostgreSQL NOTIFY) of every other process serving the same database.
+ *
+ * Under load the fan-out is most of a server's work (every push is a message to every client): a message is encoded
+ * once, not once per socket, and the messages waiting for a socket go to it in one write (its frames corked
+ * together) instead of one system call each. A quiet server writes at the end of the turn of the event loop that
+ * broadcast; a busy one at most every FLUSH_MS, so that each write carries several messages. Each socket still gets
+ * each message as its own frame, in the order they were broadcast.
  */
+import {performance} from 'node:perf_hooks'
+
 import createDebug from 'debug'
 import type {WebSocket} from 'ws'
 
@@ -12,6 +20,8 @@ const debug = createDebug('jarvis:server:ws')
 
 /** `ws` readyState OPEN. */
 const OPEN = 1
+/** Least time between two writes of the fan-out: what a broadcast may wait, under load, to share a write. */
+export const FLUSH_MS = 4
 
 export interface MemUpdateMessage {
   type: 'MEM_UPDATE'
@@ -79,14 +89,33 @@ interface Listener {
   admin: boolean
 }
 
+/** The socket `ws` writes to (a net.Socket): corked while a turn's frames are written, so they leave together. */
+interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
+function rawSocket(socket: WebSocket): Corkable | undefined {
+  const raw = (socket as unknown as {_socket?: Partial<Corkable>})._socket
+  return typeof raw?.cork === 'function' && typeof raw.uncork === 'function' ? (raw as Corkable) : undefined
+}
+
 export class Broadcaster {
   private readonly clients = new Map<WebSocket, Listener>()
+  /** Frames waiting for the end of this turn of the event loop, per socket, in the order they were broadcast. */
+  private readonly outbox = new Map<WebSocket, Buffer[]>()
+  private flushing = false
+  /** When the last write of the fan-out began (performance.now()). */
+  private lastFlush = Number.NEGATIVE_INFINITY
 
   constructor(private readonly relay?: BroadcastRelay) {}
 
   add(socket: WebSocket, agentId: string, role?: KeyRole): void {
     this.clients.set(socket, {agentId, admin: role === 'admin'})
-    socket.once('close', () => this.clients.delete(socket))
+    socket.once('close', () => {
+      this.clients.delete(socket)
+      this.outbox.delete(socket)
+    })
     debug('client %s connected (%d open)', agentId, this.clients.size)
   }
 
@@ -108,11 +137,38 @@ export class Broadcaster {
   }
 
   private sendTo(data: string, to: (listener: Listener) => boolean): void {
+    let frame: Buffer | undefined
     for (const [socket, listener] of this.clients) {
       if (socket.readyState !== OPEN || !to(listener)) continue
-      socket.send(data, (error) => {
-        if (error) debug('send to a client failed: %s', error.message)
-      })
+      frame ??= Buffer.from(data, 'utf8')
+      const queued = this.outbox.get(socket)
+      if (queued === undefined) this.outbox.set(socket, [frame])
+      else queued.push(frame)
+    }
+    if (frame !== undefined && !this.flushing) {
+      this.flushing = true
+      const wait = this.lastFlush + FLUSH_MS - performance.now()
+      if (wait <= 0) setImmediate(() => this.flush())
+      else setTimeout(() => this.flush(), wait)
+    }
+  }
+
+  /** Writes every socket's waiting frames, corked: one write per socket. */
+  private flush(): void {
+    this.flushing = false
+    this.lastFlush = performance.now()
+    const outbox = [...this.outbox]
+    this.outbox.clear()
+    for (const [socket, frames] of outbox) {
+      if (socket.readyState !== OPEN) continue
+      const raw = rawSocket(socket)
+      raw?.cork()
+      for (const frame of frames) {
+        socket.send(frame, {binary: false}, (error) => {
+          if (error) debug('send to a client failed: %s', error.message)
+        })
+      }
+      raw?.uncork()
     }
   }
 
@@ -125,6 +181,7 @@ export class Broadcaster {
   terminateAll(): void {
     for (const socket of this.clients.keys()) socket.terminate()
     this.clients.clear()
+    this.outbox.clear()
   }
 }
 

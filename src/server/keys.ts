@@ -69,11 +69,11 @@ export async function revokeKey(options: StorageTarget & {id: string; now?: Date
 }
 
 /**
- * Records a key's creation or revocation in the audit log of the key's own workspace (its storage made when new), so
- * that workspace's people see it and no other workspace does. The key itself lives with every key, in the default one.
- * The key is made or revoked already: an entry that cannot be written is a warning, never a lost token.
+ * Records a key's (or an app's access's) creation or revocation in the audit log of its own workspace (its storage made
+ * when new), so that workspace's people see it and no other workspace does. The key itself lives with every key, in the
+ * default one. The key is made or revoked already: an entry that cannot be written is a warning, never a lost token.
  */
-async function auditKey(target: StorageTarget, key: ApiKey, at: string, detail: string): Promise<string[]> {
+export async function auditKey(target: StorageTarget, key: Pick<ApiKey, 'workspace' | 'agentId'>, at: string, detail: string): Promise<string[]> {
   try {
     await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), key.workspace)
     return []

@@ -13,7 +13,7 @@ import {type AuditService, refusedDetail} from './audit-service.js'
 import type {Broadcaster, MemUpdateMessage} from './broadcast.js'
 import {HttpError} from './http-error.js'
 import {OneAtATime} from './one-at-a-time.js'
-import type {BaseRev, CommitResult, FileMeta, MemoryStorage} from './storage/types.js'
+import type {BaseRev, CommitResult, FileMeta, FileRecord, MemoryStorage} from './storage/types.js'
 import {applyTaskResult, emptyWorkerMemory, hasTask, workerMemoryPath} from './worker-memory.js'
 import type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry, WriteAnswer} from './wire.js'
 
@@ -82,14 +82,15 @@ export class MemoryService {
   }
 
   async status(since?: number): Promise<StatusAnswer> {
-    const snapshot = await this.storage.status(since)
+    // The active project is read with the listing: one query on PostgreSQL, one view of the memory.
+    const snapshot = await this.storage.status(since, [ACTIVE_PROJECT_PATH])
     const files: Record<string, StatusFileEntry> = {}
     for (const meta of snapshot.files) {
       files[meta.path] = meta.deleted
         ? {updatedAt: meta.updatedAt, rev: meta.rev, deleted: true, author: meta.author}
         : {updatedAt: meta.updatedAt, rev: meta.rev, hash: meta.hash ?? undefined, author: meta.author}
     }
-    const active = await this.readActiveProject()
+    const active = activeProjectOf(snapshot.read.get(ACTIVE_PROJECT_PATH))
     return {
       serverTime: this.nowIso(),
       seq: snapshot.seq,
@@ -187,15 +188,15 @@ export class MemoryService {
    * personal data, with the message every other door gives (the commands, the MCP tools, the hooks); the refusal is
    * recorded in the audit log.
    */
-  private async refuseSensitive(writes: ReadonlyMap<string, string>, agentId: string, door: 'push' | 'edit'): Promise<void> {
+  private async refuseSensitive(writes: ReadonlyMap<string, string>, agentId: string, door: 'push' | 'edit' | 'task'): Promise<void> {
     try {
       await assertCleanMemoryFiles(writes)
     } catch (error) {
       if (!(error instanceof SecretRefusedError)) throw error
       const {findings, paths} = error.data as {findings: SensitiveFinding[]; paths: string[]}
-      const what = door === 'edit' ? `an edit of ${paths[0]}` : `a push of ${paths.join(', ')}`
+      const what = door === 'edit' ? `an edit of ${paths[0]}` : door === 'task' ? `a task result for ${paths[0]}` : `a push of ${paths.join(', ')}`
       await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths, event_ids: [], count: findings.length, detail: refusedDetail(what, findings)})
-      throw new HttpError(422, 'sensitive', error.message, {field: door === 'edit' ? 'body/content' : 'body/files', path: paths[0], paths, findings})
+      throw new HttpError(422, 'sensitive', error.message, {field: door === 'edit' ? 'body/content' : door === 'task' ? 'body' : 'body/files', path: paths[0], paths, findings})
     }
   }
 
@@ -279,6 +280,8 @@ export class MemoryService {
       const now = this.nowIso()
       const next = applyTaskResult(memory, task, agentId, now)
       const content = JSON.stringify(next, null, 2) + '\n'
+      // The task's text becomes a memory file every machine syncs: scanned as a push of that file is.
+      await this.refuseSensitive(new Map([[path, content]]), agentId, 'task')
       const outcome = await this.storage.commit(
         {writes: new Map([[path, content]]), deletes: [], base: new Map([[path, rev === 0 ? null : rev]]), idempotencyKey: key},
         agentId,
@@ -322,12 +325,8 @@ export class MemoryService {
     return {memory: parsed.data, rev: record.rev, seq: record.seq}
   }
 
-  private async readActiveProject(): Promise<{ok: true; value: ActiveProject} | {ok: false; reason: 'missing' | 'invalid'; message: string}> {
-    const record = (await this.storage.read([ACTIVE_PROJECT_PATH])).get(ACTIVE_PROJECT_PATH)
-    if (record === undefined || record.deleted || record.content === null) {
-      return {ok: false, reason: 'missing', message: 'no active project has been set'}
-    }
-    return parseActiveProject(record.content)
+  private async readActiveProject(): Promise<ActiveProjectRead> {
+    return activeProjectOf((await this.storage.read([ACTIVE_PROJECT_PATH])).get(ACTIVE_PROJECT_PATH))
   }
 
   async activeProject(): Promise<ActiveProject> {
@@ -359,6 +358,14 @@ function memUpdate(meta: FileMeta): MemUpdateMessage {
   return meta.deleted
     ? {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, deleted: true}
     : {type: 'MEM_UPDATE', path: meta.path, rev: meta.rev, author: meta.author, seq: meta.seq, updatedAt: meta.updatedAt, hash: meta.hash ?? undefined}
+}
+
+type ActiveProjectRead = {ok: true; value: ActiveProject} | {ok: false; reason: 'missing' | 'invalid'; message: string}
+
+/** The active project from the record of active_project.json (absent or deleted: none set). */
+function activeProjectOf(record: FileRecord | undefined): ActiveProjectRead {
+  if (record === undefined || record.deleted || record.content === null) return {ok: false, reason: 'missing', message: 'no active project has been set'}
+  return parseActiveProject(record.content)
 }
 
 function parseActiveProject(text: string): {ok: true; value: ActiveProject} | {ok: false; reason: 'invalid'; message: string} {

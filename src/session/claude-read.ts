@@ -11,6 +11,7 @@ import createDebug from 'debug'
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
 import {readTranscriptFile} from './files.js'
+import {stripInjected} from './injected.js'
 import {
   type Draft,
   imageRef,
@@ -114,7 +115,15 @@ function userKind(entry: Entry, text: string): string {
   if (entry.isCompactSummary === true) return 'compact-summary'
   if (entry.isMeta === true) return 'meta'
   if (/^\s*<(command-name|command-message|local-command-stdout|local-command-stderr)>/.test(text)) return 'command'
+  // Claude Code's own notes (`<system-reminder>`) and jarvis's blocks are not the person's words: a message of
+  // nothing else is harness context.
+  if (text.trim() !== '' && stripInjected(text).trim() === '') return 'meta'
   return 'prompt'
+}
+
+/** A user message's text as the person typed it: Claude Code's `<system-reminder>` notes and jarvis's blocks taken out. */
+function typedText(text: string, kind: string): string {
+  return kind === 'prompt' ? stripInjected(text) : text
 }
 
 /** Drafts for one chain entry; `at` is the entry's index inside the `original` it will end up in. */
@@ -123,7 +132,8 @@ function draftsOf(entry: Entry, at: number): {drafts: Draft[]; reasoning: Univer
   const content = contentOf(entry)
   if (entry.type === 'user') {
     if (typeof content === 'string') {
-      return {drafts: [{role: 'user', type: 'message', content: {text: content}, timestamp, metadata: {kind: userKind(entry, content)}}], reasoning: []}
+      const kind = userKind(entry, content)
+      return {drafts: [{role: 'user', type: 'message', content: {text: typedText(content, kind)}, timestamp, metadata: {kind}}], reasoning: []}
     }
     if (!Array.isArray(content)) return {drafts: [], reasoning: []}
     const drafts: Draft[] = []
@@ -155,12 +165,13 @@ function draftsOf(entry: Entry, at: number): {drafts: Draft[]; reasoning: Univer
     })
     if (textSlot >= 0) {
       const text = texts.join('\n')
+      const kind = userKind(entry, text)
       drafts.splice(textSlot, 0, {
         role: 'user',
         type: 'message',
-        content: {text},
+        content: {text: typedText(text, kind)},
         timestamp,
-        metadata: {kind: userKind(entry, text), ...(images.length > 0 ? {images} : {})},
+        metadata: {kind, ...(images.length > 0 ? {images} : {})},
       })
     }
     return {drafts, reasoning: []}

@@ -14,6 +14,7 @@ import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
 import {codexRolloutId} from './codex-paths.js'
 import {readTranscriptFile} from './files.js'
+import {stripInjected} from './injected.js'
 import {toolFromProvider} from './tools.js'
 import {
   dataUrlParts,
@@ -123,8 +124,11 @@ function itemDrafts(item: Rec, at: string, timestamp: string | undefined, ctx: I
       const {texts, images} = contentParts(item.content, `${at}/content`)
       const text = texts.join('\n')
       if (item.role === 'user') {
-        if (isCodexContextText(text) || (text === '' && images.length === 0)) return none
-        return {drafts: [{role: 'user', type: 'message', content: {text}, timestamp, metadata: {kind: 'prompt', ...(images.length > 0 ? {images} : {})}}], turnStart: true}
+        // Codex CLI puts a hook's context in a `developer` message (left out below); jarvis's own blocks in a user
+        // message (pasted, or from an agent that prepends them) are taken out like Codex's own context blocks.
+        const typed = stripInjected(text)
+        if (isCodexContextText(text) || (typed === '' && images.length === 0)) return none
+        return {drafts: [{role: 'user', type: 'message', content: {text: typed}, timestamp, metadata: {kind: 'prompt', ...(images.length > 0 ? {images} : {})}}], turnStart: true}
       }
       if (item.role !== 'assistant') return none
       if (text.startsWith(REASONING_PREFIX)) {

@@ -12,6 +12,7 @@ import createDebug from 'debug'
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning, UniversalSource} from '../schemas/index.js'
 import {readTranscriptFile} from './files.js'
+import {stripInjected} from './injected.js'
 import {geminiProjectRootOf} from './gemini-paths.js'
 import {toolFromProvider} from './tools.js'
 import {
@@ -120,7 +121,9 @@ function userDrafts(parts: Array<{part: Rec; at: string}>, timestamp: string | u
       results.push(resultDraft(id, responseBody(fr.response, false), timestamp, [], seen))
     }
   }
-  const text = texts.join('')
+  // Gemini CLI adds a hook's context to the person's message (`<hook_context>…</hook_context>`, before or after
+  // the prompt): what is left without it is what the person typed; a message that was only context is none.
+  const text = stripInjected(texts.join(''))
   const drafts: Draft[] = []
   if (!(texts.length > 0 && isSkippedUserText(text)) && (text !== '' || images.length > 0)) {
     drafts.push({role: 'user', type: 'message', content: {text}, timestamp, metadata: {kind: 'prompt', ...(images.length > 0 ? {images} : {})}})

@@ -65,8 +65,8 @@ export function warmSocketOf(root: string, env: NodeJS.ProcessEnv = process.env)
   return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? {path, privateDir} : undefined
 }
 
-/** The environment variables that change an answer (the embeddings provider: hybrid or keyword ranking). */
-const ANSWER_ENV = ['JARVIS_EMBEDDINGS_URL', 'JARVIS_EMBEDDINGS_MODEL', 'JARVIS_EMBEDDINGS_KEY'] as const
+/** The environment variables that change an answer (the embeddings provider, or none: hybrid or keyword ranking). */
+const ANSWER_ENV = ['JARVIS_EMBEDDINGS_URL', 'JARVIS_EMBEDDINGS_MODEL', 'JARVIS_EMBEDDINGS_KEY', 'JARVIS_EMBEDDINGS'] as const
 
 /** Those variables as one fingerprint ('' when none is set): a server whose own differ does not answer. */
 export function answerEnvOf(env: NodeJS.ProcessEnv): string {

@@ -123,8 +123,12 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
   chmodSync(socket.path, 0o600)
   const ours = lstatSync(socket.path).ino
   server.on('error', (error) => debug('warm server: %s', error.message))
-  // The first full scan now, not in the first request's time.
-  tree.settle().catch((error: unknown) => debug('first refresh: %s', (error as Error).message))
+  // The first full scan now, not in the first request's time; then the embedding model and the tree's vectors,
+  // loaded and brought up to date once, so that a request only embeds its query (search/semantic.ts).
+  tree
+    .settle()
+    .then(async () => (await import('../search/index.js')).prepareSemanticSearch(root))
+    .catch((error: unknown) => debug('first refresh: %s', (error as Error).message))
   debug('answering at %s', socket.path)
 
   let closing: Promise<void> | undefined

@@ -119,6 +119,29 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
     for (const entry of entries) if (entry.isDirectory()) watchFolder(rel === '' ? entry.name : `${rel}/${entry.name}`)
   }
 
+  /**
+   * A folder that appeared under a name (made, or moved in, maybe over another one): watched, and each file in it
+   * marked changed. The rescan alone can miss them: a folder moved over one of the same mtime (file times come from a
+   * coarse clock) looks unchanged to the scan's folder hints.
+   */
+  function arrived(rel: string): void {
+    watchFolder(rel)
+    const walk = (folder: string) => {
+      let entries
+      try {
+        entries = readdirSync(join(memory, ...folder.split('/')), {withFileTypes: true})
+      } catch {
+        return
+      }
+      for (const entry of entries) {
+        const path = `${folder}/${entry.name}`
+        if (entry.isDirectory()) walk(path)
+        else if (!ignored(path)) index.changed(path)
+      }
+    }
+    walk(rel)
+  }
+
   function unwatchFolder(rel: string): void {
     for (const [folder, watcher] of folders) {
       if (folder !== rel && !folder.startsWith(`${rel}/`)) continue
@@ -143,11 +166,11 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
       // Watched afresh if one is there: the old watch follows the old folder, and an edit in the new one would go
       // unseen.
       unwatchFolder(rel)
-      if (info?.isDirectory()) watchFolder(rel)
+      if (info?.isDirectory()) arrived(rel)
       return index.rescan()
     }
     if (info?.isDirectory()) {
-      watchFolder(rel)
+      arrived(rel)
       return index.rescan()
     }
     index.changed(rel)

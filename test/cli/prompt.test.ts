@@ -43,6 +43,21 @@ describe('jarvis prompt', () => {
     expect(result!.text).toMatch(/set JARVIS_SERVER/)
   })
 
+  it("for chatgpt, the short block for ChatGPT's custom instructions: the connector's tools, no command, within the field's 1,500 characters", async () => {
+    const cwd = await dir()
+    const run = await runJarvis(['prompt', '--agent', 'chatgpt'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    const text = run.stdout.trim()
+    expect(text.length).toBeLessThanOrEqual(1500)
+    expect(text).toContain('"jarvis" connector')
+    expect(text).toContain('agent "chatgpt"')
+    expect(text).toMatch(/memory_snapshot.*recall or memory_search.*memory_append/s)
+    expect(text).toMatch(/Never save secrets.*refuses them/s)
+    expect(text).toMatch(/cannot be read.*tell me and stop.*never go on from a guess/s)
+    expect(text).not.toMatch(/jarvis memory|JARVIS_|exit \d|MUST-|seed|§/)
+    expect(run.stderr).toMatch(/custom instructions/)
+  })
+
   it('an unknown agent, or none, exits 2', async () => {
     const cwd = await dir()
     const unknown = await runJarvis(['prompt', '--agent', 'siri', '--json'], {cwd, env: cleanEnv(cwd)})

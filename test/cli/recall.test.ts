@@ -23,7 +23,7 @@ async function tree(): Promise<string> {
 }
 
 describe('jarvis recall', () => {
-  it('prints the [MEMORY CONTEXT] block on stdout and the keyword-only note on stderr', async () => {
+  it('prints the [MEMORY CONTEXT] block on stdout, ranked by keywords and meaning with nothing configured, and no note', async () => {
     const cwd = await tree()
     const run = await runJarvis(['recall', 'runner_exec auth failures'], {cwd, env: cleanEnv(cwd)})
     expect(run.code, run.stderr).toBe(0)
@@ -32,16 +32,25 @@ describe('jarvis recall', () => {
     expect(lines).toHaveLength(7)
     expect(lines[1]).toBe('- bugs/ssh/runner-exec-auth-failures-after-the-key-rotation.md')
     expect(lines[2]).toMatch(/^ {2}Summary: “Bug: runner_exec auth failures/)
-    expect(run.stderr.trim()).toBe('jarvis: keyword search only: no embeddings provider configured (set JARVIS_EMBEDDINGS_URL and JARVIS_EMBEDDINGS_MODEL)')
+    expect(run.stderr.trim()).toBe('')
   })
 
-  it('--json gives the block, the hits with snippets, the mode and the note; filters apply', async () => {
+  it('is keyword-only with JARVIS_EMBEDDINGS=off, and says so on stderr', async () => {
+    const cwd = await tree()
+    const run = await runJarvis(['recall', 'runner_exec auth failures'], {cwd, env: cleanEnv(cwd, {JARVIS_EMBEDDINGS: 'off'})})
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout.split('\n')[1]).toBe('- bugs/ssh/runner-exec-auth-failures-after-the-key-rotation.md')
+    expect(run.stderr.trim()).toBe('jarvis: keyword search only: JARVIS_EMBEDDINGS=off')
+  })
+
+  it('--json gives the block, the hits with snippets, the mode and its model; filters apply', async () => {
     const cwd = await tree()
     const run = await runJarvis(['recall', 'postgres', '--limit', '5', '--prefix', 'bugs/', '--tag', 'database', '--json'], {cwd, env: cleanEnv(cwd)})
     expect(run.code, run.stderr).toBe(0)
     const {result} = envelope<RecallResult>(run)
-    expect(result!.mode).toBe('keyword')
-    expect(result!.note).toMatch(/no embeddings provider/)
+    expect(result!.mode).toBe('hybrid')
+    expect(result!.model).toBe('jarvis-static-use-v1')
+    expect(result!.note).toBeUndefined()
     expect(result!.hits.length).toBeGreaterThan(0)
     expect(result!.hits.length).toBeLessThanOrEqual(5)
     for (const hit of result!.hits) {

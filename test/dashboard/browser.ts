@@ -23,13 +23,14 @@ export interface Browser {
   close(): Promise<void>
 }
 
-export async function launchBrowser(): Promise<Browser> {
+/** `args`: more Chromium flags (e.g. to trust a test CA's server key). */
+export async function launchBrowser(options: {args?: string[]} = {}): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`)
   const profile = await mkdtemp(join(tmpdir(), 'jarvis-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...(options.args ?? [])],
     viewport: DESKTOP,
     // Times in screenshots read the same on every machine.
     timezoneId: 'UTC',

@@ -125,3 +125,36 @@ export async function startModelStandIn(options: {reply?: string | ((n: number) 
       }),
   }
 }
+
+/**
+ * The environment that points each agent CLI at `model` (agent-wiring research): Claude Code's base URL and a key
+ * it accepts, Gemini CLI's, the key the Codex provider of `codexStandInConfig` reads; no update checks, no telemetry.
+ */
+export function standInEnv(model: Pick<ModelStandIn, 'url'>): NodeJS.ProcessEnv {
+  return {
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: ['sk', 'ant', 'stand-in'].join('-'),
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_TELEMETRY: '1',
+    GOOGLE_GEMINI_BASE_URL: model.url,
+    GEMINI_API_KEY: 'stand-in-key',
+    STANDIN_API_KEY: 'stand-in-key',
+  }
+}
+
+/** `$CODEX_HOME/config.toml` of a user whose Codex talks to `model` (Responses API) and who trusted `project`. */
+export function codexStandInConfig(model: Pick<ModelStandIn, 'url'>, project: string): string {
+  return [
+    'model = "gpt-5.5"',
+    'model_provider = "standin"',
+    '[model_providers.standin]',
+    'name = "stand-in"',
+    `base_url = "${model.url}/v1"`,
+    'wire_api = "responses"',
+    'env_key = "STANDIN_API_KEY"',
+    `[projects."${project}"]`,
+    'trust_level = "trusted"',
+    '',
+  ].join('\n')
+}

@@ -45,6 +45,8 @@ function serverUser(): {uid: number; gid: number} | undefined {
 export interface PostgresServer {
   /** The maintenance database's URL (user `jarvis`, no password: trust on 127.0.0.1 only). */
   adminUrl: string
+  /** The postmaster's process id (its backends are its children): for the bench's CPU and memory accounting. */
+  pid: number
   stop(): Promise<void>
 }
 
@@ -102,7 +104,7 @@ export async function startPostgresServer(options: {durable?: boolean} = {}): Pr
     await stop()
     throw error
   }
-  return {adminUrl, stop}
+  return {adminUrl, pid: child.pid ?? 0, stop}
 }
 
 /** A new, empty database on the run's server (or the one `adminUrl` names); its URL. */

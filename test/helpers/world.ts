@@ -47,14 +47,14 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
-/** A real `jarvis serve` as its own process, to kill and restart. */
-export async function startServerProcess(dataDir: string, port = 0): Promise<ServerProcess> {
+/** A real `jarvis serve` as its own process, to kill and restart; `args`: more flags (`--tls-cert`, …). */
+export async function startServerProcess(dataDir: string, port = 0, args: readonly string[] = []): Promise<ServerProcess> {
   const tokensFile = join(dataDir, '..', `tokens-${Date.now()}-${Math.random().toString(36).slice(2)}.json`)
   await mkdir(dataDir, {recursive: true})
   await writeFile(tokensFile, JSON.stringify(tokenMap))
   const databaseUrl = await databaseFor(dataDir)
   const database = databaseUrl === undefined ? [] : ['--database', databaseUrl]
-  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile, ...database], {
+  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile, ...database, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {...process.env, NO_COLOR: '1'},
   })
@@ -63,7 +63,7 @@ export async function startServerProcess(dataDir: string, port = 0): Promise<Ser
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk
-      const match = /listening on (http:\/\/\S+)/.exec(output)
+      const match = /listening on (https?:\/\/\S+)/.exec(output)
       if (match) resolve(match[1])
     })
     child.once('exit', (code) => reject(new Error(`jarvis serve exited with ${code}:\n${output}`)))

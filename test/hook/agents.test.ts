@@ -2,7 +2,8 @@
  * The proof that an agent reads the memory by itself: Claude Code and Gemini CLI, installed from npm, run for
  * real with `-p` in a jarvis project whose hooks run `jarvis hook`, against a stand-in model on 127.0.0.1 that
  * records what the agent sends. The request to the model must carry the pinned memory (session start) and the
- * recall for the prompt (prompt submitted); the session must end up recorded as an episode.
+ * recall for the prompt (prompt submitted); the session must end up recorded as an episode of what it decided (not
+ * of the prompt), naming the memory file it was given.
  */
 import {execFile} from 'node:child_process'
 import {existsSync} from 'node:fs'
@@ -36,7 +37,7 @@ const PROMPT = 'What does the canary deploy checklist say about promoting to all
 beforeAll(async () => {
   assertBuilt()
   server = await startTestServer()
-  model = await startModelStandIn({reply: 'Noted: promote the canary after an hour.'})
+  model = await startModelStandIn({reply: 'We decided to promote the canary after an hour.'})
   dirs.push(server.dataDir)
   await appendEvent(server.url, 'claude', {kind: 'decision', key: 'deploy-day', content: PINNED, scope: 'global'})
 })
@@ -116,8 +117,10 @@ describe('real agents read the shared memory through their hooks', () => {
     expect(sent).toContain('[MEMORY CONTEXT]')
     expect(sent).toContain('runbooks/canary-deploy-checklist.md')
     await waitForBackgroundSyncs(project.root)
-    const episodes = await episodesOf(project)
-    expect(episodes.join('\n')).toContain(`- ${PROMPT}`)
+    const episodes = (await episodesOf(project)).join('\n')
+    expect(episodes).toContain('## Decided\n- We decided to promote the canary after an hour.')
+    expect(episodes).toContain('## Memory used\n- runbooks/canary-deploy-checklist.md')
+    expect(episodes).not.toContain(PROMPT)
     expect(await readFile(join(project.root, '.nexus', 'hooks.log'), 'utf8').catch(() => '')).toBe('')
   }, 300_000)
 
@@ -140,7 +143,11 @@ describe('real agents read the shared memory through their hooks', () => {
     expect(sent).toContain('[MEMORY CONTEXT]')
     expect(sent).toContain('runbooks/canary-deploy-checklist.md')
     await waitForBackgroundSyncs(project.root)
-    expect((await episodesOf(project)).join('\n')).toContain(`- ${PROMPT}`)
+    const episodes = (await episodesOf(project)).join('\n')
+    expect(episodes).toContain('## Decided\n- We decided to promote the canary after an hour.')
+    expect(episodes).toContain('## Memory used\n- runbooks/canary-deploy-checklist.md')
+    // Gemini CLI handed its hooks the prompt with the session context in front: none of it is in the episode.
+    expect(episodes).not.toMatch(/hook_context|JARVIS SHARED MEMORY|MEMORY CONTEXT/)
     expect(await readFile(join(project.root, '.nexus', 'hooks.log'), 'utf8').catch(() => '')).toBe('')
   }, 300_000)
 })

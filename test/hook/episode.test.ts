@@ -5,8 +5,9 @@ import {join} from 'node:path'
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest} from '../../src/hook/episode.js'
-import {codexItems, type DigestItem} from '../../src/hook/transcript.js'
+import {addsToMemory, digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest} from '../../src/hook/episode.js'
+import type {HookAgent} from '../../src/hook/events.js'
+import {codexItems, type DigestItem, readTranscriptItems} from '../../src/hook/transcript.js'
 import {parseCodexRollout} from '../../src/session/codex-read.js'
 import {parseMemoryFile} from '../../src/files/index.js'
 import {initTree} from '../../src/store/index.js'
@@ -29,16 +30,34 @@ const items: DigestItem[] = [
 ]
 
 describe('what an episode says', () => {
-  it('asks, decisions, files touched (relative to the session directory), the last answer', () => {
-    expect(digestOf(items, '/repo')).toEqual({
-      asks: ['Make the deploy script idempotent', 'Also add a test'],
+  it('decisions, files touched (relative to the session directory), what it learned, the memory it was given; not the prompts', () => {
+    expect(digestOf(items, '/repo', ['notes/deploy.md', 'episodes/2026-08-31/claude-x.md'])).toEqual({
       decisions: ['The root cause was a missing lock.', 'We decided to use flock instead of a pid file.'],
       files: [
         {path: 'scripts/deploy.sh', verbs: ['edited', 'read']},
         {path: 'test/deploy.test.sh', verbs: ['written']},
       ],
-      lastAnswer: 'Added test/deploy.test.sh.',
+      learned: 'Added test/deploy.test.sh.',
+      sources: ['notes/deploy.md'],
     })
+  })
+
+  it('a question states no decision; a memory_read names its note; a session that only asked adds nothing', () => {
+    const asked: DigestItem[] = [
+      {kind: 'ask', text: 'Should we switch to Postgres? We decided on MySQL last year.'},
+      {kind: 'tool', name: 'mcp__jarvis__memory_read', input: {path: 'decisions/db.md'}},
+      {kind: 'answer', text: 'Yes: MySQL was chosen for replication.'},
+    ]
+    const digest = digestOf(asked, '/repo')
+    expect(digest).toEqual({decisions: ['We decided on MySQL last year.', 'Yes: MySQL was chosen for replication.'], files: [], learned: 'Yes: MySQL was chosen for replication.', sources: ['decisions/db.md']})
+    const onlyAsked: DigestItem[] = [
+      {kind: 'ask', text: 'How are the Stripe webhooks verified?'},
+      {kind: 'tool', name: 'mcp__jarvis__recall', input: {query: 'stripe webhooks'}},
+      {kind: 'answer', text: 'With the signing secret, retried three times.'},
+    ]
+    expect(addsToMemory(digestOf(onlyAsked), onlyAsked)).toBe(false)
+    const ranTests: DigestItem[] = [...onlyAsked, {kind: 'tool', name: 'Bash', input: {command: 'npm test'}}]
+    expect(addsToMemory(digestOf(ranTests), ranTests)).toBe(true)
   })
 
   it('reads apply_patch headers and a Codex rollout without its injected context', () => {
@@ -49,75 +68,115 @@ describe('what an episode says', () => {
     ])
     const rollout = codexItems(parseCodexRollout(codexRollout('s1', '/repo', [{prompt: 'Rename the flag', tools: [['Edit', {file_path: 'src/flags.ts'}]], answer: 'Renamed.'}]) + 'not json\n', 'rollout-s1.jsonl'))
     expect(rollout.cwd).toBe('/repo')
-    expect(digestOf(rollout.items, rollout.cwd)).toEqual({asks: ['Rename the flag'], decisions: [], files: [{path: 'src/flags.ts', verbs: ['edited']}], lastAnswer: 'Renamed.'})
+    expect(digestOf(rollout.items, rollout.cwd)).toEqual({decisions: [], files: [{path: 'src/flags.ts', verbs: ['edited']}], learned: 'Renamed.', sources: []})
   })
 
   it('the summary reads back as it was written, and the union of two digests lists nothing twice', () => {
-    const digest = digestOf(items, '/repo')
+    const digest = digestOf(items, '/repo', ['notes/deploy.md'])
     expect(parseDigest(renderDigest(digest))).toEqual(digest)
-    const later = digestOf([...items, {kind: 'ask', text: 'Ship it'}, {kind: 'tool', name: 'Write', input: {file_path: '/repo/scripts/deploy.sh'}}, {kind: 'answer', text: 'Shipped.'}], '/repo')
+    const later = digestOf([...items, {kind: 'ask', text: 'Ship it'}, {kind: 'tool', name: 'Write', input: {file_path: '/repo/scripts/deploy.sh'}}, {kind: 'answer', text: 'Shipped.'}], '/repo', ['runbooks/ship.md'])
     const merged = mergeDigests(digest, later)
-    expect(merged.asks).toEqual(['Make the deploy script idempotent', 'Also add a test', 'Ship it'])
+    expect(merged.sources).toEqual(['notes/deploy.md', 'runbooks/ship.md'])
     expect(merged.files[0]).toEqual({path: 'scripts/deploy.sh', verbs: ['written', 'edited', 'read']})
-    expect(merged.lastAnswer).toBe('Shipped.')
+    expect(merged.learned).toBe('Shipped.')
     expect(mergeDigests(merged, later)).toEqual(merged)
   })
 
+  it('an episode of an earlier version keeps what it decided, touched and answered; its prompts are left behind', () => {
+    const old = '# Episode: Claude Code session 1a2b3c4d: How are the Stripe webhooks verified?\nDate: 2026-09-01\n\nSummary:\n## Asked\n- How are the Stripe webhooks verified?\n\n## Decided\n- We chose three retries.\n\n## Files touched\n- `src/hooks.ts` (edited)\n\n## Last answer\nWith the signing secret.\n'
+    expect(parseDigest(old)).toEqual({decisions: ['We chose three retries.'], files: [{path: 'src/hooks.ts', verbs: ['edited']}], learned: 'With the signing secret.', sources: []})
+  })
+
   it('for any digests: merging is idempotent and keeps everything either side had (within the bounds)', () => {
-    const line = fc.string({minLength: 1, maxLength: 30}).map((s) => s.replace(/\s+/g, ' ').trim()).filter((s) => s !== '' && !s.startsWith('#'))
+    const line = fc.string({minLength: 1, maxLength: 30}).map((s) => s.replace(/\s+/g, ' ').trim()).filter((s) => s !== '' && !s.startsWith('#') && s !== 'Summary:')
     const digest: fc.Arbitrary<SessionDigest> = fc.record({
-      asks: fc.uniqueArray(line, {maxLength: 8}),
       decisions: fc.uniqueArray(line, {maxLength: 5}),
       files: fc.uniqueArray(fc.record({path: line.map((s) => s.replace(/[`()]/g, '_')), verbs: fc.subarray(['created', 'edited', 'read'], {minLength: 1})}), {maxLength: 5, selector: (f) => f.path}),
-      lastAnswer: fc.option(line, {nil: undefined}),
+      learned: fc.option(line, {nil: undefined}),
+      sources: fc.uniqueArray(line.map((s) => `notes/${s.replace(/\s/g, '-')}.md`), {maxLength: 4}),
     })
     fc.assert(
       fc.property(digest, digest, (a, b) => {
         const merged = mergeDigests(a, b)
         expect(mergeDigests(merged, b)).toEqual(merged)
         expect(parseDigest(renderDigest(merged))).toEqual(merged)
-        for (const ask of [...a.asks, ...b.asks]) expect(merged.asks).toContain(ask)
+        for (const decision of [...a.decisions, ...b.decisions]) expect(merged.decisions).toContain(decision)
+        for (const source of [...a.sources, ...b.sources]) expect(merged.sources).toContain(source)
         for (const file of [...a.files, ...b.files]) expect(merged.files.map((f) => f.path)).toContain(file.path)
       }),
       {numRuns: 200},
     )
   })
 
-  it('the file: the episode template with front matter, a title from the first ask, one session one path', () => {
+  it('the file: the episode template with front matter, a title from what the session decided, one session one path', () => {
     const text = renderSessionEpisode({agent: 'gemini', sessionId: '7c2d9e1f-4a5b', date: '2026-09-01', project: 'demo'}, digestOf(items, '/repo'))
     const file = parseMemoryFile('episodes/2026-09-01/gemini-7c2d9e1f-4a5b.md', text)
-    expect(file.frontMatter).toMatchObject({title: 'Gemini CLI session 7c2d9e1f: Make the deploy script idempotent', tags: ['session', 'gemini'], project: 'demo', kind: 'episode'})
-    expect(file.body).toMatch(/^# Episode: Gemini CLI session 7c2d9e1f: Make the deploy script idempotent\nDate: 2026-09-01\nTopic: Make the deploy script idempotent\nOutcome: Added test\/deploy.test.sh.\nRefs: gemini session 7c2d9e1f-4a5b\n/)
+    expect(file.frontMatter).toMatchObject({title: 'Gemini CLI session 7c2d9e1f: The root cause was a missing lock.', tags: ['session', 'gemini'], project: 'demo', kind: 'episode'})
+    expect(file.body).toMatch(/^# Episode: Gemini CLI session 7c2d9e1f: The root cause was a missing lock.\nDate: 2026-09-01\nTopic: The root cause was a missing lock.\nOutcome: Added test\/deploy.test.sh.\nRefs: gemini session 7c2d9e1f-4a5b\n/)
+    expect(file.body).not.toContain('idempotent')
+    const changedOnly = renderSessionEpisode({agent: 'claude', sessionId: 'abc', date: '2026-09-01'}, digestOf(items.slice(0, 4), '/repo'))
+    expect(changedOnly).toContain('title: "Claude Code session abc: changed scripts/deploy.sh"')
     expect(episodePath('2026-09-01', 'chatgpt', 'Thread/../../etc')).toBe('episodes/2026-09-01/chatgpt-thread-etc.md')
   })
+})
+
+describe('each agent’s real transcript becomes an episode without injected text (fixtures/hook-context)', () => {
+  const FIXTURES = new URL('../../fixtures/hook-context/', import.meta.url).pathname
+  const INJECTED = /\[MEMORY CONTEXT\]|\[JARVIS SHARED MEMORY\]|hook_context|system-reminder|shared memory could not be read/
+  const cases: Array<[HookAgent, string]> = [
+    ['claude', 'claude/transcript.jsonl'],
+    ['gemini', 'gemini/transcript.jsonl'],
+    ['gemini', 'gemini/transcript-unreadable.jsonl'],
+    ['codex', 'codex/rollout.jsonl'],
+  ]
+  for (const [agent, file] of cases) {
+    it(`${file}: the question is read as the person typed it, and nothing of the hooks' context reaches the episode`, async () => {
+      const read = await readTranscriptItems(agent, join(FIXTURES, file))
+      expect(read.items.filter((i) => i.kind === 'ask').map((i) => (i as {text: string}).text)).toEqual(['How are the Stripe webhooks verified?'])
+      // Rendered as the recording hook would write it (given the note the prompt hook showed).
+      const digest = digestOf(read.items, read.cwd, ['notes/billing.md'])
+      const text = renderSessionEpisode({agent, sessionId: 'fixture', date: '2026-09-01'}, digest)
+      expect(text).not.toMatch(INJECTED)
+      expect(text).not.toContain('How are the Stripe webhooks verified?')
+    })
+  }
 })
 
 describe('recording an episode in a tree', () => {
   it('one file per session: the same digest twice changes nothing; a later hook extends it', async () => {
     const {root} = await initTree(await tempDir('jarvis-episode-'), {})
     dirs.push(root)
-    const base = {agent: 'claude' as const, agentId: 'claude', sessionId: 's-1', startDate: '2026-09-01', now: new Date('2026-09-02T01:00:00Z'), lockTimeoutMs: 1000}
+    const base = {agent: 'claude' as const, agentId: 'claude', sessionId: 's-1', adds: true, startDate: '2026-09-01', now: new Date('2026-09-02T01:00:00Z'), lockTimeoutMs: 1000}
     const first = await recordEpisode(root, {...base, digest: digestOf(items.slice(0, 5), '/repo')})
     expect(first).toEqual({path: 'episodes/2026-09-01/claude-s-1.md', changed: true, leftOut: undefined})
     expect(await recordEpisode(root, {...base, digest: digestOf(items.slice(0, 5), '/repo')})).toMatchObject({changed: false})
-    // The next day, without a start date (no transcript): the same file, extended.
-    const later = await recordEpisode(root, {...base, startDate: undefined, digest: digestOf([{kind: 'answer', text: 'All done.'}])})
+    // The next day, without a start date (no transcript), from a hook that saw only an answer: the same file, extended.
+    const later = await recordEpisode(root, {...base, adds: false, startDate: undefined, digest: digestOf([{kind: 'answer', text: 'All done.'}])})
     expect(later).toMatchObject({path: 'episodes/2026-09-01/claude-s-1.md', changed: true})
     const text = await readFile(join(root, '.memory', later.path), 'utf8')
-    expect(text).toContain('- Make the deploy script idempotent')
-    expect(text).toContain('## Last answer\nAll done.')
+    expect(text).toContain('- We decided to use flock instead of a pid file.')
+    expect(text).toContain('## Learned\nAll done.')
+  })
+
+  it('a session that only asked writes no episode', async () => {
+    const {root} = await initTree(await tempDir('jarvis-episode-'), {})
+    dirs.push(root)
+    const asked: DigestItem[] = [{kind: 'ask', text: 'How are the Stripe webhooks verified?'}, {kind: 'answer', text: 'With the signing secret.'}]
+    const result = await recordEpisode(root, {agent: 'gemini', agentId: 'gemini', sessionId: 's-3', adds: false, digest: digestOf(asked, '/repo', ['notes/billing.md']), now: new Date('2026-09-01T10:00:00Z'), lockTimeoutMs: 1000})
+    expect(result).toMatchObject({changed: false, skipped: true})
+    await expect(readFile(join(root, '.memory', result.path), 'utf8')).rejects.toThrow(/ENOENT/)
   })
 
   it('a secret in one line leaves that line out; the rest is written', async () => {
     const {root} = await initTree(await tempDir('jarvis-episode-'), {})
     dirs.push(root)
     const token = fakeGithubToken()
-    const digest = digestOf([{kind: 'ask', text: 'Deploy the app'}, {kind: 'ask', text: `Log in with ${token}`}, {kind: 'answer', text: 'Deployed.'}])
-    const result = await recordEpisode(root, {agent: 'claude', agentId: 'claude', sessionId: 's-2', digest, now: new Date('2026-09-01T10:00:00Z'), lockTimeoutMs: 1000})
+    const digest = digestOf([{kind: 'ask', text: 'We decided to deploy the app on Fridays.'}, {kind: 'answer', text: `We decided to log in with ${token} from now on.`}, {kind: 'answer', text: 'Deployed.'}])
+    const result = await recordEpisode(root, {agent: 'claude', agentId: 'claude', sessionId: 's-2', adds: true, digest, now: new Date('2026-09-01T10:00:00Z'), lockTimeoutMs: 1000})
     expect(result.changed).toBe(true)
     expect(result.leftOut).toMatch(/^left out 1 line of the episode holding a GitHub/)
     const text = await readFile(join(root, '.memory', result.path), 'utf8')
-    expect(text).toContain('- Deploy the app')
+    expect(text).toContain('- We decided to deploy the app on Fridays.')
     expect(text).not.toContain(token)
   })
 })

@@ -54,6 +54,20 @@ describe('answers in each agent format', () => {
     expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-01 [fact] global cache: Redis for sessions (gemini)'])
     expect(sections[3].lines[1]).toBe('- PROJECT_MEMORY.md — What this project is')
   })
+
+  it('the session context: the newest event of a key wins; an older value of it is not listed', () => {
+    const event = (key: string, content: string, at: string, extra = {}) => ({agent_id: 'gemini' as const, run_id: 'r', scope: 'global', kind: 'decision' as const, dedupe_key: key, confidence: 'high' as const, content_md: content, source: {system: 'cli' as const}, ttl_days: 0, event_id: `e-${key}-${at}`, created_at: `2026-09-0${at}T10:00:00.000Z`, deprecated: false, ...extra})
+    const sections = sessionContextSections({
+      agentId: 'claude',
+      at: '2026-09-09T12:00:00.000Z',
+      scopes: ['global', 'project:demo'],
+      // `retries` pinned with its newest value; its older value is still in the recent events.
+      pinnedMd: '# Pinned memory\n\n## global\n- [decision] retries: five retries (gemini, 2026-09-05)\n',
+      recent: [event('retries', 'five retries', '5'), event('cache', 'Redis', '4'), event('retries', 'three retries', '2'), event('cache', 'Memcached', '1'), event('cache', 'Redis in the project', '3', {scope: 'project:demo'})],
+      files: [],
+    })
+    expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-04 [decision] global cache: Redis (gemini)', '- 2026-09-03 [decision] project:demo cache: Redis in the project (gemini)'])
+  })
 })
 
 describe('what agents send', () => {

@@ -150,7 +150,7 @@ describe.each(['claude', 'gemini', 'codex', 'openclaw'] as const)('jarvis hook -
 })
 
 describe('jarvis hook: recording the session', () => {
-  const SECRET_PROMPT = () => `Use the token ${fakeGithubToken()} to push the release.`
+  const SECRET_PROMPT = () => `From now on use the token ${fakeGithubToken()} to push the release.`
   const turns = [
     {prompt: 'Fix the flaky checkout test in the e2e suite', tools: [['Read', {file_path: 'FILE:src/checkout.test.ts'}], ['Edit', {file_path: 'FILE:src/checkout.test.ts', old_string: 'sleep(500)', new_string: 'await idle()'}]] as Array<[string, Record<string, unknown>]>, answer: 'We decided to wait for the network idle instead of a fixed sleep. The test passes now.'},
     {prompt: 'Add a changelog entry', tools: [['Write', {file_path: 'FILE:CHANGELOG.md', content: '- fixed'}]] as Array<[string, Record<string, unknown>]>, answer: 'Added the entry to CHANGELOG.md.'},
@@ -169,7 +169,7 @@ describe('jarvis hook: recording the session', () => {
     expect(stop).toMatchObject({code: 0, stdout: '', stderr: ''})
     const path = `episodes/2026-09-01/claude-${session}.md`
     const text = await readFile(join(p.memory, path), 'utf8')
-    expect(text).toContain('## Asked\n- Fix the flaky checkout test in the e2e suite\n- Add a changelog entry\n')
+    expect(text).not.toContain('Fix the flaky checkout test') // what was done is recorded, not the prompts
     expect(text).toContain('## Decided\n- We decided to wait for the network idle instead of a fixed sleep.')
     expect(text).toContain('## Files touched\n- `src/checkout.test.ts` (edited, read)\n- `CHANGELOG.md` (written)\n')
     expect(text).toMatch(/^kind: episode$/m)
@@ -199,15 +199,15 @@ describe('jarvis hook: recording the session', () => {
     expect(await runHook('stop', 'gemini', input, {cwd: p.root, env})).toMatchObject({code: 0, stdout: '', stderr: ''})
     const path = 'episodes/2026-09-01/gemini-7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f.md'
     const first = await readFile(join(p.memory, path), 'utf8')
-    expect(first).toContain('- Fix the flaky checkout test in the e2e suite')
-    expect(first).not.toContain('Add a changelog entry')
+    expect(first).toContain('- `src/checkout.test.ts` (edited, read)')
+    expect(first).not.toContain('CHANGELOG.md')
 
     await writeFile(transcript, geminiTranscript('7c2d9e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f', list))
     const end = await runHook('session-end', 'gemini', inputs.gemini(p.root, 'SessionEnd', {transcript_path: transcript, reason: 'exit'}), {cwd: p.root, env})
     expect(end.code).toBe(0)
     const second = await readFile(join(p.memory, path), 'utf8')
-    expect(second.match(/^- Fix the flaky checkout test/gm)).toHaveLength(1) // listed once under Asked
-    expect(second).toContain('- Add a changelog entry')
+    expect(second.match(/^- We decided to wait for the network idle/gm)).toHaveLength(1) // listed once under Decided
+    expect(second).toContain('- `src/checkout.test.ts` (edited, read)')
     expect(second).toContain('- `CHANGELOG.md` (written)')
   })
 
@@ -220,14 +220,18 @@ describe('jarvis hook: recording the session', () => {
     const stop = await runHook('stop', 'codex', inputs.codex(p.root, 'Stop', {transcript_path: rollout, stop_hook_active: false, last_assistant_message: 'Added the entry to CHANGELOG.md.', turn_id: 't1'}), {cwd: p.root, env})
     expect(stop).toMatchObject({code: 0, stdout: '', stderr: ''})
     const text = await readFile(join(p.memory, 'episodes/2026-09-01/chatgpt-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.md'), 'utf8')
-    expect(text).toContain('## Asked\n- Fix the flaky checkout test in the e2e suite\n- Add a changelog entry\n')
+    expect(text).toContain('## Decided\n- We decided to wait for the network idle instead of a fixed sleep.')
     expect(text).not.toContain('environment_context')
     expect(text).toContain('- `src/checkout.test.ts` (edited)\n- `CHANGELOG.md` (created)')
 
-    const bare = await runHook('stop', 'codex', {...inputs.codex(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: 'Renamed the flag to --max-tokens.', turn_id: 't2'}), session_id: 'other-session'}, {cwd: p.root, env})
-    expect(bare.code).toBe(0)
+    // Without a transcript only what the hook input says: an answer that decides something is recorded, one that does not is not.
     const today = new Date().toISOString().slice(0, 10)
-    expect(await readFile(join(p.memory, `episodes/${today}/chatgpt-other-session.md`), 'utf8')).toContain('## Last answer\nRenamed the flag to --max-tokens.')
+    const told = await runHook('stop', 'codex', {...inputs.codex(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: 'The flag is --max-tokens.', turn_id: 't2'}), session_id: 'told-session'}, {cwd: p.root, env})
+    expect(told.code).toBe(0)
+    await expect(readFile(join(p.memory, `episodes/${today}/chatgpt-told-session.md`), 'utf8')).rejects.toThrow(/ENOENT/)
+    const bare = await runHook('stop', 'codex', {...inputs.codex(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: 'We switched to the --max-tokens flag.', turn_id: 't2'}), session_id: 'other-session'}, {cwd: p.root, env})
+    expect(bare.code).toBe(0)
+    expect(await readFile(join(p.memory, `episodes/${today}/chatgpt-other-session.md`), 'utf8')).toContain('## Learned\nWe switched to the --max-tokens flag.')
   })
 
   it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
@@ -237,11 +241,12 @@ describe('jarvis hook: recording the session', () => {
     const transcript = join(home, '.claude', 'projects', 'p3', `${session}.jsonl`)
     await mkdir(join(transcript, '..'), {recursive: true})
     const secret = SECRET_PROMPT()
-    await writeFile(transcript, claudeTranscript(session, p.root, [{prompt: 'Prepare the release notes', answer: 'Release notes are ready.'}, {prompt: secret, answer: 'Pushed.'}]))
+    const notes = [{prompt: 'Prepare the release notes', tools: [['Write', {file_path: `${p.root}/RELEASE.md`, content: '- fixed'}]] as Array<[string, Record<string, unknown>]>, answer: 'Release notes are ready.'}]
+    await writeFile(transcript, claudeTranscript(session, p.root, [...notes, {prompt: secret, answer: 'Pushed.'}]))
     const run = await runHook('pre-compact', 'claude', {...inputs.claude(p.root, 'PreCompact', {trigger: 'auto', custom_instructions: ''}), session_id: session, transcript_path: transcript}, {cwd: p.root, env})
     expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
     const text = await readFile(join(p.memory, `episodes/2026-09-01/claude-${session}.md`), 'utf8')
-    expect(text).toContain('- Prepare the release notes')
+    expect(text).toContain('- `RELEASE.md` (written)')
     expect(text).not.toContain('ghp_')
     expect(await hooksLog(p.root)).toMatch(/claude pre-compact episodes\/2026-09-01\/claude-c1a2b3c4-0000-4000-8000-00000000bbbb\.md: left out 1 line of the episode holding a GitHub/)
   })
@@ -304,7 +309,7 @@ describe('jarvis hook never breaks the agent', () => {
     expect(log).toMatch(/^\S+ claude session-start the shared memory could not be read: .*127\.0\.0\.1/m)
     expect(log).toMatch(/^\S+ claude sync the episode was recorded but not synced \(.*\); it stays in \.memory\/ and the next `jarvis sync` sends it$/m)
     // The episode is there for the next sync.
-    expect(await readFile(join(p.memory, 'episodes/2026-09-01/claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')).toContain('- Tune pgbouncer')
+    expect(await readFile(join(p.memory, 'episodes/2026-09-01/claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')).toContain('## Decided\n- We chose transaction pooling.')
   })
 
   it('a server that accepts but never answers: session start gives up after its deadline and the hook exits at once', async () => {

@@ -71,6 +71,22 @@ describe('ranking', () => {
     expect(await paths(root, 'walrsu')).toEqual([]) // 2 edits in 6 letters: more than 20 %
   })
 
+  it('finds another form of a query word (same English stem) that is no prefix of it, below the word itself', async () => {
+    const root = await tree(
+      new Map([
+        ['trips/hiking.md', '# Weekend\n\nWe went hiking in the hills.\n'],
+        ['trips/hike.md', '# Weekend\n\nA long hike in the hills.\n'],
+        ['trips/swim.md', '# Weekend\n\nWe went swimming.\n'],
+        ['checks/verified.md', '# Webhooks\n\nEach payload is verified with the signing secret.\n'],
+      ]),
+    )
+    // "hiking" is neither a prefix match nor within the typo distance of "hike": only its stem finds it.
+    expect(await paths(root, 'hike')).toEqual(['trips/hike.md', 'trips/hiking.md'])
+    expect(await paths(root, 'hiking')).toEqual(['trips/hiking.md', 'trips/hike.md'])
+    expect(await paths(root, 'verify')).toEqual(['checks/verified.md'])
+    expect(await paths(root, 'swimmer')).toEqual([]) // another stem
+  })
+
   it('ranks a file matching more of the query words first, and an exact word above a prefix', async () => {
     const root = await tree(files)
     expect((await paths(root, 'otter kelp'))[0]).toBe('notes/both.md')

@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {INDEX_FILE, recall, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {BUILTIN_MODEL, INDEX_FILE, recall, RECALL_MAX_CHARS, resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -82,11 +82,12 @@ describe('keyword search quality', () => {
     expect(hits.map((h) => h.path)).toEqual(['notes/broken.md'])
   })
 
-  it('says in a note that results are keyword-only when no provider is configured', async () => {
+  it('is hybrid with the built-in model when no provider is configured (test/search/semantic.test.ts)', async () => {
     const result = await searchMemory(root, 'redis', {embeddings: undefined})
     if (process.env.JARVIS_EMBEDDINGS_URL) return
-    expect(result.mode).toBe('keyword')
-    expect(result.note).toMatch(/^keyword search only: no embeddings provider configured/)
+    expect(result.mode).toBe('hybrid')
+    expect(result.model).toBe(BUILTIN_MODEL)
+    expect(result.note).toBeUndefined()
   })
 })
 
@@ -135,12 +136,14 @@ describe('recall', () => {
     expect(lines[2]).toBe('  Summary: “Bug: runner_exec auth failures after the key rotation — Area: SSH runner.”')
   })
 
-  it('is bounded: long summaries are cut to one line, the block to RECALL_MAX_CHARS', async () => {
+  it('is bounded: long summaries are cut to one line, the block to RECALL_MAX_CHARS, and every hit asked for is shown', async () => {
     const files = new Map<string, string>()
     for (let i = 0; i < 12; i++) files.set(`notes/long-${i}.md`, `---\nsummary: ${'walrus '.repeat(200)}\n---\n${'walrus migration notes '.repeat(50)}\n`)
     const root = await tree(files)
     const {block, hits} = await recall(root, 'walrus', {limit: 10, embeddings: false})
     expect(block.length).toBeLessThanOrEqual(RECALL_MAX_CHARS)
+    // Ten full summaries do not fit in the block: they are shortened alike rather than files left out.
+    expect(hits.length).toBe(10)
     expect(hits.length).toBe(block.split('\n').filter((l) => l.startsWith('- ')).length)
     for (const line of block.split('\n').filter((l) => l.startsWith('  Summary'))) expect(line.length).toBeLessThanOrEqual(180)
     await expect(recall(root, 'walrus', {limit: 11, embeddings: false})).rejects.toThrow(/between 1 and 10/)

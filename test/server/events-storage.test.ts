@@ -257,7 +257,7 @@ describe('migration', () => {
       expect((await second.read(['a.md'])).get('a.md')?.content).toBe('a')
       expect((await second.appendEvent(request())).status).toBe('created')
       const check = new Database(join(dir, SQLITE_FILE_NAME), {readonly: true})
-      expect(check.prepare('SELECT version FROM schema_migrations ORDER BY version').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}])
+      expect(check.prepare('SELECT version FROM schema_migrations ORDER BY version').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}, {version: 7}])
       check.close()
     } finally {
       await second.close()

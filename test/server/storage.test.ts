@@ -10,7 +10,7 @@ import {baseMatches, openSqliteStorage, SQLITE_FILE_NAME} from '../../src/server
 import type {BaseRev, CommitRequest} from '../../src/server/storage/types.js'
 import {Cleanup, tempDir} from './temp.js'
 import {BACKENDS, freshTarget, openFresh} from '../helpers/backends.js'
-import {openStorage} from '../../src/server/storage/open.js'
+import {type OpenedStorage, openStorage} from '../../src/server/storage/open.js'
 
 const cleanup = new Cleanup()
 afterEach(() => cleanup.run())
@@ -47,7 +47,7 @@ describe('SqliteStorage', () => {
     const db = new Database(storage.file, {readonly: true})
     try {
       expect(db.pragma('journal_mode', {simple: true})).toBe('wal')
-      expect(db.prepare('SELECT version FROM schema_migrations').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}])
+      expect(db.prepare('SELECT version FROM schema_migrations').all()).toEqual([{version: 1}, {version: 2}, {version: 3}, {version: 4}, {version: 5}, {version: 6}, {version: 7}])
     } finally {
       db.close()
     }
@@ -175,7 +175,7 @@ describe.each(BACKENDS)('the %s storage', (backend) => {
           const model = new Map<string, {rev: number; content: string | null}>()
           let seq = 0
           for (const commit of commits) {
-            const deletes = commit.deletes.filter((p) => !(p in commit.writes))
+            const deletes = commit.deletes.filter((p: string) => !(p in commit.writes))
             const outcome = await storage.commit(req(commit.writes, commit.base, deletes), 'claude', NOW)
             // the model
             const stale = new Set<string>()
@@ -223,5 +223,54 @@ describe.each(BACKENDS)('the %s storage', (backend) => {
       // A PostgreSQL run creates a database each time: fewer runs keep the suite's time.
       {numRuns: backend === 'sqlite' ? 40 : 15},
     )
+  })
+
+  it('answers commits sent all at once (group commit) exactly as the same commits sent one after the other', async () => {
+    const paths = ['a.md', 'b.json', 'c/d.md']
+    const commitArb = fc.record({
+      writes: fc.dictionary(fc.constantFrom(...paths), fc.constantFrom('1', '2', '3'), {maxKeys: 3}),
+      deletes: fc.subarray(paths),
+      base: fc.dictionary(fc.constantFrom(...paths), fc.option(fc.integer({min: 0, max: 4}), {nil: null}), {maxKeys: 3}),
+      key: fc.option(fc.constantFrom('k1', 'k2'), {nil: undefined}),
+      author: fc.constantFrom('claude', 'gemini'),
+    })
+    type Commit = typeof commitArb extends fc.Arbitrary<infer T> ? T : never
+    const request = (commit: Commit): CommitRequest => ({
+      ...req(commit.writes, commit.base, commit.deletes.filter((p: string) => !(p in commit.writes)), commit.key),
+      audit: {kind: 'push'},
+    })
+    // The audit entries' seqs are the store's own: compared by what they say.
+    const comparable = (outcome: Awaited<ReturnType<OpenedStorage['commit']>>) => ({...outcome, audit: outcome.audit?.map(({seq: _seq, ...entry}) => entry)})
+    await fc.assert(
+      fc.asyncProperty(fc.array(commitArb, {minLength: 1, maxLength: 16}), async (commits) => {
+        const together = await openStorage(await freshTarget(backend, cleanup))
+        const alone = await openStorage(await freshTarget(backend, cleanup))
+        try {
+          const outcomes = await Promise.all(commits.map((commit) => together.commit(request(commit), commit.author, NOW)))
+          for (const [index, commit] of commits.entries()) {
+            expect(comparable(outcomes[index])).toEqual(comparable(await alone.commit(request(commit), commit.author, NOW)))
+          }
+          const [a, b] = [await together.status(), await alone.status()]
+          expect({seq: a.seq, files: a.files}).toEqual({seq: b.seq, files: b.files})
+          expect((await together.queryAudit({limit: 100})).map(({seq: _seq, ...entry}) => entry)).toEqual((await alone.queryAudit({limit: 100})).map(({seq: _seq, ...entry}) => entry))
+        } finally {
+          await together.close()
+          await alone.close()
+        }
+      }),
+      {numRuns: backend === 'sqlite' ? 40 : 12},
+    )
+  })
+
+  it('reads the records asked for with the status, as of the same moment', async () => {
+    const storage = await open()
+    await storage.commit(req({'a.md': 'a', 'active.json': '{}\n'}), 'claude', NOW)
+    await storage.commit(req({}, {}, ['a.md']), 'claude', NOW)
+    const status = await storage.status(1, ['active.json', 'a.md', 'never.md'])
+    expect(status).toMatchObject({seq: 2, files: [{path: 'a.md', deleted: true}]})
+    expect([...status.read.keys()].sort()).toEqual(['a.md', 'active.json'])
+    expect(status.read.get('active.json')).toMatchObject({content: '{}\n', rev: 1, deleted: false})
+    expect(status.read.get('a.md')).toMatchObject({content: null, rev: 2, deleted: true})
+    expect((await storage.status()).read.size).toBe(0)
   })
 })

@@ -1,6 +1,7 @@
 /** POST /api/memory/sync-task, /api/projects/active and the WebSocket broadcasts, against a real server. */
 import {afterEach, describe, expect, it} from 'vitest'
 
+import {fakeGithubToken} from '../files/helpers.js'
 import {Cleanup, connectWs, harness, type Harness} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 
@@ -122,6 +123,26 @@ describe.each(BACKENDS)('on %s', (backend) => {
       const refused = await h.call('POST', '/api/memory/sync-task', task(3), {agent: 'gemini'})
       expect(refused.status).toBe(422)
       expect(refused.body).toMatchObject({error: 'invalid_content', path: 'jarvis/gemini.json'})
+    })
+
+    it('refuses a task holding a secret or personal data like any push: 422 sensitive, nothing stored, the refusal audited', async () => {
+      const h = await harness(cleanup)
+      const token = fakeGithubToken()
+      const mail = ['ana', 'acme-corp.io'].join('@')
+      for (const secret of [{output: `released with ${token}`}, {input: `mail ${mail} the report`}, {filesModified: [`notes/${token}.md`]}]) {
+        const refused = await h.call('POST', '/api/memory/sync-task', task(1, secret))
+        expect(refused.status, JSON.stringify(secret)).toBe(422)
+        expect(refused.body).toMatchObject({error: 'sensitive', path: 'jarvis/claude.json', findings: expect.arrayContaining([expect.objectContaining({field: '.memory/jarvis/claude.json'})])})
+        expect(refused.body.message).toMatch(/^refused: the content of \.memory\/jarvis\/claude\.json holds (a GitHub token|an e-mail address) in \.memory\/jarvis\/claude\.json at line \d+, column \d+[.;]/)
+        expect(refused.text).not.toContain(token)
+        expect(refused.text).not.toContain(mail)
+      }
+      expect((await h.status()).body.seq).toBe(0)
+      const audit = await h.call('GET', '/api/audit')
+      expect(audit.body.entries[0]).toMatchObject({kind: 'refused', agent: 'claude', paths: ['jarvis/claude.json'], detail: expect.stringMatching(/^a task result for jarvis\/claude\.json refused: it held a GitHub token/)})
+      expect(audit.text).not.toContain(token)
+      // A clean task is recorded as ever.
+      expect((await h.call('POST', '/api/memory/sync-task', task(2))).status).toBe(200)
     })
 
     it('records concurrent tasks of one agent without losing any', async () => {

@@ -50,7 +50,7 @@ describe('several processes on one PostgreSQL database', () => {
     await client.connect()
     try {
       const versions = (await client.query<{version: number}>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version)
-      expect(versions).toEqual([1, 2, 3, 4, 5, 6])
+      expect(versions).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
       await client.query("INSERT INTO schema_migrations (version, description, applied_at) VALUES (99, 'future', 'x')")
     } finally {
       await client.end()
@@ -96,6 +96,22 @@ describe('several processes on one PostgreSQL database', () => {
     }
     // Every answer for one event names the same event_id.
     expect([...ids.values()].map((set) => set.size)).toEqual(Array.from({length: 10}, () => 1))
+  })
+
+  it('relay every broadcast of a burst to the other processes, once each and in order, never back to the sender', async () => {
+    const [a, b, c] = await storages(await freshDatabase(), 3)
+    const heard: string[][] = [[], [], []]
+    await Promise.all([a, b, c].map((storage, n) => storage.relay?.subscribe((data) => heard[n].push(data))))
+    // More than one NOTIFY holds (about 7 KB each): the burst goes in several groups.
+    const sent = Array.from({length: 600}, (_, i) => JSON.stringify({type: 'MEM_UPDATE', path: `notes/file-${i}.md`, rev: i + 1, author: 'claude', seq: i + 1, updatedAt: NOW}))
+    await Promise.all(sent.map((data) => a.relay?.publish(data)))
+    await b.relay?.publish('from b')
+    await until('every message to reach the other processes', () => (heard[1].length === 600 && heard[2].length === 601 ? true : undefined)).catch((error) => {
+      throw new Error(`${(error as Error).message}: heard ${heard.map((h) => h.length).join(', ')}`)
+    })
+    expect(heard[1]).toEqual(sent)
+    expect(heard[2]).toEqual([...sent, 'from b'])
+    expect(heard[0]).toEqual(['from b'])
   })
 })
 

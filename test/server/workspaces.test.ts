@@ -27,14 +27,33 @@ function task(n: number) {
 
 const event = (content: string, key = 'fact:b_secret') => ({kind: 'fact', dedupe_key: key, content_md: content, scope: 'global', confidence: 'high', run_id: 'r1', source: {system: 'cli'}, ttl_days: 0})
 
+/** The apps' OAuth metadata and the authorization server's endpoints: no token, no memory. */
+const OAUTH_OPEN_ROUTES = [
+  'GET /.well-known/oauth-protected-resource',
+  'GET /.well-known/oauth-protected-resource/mcp',
+  'GET /.well-known/oauth-authorization-server',
+  'GET /authorize',
+  'POST /authorize',
+  'POST /token',
+  'OPTIONS /token',
+  'POST /register',
+  'OPTIONS /register',
+  'POST /revoke',
+  'OPTIONS /revoke',
+]
+
 /** Every (method, path) the app answers, from fastify's own route tree; HEAD is GET's. */
 function appRoutes(tree: string): string[] {
   const routes: string[] = []
+  // A node's segment follows its parent's (`/`, then `healthz`; `.well-known/oauth-protected-resource`, then `/mcp`).
+  const segments: string[] = []
   for (const line of tree.split('\n')) {
-    const match = /([^\s│├└─]+) \(([^)]+)\)$/.exec(line)
+    const match = /^(.*?)[├└]── (\S+)(?: \(([^)]+)\))?$/.exec(line)
     if (!match) continue
-    const path = match[1] === '/' ? '/' : `/${match[1]}`
-    for (const method of match[2].split(', ')) if (method !== 'HEAD') routes.push(`${method} ${path}`)
+    segments.length = match[1].length / 4
+    segments.push(match[2])
+    if (match[3] === undefined) continue
+    for (const method of match[3].split(', ')) if (method !== 'HEAD') routes.push(`${method} ${segments.join('')}`)
   }
   return routes.sort()
 }
@@ -246,6 +265,22 @@ describe.each(BACKENDS)('two workspaces on one %s server', (backend) => {
         },
       ],
       [
+        'GET /api/oauth/authorizations/:id',
+        async () => {
+          // An app's request waits for whoever signs in; A finds none by a made-up id, and nothing of B.
+          const answer = await asA('GET', `/api/oauth/authorizations/authz_${'0'.repeat(32)}`)
+          expect(answer.status).toBe(404)
+          expect(answer.text).not.toContain(SECRET)
+        },
+      ],
+      [
+        'POST /api/oauth/authorizations/:id',
+        async () => {
+          const answer = await asA('POST', `/api/oauth/authorizations/authz_${'0'.repeat(32)}`, {allow: true})
+          expect(answer.status).toBe(404)
+        },
+      ],
+      [
         'GET /ws/memory',
         async () => {
           const socket = await connectWs(wsUrl(), tokenA)
@@ -258,8 +293,8 @@ describe.each(BACKENDS)('two workspaces on one %s server', (backend) => {
         },
       ],
     ]
-    // Routes that answer without a token and hold no memory of any workspace.
-    const open = ['GET /', 'GET /healthz', 'GET /readyz', 'GET /dashboard/app.js', 'GET /dashboard/app.css']
+    // Routes that answer without a token and hold no memory of any workspace (the apps' OAuth sign-in among them).
+    const open = ['GET /', 'GET /healthz', 'GET /readyz', 'GET /dashboard/app.js', 'GET /dashboard/app.css', ...OAUTH_OPEN_ROUTES]
     const routes = appRoutes(await routeTree())
     expect(routes.length).toBeGreaterThan(open.length)
     expect([...probes.map(([route]) => route), ...open].sort(), 'every route of the app is tried by workspace A (add a probe for a new route)').toEqual(routes)

@@ -18,7 +18,7 @@ import {initTree} from '../../src/store/index.js'
 import {installAgentCli} from '../helpers/agent-clis.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {startAppServer} from '../helpers/codex-app-server.js'
-import {type ModelStandIn, startModelStandIn} from '../helpers/model-stand-in.js'
+import {codexStandInConfig, type ModelStandIn, standInEnv, startModelStandIn} from '../helpers/model-stand-in.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 type Tool = 'claude' | 'gemini' | 'codex'
@@ -107,21 +107,7 @@ async function setUpUser(): Promise<void> {
   await initTree(root, {})
   const codexHome = join(home, '.codex')
   await mkdir(codexHome, {recursive: true})
-  await writeFile(
-    join(codexHome, 'config.toml'),
-    [
-      'model = "gpt-5.5"',
-      'model_provider = "standin"',
-      '[model_providers.standin]',
-      'name = "stand-in"',
-      `base_url = "${model.url}/v1"`,
-      'wire_api = "responses"',
-      'env_key = "STANDIN_API_KEY"',
-      `[projects."${root}"]`,
-      'trust_level = "trusted"',
-      '',
-    ].join('\n'),
-  )
+  await writeFile(join(codexHome, 'config.toml'), codexStandInConfig(model, root))
   await mkdir(join(home, '.gemini'), {recursive: true})
   // Session clean-up off: Gemini CLI 0.61 resumed headless in a later minute than the session began writes a second
   // file for it holding no message, and its next start deletes every file of that session as unreadable — its own
@@ -137,14 +123,7 @@ async function setUpUser(): Promise<void> {
     ...homes,
     NO_COLOR: '1',
     CI: '1',
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'sk-ant-stand-in',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_TELEMETRY: '1',
-    GOOGLE_GEMINI_BASE_URL: model.url,
-    GEMINI_API_KEY: 'stand-in-key',
-    STANDIN_API_KEY: 'stand-in-key',
+    ...standInEnv(model),
   }
   jarvisEnv = {...homes, CLAUDE_CONFIG_DIR: join(home, '.claude'), GEMINI_CLI_HOME: home}
 }

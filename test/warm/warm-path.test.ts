@@ -113,6 +113,8 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
 
   it('finds a file written, edited in place or deleted the moment before the call', async () => {
     const t = await tree()
+    // Keyword ranking only: a note whose word was edited away must be gone from the answer, not be a near match by meaning.
+    t.env.JARVIS_EMBEDDINGS = 'off'
     const watch = await startWatch(t.root, t.env)
     const env = {...t.env, JARVIS_WARM: ''}
     // In this process, so that nothing but the write comes between the change and the request: the cookie's proof.

@@ -1,7 +1,9 @@
 /**
  * `/ws/memory`: server → client broadcasts (MEM_UPDATE, STATE_CHANGED), a HELLO on connect with the current seq,
  * and an application heartbeat: `{type: "PING"}` is answered `{type: "PONG"}` (WebSocket ping frames are
- * answered by `ws` itself). Authentication happens before the upgrade (the app's onRequest hook).
+ * answered by `ws` itself). Authentication happens before the upgrade (the app's onRequest hook), and again every
+ * `recheckMs` while the socket is open: a key or an app's access revoked or expired since is told why (ERROR
+ * `unauthorized`) and closed (1008), as every other request of it would be refused.
  */
 import createDebug from 'debug'
 import type {FastifyInstance} from 'fastify'
@@ -12,7 +14,7 @@ const debug = createDebug('jarvis:server:ws')
 
 export const WS_PATH = '/ws/memory'
 
-export function wsRoutes(app: FastifyInstance, now: () => Date): void {
+export function wsRoutes(app: FastifyInstance, now: () => Date, recheckMs: number): void {
   app.get(WS_PATH, {websocket: true}, (socket, request) => {
     const agentId = request.agentId
     // The clients of the token's workspace: broadcasts of another workspace never reach this socket.
@@ -35,6 +37,21 @@ export function wsRoutes(app: FastifyInstance, now: () => Date): void {
       else debug('ignored a client message of type %s from %s', String(type), agentId)
     })
     socket.on('error', (error) => debug('socket error from %s: %s', agentId, error.message))
+    const recheck = request.recheck
+    if (recheck !== undefined) {
+      const timer = setInterval(() => {
+        recheck().then(
+          (refused) => {
+            if (refused === null || socket.readyState !== socket.OPEN) return
+            send(socket, {type: 'ERROR', error: 'unauthorized', message: refused})
+            socket.close(1008, 'the token is refused now')
+          },
+          (error: Error) => debug('the token of %s could not be checked again: %s', agentId, error.message),
+        )
+      }, recheckMs)
+      timer.unref()
+      socket.once('close', () => clearInterval(timer))
+    }
     broadcaster.add(socket, agentId, request.role)
     memory.seq().then(
       (seq) => send(socket, {type: 'HELLO', workspace: request.workspace.name, agentId, seq, serverTime: now().toISOString()}),

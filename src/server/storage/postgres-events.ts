@@ -5,7 +5,13 @@
  *   first, so appends from every process are serialized by the database: the identity and idempotency checks, the
  *   pin of (scope, dedupe_key) and the insertion order (`seq`, an identity column) agree across processes, and a
  *   duplicate is found, never stored twice (the UNIQUE constraints would refuse it anyway).
- * - Reads run in REPEATABLE READ read-only transactions: one consistent view, never blocked by a writer.
+ * - Appends go in groups (batches.ts): the appends a process receives while one group is being written go together
+ *   in the next transaction, in the order they came, through the database function `jarvis_append_events` (schema
+ *   migration 8): the steps of each append — the checks, the insert, the pins, the supersedes — run in the database,
+ *   one after the other, in one round trip for the whole group. A group is three round trips (begin and lock, the
+ *   function, commit) and one WAL flush, however many appends it holds.
+ * - Reads are single statements (one snapshot, no transaction to open and close) or REPEATABLE READ read-only
+ *   transactions: one consistent view, never blocked by a writer.
  * - Text search uses PostgreSQL's own full-text search: a `tsvector` column (content, then the key at weight B, as
  *   FTS5 counts a key word three times) under a GIN index, filled with the tokens fts.ts splits (CJK bigrams
  *   included), searched with the `to_tsquery` fts.ts builds from the user's words, ranked by `ts_rank`.
@@ -13,10 +19,10 @@
 import type {ClientBase} from 'pg'
 
 import {OneAtATime} from '../one-at-a-time.js'
+import {Batcher} from './batches.js'
 import {COLUMNS, E_COLUMNS, type EventRow, prefixEnd, toRecord} from './event-rows.js'
 import {eventIdFactory} from './event-id.js'
 import {tsQuery, tsText} from './fts.js'
-import {scopeMatches} from './types.js'
 import type {
   AppendEventOutcome,
   AppendEventRequest,
@@ -135,46 +141,295 @@ async function count(client: ClientBase, sql: string, values: unknown[] = []): P
 
 /** How the event log reaches the database: a write transaction under EVENTS_LOCK, or a consistent read. */
 export interface EventTransactions {
-  write<T>(work: (client: ClientBase) => Promise<T>): Promise<T>
+  /**
+   * A transaction under EVENTS_LOCK. `first` (a constant statement) runs in the same round trip as BEGIN and the
+   * lock, and its rows are handed to `work`. `batch`: a failed COMMIT is told apart (batches.ts CommitFailed).
+   */
+  write<T>(work: (client: ClientBase, first: Record<string, unknown>[]) => Promise<T>, options?: {first?: string; batch?: boolean}): Promise<T>
   read<T>(work: (client: ClientBase) => Promise<T>): Promise<T>
+  /** One statement on a pooled connection, prepared once per connection under `name`. */
+  query<R>(name: string, sql: string, values: unknown[]): Promise<R[]>
 }
+
+/**
+ * Schema migration 8: the steps of an append as one database function, applied to a list of appends in order (the
+ * same steps as sqlite-events.ts appendSteps, which the conformance suite holds both to). The caller holds
+ * EVENTS_LOCK and gives each append its created_at and event_id (see appendGroup). Answers one outcome per append:
+ * `duplicate` / `key_reused` with the earlier event, `deleted` with the deleted event's id and time,
+ * `supersedes_missing`, or `created` with the stored seq, the event it replaced as the newest of its key, the event
+ * it superseded as it was before, and the run's count.
+ */
+export const PG_APPEND_FUNCTION_SQL = `
+  CREATE OR REPLACE FUNCTION jarvis_append_events(items jsonb) RETURNS jsonb LANGUAGE plpgsql AS $fn$
+  DECLARE
+    item jsonb;
+    answers jsonb := '[]'::jsonb;
+    earlier memory_events;
+    target memory_events;
+    replaced memory_events;
+    has_target boolean;
+    has_replaced boolean;
+    key text;
+    gone_id text;
+    gone_at text;
+    pinned bigint;
+    stored bigint;
+    newest bigint;
+    runs bigint;
+  BEGIN
+    FOR item IN SELECT e.value FROM jsonb_array_elements(items) WITH ORDINALITY AS e(value, n) ORDER BY e.n LOOP
+      key := item->>'idempotency_key';
+      -- An earlier append of the same event: by its idempotency key, then by its identity.
+      IF key IS NOT NULL THEN
+        SELECT * INTO earlier FROM memory_events WHERE idempotency_key = key;
+        IF FOUND THEN
+          answers := answers || jsonb_build_array(jsonb_build_object(
+            'status', CASE WHEN earlier.identity = item->>'identity' THEN 'duplicate' ELSE 'key_reused' END, 'event', to_jsonb(earlier) - 'fts'));
+          CONTINUE;
+        END IF;
+      END IF;
+      SELECT * INTO earlier FROM memory_events WHERE identity = item->>'identity';
+      IF FOUND THEN
+        answers := answers || jsonb_build_array(jsonb_build_object('status', 'duplicate', 'event', to_jsonb(earlier) - 'fts'));
+        CONTINUE;
+      END IF;
+      -- Deleted by a cleanup since: a late retry of it must not bring it back.
+      gone_id := NULL;
+      IF key IS NOT NULL THEN
+        SELECT event_id, deleted_at INTO gone_id, gone_at FROM deleted_events WHERE idempotency_key = key;
+      END IF;
+      IF gone_id IS NULL THEN
+        SELECT event_id, deleted_at INTO gone_id, gone_at FROM deleted_events WHERE identity = item->>'identity';
+      END IF;
+      IF gone_id IS NOT NULL THEN
+        answers := answers || jsonb_build_array(jsonb_build_object('status', 'deleted', 'event_id', gone_id, 'deleted_at', gone_at));
+        CONTINUE;
+      END IF;
+      -- The supersedes target must exist and be visible to the writer.
+      has_target := false;
+      IF item->>'supersedes' IS NOT NULL THEN
+        SELECT * INTO target FROM memory_events WHERE event_id = item->>'supersedes';
+        has_target := FOUND;
+        IF NOT has_target OR NOT (
+          target.scope IN (SELECT jsonb_array_elements_text(item->'visible'->'exact'))
+          OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(item->'visible'->'prefixes') AS p(prefix) WHERE starts_with(target.scope, p.prefix))
+        ) THEN
+          answers := answers || '[{"status": "supersedes_missing"}]'::jsonb;
+          CONTINUE;
+        END IF;
+      END IF;
+      SELECT event_seq INTO pinned FROM memory_pins WHERE scope = item->>'scope' AND dedupe_key = item->>'dedupe_key';
+      has_replaced := false;
+      IF pinned IS NOT NULL THEN
+        SELECT * INTO replaced FROM memory_events WHERE seq = pinned;
+        has_replaced := FOUND;
+      END IF;
+      INSERT INTO memory_events (event_id, agent_id, run_id, scope, kind, dedupe_key, confidence, content_md, source, supersedes,
+          ttl_days, created_at, content_hash, identity, idempotency_key, deprecated, scanned, fts)
+        VALUES (item->>'event_id', item->>'agent_id', item->>'run_id', item->>'scope', item->>'kind', item->>'dedupe_key', item->>'confidence',
+          item->>'content_md', item->>'source', item->>'supersedes', (item->>'ttl_days')::integer, item->>'created_at', item->>'content_hash',
+          item->>'identity', key, 0, (item->>'scanned')::smallint, ${FTS_VALUE("item->>'fts_body'", "item->>'fts_key'")})
+        RETURNING seq INTO stored;
+      INSERT INTO memory_pins (scope, dedupe_key, event_seq) VALUES (item->>'scope', item->>'dedupe_key', stored)
+        ON CONFLICT (scope, dedupe_key) DO UPDATE SET event_seq = excluded.event_seq;
+      IF has_target THEN
+        UPDATE memory_events SET deprecated = 1 WHERE seq = target.seq AND deprecated = 0;
+        -- The target's key pinned to the target: pinned again to its newest live event, or to none.
+        SELECT event_seq INTO pinned FROM memory_pins WHERE scope = target.scope AND dedupe_key = target.dedupe_key;
+        IF pinned = target.seq THEN
+          SELECT seq INTO newest FROM memory_events WHERE scope = target.scope AND dedupe_key = target.dedupe_key AND deprecated = 0 ORDER BY seq DESC LIMIT 1;
+          IF newest IS NULL THEN
+            DELETE FROM memory_pins WHERE scope = target.scope AND dedupe_key = target.dedupe_key;
+          ELSE
+            UPDATE memory_pins SET event_seq = newest WHERE scope = target.scope AND dedupe_key = target.dedupe_key;
+          END IF;
+        END IF;
+      END IF;
+      SELECT COUNT(*) INTO runs FROM memory_events WHERE agent_id = item->>'agent_id' AND run_id = item->>'run_id';
+      answers := answers || jsonb_build_array(jsonb_build_object('status', 'created', 'seq', stored,
+        'replaced', CASE WHEN has_replaced THEN to_jsonb(replaced) - 'fts' END,
+        'superseded', CASE WHEN has_target THEN to_jsonb(target) - 'fts' END,
+        'run_count', runs));
+    END LOOP;
+    RETURN answers;
+  END
+  $fn$;
+`
+
+/** What jarvis_append_events answers for one append. */
+type FunctionOutcome =
+  | {status: 'duplicate' | 'key_reused'; event: EventRow}
+  | {status: 'deleted'; event_id: string; deleted_at: string}
+  | {status: 'supersedes_missing'}
+  | {status: 'created'; seq: number; replaced: EventRow | null; superseded: EventRow | null; run_count: number}
+
+/** The newest created_at stored, read in the round trip that takes EVENTS_LOCK (the index on created_at answers it). */
+const NEWEST_CREATED_AT = 'SELECT MAX(created_at) AS created_at FROM memory_events'
+
+function newestOf(rows: Record<string, unknown>[]): string | null {
+  return (rows[0]?.created_at as string | null | undefined) ?? null
+}
+
+/** Appends written in one transaction at most; a group also stops growing past this many bytes of content. */
+const MAX_GROUP = 256
+const MAX_GROUP_BYTES = 4 * 1024 * 1024
+
+/** One statement: an earlier append of the same event (by idempotency key, then identity), or its deletion by a cleanup. */
+const EARLIER_SQL = `
+  SELECT (SELECT to_jsonb(e) - 'fts' FROM memory_events e WHERE e.idempotency_key = $2) AS by_key,
+         (SELECT to_jsonb(e) - 'fts' FROM memory_events e WHERE e.identity = $1) AS by_identity,
+         (SELECT json_build_object('event_id', d.event_id, 'deleted_at', d.deleted_at) FROM deleted_events d WHERE d.idempotency_key = $2) AS gone_by_key,
+         (SELECT json_build_object('event_id', d.event_id, 'deleted_at', d.deleted_at) FROM deleted_events d WHERE d.identity = $1) AS gone_by_identity`
+
+/**
+ * One statement, so one snapshot: per scope the pinned events (in key order, at most $2) and the newest live ones
+ * (at most $3), and for each pinned conflict_resolution the newest live event of each agent under the key it flags.
+ */
+const SNAPSHOT_SQL = `
+  WITH scopes AS (SELECT DISTINCT unnest($1::text[]) AS scope),
+  pins AS (
+    SELECT e.* FROM scopes s CROSS JOIN LATERAL (
+      SELECT ${E_COLUMNS} FROM memory_pins p JOIN memory_events e ON e.seq = p.event_seq WHERE p.scope = s.scope ORDER BY p.dedupe_key LIMIT $2
+    ) e
+  ),
+  recent AS (
+    SELECT r.* FROM scopes s CROSS JOIN LATERAL (
+      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND deprecated = 0 ORDER BY seq DESC LIMIT $3
+    ) r
+  ),
+  flagged AS (
+    SELECT DISTINCT scope, source::jsonb->>'conflict_key' AS conflict_key FROM pins
+    WHERE kind = 'conflict_resolution' AND jsonb_typeof(source::jsonb->'conflict_key') = 'string'
+  ),
+  contenders AS (
+    SELECT c.* FROM flagged f CROSS JOIN LATERAL (
+      SELECT ${COLUMNS} FROM memory_events WHERE seq IN (
+        SELECT MAX(seq) FROM memory_events WHERE scope = f.scope AND dedupe_key = f.conflict_key AND deprecated = 0 GROUP BY agent_id)
+    ) c
+  )
+  SELECT 'pinned' AS part, * FROM pins
+  UNION ALL SELECT 'recent', * FROM recent
+  UNION ALL SELECT 'contender', * FROM contenders`
 
 export class PostgresEventLog {
   private readonly nextId = eventIdFactory()
-  /** This process's queue of event-log writes (see write). */
+  /** This process's queue of event-log writes other than appends (see write). */
   private readonly queue = new OneAtATime()
+  /** Appends, in groups (see appendGroup). */
+  private readonly appends: Batcher<AppendEventRequest, AppendEventOutcome>
 
-  constructor(private readonly db: EventTransactions) {}
+  constructor(private readonly db: EventTransactions) {
+    this.appends = new Batcher(
+      'appends',
+      (requests) => this.db.write(async (client, first) => (await this.appendGroup(client, requests, newestOf(first))).outcomes, {first: NEWEST_CREATED_AT, batch: true}),
+      {
+      maxItems: MAX_GROUP,
+      sizeOf: (request) => request.event.content_md.length,
+        maxBytes: MAX_GROUP_BYTES,
+      },
+    )
+  }
 
   /**
-   * Event-log writes of this process run one after the other, in the order they were asked for: the advisory lock
-   * serializes them anyway, and queued here they wait without holding a connection each, and are stored in the
-   * order the requests came.
+   * Event-log writes of this process other than appends (consolidation, cleanup, import) run one after the other,
+   * in the order they were asked for: the advisory lock serializes them anyway, and queued here they wait without
+   * holding a connection each.
    */
-  private write<T>(work: (client: ClientBase) => Promise<T>): Promise<T> {
-    return this.queue.run('events', () => this.db.write(work))
+  private write<T>(work: (client: ClientBase, first: Record<string, unknown>[]) => Promise<T>, first?: string): Promise<T> {
+    return this.queue.run('events', () => this.db.write(work, {first}))
   }
 
-  findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
-    return this.db.read((client) => this.earlier(client, identity, idempotencyKey))
-  }
-
-  private async earlier(client: ClientBase, identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
-    if (idempotencyKey !== undefined) {
-      const row = await first<EventRow>(client, `SELECT ${COLUMNS} FROM memory_events WHERE idempotency_key = $1`, [idempotencyKey])
-      if (row !== undefined) return {status: row.identity === identity ? 'duplicate' : 'key_reused', event: toRecord(row)}
-    }
-    const row = await first<EventRow>(client, `SELECT ${COLUMNS} FROM memory_events WHERE identity = $1`, [identity])
-    if (row !== undefined) return {status: 'duplicate', event: toRecord(row)}
-    // Deleted by a cleanup since: a late retry of it must not bring it back.
-    const gone =
-      (idempotencyKey === undefined ? undefined : await first<{event_id: string; deleted_at: string}>(client, 'SELECT event_id, deleted_at FROM deleted_events WHERE idempotency_key = $1', [idempotencyKey])) ??
-      (await first<{event_id: string; deleted_at: string}>(client, 'SELECT event_id, deleted_at FROM deleted_events WHERE identity = $1', [identity]))
-    return gone === undefined ? null : {status: 'deleted', event_id: gone.event_id, deleted_at: gone.deleted_at}
+  async findDuplicate(identity: string, idempotencyKey?: string): Promise<EarlierAppend | null> {
+    type Gone = {event_id: string; deleted_at: string}
+    const [row] = await this.db.query<{by_key: EventRow | null; by_identity: EventRow | null; gone_by_key: Gone | null; gone_by_identity: Gone | null}>(
+      'jarvis_earlier_append',
+      EARLIER_SQL,
+      [identity, idempotencyKey ?? null],
+    )
+    if (row?.by_key) return {status: row.by_key.identity === identity ? 'duplicate' : 'key_reused', event: toRecord(row.by_key)}
+    if (row?.by_identity) return {status: 'duplicate', event: toRecord(row.by_identity)}
+    const gone = row?.gone_by_key ?? row?.gone_by_identity
+    return gone ? {status: 'deleted', event_id: gone.event_id, deleted_at: gone.deleted_at} : null
   }
 
   appendEvent(request: AppendEventRequest): Promise<AppendEventOutcome> {
-    return this.write((client) => this.appendSteps(client, request))
+    return this.appends.submit(request)
+  }
+
+  /**
+   * Appends `requests` in order; the caller holds EVENTS_LOCK and `newest` is the newest created_at stored. Each
+   * event gets its created_at here — its server time, or the newest stored when that is later: created_at never goes
+   * back, whichever process appends, so "newest" by insertion order (`seq`) and by (created_at, event_id) in the pure
+   * rules of events/ agree — and its id from that time; then the database function applies them.
+   */
+  private async appendGroup(client: ClientBase, requests: readonly AppendEventRequest[], newest: string | null): Promise<{outcomes: AppendEventOutcome[]; newest: string | null}> {
+    let last = newest
+    const items = requests.map((request) => {
+      const createdAt = last !== null && last > request.now ? last : request.now
+      last = createdAt
+      const {event} = request
+      return {
+        ...event,
+        source: JSON.stringify(event.source),
+        created_at: createdAt,
+        event_id: this.nextId(Date.parse(createdAt) || Date.now()),
+        content_hash: request.contentHash,
+        identity: request.identity,
+        idempotency_key: request.idempotencyKey ?? null,
+        scanned: request.scanned ? 1 : 0,
+        visible: request.visible,
+        fts_body: tsText(event.content_md),
+        fts_key: tsText(event.dedupe_key),
+      }
+    })
+    const answer = await client.query<{outcomes: FunctionOutcome[]}>({name: 'jarvis_append_events', text: 'SELECT jarvis_append_events($1::jsonb) AS outcomes', values: [JSON.stringify(items)]})
+    const outcomes = answer.rows[0]?.outcomes ?? []
+    const answered = requests.map((request, index): AppendEventOutcome => {
+      const outcome = outcomes[index]
+      switch (outcome?.status) {
+        case 'duplicate':
+        case 'key_reused':
+          return {status: outcome.status, event: toRecord(outcome.event)}
+        case 'deleted':
+          return {status: 'deleted', event_id: outcome.event_id, deleted_at: outcome.deleted_at}
+        case 'supersedes_missing':
+          return {status: 'supersedes_missing'}
+        case 'created': {
+          const item = items[index]
+          const stored: EventRecord = {
+            ...request.event,
+            seq: Number(outcome.seq),
+            event_id: item.event_id,
+            created_at: item.created_at,
+            content_hash: request.contentHash,
+            deprecated: false,
+            masked: false,
+            scanned: request.scanned,
+            ttl_candidate: false,
+          }
+          return {
+            status: 'created',
+            event: stored,
+            replaced: outcome.replaced === null ? null : toRecord(outcome.replaced),
+            superseded: outcome.superseded === null ? null : toRecord(outcome.superseded),
+            runCount: Number(outcome.run_count),
+          }
+        }
+        default:
+          throw new Error(`jarvis_append_events answered ${JSON.stringify(outcome)} for append ${index + 1} of ${requests.length}`)
+      }
+    })
+    return {outcomes: answered, newest: last}
+  }
+
+  async snapshotEvents(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): Promise<SnapshotRows> {
+    const found = await this.db.query<EventRow & {part: 'pinned' | 'recent' | 'contender'}>('jarvis_snapshot', SNAPSHOT_SQL, [[...new Set(scopes)], maxPinsPerScope, limitRecent])
+    const pinned: EventRecord[] = []
+    const recent: EventRecord[] = []
+    const contenders: EventRecord[] = []
+    for (const row of found) (row.part === 'pinned' ? pinned : row.part === 'recent' ? recent : contenders).push(toRecord(row))
+    recent.sort((a, b) => b.seq - a.seq)
+    return {pinned, recent: recent.slice(0, limitRecent), contenders}
   }
 
   private async insert(
@@ -215,73 +470,6 @@ export class PostgresEventLog {
     const newest = await first<{seq: number}>(client, 'SELECT seq FROM memory_events WHERE scope = $1 AND dedupe_key = $2 AND deprecated = 0 ORDER BY seq DESC LIMIT 1', [scope, key])
     if (newest === undefined) await client.query('DELETE FROM memory_pins WHERE scope = $1 AND dedupe_key = $2', [scope, key])
     else await this.setPin(client, scope, key, newest.seq)
-  }
-
-  /** The steps of one append; the caller holds EVENTS_LOCK in an open transaction. */
-  private async appendSteps(client: ClientBase, request: AppendEventRequest): Promise<AppendEventOutcome> {
-    const duplicate = await this.earlier(client, request.identity, request.idempotencyKey)
-    if (duplicate !== null) return duplicate
-    const {event} = request
-    let target: EventRecord | null = null
-    if (event.supersedes !== null) {
-      const row = await first<EventRow>(client, `SELECT ${COLUMNS} FROM memory_events WHERE event_id = $1`, [event.supersedes])
-      if (row === undefined || !scopeMatches(request.visible, row.scope)) return {status: 'supersedes_missing'}
-      target = toRecord(row)
-    }
-    const pinned = await this.pinOf(client, event.scope, event.dedupe_key)
-    const replacedRow = pinned === undefined ? undefined : await first<EventRow>(client, `SELECT ${COLUMNS} FROM memory_events WHERE seq = $1`, [pinned])
-    // created_at never goes back, whichever process appends (see sqlite-events.ts appendSteps): the lock makes the
-    // newest stored time the one to beat.
-    const last = (await first<{created_at: string | null}>(client, 'SELECT MAX(created_at) AS created_at FROM memory_events'))?.created_at ?? null
-    const createdAt = last !== null && last > request.now ? last : request.now
-    const {seq, event_id} = await this.insert(client, event, {
-      created_at: createdAt,
-      content_hash: request.contentHash,
-      identity: request.identity,
-      idempotency_key: request.idempotencyKey ?? null,
-      deprecated: false,
-      scanned: request.scanned,
-    })
-    await this.setPin(client, event.scope, event.dedupe_key, seq)
-    if (target !== null) {
-      await client.query('UPDATE memory_events SET deprecated = 1 WHERE seq = $1 AND deprecated = 0', [target.seq])
-      if ((await this.pinOf(client, target.scope, target.dedupe_key)) === target.seq) await this.repin(client, target.scope, target.dedupe_key)
-    }
-    const stored: EventRecord = {...event, seq, event_id, created_at: createdAt, content_hash: request.contentHash, deprecated: false, masked: false, scanned: request.scanned, ttl_candidate: false}
-    const runCount = await count(client, 'SELECT COUNT(*) AS n FROM memory_events WHERE agent_id = $1 AND run_id = $2', [event.agent_id, event.run_id])
-    return {status: 'created', event: stored, replaced: replacedRow === undefined ? null : toRecord(replacedRow), superseded: target, runCount}
-  }
-
-  snapshotEvents(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): Promise<SnapshotRows> {
-    return this.db.read(async (client) => {
-      const pinned: EventRecord[] = []
-      const recent: EventRecord[] = []
-      const contenders: EventRecord[] = []
-      for (const scope of new Set(scopes)) {
-        const pins = await rows<EventRow>(
-          client,
-          `SELECT ${E_COLUMNS} FROM memory_pins p JOIN memory_events e ON e.seq = p.event_seq WHERE p.scope = $1 ORDER BY p.dedupe_key LIMIT $2`,
-          [scope, maxPinsPerScope],
-        )
-        for (const row of pins) {
-          const record = toRecord(row)
-          pinned.push(record)
-          const conflictKey = record.kind === 'conflict_resolution' ? record.source.conflict_key : undefined
-          if (typeof conflictKey !== 'string') continue
-          const newest = await rows<EventRow>(
-            client,
-            `SELECT ${COLUMNS} FROM memory_events WHERE seq IN (
-               SELECT MAX(seq) FROM memory_events WHERE scope = $1 AND dedupe_key = $2 AND deprecated = 0 GROUP BY agent_id) ORDER BY seq`,
-            [scope, conflictKey],
-          )
-          contenders.push(...newest.map(toRecord))
-        }
-        const latest = await rows<EventRow>(client, `SELECT ${COLUMNS} FROM memory_events WHERE scope = $1 AND deprecated = 0 ORDER BY seq DESC LIMIT $2`, [scope, limitRecent])
-        recent.push(...latest.map(toRecord))
-      }
-      recent.sort((a, b) => b.seq - a.seq)
-      return {pinned, recent: recent.slice(0, limitRecent), contenders}
-    })
   }
 
   queryEvents(query: EventQuery): Promise<EventQueryResult> {
@@ -348,7 +536,8 @@ export class PostgresEventLog {
   }
 
   applyConsolidation(changes: ConsolidationChanges): Promise<ConsolidationApplied> {
-    return this.write(async (client): Promise<ConsolidationApplied> => {
+    return this.write(async (client, locked): Promise<ConsolidationApplied> => {
+      let newest = newestOf(locked)
       const applied: ConsolidationApplied = {ttlMarked: [], resolutions: new Map(), masked: []}
       for (const id of changes.ttlCandidates) {
         const result = await client.query('UPDATE memory_events SET ttl_candidate = 1 WHERE event_id = $1 AND ttl_candidate = 0', [id])
@@ -364,7 +553,9 @@ export class PostgresEventLog {
           applied.resolutions.set(key, {event_id: existing.event_id, created: false})
           continue
         }
-        const outcome = await this.appendSteps(client, request)
+        const group = await this.appendGroup(client, [request], newest)
+        newest = group.newest
+        const outcome = group.outcomes[0]
         if (outcome.status === 'created') applied.resolutions.set(key, {event_id: outcome.event.event_id, created: true})
         else if (outcome.status === 'duplicate' || outcome.status === 'key_reused') applied.resolutions.set(key, {event_id: outcome.event.event_id, created: false})
         else if (outcome.status === 'deleted') applied.resolutions.set(key, {event_id: outcome.event_id, created: false})
@@ -379,7 +570,7 @@ export class PostgresEventLog {
       }
       for (const id of changes.scanned) await client.query('UPDATE memory_events SET scanned = 1 WHERE event_id = $1 AND scanned = 0', [id])
       return applied
-    })
+    }, NEWEST_CREATED_AT)
   }
 
   cleanupCandidates(query: CleanupQuery, limit: number): Promise<{candidates: CleanupCandidate[]; total: number}> {

@@ -7,7 +7,10 @@
  *   locale.
  * - A memory commit locks the one `server_state` row (`FOR UPDATE`) first: commits from every process are
  *   serialized by the database, so revisions, the change sequence, the `409` on a stale base and idempotency keys
- *   hold across processes. Reads (status, pull) are REPEATABLE READ snapshots and never wait.
+ *   hold across processes. The commits a process receives while one transaction is under way go together in the
+ *   next (batches.ts): one lock, four round trips and one WAL flush for the group, each commit still planned on the
+ *   rows as the ones before it left them. Reads (status, pull) are single statements — one snapshot each — and
+ *   never wait.
  * - Migrations run at start in one transaction under an advisory lock: processes that start together apply each
  *   one exactly once, and the others wait for it.
  * - Broadcasts reach the WebSocket clients of every process: each process publishes what it sends with
@@ -22,14 +25,17 @@ import createDebug from 'debug'
 import pg from 'pg'
 
 import {BadInputError, ExitCode, JarvisError} from '../../errors.js'
-import {commitAuditEntries} from './audit-rows.js'
+import {AUDIT_COLUMNS, type AuditRow, auditValues, commitAuditEntries, toAuditEntry} from './audit-rows.js'
+import {Batcher, CommitFailed} from './batches.js'
 import {planCommit} from './commit-rules.js'
 import {insertAudit, PG_AUDIT_MIGRATION_SQL, selectAudit} from './postgres-audit.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
 import {redactDatabaseUrl} from './open.js'
-import {EVENTS_LOCK, FTS_VALUE, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
+import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
+import {PostgresOAuthStore} from './postgres-oauth.js'
+import {EVENTS_LOCK, FTS_VALUE, PG_APPEND_FUNCTION_SQL, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
 import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpRow, type DumpTable} from './sqlite-dump.js'
 import {DEFAULT_WORKSPACE} from './workspace-name.js'
 import type {
@@ -110,6 +116,8 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
   },
   {version: 5, description: "the workspace of each API key (keys made before are the default workspace's)", sql: KEYS_WORKSPACE_MIGRATION_SQL},
   {version: 6, description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys', sql: PG_AUDIT_MIGRATION_SQL},
+  {version: 7, description: OAUTH_MIGRATION_DESCRIPTION, sql: OAUTH_MIGRATION_SQL},
+  {version: 8, description: 'appends in one round trip: the function jarvis_append_events', sql: PG_APPEND_FUNCTION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -120,6 +128,11 @@ const MIGRATION_LOCK = 0x6a61_7201
 const BROADCAST_CHANNEL = 'jarvis_broadcast'
 /** How long a lost LISTEN connection waits before it connects again. */
 const RELISTEN_MS = 1000
+/** A NOTIFY payload must stay under 8000 bytes: broadcasts are sent in groups of at most this many bytes. */
+const MAX_NOTIFY_BYTES = 7900
+/** Commits written in one transaction at most; a group also stops growing past this many bytes of content. */
+const MAX_COMMIT_GROUP = 128
+const MAX_COMMIT_GROUP_BYTES = 16 * 1024 * 1024
 
 const FILE_META = 'path, hash, rev, updated_at, author, seq, deleted'
 
@@ -143,11 +156,52 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 }
 
-/** Records the commit's audit entries (if any) with `client`, in the commit's transaction, and answers the outcome with them. */
-async function withAudit<T extends CommitOutcome>(client: pg.PoolClient, request: CommitRequest, outcome: T, author: string, now: string): Promise<T> {
-  const entries = commitAuditEntries(request, outcome, author, now)
-  return entries.length === 0 ? outcome : {...outcome, audit: await insertAudit(client, entries)}
+interface PendingCommit {
+  request: CommitRequest
+  author: string
+  now: string
 }
+
+/** The current rows of the paths a group of commits names, and which of its idempotency keys are taken: one statement. */
+const COMMIT_READ_SQL = `
+  SELECT ${FILE_META}, NULL::text AS key FROM files WHERE path = ANY($1::text[])
+  UNION ALL
+  SELECT NULL::text, NULL::text, NULL::integer, NULL::text, NULL::text, NULL::bigint, NULL::smallint, key FROM idempotency_keys WHERE key = ANY($2::text[])`
+
+/** Everything a group of commits writes, in one statement: the files, the idempotency keys, the seq and the audit entries. */
+const COMMIT_WRITE_SQL = `
+  WITH written AS (
+    INSERT INTO files (path, content, hash, rev, deleted, updated_at, author, seq)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::smallint[], $6::text[], $7::text[], $8::bigint[])
+    ON CONFLICT (path) DO UPDATE SET content = excluded.content, hash = excluded.hash, rev = excluded.rev,
+      updated_at = excluded.updated_at, author = excluded.author, seq = excluded.seq, deleted = excluded.deleted
+  ),
+  keys AS (
+    INSERT INTO idempotency_keys (key, seq, created_at) SELECT * FROM unnest($9::text[], $10::bigint[], $11::text[])
+  ),
+  state AS (
+    UPDATE server_state SET seq = $12 WHERE id = 1 AND seq <> $12
+  )
+  INSERT INTO audit_log (at, agent, kind, paths, event_ids, count, detail)
+  SELECT at, agent, kind, paths, event_ids, count, detail
+  FROM unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::integer[], $19::text[]) WITH ORDINALITY AS t(at, agent, kind, paths, event_ids, count, detail, n)
+  ORDER BY n RETURNING ${AUDIT_COLUMNS}`
+
+/**
+ * One statement, one snapshot: the seq and server id, the metadata of every path changed after `$1` (every path when
+ * `$1` is null or beyond the seq: another database's history), and the rows of the paths `$2` (with content).
+ */
+const STATUS_SQL = `
+  SELECT s.seq, s.server_id,
+    COALESCE((
+      SELECT json_agg(json_build_object('path', f.path, 'hash', f.hash, 'rev', f.rev, 'updated_at', f.updated_at, 'author', f.author, 'seq', f.seq, 'deleted', f.deleted) ORDER BY f.path)
+      FROM files f WHERE f.seq > CASE WHEN $1::bigint IS NULL OR $1::bigint > s.seq THEN -1 ELSE $1::bigint END
+    ), '[]'::json) AS files,
+    COALESCE((
+      SELECT json_agg(json_build_object('path', r.path, 'hash', r.hash, 'rev', r.rev, 'updated_at', r.updated_at, 'author', r.author, 'seq', r.seq, 'deleted', r.deleted, 'content', r.content))
+      FROM files r WHERE r.path = ANY($2::text[])
+    ), '[]'::json) AS read
+  FROM server_state s WHERE s.id = 1`
 
 /** The PostgreSQL schema of a workspace other than the default one (whose tables stay where they always were). */
 export function workspaceSchema(workspace: string): string {
@@ -166,6 +220,8 @@ export class PostgresStorage implements ServerStorage {
   readonly schema: string | undefined
   private readonly pool: pg.Pool
   private readonly events: PostgresEventLog
+  readonly oauth: PostgresOAuthStore
+  private readonly commits: Batcher<PendingCommit, CommitOutcome>
   private readonly channel: string
   private closed = false
   private listener: pg.Client | null = null
@@ -187,9 +243,21 @@ export class PostgresStorage implements ServerStorage {
     // An idle connection the server dropped must not end the process: the next query gets a new one.
     this.pool.on('error', (error) => debug('idle connection lost: %s', error.message))
     this.events = new PostgresEventLog({
-      write: (work) => this.transaction(work, {lock: EVENTS_LOCK}),
+      write: (work, options = {}) => this.transaction(work, {lock: EVENTS_LOCK, ...options}),
       read: (work) => this.transaction(work, {readOnly: true}),
+      query: (name, text, values) => this.query(name, text, values),
     })
+    this.oauth = new PostgresOAuthStore(this.pool, (work) => this.transaction(work))
+    this.commits = new Batcher('commits', (group) => this.commitGroup(group), {
+      maxItems: MAX_COMMIT_GROUP,
+      sizeOf: ({request}) => [...request.writes.values()].reduce((sum, content) => sum + content.length, 0),
+      maxBytes: MAX_COMMIT_GROUP_BYTES,
+    })
+  }
+
+  /** One statement on a pooled connection, prepared once per connection under `name` (the statement's text never changes). */
+  private async query<R>(name: string, text: string, values: unknown[]): Promise<R[]> {
+    return (await this.pool.query({name, text, values})).rows as R[]
   }
 
   /** Connects, and brings the schema up to date (once, even when several processes start together). */
@@ -210,19 +278,34 @@ export class PostgresStorage implements ServerStorage {
     return storage
   }
 
-  /** Runs `work` in one transaction (REPEATABLE READ read-only for reads; under an advisory lock when given). */
-  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>, options: {readOnly?: boolean; lock?: number} = {}): Promise<T> {
+  /**
+   * Runs `work` in one transaction (REPEATABLE READ read-only for reads; under an advisory lock when given). BEGIN,
+   * the lock and `first` (a constant statement: no parameters) go to the database in one round trip, and the rows
+   * of `first` are handed to `work`. `batch`: a failed COMMIT is thrown as CommitFailed (its outcome is unknown).
+   */
+  private async transaction<T>(
+    work: (client: pg.PoolClient, first: Record<string, unknown>[]) => Promise<T>,
+    options: {readOnly?: boolean; lock?: number; first?: string; batch?: boolean} = {},
+  ): Promise<T> {
     const client = await this.pool.connect()
     let broken: Error | undefined
     try {
-      await client.query(options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN')
+      const begin = [options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN']
       if (options.lock !== undefined) {
-        // The migration lock is one for the database; the event log's is a workspace's own (its schema's).
-        if (this.schema === undefined || options.lock === MIGRATION_LOCK) await client.query('SELECT pg_advisory_xact_lock($1)', [options.lock])
-        else await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [options.lock, this.schema])
+        // The migration lock is one for the database; the event log's is a workspace's own (its schema's, a name of
+        // lower-case letters, digits and `_`).
+        const lock = Number(options.lock)
+        begin.push(this.schema === undefined || lock === MIGRATION_LOCK ? `SELECT pg_advisory_xact_lock(${lock})` : `SELECT pg_advisory_xact_lock(${lock}, hashtext(${pg.escapeLiteral(this.schema)}))`)
       }
-      const result = await work(client)
-      await client.query('COMMIT')
+      if (options.first !== undefined) begin.push(options.first)
+      const started = await client.query(begin.join('; '))
+      const results = Array.isArray(started) ? (started as pg.QueryResult[]) : [started]
+      const result = await work(client, options.first === undefined ? [] : (results.at(-1)?.rows ?? []))
+      try {
+        await client.query('COMMIT')
+      } catch (error) {
+        throw options.batch ? new CommitFailed(error) : error
+      }
       return result
     } catch (error) {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError))
@@ -259,23 +342,22 @@ export class PostgresStorage implements ServerStorage {
 
   // Memory files.
 
-  async status(since?: number): Promise<StatusSnapshot> {
-    return this.transaction(
-      async (client) => {
-        const state = (await client.query<{seq: number; server_id: string}>('SELECT seq, server_id FROM server_state WHERE id = 1')).rows[0]
-        const seq = state?.seq ?? 0
-        // A since beyond the seq comes from another database (wiped, restored): answer everything.
-        const full = since === undefined || since > seq
-        const rows = await client.query<FileRow>(`SELECT ${FILE_META} FROM files WHERE seq > $1 ORDER BY path`, [full ? -1 : since])
-        return {seq, serverId: state?.server_id ?? '', full, files: rows.rows.map(toMeta)}
-      },
-      {readOnly: true},
-    )
+  async status(since?: number, alsoRead: readonly string[] = []): Promise<StatusSnapshot> {
+    const [state] = await this.query<{seq: number; server_id: string; files: FileRow[]; read: (FileRow & {content: string | null})[]}>('jarvis_status', STATUS_SQL, [since ?? null, [...alsoRead]])
+    const seq = Number(state?.seq ?? 0)
+    return {
+      seq,
+      serverId: state?.server_id ?? '',
+      // A since beyond the seq comes from another database (wiped, restored): everything was answered.
+      full: since === undefined || since > seq,
+      files: (state?.files ?? []).map(toMeta),
+      read: new Map((state?.read ?? []).map((row) => [row.path, {...toMeta(row), content: row.content}])),
+    }
   }
 
   async read(paths: readonly string[]): Promise<Map<string, FileRecord>> {
-    const rows = await this.pool.query<FileRow & {content: string | null}>(`SELECT ${FILE_META}, content FROM files WHERE path = ANY($1::text[])`, [[...paths]])
-    return new Map(rows.rows.map((row) => [row.path, {...toMeta(row), content: row.content}]))
+    const rows = await this.query<FileRow & {content: string | null}>('jarvis_read', `SELECT ${FILE_META}, content FROM files WHERE path = ANY($1::text[])`, [[...paths]])
+    return new Map(rows.map((row) => [row.path, {...toMeta(row), content: row.content}]))
   }
 
   async seq(): Promise<number> {
@@ -286,42 +368,90 @@ export class PostgresStorage implements ServerStorage {
     return ((await this.pool.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [idempotencyKey])).rowCount ?? 0) > 0
   }
 
-  async commit(request: CommitRequest, author: string, now: string): Promise<CommitOutcome> {
-    return this.transaction(async (client) => {
-      // The lock on the one state row serializes commits of every process: the base checks below see the last commit.
-      const seqBefore = (await client.query<{seq: number}>('SELECT seq FROM server_state WHERE id = 1 FOR UPDATE')).rows[0]?.seq ?? 0
-      if (request.idempotencyKey !== undefined && ((await client.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [request.idempotencyKey])).rowCount ?? 0) > 0) {
-        return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
-      }
-      const paths = [...request.writes.keys(), ...request.deletes]
-      const found = await client.query<FileRow>(`SELECT ${FILE_META} FROM files WHERE path = ANY($1::text[])`, [paths])
-      const current = new Map(found.rows.map((row) => [row.path, toMeta(row)]))
-      const plan = planCommit(request, current, seqBefore, author, now)
-      if (!plan.ok) return withAudit(client, request, plan, author, now)
-      if (plan.rows.length > 0) {
-        await client.query(
-          `INSERT INTO files (path, content, hash, rev, deleted, updated_at, author, seq)
-           SELECT path, content, hash, rev, deleted, $6, $7, $8 FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::smallint[]) AS t(path, content, hash, rev, deleted)
-           ON CONFLICT (path) DO UPDATE SET content = excluded.content, hash = excluded.hash, rev = excluded.rev,
-             updated_at = excluded.updated_at, author = excluded.author, seq = excluded.seq, deleted = excluded.deleted`,
-          [
-            plan.rows.map((row) => row.path),
-            plan.rows.map((row) => row.content),
-            plan.rows.map((row) => row.hash),
-            plan.rows.map((row) => row.rev),
-            plan.rows.map((row) => (row.deleted ? 1 : 0)),
-            now,
-            author,
-            plan.result.seq,
+  commit(request: CommitRequest, author: string, now: string): Promise<CommitOutcome> {
+    return this.commits.submit({request, author, now})
+  }
+
+  /**
+   * A group of commits in one transaction, in the order they came. The lock on the one state row serializes groups
+   * of every process: the rows read after it are the last commit's. Each commit is then planned (commit-rules.ts) on
+   * the rows as the commits before it in the group left them — its idempotency key, its bases, its new revisions
+   * and seq — exactly as if it ran alone after them; and everything the group writes goes in one statement.
+   */
+  private commitGroup(group: readonly PendingCommit[]): Promise<CommitOutcome[]> {
+    return this.transaction(
+      async (client, locked) => {
+        let seq = Number(locked[0]?.seq ?? 0)
+        const paths = [...new Set(group.flatMap(({request}) => [...request.writes.keys(), ...request.deletes]))]
+        const keys = group.map(({request}) => request.idempotencyKey).filter((key): key is string => key !== undefined)
+        const found = await client.query<FileRow & {key: string | null}>({name: 'jarvis_commit_read', text: COMMIT_READ_SQL, values: [paths, keys]})
+        const current = new Map<string, FileMeta>()
+        const taken = new Set<string>()
+        for (const row of found.rows) {
+          if (row.key !== null) taken.add(row.key)
+          else current.set(row.path, toMeta(row))
+        }
+        const files = new Map<string, {path: string; content: string | null; hash: string | null; rev: number; deleted: boolean; now: string; author: string; seq: number}>()
+        const newKeys: {key: string; seq: number; now: string}[] = []
+        const entries: NewAuditEntry[] = []
+        const planned: {outcome: CommitOutcome; entries: number}[] = []
+        const seqBefore = seq
+        for (const {request, author, now} of group) {
+          if (request.idempotencyKey !== undefined && taken.has(request.idempotencyKey)) {
+            planned.push({outcome: {ok: true, seq, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}, entries: 0})
+            continue
+          }
+          const plan = planCommit(request, current, seq, author, now)
+          const outcome: CommitOutcome = plan.ok ? plan.result : plan
+          if (plan.ok) {
+            for (const row of plan.rows) {
+              files.set(row.path, {...row, now, author, seq: plan.result.seq})
+              current.set(row.path, {path: row.path, rev: row.rev, hash: row.hash, updatedAt: now, author, seq: plan.result.seq, deleted: row.deleted})
+            }
+            seq = plan.result.seq
+            if (request.idempotencyKey !== undefined) {
+              newKeys.push({key: request.idempotencyKey, seq, now})
+              taken.add(request.idempotencyKey)
+            }
+          }
+          const audit = commitAuditEntries(request, outcome, author, now)
+          entries.push(...audit)
+          planned.push({outcome, entries: audit.length})
+        }
+        if (files.size === 0 && newKeys.length === 0 && entries.length === 0 && seq === seqBefore) return planned.map(({outcome}) => outcome)
+        const rows = [...files.values()]
+        const audit = entries.map(auditValues)
+        const written = await client.query<AuditRow>({
+          name: 'jarvis_commit_write',
+          text: COMMIT_WRITE_SQL,
+          values: [
+            rows.map((row) => row.path),
+            rows.map((row) => row.content),
+            rows.map((row) => row.hash),
+            rows.map((row) => row.rev),
+            rows.map((row) => (row.deleted ? 1 : 0)),
+            rows.map((row) => row.now),
+            rows.map((row) => row.author),
+            rows.map((row) => row.seq),
+            newKeys.map((row) => row.key),
+            newKeys.map((row) => row.seq),
+            newKeys.map((row) => row.now),
+            seq,
+            ...[0, 1, 2, 3, 4, 5, 6].map((column) => audit.map((values) => values[column])),
           ],
-        )
-        await client.query('UPDATE server_state SET seq = $1 WHERE id = 1', [plan.result.seq])
-      }
-      if (request.idempotencyKey !== undefined) {
-        await client.query('INSERT INTO idempotency_keys (key, seq, created_at) VALUES ($1, $2, $3)', [request.idempotencyKey, plan.result.seq, now])
-      }
-      return withAudit(client, request, plan.result, author, now)
-    })
+        })
+        // The entries got their seqs in the order they were listed: handed back to their commits in that order.
+        const stored = written.rows.map(toAuditEntry).sort((a, b) => a.seq - b.seq)
+        let next = 0
+        return planned.map(({outcome, entries: count}) => {
+          if (count === 0) return outcome
+          const audit = stored.slice(next, next + count)
+          next += count
+          return {...outcome, audit}
+        })
+      },
+      {first: 'SELECT seq FROM server_state WHERE id = 1 FOR UPDATE', batch: true},
+    )
   }
 
   // The audit log (postgres-audit.ts).
@@ -509,12 +639,44 @@ export class PostgresStorage implements ServerStorage {
 
   // Broadcasts between processes.
 
-  /** Publishes with pg_notify and listens on a connection of its own; messages this process sent are not delivered back. */
+  /**
+   * Publishes with pg_notify and listens on a connection of its own; messages this process sent are not delivered
+   * back. Broadcasts are sent in groups: while one NOTIFY is under way, the next messages wait and go together in the
+   * next (one notification of at most MAX_NOTIFY_BYTES, a JSON list), on the listening connection, which commits
+   * without waiting for the WAL flush (a notification is a hint, not data: a lost one loses nothing, and the
+   * memory it announces is on disk already).
+   */
   readonly relay: BroadcastRelay = (() => {
     const origin = randomBytes(8).toString('hex')
+    const pending: string[] = []
+    let sending: Promise<void> | null = null
+    const send = async (): Promise<void> => {
+      while (pending.length > 0) {
+        // Sized as they go in the payload: each message a JSON string (quotes escaped), separated by commas.
+        const group: string[] = []
+        let bytes = Buffer.byteLength(JSON.stringify({origin, data: []}))
+        while (pending.length > 0) {
+          const size = Buffer.byteLength(JSON.stringify(pending[0])) + 1
+          if (group.length > 0 && bytes + size > MAX_NOTIFY_BYTES) break
+          bytes += size
+          group.push(pending.shift() as string)
+        }
+        const via: pg.Client | pg.Pool = this.listener ?? this.pool
+        try {
+          await via.query({name: 'jarvis_notify', text: 'SELECT pg_notify($1, $2)', values: [this.channel, JSON.stringify({origin, data: group})]})
+        } catch (error) {
+          // A lost NOTIFY loses no data: a --watch client of another process catches up at its next sync.
+          debug('broadcast of %d messages to the other processes failed: %s', group.length, (error as Error).message)
+        }
+      }
+    }
     return {
-      publish: async (data: string) => {
-        await this.pool.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({origin, data})])
+      publish: (data: string) => {
+        pending.push(data)
+        sending ??= send().finally(() => {
+          sending = null
+        })
+        return sending
       },
       subscribe: (deliver: (data: string) => void) => this.listen(origin, deliver),
     }
@@ -526,8 +688,10 @@ export class PostgresStorage implements ServerStorage {
     client.on('notification', (message) => {
       if (message.channel !== this.channel || message.payload === undefined) return
       try {
-        const note = JSON.parse(message.payload) as {origin?: string; data?: string}
-        if (note.origin !== origin && typeof note.data === 'string') deliver(note.data)
+        // A list of messages; one message alone from a process of an earlier version.
+        const note = JSON.parse(message.payload) as {origin?: string; data?: unknown}
+        if (note.origin === origin) return
+        for (const data of Array.isArray(note.data) ? note.data : [note.data]) if (typeof data === 'string') deliver(data)
       } catch (error) {
         debug('unreadable broadcast: %s', (error as Error).message)
       }
@@ -540,7 +704,8 @@ export class PostgresStorage implements ServerStorage {
       if (!this.closed) setTimeout(() => void this.listen(origin, deliver).catch((retryError: Error) => debug('listen again failed: %s', retryError.message)), RELISTEN_MS).unref()
     })
     await client.connect()
-    await client.query(`LISTEN ${this.channel}`)
+    // It also sends this process's broadcasts (relay): a NOTIFY commits without waiting for the WAL flush.
+    await client.query(`SET synchronous_commit = off; LISTEN ${this.channel}`)
     if (this.closed) {
       await client.end()
       return

@@ -2,9 +2,11 @@
  * The embedded storage of `jarvis serve`: one SQLite file (better-sqlite3) in the data directory.
  *
  * - WAL journal: readers (status, pull) never wait for a writer and a crash never leaves a torn page.
- * - `synchronous = FULL`: a commit is fsynced before the push is answered, so an acknowledged write
- *   survives a power cut, not only a process crash (NORMAL could lose the last commits on power loss,
- *   and a client that was answered 200 would never push that change again).
+ * - A commit is on disk before the push is answered, so an acknowledged write survives a power cut, not only a
+ *   process crash (a client that was answered 200 would never push that change again). With group commit (the
+ *   default) commits are written with `synchronous = NORMAL` and answered once an asynchronous flush of the WAL has
+ *   them on disk (wal-sync.ts): the flush does not hold up the event loop, and the commits made while one runs share
+ *   the next. Without it, `synchronous = FULL` fsyncs each commit as it is written.
  * - Every commit runs in one IMMEDIATE transaction: the base checks and the writes are atomic.
  * - `schema_migrations` records the applied schema versions; a database written by a newer server is refused.
  * - Migration 2 adds the shared event log (sqlite-events.ts): `memory_events`, `memory_pins`, `memory_events_fts`.
@@ -23,6 +25,8 @@ import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from
 import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_WORKSPACE_MIGRATION_SQL} from './key-rows.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
+import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
+import {SqliteOAuthStore} from './sqlite-oauth.js'
 import {openSqlite} from '../../store/sqlite-open.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
 
@@ -116,6 +120,7 @@ const MIGRATIONS: readonly Migration[] = [
     description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys',
     sql: AUDIT_MIGRATION_SQL,
   },
+  {version: 7, description: OAUTH_MIGRATION_DESCRIPTION, sql: OAUTH_MIGRATION_SQL},
 ]
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
@@ -172,6 +177,7 @@ export class SqliteStorage implements ServerStorage {
   private readonly events: SqliteEventLog
   private readonly keys: SqliteKeyStore
   private readonly audit: SqliteAuditLog
+  readonly oauth: SqliteOAuthStore
   private readonly walSync: WalSync | null
 
   constructor(options: SqliteStorageOptions) {
@@ -228,6 +234,8 @@ export class SqliteStorage implements ServerStorage {
            updated_at = excluded.updated_at, author = excluded.author, seq = excluded.seq, deleted = excluded.deleted`,
       ),
       hasKey: this.db.prepare<[string], {seq: number}>('SELECT seq FROM idempotency_keys WHERE key = ?'),
+      syncNormal: this.db.prepare('PRAGMA synchronous = NORMAL'),
+      syncFull: this.db.prepare('PRAGMA synchronous = FULL'),
       addKey: this.db.prepare<[string, number, string]>(
         'INSERT INTO idempotency_keys (key, seq, created_at) VALUES (?, ?, ?)',
       ),
@@ -245,6 +253,7 @@ export class SqliteStorage implements ServerStorage {
     this.events = new SqliteEventLog(this.db, {groupCommit, walSync})
     this.keys = new SqliteKeyStore(this.db)
     this.audit = new SqliteAuditLog(this.db)
+    this.oauth = new SqliteOAuthStore(this.db)
   }
 
   private migrate(): void {
@@ -280,13 +289,18 @@ export class SqliteStorage implements ServerStorage {
     return this.statements.seq.get()?.seq ?? 0
   }
 
-  async status(since?: number): Promise<StatusSnapshot> {
+  async status(since?: number, alsoRead: readonly string[] = []): Promise<StatusSnapshot> {
     const read = this.db.transaction((after: number | undefined): StatusSnapshot => {
       const seq = this.currentSeq()
       const serverId = this.statements.serverId.get()?.server_id ?? ''
       // A since beyond the seq comes from another database (wiped, restored): answer everything.
       const full = after === undefined || after > seq
-      return {seq, serverId, full, files: this.statements.metaSince.all(full ? -1 : after).map(toMeta)}
+      const records = new Map<string, FileRecord>()
+      for (const path of alsoRead) {
+        const row = this.statements.one.get(path)
+        if (row) records.set(path, toRecord(row))
+      }
+      return {seq, serverId, full, files: this.statements.metaSince.all(full ? -1 : after).map(toMeta), read: records}
     })
     return read.deferred(since)
   }
@@ -329,7 +343,18 @@ export class SqliteStorage implements ServerStorage {
       if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
       return this.withAudit(request, plan.result, author, now)
     })
-    return run.immediate()
+    if (this.walSync === null) return run.immediate()
+    this.statements.syncNormal.run()
+    let outcome: CommitOutcome
+    try {
+      outcome = run.immediate()
+    } finally {
+      this.statements.syncFull.run()
+    }
+    // Answered only once on disk. If the flush fails, the commit is stored but not known to be durable: it is answered
+    // with the error, and the client's retry finds its base stale (or its idempotency key taken) and pulls.
+    await this.walSync.sync()
+    return outcome
   }
 
   /** Records the commit's audit entries (if any) in the running transaction, and answers the outcome with them. */

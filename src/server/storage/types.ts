@@ -11,6 +11,7 @@
  * sequence (`seq`) of the commit that last touched it. A deletion leaves a tombstone (`deleted: true`,
  * no content, no hash) whose rev continues the file's history.
  */
+import type {OAuthStorage} from './oauth-types.js'
 
 /** Metadata of one path, live or tombstone. */
 export interface FileMeta {
@@ -42,6 +43,8 @@ export interface StatusSnapshot {
   full: boolean
   /** Every path (live and tombstones) whose seq is greater than `since`, or all of them (see `full`). */
   files: FileMeta[]
+  /** The records of the paths asked to be read with the status (`alsoRead`), as of the same moment; absent ones are not there. */
+  read: Map<string, FileRecord>
 }
 
 /** Expected revision of a path: a number, or `null` / `0` for "I believe it does not exist". */
@@ -99,8 +102,11 @@ export interface CommitStale {
 export type CommitOutcome = CommitResult | CommitStale
 
 export interface MemoryStorage {
-  /** Metadata of every path changed after `since` (all paths without it), with the current seq, read consistently. */
-  status(since?: number): Promise<StatusSnapshot>
+  /**
+   * Metadata of every path changed after `since` (all paths without it), with the current seq, read consistently;
+   * and, read in the same view, the records of `alsoRead` (the server's status names the active project).
+   */
+  status(since?: number, alsoRead?: readonly string[]): Promise<StatusSnapshot>
   /** The records of the given paths; a path the server has never seen is absent from the map. */
   read(paths: readonly string[]): Promise<Map<string, FileRecord>>
   /**
@@ -430,11 +436,13 @@ export interface BroadcastRelay {
   subscribe(deliver: (data: string) => void): Promise<void>
 }
 
-/** What `jarvis serve` needs from a backend: the memory files, the event log and the API keys. */
+/** What `jarvis serve` needs from a backend: the memory files, the event log, the API keys and the apps' OAuth grants. */
 export type ServerStorage = MemoryStorage &
   EventStorage &
   KeyStorage &
   AuditStorage & {
     /** Present when several processes can serve the same storage. */
     readonly relay?: BroadcastRelay
+    /** The apps that sign in with OAuth (oauth-types.ts); used in the default workspace's storage only, like the keys. */
+    readonly oauth: OAuthStorage
   }

@@ -10,13 +10,14 @@ import {api, ApiError, messageOf, type StatusAnswer, whenUnauthorized} from './a
 import {Live, type LiveState} from './live.js'
 import {AgentsPage} from './pages/agents.js'
 import {AuditPage} from './pages/audit.js'
+import {ConsentPage} from './pages/consent.js'
 import {EventsPage} from './pages/events.js'
 import {FilesPage} from './pages/files.js'
 import {PinnedPage} from './pages/pinned.js'
 import {ProjectPage} from './pages/project.js'
 import {SearchPage} from './pages/search.js'
 import {forgetToken, savedToken, saveToken} from './session.js'
-import {Notice, SessionContext} from './ui.js'
+import {Notice, SessionContext, type Tone} from './ui.js'
 
 const PAGES = [
   {id: 'files', label: 'Memory files'},
@@ -34,7 +35,12 @@ function currentRoute(): {page: string; rest: string} {
   return {page: PAGES.some((p) => p.id === page) ? page : 'files', rest: rest.join('/')}
 }
 
-function SignIn({message, onSignedIn}: {message: string | null; onSignedIn: (token: string) => void}) {
+/** The authorization request of an app waiting for the person's answer (`#/consent/<id>`, where /authorize sends the browser). */
+function consentRequest(): string | null {
+  return /^#\/consent\/([A-Za-z0-9_-]+)$/.exec(location.hash)?.[1] ?? null
+}
+
+function SignIn({message, tone = 'error', onSignedIn}: {message: string | null; tone?: Tone; onSignedIn: (token: string) => void}) {
   const [token, setToken] = useState('')
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
@@ -54,7 +60,7 @@ function SignIn({message, onSignedIn}: {message: string | null; onSignedIn: (tok
   return (
     <form class="signin" onSubmit={submit} aria-labelledby="signin-title">
       <h1 id="signin-title">Sign in to jarvis</h1>
-      {message ? <Notice tone="error">{message}</Notice> : null}
+      {message ? <Notice tone={tone}>{message}</Notice> : null}
       <p>
         Paste an agent's token (what the agent has in <code>JARVIS_TOKEN</code>). The page keeps it for this browser tab only,
         and sees what that agent may see.
@@ -157,11 +163,27 @@ function App() {
   const [token, setToken] = useState<string | null>(savedToken)
   /** Set when the server refused the token while pages were open: a sign-in over them, which keep their state. */
   const [refused, setRefused] = useState<string | null>(null)
+  const [consent, setConsent] = useState<string | null>(consentRequest)
   useEffect(() => whenUnauthorized((message) => setRefused(`The server refused the token: ${message}. Sign in again; nothing you typed is lost.`)), [])
+  useEffect(() => {
+    const onHash = () => setConsent(consentRequest())
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [])
   const signedIn = (next: string) => {
     saveToken(next)
     setRefused(null)
     setToken(next)
+  }
+  if (consent !== null) {
+    if (token === null || refused !== null) {
+      return <SignIn message={refused ?? 'An app asks to use your shared memory. Sign in with a jarvis token to answer it.'} tone={refused === null ? 'info' : 'error'} onSignedIn={signedIn} />
+    }
+    return (
+      <main id="main">
+        <ConsentPage id={consent} />
+      </main>
+    )
   }
   if (token === null) return <SignIn message={null} onSignedIn={signedIn} />
   return (

@@ -1,0 +1,167 @@
+/**
+ * What counts as evidence that a memory file answers a query, and the order recall and the prompt hook show files
+ * in. PURE (no import but the episode's own parser), so the prompt hook can load it at every prompt.
+ *
+ * Three rules on top of the search's ranking (docs/hooks.md, "Episodes and notes"):
+ *
+ * 1. **An echo is not evidence.** A session's episode (one the hooks wrote) holds what the session did, but lines that only restate the
+ *    query (an earlier version's `## Asked`, an answer that repeats the question) and its header (title, topic,
+ *    outcome: made from the lines below) say nothing the query did not: an episode's evidence is its own lines
+ *    (decisions, files, what it learned, free text) without those restating the query. An episode with no evidence
+ *    left goes after every file that has some.
+ * 2. **Newest wins.** Of two files with the same evidence (the same query terms) and close scores (the lower at least
+ *    {@link NEWER_WITHIN} of the higher), the newer one goes first: two notes on the same thing that disagree are most
+ *    often an old one and the one that replaced it.
+ * 3. **An episode never outranks the note it repeats.** An episode that names a note under `## Memory used` (jarvis
+ *    gave it to the session, or the agent read it) goes after that note — unless one of its own decisions is
+ *    evidence for the query: a decision taken since is news, and rule 2 orders the two.
+ */
+import {episodeParts, type EpisodeParts} from '../files/episode-parts.js'
+
+/** Terms shorter than this are ignored (`a`, `is`, `db` match too much by chance). */
+export const MIN_TERM_LENGTH = 3
+/** Rule 2: the newer file goes first when its score is at least this share of the older one's. */
+export const NEWER_WITHIN = 0.75
+
+/** Stop words of the index, function words, and the words of talking to an assistant: they say nothing about a topic. */
+const IGNORED = new Set(
+  (
+    'a an and are as at be but by did do does for from had has have how i in is it its of on or our so that the their then there these this to was we were what when where which who why will with you ' +
+    'about above after again all also am any anything back been before being below both can cannot could couldn dont each else even every few further get gets give go going got here hers him his ' +
+    'into just know let lets like look make many may me might more most much must my need needs new no nor not now off once one only other ought out over own please really right same say see ' +
+    'shall she should show some something still such sure take tell than thank thanks that the them they thing things think those though through too try under until up upon us use used using very ' +
+    'want wants way well what whatever while whom would yes yet your yours hi hello hey ok okay yeah cool great good nice fine done work works working help ' +
+    'between among across against along around during without within because since via per toward towards onto beside besides beyond versus whether either neither however therefore ' +
+    'explain describe difference differences compare example examples question questions answer mean means meaning'
+  ).split(' '),
+)
+
+/** The distinct terms of a prompt or query that can show relevance. */
+export function promptTerms(prompt: string): string[] {
+  const words = prompt.toLowerCase().split(/[^\p{L}\p{N}_]+/u)
+  return [...new Set(words.filter((w) => w.length >= MIN_TERM_LENGTH && !IGNORED.has(w) && !/^\d+$/.test(w)))]
+}
+
+function escape(term: string): string {
+  return term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * True when `term` is a word of `text`, allowing the endings of a plural or a verb form: `certificates` finds
+ * `certificate`, `pgbouncer` finds `pgbouncers`, `fail` finds `failing` — but `write` does not find `writer`.
+ */
+export function containsTerm(text: string, term: string): boolean {
+  const stem = term.length >= 5 && /[^s]s$/.test(term) ? term.slice(0, -1) : term
+  return new RegExp(`(?:^|[^\\p{L}\\p{N}])${escape(stem)}(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])`, 'iu').test(text)
+}
+
+/** A file of the ranking: what the search gave for it. */
+export interface RankedFile {
+  path: string
+  score: number
+  title?: string
+  tags: string[]
+  /** The text after the front matter. */
+  body: string
+}
+
+/**
+ * The parts of a session's episode (one the hooks wrote: under `episodes/`, with their sections), or undefined for
+ * any other file — a note, or an episode a person or an agent wrote with `memory episode`, whose every line is its own.
+ */
+export function sessionEpisode(file: Pick<RankedFile, 'path' | 'body'>): EpisodeParts | undefined {
+  if (!file.path.startsWith('episodes/')) return undefined
+  const parts = episodeParts(file.body)
+  return parts.session ? parts : undefined
+}
+
+/** True when `line` only restates the query: it has topic terms, and each is one of the query's. */
+export function restatesQuery(line: string, terms: readonly string[]): boolean {
+  const own = promptTerms(line)
+  if (own.length === 0) return false
+  const query = terms.join(' ')
+  return own.every((term) => containsTerm(query, term) || terms.some((q) => containsTerm(term, q)))
+}
+
+/** The evidence of a file for the query's terms: the strong fields (title, tags, path) and the body that count. */
+export function evidenceOf(file: Omit<RankedFile, 'score'>, terms: readonly string[]): {strong: string; body: string} {
+  const parts = sessionEpisode(file)
+  if (!parts) return {strong: [file.title ?? '', file.tags.join(' '), file.path.replace(/[/_.-]+/g, ' ')].join('\n'), body: file.body}
+  const own = [...parts.decided, ...parts.files, ...parts.learned, ...parts.other].filter((line) => !restatesQuery(line, terms))
+  return {strong: '', body: own.join('\n')}
+}
+
+/** The query terms a file holds as evidence (rule 1), in the query's order. */
+export function evidenceTerms(file: Omit<RankedFile, 'score'>, terms: readonly string[]): string[] {
+  const {strong, body} = evidenceOf(file, terms)
+  return terms.filter((term) => containsTerm(strong, term) || containsTerm(body, term))
+}
+
+/**
+ * Coverage points of one file for the query's terms: 2 for a term in its title, tags or path, else 1 in its body;
+ * an episode's echoes and header count nothing (rule 1).
+ */
+export function coveragePoints(file: Omit<RankedFile, 'score'>, terms: readonly string[]): number {
+  const {strong, body} = evidenceOf(file, terms)
+  let points = 0
+  for (const term of terms) {
+    if (containsTerm(strong, term)) points += 2
+    else if (containsTerm(body, term)) points += 1
+  }
+  return points
+}
+
+/** The files among `files` whose place rule 2 may change: same evidence as another and a close score. */
+export function newestWinsCandidates(query: string, files: readonly RankedFile[]): string[] {
+  const terms = promptTerms(query)
+  const evidence = files.map((f) => evidenceTerms(f, terms).join(' '))
+  const paths = new Set<string>()
+  for (let i = 0; i < files.length; i++) {
+    for (let j = i + 1; j < files.length; j++) {
+      if (evidence[i] !== '' && evidence[i] === evidence[j] && closeScores(files[i], files[j])) paths.add(files[i].path).add(files[j].path)
+    }
+  }
+  return [...paths]
+}
+
+function closeScores(a: RankedFile, b: RankedFile): boolean {
+  const [low, high] = a.score <= b.score ? [a.score, b.score] : [b.score, a.score]
+  return high <= 0 || low >= high * NEWER_WITHIN
+}
+
+/**
+ * The files in the order to show them for `query`: the search's order (by score), then rules 1–3. `dates` gives a
+ * file's date (YYYY-MM-DD) where rule 2 needs it (newestWinsCandidates); a file without one keeps its place.
+ */
+export function orderForQuery<F extends RankedFile>(query: string, files: readonly F[], dates: ReadonlyMap<string, string | undefined> = new Map()): F[] {
+  const terms = promptTerms(query)
+  if (terms.length === 0) return [...files]
+  const evidence = new Map(files.map((f) => [f.path, evidenceTerms(f, terms)]))
+  const byScore = [...files].sort((a, b) => b.score - a.score)
+  // Rule 1: echoes last, in their order.
+  let order = [...byScore.filter((f) => evidence.get(f.path)!.length > 0), ...byScore.filter((f) => evidence.get(f.path)!.length === 0)]
+  // Rule 2: within each group of the same evidence and close scores, newest first, in the group's places.
+  const dateOf = (f: F) => (f.path.startsWith('episodes/') ? /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(f.path)?.[1] : undefined) ?? dates.get(f.path)
+  const placed = new Set<string>()
+  for (const [i, first] of order.entries()) {
+    if (placed.has(first.path) || evidence.get(first.path)!.length === 0) continue
+    const key = evidence.get(first.path)!.join(' ')
+    const slots = order.flatMap((f, j) => (j >= i && !placed.has(f.path) && evidence.get(f.path)!.join(' ') === key && closeScores(first, f) ? [j] : []))
+    const group = slots.map((j) => order[j])
+    group.forEach((f) => placed.add(f.path))
+    if (group.length < 2 || group.some((f) => dateOf(f) === undefined)) continue
+    const newest = [...group].sort((a, b) => (dateOf(b)! > dateOf(a)! ? 1 : dateOf(b)! < dateOf(a)! ? -1 : 0))
+    order = order.map((f, j) => (slots.includes(j) ? newest[slots.indexOf(j)] : f))
+  }
+  // Rule 3: an episode goes after the notes it names, unless its own decisions are evidence.
+  for (const [episode, parts] of order.flatMap((f) => {
+    const parts = sessionEpisode(f)
+    return parts && parts.sources.length > 0 ? [[f, parts] as const] : []
+  })) {
+    if (parts.decided.some((line) => !restatesQuery(line, terms) && terms.some((t) => containsTerm(line, t)))) continue
+    const at = order.indexOf(episode)
+    const lastSource = Math.max(-1, ...parts.sources.map((p) => order.findIndex((f) => f.path === p)))
+    if (lastSource > at) order = [...order.slice(0, at), ...order.slice(at + 1, lastSource + 1), episode, ...order.slice(lastSource + 1)]
+  }
+  return order
+}

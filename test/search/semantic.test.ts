@@ -1,0 +1,211 @@
+/**
+ * The built-in semantic ranking: the static model shipped in the package (assets/embeddings/), the chunk vectors
+ * kept in `.nexus/search/vectors.sqlite`, and the fusion with the keyword ranking. Real trees, real model.
+ */
+import {rm, writeFile} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, afterEach, describe, expect, it} from 'vitest'
+
+import Database from 'better-sqlite3'
+
+import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
+import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
+import {initTree} from '../../src/store/index.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+afterEach(() => {
+  delete process.env.JARVIS_EMBEDDINGS
+  resetSearchCache()
+})
+
+const HOLIDAY = 'notes/holiday-plans.md'
+
+async function tree(): Promise<string> {
+  const dir = await tempDir('jarvis-semantic-')
+  dirs.push(dir)
+  const {root} = await initTree(dir, {})
+  const files = corpusFiles()
+  files.set(HOLIDAY, '# Holiday plans\n\nWe fly to Lisbon in August and stay at a hotel near the beach for a week.\n')
+  await writeCorpus(join(root, '.memory'), files)
+  return root
+}
+
+describe('search by meaning, with nothing configured', () => {
+  it('finds a note that shares no word with the question, which the keyword ranking cannot', async () => {
+    const root = await tree()
+    const keyword = await searchMemory(root, 'where do we go on vacation', {embeddings: false})
+    expect(keyword.hits.map((h) => h.path)).not.toContain(HOLIDAY)
+    const result = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    expect(result.mode).toBe('hybrid')
+    expect(result.model).toBe(BUILTIN_MODEL)
+    expect(result.note).toBeUndefined()
+    expect(result.hits[0].path).toBe(HOLIDAY)
+    expect(result.hits[0].snippet).toEqual([{line: 3, text: 'We fly to Lisbon in August and stay at a hotel near the beach for a week.'}])
+  })
+
+  it('ranks the fixture questions at least as well as the keywords alone', async () => {
+    const root = await tree()
+    const recallAt5 = async (hybrid: boolean) => {
+      let sum = 0
+      for (const {query, expected} of QUERIES) {
+        const {hits} = await searchMemory(root, query, {limit: 5, ...(hybrid ? {} : {embeddings: false})})
+        sum += expected.filter((path) => hits.some((h) => h.path === path)).length / expected.length
+      }
+      return sum / QUERIES.length
+    }
+    expect(await recallAt5(true)).toBeGreaterThanOrEqual(await recallAt5(false))
+  })
+
+  it('keeps the vectors beside the index: a new process embeds nothing, an edit re-embeds that file only, a removal drops it', async () => {
+    const root = await tree()
+    const files = corpusFiles().size + 1
+    const first = await searchMemory(root, 'database failover')
+    expect(first.stats.embedded).toBe(files)
+    expect(existsSync(join(root, '.nexus', VECTORS_FILE))).toBe(true)
+
+    resetSearchCache() // a new process
+    const again = await searchMemory(root, 'database failover')
+    expect(again.stats.embedded).toBe(0)
+    expect(again.hits).toEqual(first.hits)
+
+    await writeFile(join(root, '.memory', HOLIDAY), '# Holiday plans\n\nA week of skiing in the Alps in February.\n')
+    const edited = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(edited.stats.embedded).toBe(1)
+    expect(edited.hits[0].path).toBe(HOLIDAY)
+
+    await rm(join(root, '.memory', HOLIDAY))
+    const removed = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(removed.stats.embedded).toBe(0)
+    expect(removed.hits.map((h) => h.path)).not.toContain(HOLIDAY)
+    resetSearchCache()
+    expect((await searchMemory(root, 'skiing in the Alps')).stats.embedded).toBe(0)
+  })
+
+  it('embeds each file once more when its vectors were kept by a jarvis without the word match (no `words` column)', async () => {
+    const root = await tree()
+    const files = corpusFiles().size + 1
+    const first = await searchMemory(root, 'database failover')
+    resetSearchCache()
+    // The table as the first release of the built-in model made it.
+    const db = new Database(join(root, '.nexus', VECTORS_FILE))
+    db.exec('CREATE TABLE old AS SELECT model, path, hash, scales, rows FROM vectors; DROP TABLE vectors')
+    db.exec('CREATE TABLE vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL, PRIMARY KEY (model, path)) WITHOUT ROWID')
+    db.exec('INSERT INTO vectors SELECT * FROM old; DROP TABLE old')
+    db.close()
+
+    const upgraded = await searchMemory(root, 'database failover')
+    expect(upgraded.stats.embedded).toBe(files)
+    expect(upgraded.hits).toEqual(first.hits)
+    resetSearchCache()
+    expect((await searchMemory(root, 'database failover')).stats.embedded).toBe(0)
+  })
+
+  it('is keyword-only, and says so, with JARVIS_EMBEDDINGS=off or embeddings: false', async () => {
+    const root = await tree()
+    process.env.JARVIS_EMBEDDINGS = 'off'
+    const off = await searchMemory(root, 'where do we go on vacation')
+    expect(off.mode).toBe('keyword')
+    expect(off.note).toBe('keyword search only: JARVIS_EMBEDDINGS=off')
+    expect(off.model).toBeUndefined()
+    expect(existsSync(join(root, '.nexus', VECTORS_FILE))).toBe(false)
+    delete process.env.JARVIS_EMBEDDINGS
+    const asked = await searchMemory(root, 'redis', {embeddings: false})
+    expect(asked.mode).toBe('keyword')
+    expect(asked.note).toBeUndefined()
+  })
+})
+
+describe('chunks', () => {
+  it('are the title and tags, then the body in pieces of at most CHUNK_WORDS words cut at line ends', () => {
+    const words = (n: number, w: string) => Array.from({length: n}, () => w).join(' ')
+    const body = [words(10, 'alpha'), words(25, 'beta'), '', words(30, 'gamma'), words(100, 'delta')].join('\n')
+    const chunks = chunksOf({title: 'Release checklist', tags: ['deploy'], body})
+    expect(chunks[0]).toBe('Release checklist deploy')
+    expect(chunks.slice(1).map((c) => c.split(/\s+/).length)).toEqual([35, 30, 40, 40, 20])
+    for (const chunk of chunks) expect(chunk.split(/\s+/).length).toBeLessThanOrEqual(CHUNK_WORDS)
+    expect(chunksOf({tags: [], body: ''})).toEqual([])
+  })
+})
+
+describe('word-by-word match', () => {
+  it('scores each query word by its closest word in the file: itself, a near word, or nothing, a rare word more', async () => {
+    const dir = await tempDir('jarvis-word-match-')
+    dirs.push(dir)
+    const {root} = await initTree(dir, {})
+    const files = new Map([
+      ['trip.md', '# Weekend\n\nWe went hiking in the hills.\n'],
+      ['post.md', '# Post\n\nThe email arrived late.\n'],
+      ['food.md', '# Food\n\nPasta with tomato sauce and hiking boots.\n'],
+      ['other.md', '# Other\n\nNothing to see.\n'],
+    ])
+    await writeCorpus(join(root, '.memory'), files)
+    const model = builtinModel()!
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    await store.update(new Map([...files.keys()].map((path) => [path, {hash: path}])))
+    const row = (word: string) => model.rowOf(word)!
+    const mailToEmail = model.similarity(row('mail'), row('email'))
+    expect(mailToEmail).toBeGreaterThan(WORD_MATCH_FLOOR)
+    expect(model.similarity(row('mail'), row('hiking'))).toBeLessThan(WORD_MATCH_FLOOR)
+
+    const scores = store.wordMatch('the hiking mail', files.keys())
+    // idf over the 4 files: "hiking" is in 2 of them, "mail" in none; "the" is a stop word.
+    const idf = (count: number) => Math.log(1 + (4 - count + 0.5) / (count + 0.5))
+    expect(scores.get('trip.md')).toBeCloseTo(idf(2))
+    expect(scores.get('post.md')).toBeCloseTo(idf(0) * mailToEmail)
+    expect(scores.get('other.md')).toBe(0)
+    expect(store.wordMatch('zzqx', files.keys()).size).toBe(0) // no word the model holds
+    store.close()
+  })
+})
+
+describe('fusion', () => {
+  it('weighs the keyword score most, and lets a file found by meaning alone in', () => {
+    const fused = convexFusion(
+      [
+        {path: 'a', score: 10},
+        {path: 'b', score: 5},
+      ],
+      [
+        {path: 'c', score: 0.9},
+        {path: 'b', score: 0.5},
+        {path: 'a', score: 0.1},
+      ],
+    )
+    expect(fused.map((f) => f.path)).toEqual(['a', 'b', 'c'])
+    expect(fused[0].score).toBeCloseTo(0.6)
+    expect(fused[1].score).toBeCloseTo(0.6 * 0.5 + 0.4 * 0.5)
+    expect(fused[2].score).toBeCloseTo(0.4)
+  })
+
+  it('adds the word match with its own weight, over the same candidates', () => {
+    const fused = convexFusion(
+      [{path: 'a', score: 10}],
+      [
+        {path: 'a', score: 0.2},
+        {path: 'b', score: 0.1},
+      ],
+      0.4,
+      {scores: new Map([['a', 1], ['b', 4], ['elsewhere', 8]]), weight: 0.3},
+    )
+    expect(fused.map((f) => f.path)).toEqual(['a', 'b'])
+    expect(fused[0].score).toBeCloseTo(0.4 + 0.3 + 0.3 * (1 / 8))
+    expect(fused[1].score).toBeCloseTo(0.3 * (4 / 8))
+  })
+
+  it('scales similarities over at least the given range: a hair’s difference stays a hair', () => {
+    const keyword = [{path: 'pooling.md', score: 3}]
+    const semantic = [
+      {path: 'other.md', score: 0.298},
+      {path: 'pooling.md', score: 0.286},
+    ]
+    expect(convexFusion(keyword, semantic, 0.4, undefined, 0).find((f) => f.path === 'other.md')!.score).toBeCloseTo(0.6)
+    expect(convexFusion(keyword, semantic, 0.4, undefined, 0.2).find((f) => f.path === 'other.md')!.score).toBeCloseTo(0.6 * (0.012 / 0.2))
+    // A wide range is scaled as before.
+    expect(convexFusion(keyword, [{path: 'pooling.md', score: 0.6}, {path: 'other.md', score: 0.1}], 0.4, undefined, 0.2)[0].score).toBeCloseTo(1)
+  })
+})
