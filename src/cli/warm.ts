@@ -21,21 +21,22 @@ export async function askWarmTree<T>(dir: string | undefined, op: WarmOp, input:
   return answer
 }
 
-
 /**
  * The tree's watch as a sync asks it (store's TreeWatch): the warm server's answer to "which files changed since this
  * clock". When nothing answers there, a call that then looked at many files starts a watch for the calls to come
  * (warm/demand.ts).
  */
-export function treeWatchOf(root: string, env: NodeJS.ProcessEnv = process.env): TreeWatch {
+export function treeWatchOf(root: string, options: {env?: NodeJS.ProcessEnv; startOnDemand?: boolean} = {}): TreeWatch {
+  const env = options.env ?? process.env
+  const changes: TreeWatch['changes'] = async (clock) => {
+    const answer = await askWarm<WatchAnswer>(root, 'changes', clock === undefined ? {} : {clock}, {env})
+    return answer !== undefined && isWatchAnswer(answer) ? answer : undefined
+  }
+  // `jarvis sync --watch` answers for the tree itself: it starts no other watch.
+  if (options.startOnDemand === false) return {changes}
   return {
-    async changes(clock) {
-      const answer = await askWarm<WatchAnswer>(root, 'changes', clock === undefined ? {} : {clock}, {env})
-      return answer !== undefined && isWatchAnswer(answer) ? answer : undefined
-    },
-    unwatched(files) {
-      startWatcherIfNobody(root, files, env).catch(() => {})
-    },
+    changes,
+    unwatched: (files) => startWatcherIfNobody(root, files, env).catch(() => {}),
   }
 }
 

@@ -75,7 +75,7 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
     onError: output.onError,
     onEvent: output.onEvent,
     // Each sync asks the tree's watch (this process's own, or the one that answers for the tree) what changed.
-    watch: treeWatchOf(tree.root),
+    watch: treeWatchOf(tree.root, {startOnDemand: false}),
   })
   // Recall, search, ls and the prompt hook of other jarvis processes in this tree are answered from here (src/warm/).
   const warm = import('../warm/answers.js')

@@ -310,7 +310,7 @@ export type WatchAnswer = {clock: string; paths: string[]} | {clock: string; all
 export interface TreeWatch {
   changes(clock: string | undefined): Promise<WatchAnswer | undefined>
   /** No watch answered and the caller looked at `files` files: a watch may be started for the calls to come. */
-  unwatched?(files: number): void
+  unwatched?(files: number): Promise<void> | void
 }
 
 /**
@@ -335,8 +335,11 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
   if (options.dirCache !== undefined) for (const rel of hintKeys(options.dirCache)) options.dirs?.set(rel, hintOf(options.dirCache, rel)!)
   const foundRels: string[] = []
   const foundStats: MemoryFileStat[] = []
+  // An entry without a stat (a file a sync wrote, its hash the base's: clean-mark.ts) is looked at like a changed one.
+  const unstatted: string[] = []
   const take = (rel: string, stat: MemoryFileStat) => {
     if (changed.has(rel)) return
+    if (stat.size < 0 || stat.mtimeMs < 0) return void unstatted.push(rel)
     foundRels.push(rel)
     foundStats.push(stat)
     if (options.counts) options.counts.unchanged++
@@ -346,7 +349,7 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
   else for (const rel in statCache) take(rel, (statCache as Record<string, MemoryFileStat>)[rel])
   const toHash: ToHash[] = []
   const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
-  for (const rel of changed) {
+  for (const rel of [...changed, ...unstatted]) {
     const checkedAtMs = Date.now()
     const info = lstatInto(fullOf(base, rel), scratch)
     if (!info?.isFile) continue

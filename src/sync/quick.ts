@@ -64,12 +64,13 @@ export async function scanTree(root: string, hints: ScanHints, wanted: (path: st
   const answer = watch === undefined ? undefined : await watch.changes(hints.watch).catch(() => undefined)
   const watched = answer !== undefined && 'paths' in answer && hints.watch !== undefined
   const local = watched ? await scanWatched(root, hints.known, answer.paths, options) : await scanMemory(root, hints.known, options)
-  if (answer === undefined) watch?.unwatched?.(local.size)
+  if (answer === undefined) await watch?.unwatched?.(local.size)
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
   const sameEntries = counts.unchanged === local.size && local.size === hints.count
-  // A new clock after a full scan is written even when nothing else moved: the cache's own is no longer answered.
-  const sameClock = answer === undefined || watched
+  // A new clock is written even when nothing else moved: after a full scan the cache's own is no longer answered, and
+  // after paths were named (a file touched, a folder's attributes) the next sync need not look at them again.
+  const sameClock = answer === undefined || (watched && answer.paths.length === 0)
   return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock, clock: answer?.clock ?? hints.watch}
 }
 

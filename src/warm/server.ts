@@ -95,7 +95,8 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     }
     if (request.v !== WARM_PROTOCOL) return refuse(`protocol ${request.v} asked, this server speaks ${WARM_PROTOCOL}`)
     if (request.root !== real) return refuse(`this server answers for ${real}, not ${request.root}`)
-    if (request.env !== serverEnv) return refuse('another embeddings provider than this server')
+    // Which files changed does not depend on the embeddings provider; a search does.
+    if (request.env !== serverEnv && request.op !== 'changes') return refuse('another embeddings provider than this server')
     if (!OPS.has(request.op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${request.op}`)
     try {
       // Each operation's search settles the tree first (tree-watch.ts): it sees every change made before this request.

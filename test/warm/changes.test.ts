@@ -4,9 +4,10 @@
  * caller looks at every file — whenever the watch cannot vouch for that: a clock of another watch (one restarted or
  * killed), events lost (a queue that may have overflowed, a folder added or removed), the system clock jumped.
  */
-import {mkdirSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import fc from 'fast-check'
 import {afterEach, describe, expect, it, vi} from 'vitest'
 
 import {resetSearchCache} from '../../src/search/index.js'
@@ -57,6 +58,53 @@ describe('the journal of changes', () => {
     expect(pathsOf(journal.since(after.clock))).toEqual(['b.md'])
   })
 
+  it('for any changes, losses and questions: the paths answered since a clock hold every path changed after it, or `all`', () => {
+    type Step = {kind: 'change'; path: string} | {kind: 'lose'} | {kind: 'ask'; which: number} | {kind: 'ask-none'} | {kind: 'ask-foreign'}
+    const step = fc.oneof(
+      {weight: 5, arbitrary: fc.constantFrom('a.md', 'b.md', 'n/c.md', 'n/d.local.bak', 'x y.md').map((path): Step => ({kind: 'change', path}))},
+      {weight: 1, arbitrary: fc.constant<Step>({kind: 'lose'})},
+      {weight: 4, arbitrary: fc.nat(50).map((which): Step => ({kind: 'ask', which}))},
+      {weight: 1, arbitrary: fc.constant<Step>({kind: 'ask-none'})},
+      {weight: 1, arbitrary: fc.constant<Step>({kind: 'ask-foreign'})},
+    )
+    fc.assert(
+      fc.property(fc.array(step, {maxLength: 80}), (steps) => {
+        const journal = new ChangeJournal()
+        const foreign = new ChangeJournal().since(undefined).clock
+        // Each clock given, with the paths changed after it and whether events were lost after it.
+        const given: Array<{clock: string; after: Set<string>; lost: boolean}> = []
+        const answer = (clock: string | undefined, known?: (typeof given)[number]) => {
+          const got = journal.since(clock)
+          if (known !== undefined) {
+            if ('paths' in got) {
+              expect(known.lost).toBe(false)
+              expect(new Set(got.paths)).toEqual(new Set([...got.paths, ...known.after]))
+              // Sorted, each once.
+              expect(got.paths).toEqual([...new Set(got.paths)].sort())
+            } else if (!known.lost && got.reason !== 'the system clock jumped') {
+              // Not `all` for nothing: a clock this journal gave, with nothing lost since, is answered with paths.
+              expect.fail(`\`all\` (${got.reason}) for a clock with nothing lost since`)
+            }
+          } else expect(got).toMatchObject({all: true})
+          given.push({clock: got.clock, after: new Set(), lost: 'all' in got && got.reason === 'the system clock jumped'})
+        }
+        for (const one of steps) {
+          if (one.kind === 'change') {
+            journal.change(one.path)
+            for (const clock of given) clock.after.add(one.path)
+          } else if (one.kind === 'lose') {
+            journal.lose('a test')
+            for (const clock of given) clock.lost = true
+          } else if (one.kind === 'ask') {
+            const known = given[one.which % Math.max(1, given.length)]
+            answer(known?.clock, known)
+          } else answer(one.kind === 'ask-none' ? undefined : foreign)
+        }
+      }),
+      {numRuns: 500},
+    )
+  })
+
   it('says `all` when the system clock jumped against the monotonic one', () => {
     const journal = new ChangeJournal()
     const clock = journal.since(undefined).clock
@@ -93,8 +141,44 @@ describe('a watched tree', () => {
     writeFileSync(join(memory, 'notes', 'kept.md'), 'KEPT\n')
     rmSync(join(memory, 'notes', 'gone.md'))
     writeFileSync(join(memory, 'notes', 'kept.local.bak'), 'kept\n')
-    writeFileSync(join(memory, 'notes', `x.md.jarvis-tmp-${process.pid}-1`), 'a temp file\n')
-    expect(pathsOf(await watch.changes(clock))).toEqual(['notes/gone.md', 'notes/kept.local.bak', 'notes/kept.md'])
+    // jarvis's own temp file is no memory file; a file whose name only looks like one is (a scan counts it).
+    writeFileSync(join(memory, 'notes', `.x.md.jarvis-tmp-${process.pid}-1`), 'a temp file\n')
+    writeFileSync(join(memory, 'notes', 'x.jarvis-tmp-notes.md'), 'a memory file\n')
+    expect(pathsOf(await watch.changes(clock))).toEqual(['notes/gone.md', 'notes/kept.local.bak', 'notes/kept.md', 'notes/x.jarvis-tmp-notes.md'])
+  })
+
+  it('says `all` after a folder is moved, removed, or `.memory/` itself is replaced, and sees edits in the new one', async () => {
+    const {root, memory, watch} = await watched()
+    mkdirSync(join(memory, 'a', 'b'), {recursive: true})
+    writeFileSync(join(memory, 'a', 'b', 'deep.md'), 'deep\n')
+    let clock = (await watch.changes(undefined)).clock
+    clock = (await watch.changes(clock)).clock
+    renameSync(join(memory, 'a'), join(memory, 'c'))
+    const moved = await watch.changes(clock)
+    expect(moved).toMatchObject({all: true})
+    // The moved folder is watched under its new name.
+    writeFileSync(join(memory, 'c', 'b', 'deep.md'), 'deep, edited\n')
+    const edited = await watch.changes(moved.clock)
+    expect(pathsOf(edited)).toEqual(['c/b/deep.md'])
+    rmSync(join(memory, 'c'), {recursive: true})
+    const removed = await watch.changes(edited.clock)
+    expect(removed).toMatchObject({all: true})
+
+    // Another `.memory/` put in the place of the watched one: edits in it are not reported by the old watches.
+    const other = join(root, 'other-memory')
+    mkdirSync(join(other, 'notes'), {recursive: true})
+    writeFileSync(join(other, 'notes', 'kept.md'), 'from elsewhere\n')
+    renameSync(memory, join(root, 'old-memory'))
+    renameSync(other, memory)
+    const replaced = await watch.changes(removed.clock)
+    expect(replaced).toMatchObject({all: true, reason: '.memory/ was replaced'})
+    writeFileSync(join(memory, 'notes', 'kept.md'), 'edited in the new .memory\n')
+    expect(pathsOf(await watch.changes(replaced.clock))).toEqual(['notes/kept.md'])
+    // Gone: `all`, every time.
+    rmSync(memory, {recursive: true})
+    const gone = await watch.changes(replaced.clock)
+    expect(gone).toMatchObject({all: true, reason: '.memory/ is gone'})
+    expect(await watch.changes(gone.clock)).toMatchObject({all: true})
   })
 
   it('says `all` after a folder is added or removed, and answers paths again from the clock it gave then', async () => {
