@@ -31,7 +31,19 @@ export function watcherWanted(root: string, files: number, env: NodeJS.ProcessEn
   if (!(files >= min)) return false
   if (configSaysOff(root)) return false
   const last = readLast(root)
-  return last === undefined || !pidAlive(last.pid) || !(Date.now() - last.startedAt < START_PATIENCE_MS)
+  return last === undefined || !running(last.pid) || !(Date.now() - last.startedAt < START_PATIENCE_MS)
+}
+
+/** Alive and not a zombie: a watch killed in a container whose first process reaps no orphan stays one. */
+function running(pid: number): boolean {
+  if (!pidAlive(pid)) return false
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    // Not Linux (no /proc), or gone meanwhile.
+    return pidAlive(pid)
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
  * sync starts on demand in a large tree (src/warm/demand.ts), or one of this process in the in-process cases.
  */
 import {spawn} from 'node:child_process'
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {readFile, rm, stat, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -15,7 +15,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
 import {resetSearchCache} from '../../src/search/index.js'
-import {readConfig, readScanHints, type TreeWatch, withTreeLock} from '../../src/store/index.js'
+import {readConfig, readScanHints, type TreeWatch, withTreeLock, writeConfig} from '../../src/store/index.js'
 import {runSync, type SyncResult} from '../../src/sync/run.js'
 import {askWarm} from '../../src/warm/client.js'
 import {type FreshTree, watchTreeFresh} from '../../src/warm/tree-watch.js'
@@ -134,27 +134,46 @@ describe('a sync that asks the tree’s watch', () => {
   })
 })
 
-describe('the watch a sync starts on demand (the built jarvis)', () => {
+describe.runIf(process.platform === 'linux')('the watch a sync starts on demand (the built jarvis)', () => {
   beforeAll(() => assertBuilt())
 
-  const children: number[] = []
-  afterAll(() => {
-    for (const pid of children) {
+  /** Every watch a test started, stopped by its process id when the test ends, and waited for. */
+  const started = new Set<number>()
+  afterEach(async () => {
+    for (const pid of started) {
       try {
-        process.kill(pid, 'SIGKILL')
+        process.kill(pid, 'SIGTERM')
       } catch {
         // gone already
       }
     }
+    for (const pid of started) await until(`the watch ${pid} to stop`, () => (alive(pid) ? undefined : true))
+    started.clear()
   })
 
+  /** Alive and not a zombie (a watch killed here is reaped by no one: its parent, the sync, is gone). */
   const alive = (pid: number) => {
     try {
-      process.kill(pid, 0)
-      return true
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
     } catch {
       return false
     }
+  }
+
+  /** The watch named in `.nexus/watcher.json` once it runs (and is not `not`), noted for the test's end. */
+  async function watchPid(root: string, not?: number): Promise<number> {
+    return until('a watch to start', () => {
+      let pid: number
+      try {
+        pid = (JSON.parse(readFileSync(join(root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}).pid
+      } catch {
+        return undefined
+      }
+      if (pid === not) return undefined
+      started.add(pid)
+      return alive(pid) ? pid : undefined
+    })
   }
 
   let trees = 0
@@ -163,19 +182,16 @@ describe('the watch a sync starts on demand (the built jarvis)', () => {
     // Each tree its own folder: they share the server.
     const top = `t${++trees}`
     for (let i = 0; i < 30; i++) await a.write(`${top}/area-${i % 3}/n${i}.md`, `# Note ${i}\n`)
-    const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER_MIN_FILES: '10', ...extra})
+    // The watch on demand, from 10 files (the run keeps it off elsewhere: test/global-setup.ts).
+    const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER: '', JARVIS_WATCHER_MIN_FILES: '10', ...extra})
     const sync = async () => {
       const run = await runJarvisBuilt(['sync', '--json'], {cwd: a.root, env})
       expect(run.code, run.stderr).toBe(0)
       return (JSON.parse(run.stdout) as {result: SyncResult}).result
     }
-    // The first sync looks at every file and starts the watch; the one after gets the watch's clock.
-    await sync()
-    const pid = await until('the watch to start', () => {
-      const started = JSON.parse(readFileSync(join(a.root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}
-      children.push(started.pid)
-      return alive(started.pid) ? started.pid : undefined
-    })
+    // The first sync looks at every file and starts the watch; one after it gets the watch's clock.
+    expect((await sync()).pushed).toHaveLength(30)
+    const pid = await watchPid(a.root)
     await until('the watch to answer', async () => ((await sync()) && (await readScanHints(a.root)).watch) || undefined)
     return {a, env, sync, pid, top}
   }
@@ -192,43 +208,90 @@ describe('the watch a sync starts on demand (the built jarvis)', () => {
     await rm(trace, {force: true})
     return text.split('\n').flatMap((line) => /"[^"]*\/\.memory\/([^"]+)"/.exec(line)?.[1] ?? /"[^"]*\/(\.nexus\/[^"/]+)"/.exec(line)?.[1] ?? [])
   }
+  const memoryFiles = (paths: string[]) => paths.filter((path) => !path.startsWith('.nexus/'))
 
-  it('a no-op sync looks at no memory file while the watch runs; an edit is still pushed', async () => {
-    const {a, env, top} = await watchedTree()
-    const quiet = await lookedAt(a.root, env)
-    expect(quiet.filter((path) => !path.startsWith('.nexus/'))).toEqual([])
-    // Nor does it read the stat cache (as large as the tree) or the sync state: the stat cache's head only.
+  it('pushes an edit in place, a new file, a removed file and a renamed folder; a no-op sync looks at no memory file', async () => {
+    const {a, env, sync, top} = await watchedTree()
+    const b = await client('gemini')
+    await b.sync()
+    // A no-op: no memory file looked at, nor the stat cache (as large as the tree) or the sync state read.
+    expect(memoryFiles(await lookedAt(a.root, env))).toEqual([])
     const opened = await lookedAt(a.root, env, 'open,openat')
     expect(opened).toContain('.nexus/stat-cache.head.json')
     expect(opened.filter((path) => path === '.nexus/stat-cache.json' || path === '.nexus/sync-state.json')).toEqual([])
-    await a.write(`${top}/area-1/n4.md`, '# Note 4, edited\n')
-    expect((await lookedAt(a.root, env)).filter((path) => !path.startsWith('.nexus/'))).toContain(`${top}/area-1/n4.md`)
-    const b = await client('gemini')
+
+    // Edited in place, same size, its mtime put back: a stat cannot tell, the watch can.
+    const edited = join(a.memory, top, 'area-1', 'n4.md')
+    const before = await stat(edited)
+    writeFileSync(edited, '# Note X\n')
+    await utimes(edited, before.atime, before.mtime)
+    await a.write(`${top}/area-1/new.md`, '# New\n')
+    await a.remove(`${top}/area-2/n5.md`)
+    // Looked at: the files the watch named, not the other 28.
+    const looked = memoryFiles(await lookedAt(a.root, env))
+    expect(looked).toContain(`${top}/area-1/n4.md`)
+    expect(looked).not.toContain(`${top}/area-0/n0.md`)
     await b.sync()
-    expect(await b.read(`${top}/area-1/n4.md`)).toBe('# Note 4, edited\n')
-    // Without the watch, every file is looked at again.
-    expect((await lookedAt(a.root, {...env, JARVIS_WARM: 'off'})).filter((path) => !path.startsWith('.nexus/')).length).toBeGreaterThanOrEqual(30)
+    expect(await b.read(`${top}/area-1/n4.md`)).toBe('# Note X\n')
+    expect(await b.read(`${top}/area-1/new.md`)).toBe('# New\n')
+    expect(await b.read(`${top}/area-2/n5.md`)).toBeNull()
+
+    // A folder renamed: the watch cannot name its files one by one, so the sync looks at every file.
+    renameSync(join(a.memory, top, 'area-0'), join(a.memory, top, 'renamed'))
+    const renamed = await sync()
+    expect(renamed.pushed.sort()).toEqual([0, 3, 6, 9, 12, 15, 18, 21, 24, 27].map((i) => `${top}/renamed/n${i}.md`).sort())
+    await b.sync()
+    expect(await b.read(`${top}/renamed/n3.md`)).toBe('# Note 3\n')
+    expect(await b.read(`${top}/area-0/n3.md`)).toBeNull()
+    // Then the watch names paths again: an edit in the renamed folder is pushed.
+    await a.write(`${top}/renamed/n3.md`, '# Note 3, in its new folder\n')
+    expect((await sync()).pushed).toEqual([`${top}/renamed/n3.md`])
   })
 
-  it('a watch killed with SIGKILL is not taken at its word: the next watch never answers for its clocks, and an edit made meanwhile is pushed', async () => {
+  it('a watch killed with SIGKILL: the next sync neither hangs nor misses the edit made meanwhile, and the next watch never answers for the dead one’s clock', async () => {
     const {a, env, sync, pid, top} = await watchedTree()
     const clock = (await readScanHints(a.root)).watch!
     process.kill(pid, 'SIGKILL')
     await until('the watch to die', () => (alive(pid) ? undefined : true))
     await a.write(`${top}/area-2/n2.md`, '# Note 2, edited while no watch ran\n')
-    // Another call starts another watch; the stat cache still keeps the dead one's clock.
-    expect((await runJarvisBuilt(['memory', 'ls'], {cwd: a.root, env})).code).toBe(0)
-    const second = await until('another watch to start', () => {
-      const started = JSON.parse(readFileSync(join(a.root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}
-      children.push(started.pid)
-      return started.pid !== pid && alive(started.pid) ? started.pid : undefined
-    })
+    // Its socket is left behind: nobody answers there, the sync looks at every file, and starts another watch.
+    expect((await sync()).pushed).toEqual([`${top}/area-2/n2.md`])
+    const second = await watchPid(a.root, pid)
     await until('the new watch to answer', () => askWarm(a.root, 'changes', {}, {env}))
     expect((await readScanHints(a.root)).watch).toBe(clock)
-    // Asked with the dead watch's clock, the new one says `all`: the sync looks at every file and pushes the edit.
-    expect((await sync()).pushed).toEqual([`${top}/area-2/n2.md`])
+    // Asked with the dead watch's clock, the new one says `all`: the sync looks at every file, and pushes this edit.
+    await a.write(`${top}/area-1/n1.md`, '# Note 1, edited under the new watch\n')
+    expect((await sync()).pushed).toEqual([`${top}/area-1/n1.md`])
     expect((await readScanHints(a.root)).watch?.split(':')[0]).not.toBe(clock.split(':')[0])
+    const b = await client('gemini')
+    await b.sync()
+    expect(await b.read(`${top}/area-2/n2.md`)).toBe('# Note 2, edited while no watch ran\n')
+    expect(await b.read(`${top}/area-1/n1.md`)).toBe('# Note 1, edited under the new watch\n')
     expect(alive(second)).toBe(true)
+  })
+
+  it('an edit written while a sync runs is pushed by that sync or the next, never lost', async () => {
+    const {a, env, sync, top} = await watchedTree()
+    const last = new Map<string, string>()
+    for (let round = 0; round < 3; round++) {
+      const running = runJarvisBuilt(['sync', '--json'], {cwd: a.root, env})
+      let done = false
+      void running.then(() => (done = true))
+      // Edits in place and new files, one at a time, as long as the sync runs (at least one).
+      for (let i = 0; !done || i === 0; i++) {
+        const path = i % 2 === 0 ? `${top}/area-${i % 3}/n${i % 30}.md` : `${top}/area-${i % 3}/race-${round}-${i}.md`
+        const text = `# ${path}, round ${round}, write ${i}\n`
+        writeFileSync(join(a.memory, path), text)
+        last.set(path, text)
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      const run = await running
+      expect(run.code, run.stderr).toBe(0)
+    }
+    await sync()
+    const b = await client('gemini')
+    await b.sync()
+    for (const [path, text] of last) expect(await b.read(path), path).toBe(text)
   })
 
   it('leaves by itself after its idle time, and when the tree is removed', async () => {
@@ -237,5 +300,21 @@ describe('the watch a sync starts on demand (the built jarvis)', () => {
     const gone = await watchedTree()
     await rm(gone.a.root, {recursive: true, force: true})
     await until('the watch of a removed tree to leave', () => (alive(gone.pid) ? undefined : true))
+  })
+
+  it('JARVIS_WATCHER=off, or "watcher": "off" in the tree’s sync settings: no watch is started', async () => {
+    const a = await client()
+    for (let i = 0; i < 20; i++) await a.write(`off/n${i}.md`, `# Note ${i}\n`)
+    const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER_MIN_FILES: '10'})
+    const run = async (extra: Record<string, string>) => expect((await runJarvisBuilt(['sync', '--quiet'], {cwd: a.root, env: {...env, ...extra}})).code).toBe(0)
+    await run({JARVIS_WATCHER: 'off'})
+    const config = await readConfig(a.root)
+    await writeConfig(a.root, {...config, sync: {...config.sync, watcher: 'off'}})
+    await run({JARVIS_WATCHER: ''})
+    expect(existsSync(join(a.root, '.nexus', 'watcher.json'))).toBe(false)
+    // And on again: the next sync starts one (stopped when the test ends).
+    await writeConfig(a.root, {...config, sync: {...config.sync, watcher: 'on-demand'}})
+    await run({JARVIS_WATCHER: ''})
+    await watchPid(a.root)
   })
 })
