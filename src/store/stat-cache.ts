@@ -32,10 +32,36 @@ export function statCacheHeadPath(root: string): string {
   return join(nexusDir(root), 'stat-cache.head.json')
 }
 
+/**
+ * A watch's clock as a scan keeps it (ScanHints' `watch`): `clock`, asked right before the scan; `fullAt`, when every
+ * file was last looked at (ms since the epoch) under the clocks kept since.
+ */
+export interface WatchMark {
+  clock: string
+  fullAt: number
+}
+
+/**
+ * How long a watch's word stands in for looking at every file: past this, the next sync looks at every file again.
+ * A bound on what no watch sees (a file edited through a hard link in another folder, a write through a shared
+ * memory map): such an edit waits for the next full look, never longer.
+ */
+export const WATCH_FULL_SCAN_MS = 30 * 60_000
+
+/** Whether a watch mark's last full look is recent enough to go by (see WATCH_FULL_SCAN_MS); a clock set back is not. */
+export function watchMarkFresh(mark: WatchMark | undefined, now = Date.now()): mark is WatchMark {
+  const age = mark === undefined ? -1 : now - mark.fullAt
+  return age >= 0 && age < WATCH_FULL_SCAN_MS
+}
+
+function isWatchMark(value: unknown): value is WatchMark {
+  return value !== null && typeof value === 'object' && typeof (value as WatchMark).clock === 'string' && Number.isFinite((value as WatchMark).fullAt)
+}
+
 /** The stat cache's head (see statCacheHeadPath). */
 export interface ScanHead {
   clean?: Omit<CleanMark, 'revs'>
-  watch?: string
+  watch?: WatchMark
   /** How many backups the scan met. */
   backups: number
 }
@@ -85,9 +111,10 @@ export interface ScanHints {
   clean?: CleanMark
   /**
    * The clock of a watch of the tree (tree.ts WatchAnswer) asked right before the scan that made this cache: every file
-   * changed since is one the watch reports changed since this clock, so the next scan looks at those only.
+   * changed since is one the watch reports changed since this clock, so the next scan looks at those only (until
+   * its `fullAt` is too old: WATCH_FULL_SCAN_MS).
    */
-  watch?: string
+  watch?: WatchMark
 }
 
 const isStamp = (value: unknown): value is Record<string, unknown> => hasNumbers(value, ['ino', 'size', 'mtimeMs'])
@@ -196,7 +223,7 @@ export async function readScanHints(root: string): Promise<ScanHints> {
         for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
         hints.backups = parsed.backups as string[]
         // A clock stands for the folders and backups as much as for the files.
-        if (typeof parsed.watch === 'string') hints.watch = parsed.watch
+        if (isWatchMark(parsed.watch)) hints.watch = {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}
       }
       if (isCleanMark(parsed.clean)) {
         hints.clean = parsed.clean
@@ -252,7 +279,7 @@ function filesOfColumns(columns: Columns): StatColumns | undefined {
  * its `revs` made here from `revOf` (each file's base revision), in the order the files are written; `watch`: the
  * clock asked right before the scan (see ScanHints).
  */
-export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: string}): Promise<void> {
+export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark}): Promise<void> {
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
   const revOf = folders?.clean ? folders.revOf : undefined
   const {revs, ...columns} = columnsOf(entries, revOf)
@@ -302,8 +329,8 @@ export async function readScanHead(root: string): Promise<ScanHead | undefined> 
   const stamp = parsed.cache
   if (stamp.ino !== cache.ino || stamp.size !== cache.size || stamp.mtimeMs !== cache.mtimeMs || !Number.isSafeInteger(parsed.backups)) return undefined
   if (parsed.clean !== undefined && !isCleanMark(parsed.clean)) return undefined
-  if (parsed.watch !== undefined && typeof parsed.watch !== 'string') return undefined
-  return {backups: parsed.backups as number, ...(parsed.clean === undefined ? {} : {clean: parsed.clean}), ...(parsed.watch === undefined ? {} : {watch: parsed.watch as string})}
+  if (parsed.watch !== undefined && !isWatchMark(parsed.watch)) return undefined
+  return {backups: parsed.backups as number, ...(parsed.clean === undefined ? {} : {clean: parsed.clean}), ...(parsed.watch === undefined ? {} : {watch: {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}})}
 }
 
 function columnsOf(

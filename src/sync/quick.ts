@@ -20,6 +20,9 @@ import {
   scanWatched,
   syncStateStamp,
   type TreeWatch,
+  type WatchAnswer,
+  type WatchMark,
+  watchMarkFresh,
   writeStatCache,
 } from '../store/index.js'
 import type {LocalHashes} from './plan.js'
@@ -43,9 +46,10 @@ export interface Scanned {
   unchanged: boolean
   /**
    * The watch's clock to write with the stat cache (ScanHints' `watch`): the one it answered right before this scan,
-   * or the cache's own when no watch answered (a clock older than the scan only makes the next answer longer).
+   * or the cache's own when no watch answered (a clock older than the scan only makes the next answer longer); with
+   * when every file was last looked at.
    */
-  clock?: string
+  clock?: WatchMark
 }
 
 /**
@@ -61,8 +65,10 @@ export async function scanTree(root: string, hints: ScanHints, wanted: (path: st
   const counts = {unchanged: 0, hashed: [] as string[]}
   const options = {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}}
   // Asked before the scan: whatever changes after its answer is in the next one.
-  const answer = watch === undefined ? undefined : await watch.changes(hints.watch).catch(() => undefined)
-  const watched = answer !== undefined && 'paths' in answer && hints.watch !== undefined
+  const answer = watch === undefined ? undefined : await watch.changes(hints.watch?.clock).catch(() => undefined)
+  // Its word stands for the cache's clock only while every file was looked at recently (WATCH_FULL_SCAN_MS).
+  const watched = answer !== undefined && 'paths' in answer && watchMarkFresh(hints.watch)
+  const startedAt = Date.now()
   const local = watched ? await scanWatched(root, hints.known, answer.paths, options) : await scanMemory(root, hints.known, options)
   if (answer === undefined) await watch?.unwatched?.(local.size)
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
@@ -71,7 +77,13 @@ export async function scanTree(root: string, hints: ScanHints, wanted: (path: st
   // A new clock is written even when nothing else moved: after a full scan the cache's own is no longer answered, and
   // after paths were named (a file touched, a folder's attributes) the next sync need not look at them again.
   const sameClock = answer === undefined || (watched && answer.paths.length === 0)
-  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock, clock: answer?.clock ?? hints.watch}
+  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock, clock: markAfter(hints.watch, answer, watched, startedAt)}
+}
+
+/** The watch mark a scan leaves (see Scanned's `clock`): a full look, made after `clock` was given, started at `startedAt`. */
+function markAfter(mark: WatchMark | undefined, answer: WatchAnswer | undefined, watched: boolean, startedAt: number): WatchMark | undefined {
+  if (answer === undefined) return mark === undefined ? undefined : {clock: mark.clock, fullAt: startedAt}
+  return {clock: answer.clock, fullAt: watched && mark !== undefined ? mark.fullAt : startedAt}
 }
 
 /** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
@@ -116,11 +128,11 @@ async function watchedNoOp(root: string, client: MemoryClient, watch: TreeWatch)
   const head = await readScanHead(root)
   if (head === undefined) return {head: false}
   const clean = head.clean
-  if (clean === undefined || head.watch === undefined || head.backups > 0 || clean.server !== client.server) return {}
+  if (clean === undefined || !watchMarkFresh(head.watch) || head.backups > 0 || clean.server !== client.server) return {}
   if (!sameStateStamp(await syncStateStamp(root), clean.state)) return {}
   const {answer: status} = await sentFirst((sent) => client.status(clean.seq, sent))
   const asked = {seq: clean.seq, status}
-  const changes = await watch.changes(head.watch).catch(() => undefined)
+  const changes = await watch.changes(head.watch.clock).catch(() => undefined)
   if (changes === undefined || !('paths' in changes) || changes.paths.length > 0) return {asked}
   const answer = await status
   if (serverIdOf(answer) !== clean.serverId || answer.seq !== clean.seq || Object.keys(answer.files).length > 0) return {asked}

@@ -7,7 +7,7 @@
  * sync starts on demand in a large tree (src/warm/demand.ts), or one of this process in the in-process cases.
  */
 import {spawn} from 'node:child_process'
-import {existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
+import {existsSync, linkSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {readFile, rm, stat, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -15,7 +15,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
 import {resetSearchCache} from '../../src/search/index.js'
-import {readConfig, readScanHints, type TreeWatch, withTreeLock, writeConfig} from '../../src/store/index.js'
+import {readConfig, readScanHead, readScanHints, statCachePath, type TreeWatch, WATCH_FULL_SCAN_MS, withTreeLock, writeConfig} from '../../src/store/index.js'
 import {runSync, type SyncResult} from '../../src/sync/run.js'
 import {askWarm} from '../../src/warm/client.js'
 import {type FreshTree, watchTreeFresh} from '../../src/warm/tree-watch.js'
@@ -84,7 +84,7 @@ describe('a sync that asks the tree’s watch', () => {
     const watch = askedAs(watchTree(a.root))
     expect((await syncWatched(a.root, watch)).pushed).toHaveLength(20)
     // The first answer is `all` (no clock yet): the stat cache now keeps the watch's clock.
-    expect((await readScanHints(a.root)).watch).toMatch(/^[0-9a-f]{12}:\d+$/)
+    expect((await readScanHints(a.root)).watch?.clock).toMatch(/^[0-9a-f]{12}:\d+$/)
     await b.sync()
 
     // Edited in place, same size, its mtime put back: only the watch can tell (a stat cannot).
@@ -132,6 +132,44 @@ describe('a sync that asks the tree’s watch', () => {
     const second = await syncWatched(a.root, askedAs(tree))
     expect([...first.pushed, ...second.pushed].sort()).toEqual(['n1.md', ...written].sort())
   })
+
+  it('a stat cache an older jarvis rewrote (no clock, the head left as it was) is looked at in full, never by the head', async () => {
+    const a = await client()
+    for (let i = 0; i < 5; i++) await a.write(`n${i}.md`, `# Note ${i}\n`)
+    const tree = watchTree(a.root)
+    await syncWatched(a.root, askedAs(tree))
+    await syncWatched(a.root, askedAs(tree))
+    expect((await readScanHead(a.root))?.watch).toBeDefined()
+    // An older jarvis writes its cache as it always did (a new file renamed in place), without a clock or a head.
+    const {watch: _clock, ...older} = JSON.parse(readFileSync(statCachePath(a.root), 'utf8')) as Record<string, unknown>
+    writeFileSync(`${statCachePath(a.root)}.older`, JSON.stringify(older))
+    renameSync(`${statCachePath(a.root)}.older`, statCachePath(a.root))
+    expect(await readScanHead(a.root)).toBeUndefined()
+    expect((await readScanHints(a.root)).watch).toBeUndefined()
+    // The cache keeps no clock: the watch answers `all`, every file is looked at, and a new clock (and head) is kept.
+    await a.write('n4.md', '# Note 4, edited\n')
+    expect((await syncWatched(a.root, askedAs(tree))).pushed).toEqual(['n4.md'])
+    expect((await readScanHead(a.root))?.watch?.clock).toBe((await readScanHints(a.root)).watch?.clock)
+  })
+
+  it('an edit no watch sees (through a hard link elsewhere) waits at most until every file is looked at again', async () => {
+    const a = await client()
+    for (let i = 0; i < 5; i++) await a.write(`n${i}.md`, `# Note ${i}\n`)
+    const tree = watchTree(a.root)
+    await syncWatched(a.root, askedAs(tree))
+    expect((await syncWatched(a.root, askedAs(tree))).pushed).toEqual([])
+    // inotify reports a change to the folder it was made through: this one is made through another.
+    const elsewhere = join(a.root, 'elsewhere.md')
+    linkSync(join(a.memory, 'n2.md'), elsewhere)
+    writeFileSync(elsewhere, '# Note 2, edited through a hard link\n')
+    expect((await syncWatched(a.root, askedAs(tree))).pushed).toEqual([])
+    // The last full look made longer ago than a watch's word stands for: every file is looked at, the edit pushed.
+    const cache = JSON.parse(readFileSync(statCachePath(a.root), 'utf8')) as {watch: {fullAt: number}}
+    cache.watch.fullAt -= WATCH_FULL_SCAN_MS
+    writeFileSync(statCachePath(a.root), JSON.stringify(cache))
+    expect((await syncWatched(a.root, askedAs(tree))).pushed).toEqual(['n2.md'])
+    expect((await readScanHints(a.root)).watch?.fullAt).toBeGreaterThan(cache.watch.fullAt)
+  })
 })
 
 describe.runIf(process.platform === 'linux')('the watch a sync starts on demand (the built jarvis)', () => {
@@ -139,7 +177,13 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
 
   /** Every watch a test started, stopped by its process id when the test ends, and waited for. */
   const started = new Set<number>()
+  const trees: string[] = []
   afterEach(async () => {
+    // The last watch of each tree too: one that left when idle may have been followed by another.
+    for (const root of trees.splice(0)) {
+      const pid = lastWatch(root)
+      if (pid !== undefined) started.add(pid)
+    }
     for (const pid of started) {
       try {
         process.kill(pid, 'SIGTERM')
@@ -161,26 +205,31 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
     }
   }
 
+  /** The last watch started in the tree at `root`, as `.nexus/watcher.json` names it. */
+  function lastWatch(root: string): number | undefined {
+    try {
+      return (JSON.parse(readFileSync(join(root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}).pid
+    } catch {
+      return undefined
+    }
+  }
+
   /** The watch named in `.nexus/watcher.json` once it runs (and is not `not`), noted for the test's end. */
   async function watchPid(root: string, not?: number): Promise<number> {
     return until('a watch to start', () => {
-      let pid: number
-      try {
-        pid = (JSON.parse(readFileSync(join(root, '.nexus', 'watcher.json'), 'utf8')) as {pid: number}).pid
-      } catch {
-        return undefined
-      }
-      if (pid === not) return undefined
+      const pid = lastWatch(root)
+      if (pid === undefined || pid === not) return undefined
       started.add(pid)
       return alive(pid) ? pid : undefined
     })
   }
 
-  let trees = 0
+  let made = 0
   async function watchedTree(extra: Record<string, string> = {}) {
     const a = await client()
+    trees.push(a.root)
     // Each tree its own folder: they share the server.
-    const top = `t${++trees}`
+    const top = `t${++made}`
     for (let i = 0; i < 30; i++) await a.write(`${top}/area-${i % 3}/n${i}.md`, `# Note ${i}\n`)
     // The watch on demand, from 10 files (the run keeps it off elsewhere: test/global-setup.ts).
     const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER: '', JARVIS_WATCHER_MIN_FILES: '10', ...extra})
@@ -250,7 +299,7 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
 
   it('a watch killed with SIGKILL: the next sync neither hangs nor misses the edit made meanwhile, and the next watch never answers for the dead one’s clock', async () => {
     const {a, env, sync, pid, top} = await watchedTree()
-    const clock = (await readScanHints(a.root)).watch!
+    const clock = (await readScanHints(a.root)).watch!.clock
     process.kill(pid, 'SIGKILL')
     await until('the watch to die', () => (alive(pid) ? undefined : true))
     await a.write(`${top}/area-2/n2.md`, '# Note 2, edited while no watch ran\n')
@@ -258,11 +307,11 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
     expect((await sync()).pushed).toEqual([`${top}/area-2/n2.md`])
     const second = await watchPid(a.root, pid)
     await until('the new watch to answer', () => askWarm(a.root, 'changes', {}, {env}))
-    expect((await readScanHints(a.root)).watch).toBe(clock)
+    expect((await readScanHints(a.root)).watch?.clock).toBe(clock)
     // Asked with the dead watch's clock, the new one says `all`: the sync looks at every file, and pushes this edit.
     await a.write(`${top}/area-1/n1.md`, '# Note 1, edited under the new watch\n')
     expect((await sync()).pushed).toEqual([`${top}/area-1/n1.md`])
-    expect((await readScanHints(a.root)).watch?.split(':')[0]).not.toBe(clock.split(':')[0])
+    expect((await readScanHints(a.root)).watch?.clock.split(':')[0]).not.toBe(clock.split(':')[0])
     const b = await client('gemini')
     await b.sync()
     expect(await b.read(`${top}/area-2/n2.md`)).toBe('# Note 2, edited while no watch ran\n')
@@ -295,8 +344,10 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
   })
 
   it('leaves by itself after its idle time, and when the tree is removed', async () => {
-    const idle = await watchedTree({JARVIS_WATCHER_IDLE_MS: '400'})
-    await until('the idle watch to leave', () => (alive(idle.pid) ? undefined : true))
+    const idle = await watchedTree({JARVIS_WATCHER_IDLE_MS: '2000'})
+    // The watch that answered last (one that left meanwhile may have been followed by another): no call comes now.
+    const last = lastWatch(idle.a.root)!
+    await until('the idle watch to leave', () => (alive(last) ? undefined : true))
     const gone = await watchedTree()
     await rm(gone.a.root, {recursive: true, force: true})
     await until('the watch of a removed tree to leave', () => (alive(gone.pid) ? undefined : true))
@@ -304,6 +355,7 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
 
   it('JARVIS_WATCHER=off, or "watcher": "off" in the tree’s sync settings: no watch is started', async () => {
     const a = await client()
+    trees.push(a.root)
     for (let i = 0; i < 20; i++) await a.write(`off/n${i}.md`, `# Note ${i}\n`)
     const env = cleanEnv(a.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', JARVIS_WATCHER_MIN_FILES: '10'})
     const run = async (extra: Record<string, string>) => expect((await runJarvisBuilt(['sync', '--quiet'], {cwd: a.root, env: {...env, ...extra}})).code).toBe(0)
