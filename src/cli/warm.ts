@@ -1,9 +1,9 @@
 /** A command's question to the warm server of its tree (src/warm/), if one runs: undefined means "do the work here". */
 import type {TreeWatch, WatchAnswer} from '../store/index.js'
 import {findRoot} from '../store/root.js'
-import {askWarm} from '../warm/client.js'
+import {askWarm, warmPathOff} from '../warm/client.js'
 import {startWatcherIfNobody} from '../warm/demand.js'
-import type {WarmOp} from '../warm/protocol.js'
+import {WARM_SUPPORTED, type WarmOp} from '../warm/protocol.js'
 
 /**
  * The tree of `--dir` (or the working directory); no tree, no warm answer: the cold path says what is wrong. When
@@ -26,8 +26,10 @@ export async function askWarmTree<T>(dir: string | undefined, op: WarmOp, input:
  * clock". When nothing answers there, a call that then looked at many files starts a watch for the calls to come
  * (warm/demand.ts).
  */
-export function treeWatchOf(root: string, options: {env?: NodeJS.ProcessEnv; startOnDemand?: boolean} = {}): TreeWatch {
+export function treeWatchOf(root: string, options: {env?: NodeJS.ProcessEnv; startOnDemand?: boolean} = {}): TreeWatch | undefined {
   const env = options.env ?? process.env
+  // No warm path (Windows, JARVIS_WARM=off): the sync looks at every file, as it always did.
+  if (!WARM_SUPPORTED || warmPathOff(env)) return undefined
   const changes: TreeWatch['changes'] = async (clock) => {
     const answer = await askWarm<WatchAnswer>(root, 'changes', clock === undefined ? {} : {clock}, {env})
     return answer !== undefined && isWatchAnswer(answer) ? answer : undefined
