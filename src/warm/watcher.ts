@@ -11,7 +11,7 @@
  * taken over, or on SIGTERM / SIGINT. Killed, it leaves a socket nobody answers at: every call then does its own work
  * (and may start another watch, whose clocks are not the dead one's: the first sync after it looks at every file).
  */
-import {lstatSync} from 'node:fs'
+import {lstatSync, realpathSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -70,7 +70,17 @@ export async function runWatcher(root: string, options: {idleMs?: number; env?: 
   return why
 }
 
-if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** The real path of the script this process was started with, if any. */
+function mainScript(): string | undefined {
+  try {
+    return process.argv[1] === undefined ? undefined : realpathSync(process.argv[1])
+  } catch {
+    return undefined
+  }
+}
+
+// Run as a script (demand.ts), whatever symlink its path went through; imported (tests), nothing starts.
+if (fileURLToPath(import.meta.url) === mainScript()) {
   const root = process.argv[2]
   if (root === undefined) process.exit(2)
   await runWatcher(root)
