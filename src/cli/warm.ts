@@ -2,7 +2,6 @@
 import type {TreeWatch, WatchAnswer} from '../store/index.js'
 import {findRoot} from '../store/root.js'
 import {askWarm, warmPathOff} from '../warm/client.js'
-import {startWatcherIfNobody} from '../warm/demand.js'
 import {WARM_SUPPORTED, type WarmOp} from '../warm/protocol.js'
 
 /**
@@ -17,7 +16,7 @@ export async function askWarmTree<T>(dir: string | undefined, op: WarmOp, input:
     return undefined
   }
   const answer = await askWarm<T>(root, op, input)
-  if (answer === undefined) await startWatcherIfNobody(root).catch(() => {})
+  if (answer === undefined) await startWatcherIfNobody(root)
   return answer
 }
 
@@ -38,11 +37,20 @@ export function treeWatchOf(root: string, options: {env?: NodeJS.ProcessEnv; sta
   if (options.startOnDemand === false) return {changes}
   return {
     changes,
-    unwatched: (files) => startWatcherIfNobody(root, files, env).catch(() => {}),
+    unwatched: (files) => startWatcherIfNobody(root, files, env),
   }
 }
 
 function isWatchAnswer(value: WatchAnswer): boolean {
   if (typeof value.clock !== 'string') return false
   return 'paths' in value ? Array.isArray(value.paths) && value.paths.every((path) => typeof path === 'string') : value.all === true
+}
+
+/** Loaded only when nothing answered (warm/demand.ts): a call answered warm loads none of it. Never fails the call. */
+async function startWatcherIfNobody(root: string, files?: number, env?: NodeJS.ProcessEnv): Promise<void> {
+  try {
+    await (await import('../warm/demand.js')).startWatcherIfNobody(root, files, env)
+  } catch {
+    // No watch this time: the next call looks at every file again, and may start one.
+  }
 }
