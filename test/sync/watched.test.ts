@@ -330,9 +330,9 @@ describe.runIf(process.platform === 'linux')('the watch a sync starts on demand 
       const running = runJarvisBuilt(['sync', '--json'], {cwd: a.root, env})
       let done = false
       void running.then(() => (done = true))
-      // Edits in place and new files, one at a time, as long as the sync runs (at least one).
+      // Edits in place and (one write in ten) new files, one at a time, as long as the sync runs (at least one).
       for (let i = 0; !done || i === 0; i++) {
-        const path = i % 2 === 0 ? `${top}/area-${i % 3}/n${i % 30}.md` : `${top}/area-${i % 3}/race-${round}-${i}.md`
+        const path = i % 10 === 9 ? `${top}/area-${i % 3}/race-${round}-${i}.md` : `${top}/area-${i % 3}/n${i % 30}.md`
         const text = `# ${path}, round ${round}, write ${i}\n`
         writeFileSync(join(a.memory, path), text)
         last.set(path, text)
