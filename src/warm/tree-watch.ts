@@ -268,7 +268,8 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
         for (const watcher of folders.values()) watcher.close()
         folders.clear()
         memoryId = id
-        if (id !== undefined) watchFolder('')
+        if (id !== undefined && !changesAllSeen(memory)) unordered(`${memory} is on a filesystem whose changes are not all reported`)
+        else if (id !== undefined) watchFolder('')
         index.rescan(id === undefined ? '.memory/ is gone' : '.memory/ was replaced')
       }
       // The cookie first: every change made before this request is in the journal then.

@@ -13,7 +13,7 @@ import {afterEach, describe, expect, it, vi} from 'vitest'
 import {resetSearchCache} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {ChangeJournal, type ChangesAnswer} from '../../src/warm/changes.js'
-import {type FreshTree, watchTreeFresh} from '../../src/warm/tree-watch.js'
+import {changesAllSeen, type FreshTree, watchTreeFresh} from '../../src/warm/tree-watch.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 const watches: FreshTree[] = []
@@ -197,6 +197,14 @@ describe('a watched tree', () => {
     // Written without yielding: every event waits in the queue, and the watch reads them in one go.
     for (let i = 0; i < 20; i++) writeFileSync(join(memory, 'notes', `burst${i}.md`), `${i}\n`)
     expect(await watch.changes(clock)).toMatchObject({all: true, reason: 'the inotify queue may have overflowed'})
+  })
+
+  it.runIf(process.platform === 'linux')('vouches only for a tree on a filesystem whose every change this kernel sees', async () => {
+    // /proc changes under the kernel's own hands, as a network share changes under another machine's: not vouched for.
+    expect(changesAllSeen('/proc')).toBe(false)
+    expect(changesAllSeen('/no/such/folder')).toBe(false)
+    const {memory, watch} = await watched()
+    expect(watch.ordered()).toBe(changesAllSeen(memory))
   })
 
   it('a watch that cannot vouch for the order of events always says `all`', async () => {
