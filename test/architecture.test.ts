@@ -34,7 +34,7 @@ const allowed: Record<string, string[]> = {
   mcp: ['mcp', 'warm', 'invocation.ts', 'ops', 'files', 'search', 'events', 'merge', 'store', 'protocol', 'schemas', 'errors.ts', 'session', 'sync'],
   hook: ['hook', 'warm', 'invocation.ts', 'ops', 'files', 'search', 'session', 'events', 'store', 'schemas', 'errors.ts'],
   // The warm path: its client (hook/ and cli/ ask it) and its server, which answers with the operations (answers.ts).
-  warm: ['warm', 'ops', 'hook', 'search', 'store', 'errors.ts'],
+  warm: ['warm', 'ops', 'hook', 'search', 'store', 'errors.ts', 'invocation.ts'],
   events: ['events', 'store', 'protocol', 'schemas', 'errors.ts'],
   session: ['session', 'merge', 'store', 'schemas', 'errors.ts'],
   files: ['files', 'merge', 'store', 'schemas', 'errors.ts', 'events'],

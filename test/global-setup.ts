@@ -34,6 +34,9 @@ function dropStaleManifest(): void {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   dropStaleManifest()
+  // No jarvis a test runs starts a watch of its tree on demand (src/warm/demand.ts), which would outlive the test: the
+  // tests of that watch turn it on and stop it themselves (test/sync/watched.test.ts).
+  process.env.JARVIS_WATCHER ??= 'off'
   const postgres = await startPostgresServer()
   project.provide('postgresAdminUrl', postgres.adminUrl)
   return () => postgres.stop()

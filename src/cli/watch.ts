@@ -8,6 +8,7 @@ import {exitCodeOf} from './envelope.js'
 import {assertSyncEnabled} from '../ops/sync.js'
 import {connect, openTree} from '../ops/context.js'
 import {renderSync} from './render.js'
+import {treeWatchOf} from './warm.js'
 import type {SyncOnceOptions} from '../ops/sync.js'
 
 const debug = createDebug('jarvis:watch')
@@ -73,6 +74,8 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
     onSync: output.onSync,
     onError: output.onError,
     onEvent: output.onEvent,
+    // Each sync asks the tree's watch (this process's own, or the one that answers for the tree) what changed.
+    watch: treeWatchOf(tree.root, {startOnDemand: false}),
   })
   // Recall, search, ls and the prompt hook of other jarvis processes in this tree are answered from here (src/warm/).
   const warm = import('../warm/answers.js')

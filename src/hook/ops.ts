@@ -133,7 +133,10 @@ async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (rea
   const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const recall = (await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})) ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
+  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})
+  // Nobody answered: in a large tree a watch is started for the prompts to come (warm/demand.ts).
+  if (warm === undefined) await (await import('../warm/demand.js')).startWatcherIfNobody(root).catch(() => {})
+  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
   // Noted for the session's episode: the notes it was given are what its answers repeat (shown.ts).
   if (hook.sessionId && recall.files.length > 0) {
     const {noteShown} = await import('./shown.js')

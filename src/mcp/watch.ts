@@ -20,7 +20,7 @@ export interface MemoryWatch {
 
 export async function watchMemory(root: string): Promise<MemoryWatch> {
   const tree = watchTreeFresh(root)
-  const server = await serveWarm(root, tree, answerFor(root)).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
+  const server = await serveWarm(root, tree, answerFor(root, tree)).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   return {
     async close() {
       await server?.close()

@@ -1,7 +1,7 @@
 import {BadInputError} from '../errors.js'
 import type {ReplicaReport} from '../replica/run.js'
 import {runSync, type SyncResult} from '../sync/run.js'
-import {withTreeLock} from '../store/index.js'
+import {type TreeWatch, withTreeLock} from '../store/index.js'
 import {connect, openTree, type TreeContext} from './context.js'
 
 export interface SyncOnceOptions {
@@ -12,6 +12,8 @@ export interface SyncOnceOptions {
   force?: boolean
   /** Told how far a long sync has come (files done, files in all). */
   onProgress?: (done: number, total: number) => void
+  /** The watch of the tree at a root, asked which files changed instead of looking at every one (cli/warm.ts). */
+  watch?: (root: string) => TreeWatch | undefined
 }
 
 /** What a sync did, and what each run of the configured replicas (`.nexus/config.json` `replicas`) did around it. */
@@ -50,6 +52,7 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult
         dryRun: options.dryRun,
         force: options.force,
         onProgress: options.onProgress,
+        watch: options.watch?.(tree.root),
       })
       if (!configured) return result
       const broughtDown = result.pulled.length + result.merged.length + result.deleted.length > 0

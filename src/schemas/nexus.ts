@@ -39,6 +39,12 @@ export const syncSettingsSchema = z.looseObject({
   requestTimeout: z.number().int().min(100).default(SYNC_SETTINGS_DEFAULTS.requestTimeout),
   /** Per path pattern (glob, relative to .memory/; the first that matches wins), what a sync does when both sides changed a file. */
   strategies: z.record(z.string().min(1), syncStrategySchema).optional(),
+  /**
+   * A watch of the tree started on demand by a call in a large tree that finds none running, so that the calls after it
+   * need not look at every file (src/warm/demand.ts); `off`: never started (a running `sync --watch` or MCP session
+   * still answers). Absent: on demand.
+   */
+  watcher: z.enum(['on-demand', 'off']).optional(),
 })
 export type SyncSettings = z.output<typeof syncSettingsSchema>
 

@@ -38,7 +38,7 @@ export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} fro
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
-export {cachedHash, cachedRev, cachedRevsInOrder, changedSinceCache, type CleanMark, readScanHints, readStatCache, type ScanHints, statCachePath, writeStatCache} from './stat-cache.js'
+export {cachedHash, cachedRev, cachedRevsInOrder, changedSinceCache, type CleanMark, readScanHead, readScanHints, readStatCache, type ScanHead, type ScanHints, statCacheHeadPath, statCachePath, WATCH_FULL_SCAN_MS, type WatchMark, watchMarkFresh, writeScanHead, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
   beginSyncRun,
@@ -75,6 +75,9 @@ export {
   scanMemory,
   statMemory,
   type StatCache,
+  scanWatched,
+  type TreeWatch,
+  type WatchAnswer,
   sweepTempFiles,
   stageMemoryFile,
   writeMemoryFile,

@@ -5,7 +5,7 @@
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
  */
-import {readFile} from 'node:fs/promises'
+import {lstat, readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -20,6 +20,50 @@ const debug = createDebug('jarvis:store')
 
 export function statCachePath(root: string): string {
   return join(nexusDir(root), 'stat-cache.json')
+}
+
+/**
+ * `.nexus/stat-cache.head.json`: what a no-op sync in a watched tree needs of the stat cache without reading it (as
+ * large as the tree): its clean mark without the revisions, its watch clock, whether it met backups, and the stamp of
+ * the stat cache it was written with. Written right after the cache; one that names another cache than the one on
+ * disk (an older jarvis rewrote it, a write did not finish) is not read.
+ */
+export function statCacheHeadPath(root: string): string {
+  return join(nexusDir(root), 'stat-cache.head.json')
+}
+
+/**
+ * A watch's clock as a scan keeps it (ScanHints' `watch`): `clock`, asked right before the scan; `fullAt`, when every
+ * file was last looked at (ms since the epoch) under the clocks kept since.
+ */
+export interface WatchMark {
+  clock: string
+  fullAt: number
+}
+
+/**
+ * How long a watch's word stands in for looking at every file: past this, the next sync looks at every file again.
+ * A bound on what no watch sees (a file edited through a hard link in another folder, a write through a shared
+ * memory map): such an edit waits for the next full look, never longer.
+ */
+export const WATCH_FULL_SCAN_MS = 30 * 60_000
+
+/** Whether a watch mark's last full look is recent enough to go by (see WATCH_FULL_SCAN_MS); a clock set back is not. */
+export function watchMarkFresh(mark: WatchMark | undefined, now = Date.now()): mark is WatchMark {
+  const age = mark === undefined ? -1 : now - mark.fullAt
+  return age >= 0 && age < WATCH_FULL_SCAN_MS
+}
+
+function isWatchMark(value: unknown): value is WatchMark {
+  return value !== null && typeof value === 'object' && typeof (value as WatchMark).clock === 'string' && Number.isFinite((value as WatchMark).fullAt)
+}
+
+/** The stat cache's head (see statCacheHeadPath). */
+export interface ScanHead {
+  clean?: Omit<CleanMark, 'revs'>
+  watch?: WatchMark
+  /** How many backups the scan met. */
+  backups: number
 }
 
 /** An object whose `keys` all hold numbers (what each entry of the cache is checked for). */
@@ -65,6 +109,12 @@ export interface ScanHints {
   /** The conflict backups the scan met (relative paths). */
   backups: string[]
   clean?: CleanMark
+  /**
+   * The clock of a watch of the tree (tree.ts WatchAnswer) asked right before the scan that made this cache: every file
+   * changed since is one the watch reports changed since this clock, so the next scan looks at those only (until
+   * its `fullAt` is too old: WATCH_FULL_SCAN_MS).
+   */
+  watch?: WatchMark
 }
 
 const isStamp = (value: unknown): value is Record<string, unknown> => hasNumbers(value, ['ino', 'size', 'mtimeMs'])
@@ -164,7 +214,7 @@ export async function readScanHints(root: string): Promise<ScanHints> {
     return hintsOf({})
   }
   try {
-    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown}
+    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
     const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
     const hints = hintsOf(files ?? {})
     if (files !== undefined) {
@@ -172,6 +222,8 @@ export async function readScanHints(root: string): Promise<ScanHints> {
       if (parsed.dirs && typeof parsed.dirs === 'object' && Array.isArray(parsed.backups) && parsed.backups.every((path) => typeof path === 'string')) {
         for (const [path, entry] of Object.entries(parsed.dirs as Record<string, unknown>)) if (isDirEntry(entry)) hints.dirs[path] = entry
         hints.backups = parsed.backups as string[]
+        // A clock stands for the folders and backups as much as for the files.
+        if (isWatchMark(parsed.watch)) hints.watch = {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}
       }
       if (isCleanMark(parsed.clean)) {
         hints.clean = parsed.clean
@@ -224,9 +276,10 @@ function filesOfColumns(columns: Columns): StatColumns | undefined {
 
 /**
  * `folders`: the folders the scan saw and the backups it met there, written only together; `clean`: see CleanMark,
- * its `revs` made here from `revOf` (each file's base revision), in the order the files are written.
+ * its `revs` made here from `revOf` (each file's base revision), in the order the files are written; `watch`: the
+ * clock asked right before the scan (see ScanHints).
  */
-export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined}): Promise<void> {
+export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark}): Promise<void> {
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
   const revOf = folders?.clean ? folders.revOf : undefined
   const {revs, ...columns} = columnsOf(entries, revOf)
@@ -236,10 +289,48 @@ export async function writeStatCache(root: string, entries: Map<string, MemoryFi
     // Every file's revision, or none: a mark that cannot say them all says none.
     clean = revs !== undefined && revs.every((rev) => rev !== undefined) ? {...mark, revs: revs as Array<number | null>} : mark
   }
-  const body = folders === undefined ? {version: 2, ...columns} : {version: 2, ...columns, dirs, backups: folders.backups, ...(clean ? {clean} : {})}
+  const body = folders === undefined ? {version: 2, ...columns} : {version: 2, ...columns, dirs, backups: folders.backups, ...(clean ? {clean} : {}), ...(folders.watch === undefined ? {} : {watch: folders.watch})}
   // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
   // old clean mark only means a sync that reads its state).
   await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
+  await writeHead(root, folders === undefined ? undefined : {backups: folders.backups.length, watch: folders.watch, clean: clean === undefined ? undefined : withoutRevs(clean)})
+}
+
+function withoutRevs({revs: _revs, ...mark}: CleanMark): Omit<CleanMark, 'revs'> {
+  return mark
+}
+
+/** Writes the head of the stat cache on disk, as `hints` read it (a cache written before heads were). */
+export async function writeScanHead(root: string, hints: ScanHints): Promise<void> {
+  await writeHead(root, {backups: hints.backups.length, watch: hints.watch, clean: hints.clean === undefined ? undefined : withoutRevs(hints.clean)})
+}
+
+/** The head of the stat cache just written, naming it by its stamp; none for a cache without folders (no mark, no clock). */
+async function writeHead(root: string, head: ScanHead | undefined): Promise<void> {
+  const cache = head === undefined ? undefined : await lstat(statCachePath(root)).catch(() => undefined)
+  if (head === undefined || cache === undefined || (head.clean === undefined && head.watch === undefined)) {
+    await rm(statCacheHeadPath(root), {force: true})
+    return
+  }
+  const body = {cache: {ino: cache.ino, size: cache.size, mtimeMs: cache.mtimeMs}, ...head}
+  await writeFileAtomic(statCacheHeadPath(root), JSON.stringify(body) + '\n', {durable: false})
+}
+
+/** The head of the stat cache on disk, when it names that cache (see statCacheHeadPath); otherwise undefined. */
+export async function readScanHead(root: string): Promise<ScanHead | undefined> {
+  let parsed: {cache?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
+  try {
+    parsed = JSON.parse(await readFile(statCacheHeadPath(root), 'utf8')) as typeof parsed
+  } catch {
+    return undefined
+  }
+  const cache = await lstat(statCachePath(root)).catch(() => undefined)
+  if (parsed === null || typeof parsed !== 'object' || cache === undefined || !isStamp(parsed.cache)) return undefined
+  const stamp = parsed.cache
+  if (stamp.ino !== cache.ino || stamp.size !== cache.size || stamp.mtimeMs !== cache.mtimeMs || !Number.isSafeInteger(parsed.backups)) return undefined
+  if (parsed.clean !== undefined && !isCleanMark(parsed.clean)) return undefined
+  if (parsed.watch !== undefined && !isWatchMark(parsed.watch)) return undefined
+  return {backups: parsed.backups as number, ...(parsed.clean === undefined ? {} : {clean: parsed.clean}), ...(parsed.watch === undefined ? {} : {watch: {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}})}
 }
 
 function columnsOf(

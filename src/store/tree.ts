@@ -299,6 +299,71 @@ export async function statMemory(root: string): Promise<Map<string, {size: numbe
   return new Map(found)
 }
 
+/**
+ * What a watch of the tree (a running jarvis: src/warm/changes.ts) answers: a clock to ask with next time, and the paths
+ * of `.memory/` changed since the clock asked (relative, `/`), or `all` when it cannot say. A caller keeps the clock
+ * with what it saw after asking: anything changed after the answer is in the next one.
+ */
+export type WatchAnswer = {clock: string; paths: string[]} | {clock: string; all: true; reason?: string}
+
+/** A watch to ask; undefined when none answers (the caller looks at every file). */
+export interface TreeWatch {
+  changes(clock: string | undefined): Promise<WatchAnswer | undefined>
+  /** No watch answered and the caller looked at `files` files: a watch may be started for the calls to come. */
+  unwatched?(files: number): Promise<void> | void
+}
+
+/**
+ * The scan of a watched tree (see WatchAnswer): the stat cache's files as it holds them, but for `paths`, the ones the
+ * watch reported changed since the cache's clock, which are looked at as scanMemory looks at every file (an `lstat`,
+ * read and hashed when their entry does not hold). The cache's folders and backups stand, but for the backups among
+ * `paths`. Nothing else is listed or stat-ed: at 10,000 files that is the whole cost of a scan.
+ */
+export async function scanWatched(root: string, statCache: FileHints, paths: readonly string[], options: ScanOptions & {backupCache: readonly string[]}): Promise<Map<string, MemoryFileStat>> {
+  const base = memoryDir(root)
+  const changed = new Set<string>()
+  const backups = new Set(options.backupCache)
+  for (const rel of paths) {
+    const name = nameOf(rel)
+    if (isTempName(name)) continue
+    if (isBackupName(name)) {
+      if (lstatSync(fullOf(base, rel), {throwIfNoEntry: false})?.isFile()) backups.add(rel)
+      else backups.delete(rel)
+    } else changed.add(rel)
+  }
+  options.backups?.push(...[...backups].sort())
+  if (options.dirCache !== undefined) for (const rel of hintKeys(options.dirCache)) options.dirs?.set(rel, hintOf(options.dirCache, rel)!)
+  const foundRels: string[] = []
+  const foundStats: MemoryFileStat[] = []
+  // An entry without a stat (a file a sync wrote, its hash the base's: clean-mark.ts) is looked at like a changed one.
+  const unstatted: string[] = []
+  const take = (rel: string, stat: MemoryFileStat) => {
+    if (changed.has(rel)) return
+    if (stat.size < 0 || stat.mtimeMs < 0) return void unstatted.push(rel)
+    foundRels.push(rel)
+    foundStats.push(stat)
+    if (options.counts) options.counts.unchanged++
+  }
+  if (statCache instanceof StatColumns) for (let at = 0; at < statCache.paths.length; at++) take(statCache.paths[at], statCache.entryAt(at))
+  else if (statCache instanceof Map) for (const [rel, stat] of statCache) take(rel, stat)
+  else for (const rel in statCache) take(rel, (statCache as Record<string, MemoryFileStat>)[rel])
+  const toHash: ToHash[] = []
+  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
+  for (const rel of [...changed, ...unstatted]) {
+    const checkedAtMs = Date.now()
+    const info = lstatInto(fullOf(base, rel), scratch)
+    if (!info?.isFile) continue
+    const cached = hintOf(statCache, rel)
+    if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
+      foundRels.push(rel)
+      foundStats.push({hash: cached.hash, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs: cached.checkedAtMs})
+    } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
+  }
+  await hashFiles(base, toHash, foundRels, foundStats, options)
+  debug('watched scan: %d files, %d reported changed, %d hashed', foundRels.length, changed.size, toHash.length)
+  return sortedMap(foundRels, foundStats)
+}
+
 /** A file the scan must read: its stat cache entry did not hold. */
 interface ToHash {
   rel: string
@@ -345,6 +410,13 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
       } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
     }
   })
+  await hashFiles(base, toHash, foundRels, foundStats, options)
+  debug('scan: %d files, %d hashes reused from the stat cache', foundRels.length, reused)
+  return sortedMap(foundRels, foundStats)
+}
+
+/** Reads and hashes `toHash`, adding each file found to `foundRels` and `foundStats` (and its text to `options.texts`). */
+async function hashFiles(base: string, toHash: readonly ToHash[], foundRels: string[], foundStats: MemoryFileStat[], options: ScanOptions): Promise<void> {
   // Read and hash many files at once: a sequential await per file dominated a cold scan.
   await forEachConcurrently(toHash, SCAN_CONCURRENCY, async ({rel, mtimeMs, ino, checkedAtMs}) => {
     let bytes
@@ -362,8 +434,6 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
     const texts = options.texts
     if (texts && bytes.length <= texts.maxBytes && texts.wanted(rel, hash)) texts.into.set(rel, bytes.toString('utf8'))
   })
-  debug('scan: %d files, %d hashes reused from the stat cache', foundRels.length, reused)
-  return sortedMap(foundRels, foundStats)
 }
 
 /**

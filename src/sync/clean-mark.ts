@@ -19,7 +19,7 @@ export async function writeScan(root: string, scan: {scanned: Scanned; clean: bo
   const old = scan.scanned.hints.clean
   const sameMark = old === undefined ? clean === undefined : clean !== undefined && old.server === clean.server && old.serverId === clean.serverId && old.seq === clean.seq && sameStateStamp(old.state, clean.state)
   if (scan.scanned.unchanged && sameMark) return
-  await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean, revOf})
+  await writeStatCache(root, scan.scanned.local, {dirs: scan.scanned.dirs, backups: scan.scanned.backups, clean, revOf, watch: scan.scanned.clock})
 }
 
 

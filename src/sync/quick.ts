@@ -11,11 +11,18 @@ import {
   type DirCache,
   type DirStat,
   type MemoryFileStat,
+  readScanHead,
   readScanHints,
   sameStateStamp,
+  writeScanHead,
   type ScanHints,
   scanMemory,
+  scanWatched,
   syncStateStamp,
+  type TreeWatch,
+  type WatchAnswer,
+  type WatchMark,
+  watchMarkFresh,
   writeStatCache,
 } from '../store/index.js'
 import type {LocalHashes} from './plan.js'
@@ -37,22 +44,46 @@ export interface Scanned {
   changed: string[]
   /** Nothing in it differs from the hints: the stat cache need not be written. */
   unchanged: boolean
+  /**
+   * The watch's clock to write with the stat cache (ScanHints' `watch`): the one it answered right before this scan,
+   * or the cache's own when no watch answered (a clock older than the scan only makes the next answer longer); with
+   * when every file was last looked at.
+   */
+  clock?: WatchMark
 }
 
 /**
  * The stat cache only saves hashing; a file whose size or mtime moved is always hashed again. Its folders save
  * listing the ones whose entries did not change (each file is still stat-ed: an edit in place changes only it).
+ * A watch of the tree that answers with the paths changed since the cache's clock spares the rest: only those are
+ * looked at (scanWatched).
  */
-export async function scanTree(root: string, hints: ScanHints, wanted: (path: string, hash: string) => boolean): Promise<Scanned> {
+export async function scanTree(root: string, hints: ScanHints, wanted: (path: string, hash: string) => boolean, watch?: TreeWatch): Promise<Scanned> {
   const backups: string[] = []
   const texts = new Map<string, string>()
   const dirs = new Map<string, DirStat>()
   const counts = {unchanged: 0, hashed: [] as string[]}
-  const local = await scanMemory(root, hints.known, {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}})
+  const options = {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}}
+  // Asked before the scan: whatever changes after its answer is in the next one.
+  const answer = watch === undefined ? undefined : await watch.changes(hints.watch?.clock).catch(() => undefined)
+  // Its word stands for the cache's clock only while every file was looked at recently (WATCH_FULL_SCAN_MS).
+  const watched = answer !== undefined && 'paths' in answer && watchMarkFresh(hints.watch)
+  const startedAt = Date.now()
+  const local = watched ? await scanWatched(root, hints.known, answer.paths, options) : await scanMemory(root, hints.known, options)
+  if (answer === undefined) await watch?.unwatched?.(local.size)
   const sameBackups = backups.length === hints.backups.length && backups.every((path, i) => path === hints.backups[i])
   // Every entry given back as the cache held it, and as many as it held: the same files, nothing to compare.
   const sameEntries = counts.unchanged === local.size && local.size === hints.count
-  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups}
+  // A new clock is written even when nothing else moved: after a full scan the cache's own is no longer answered, and
+  // after paths were named (a file touched, a folder's attributes) the next sync need not look at them again.
+  const sameClock = answer === undefined || (watched && answer.paths.length === 0)
+  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock, clock: markAfter(hints.watch, answer, watched, startedAt)}
+}
+
+/** The watch mark a scan leaves (see Scanned's `clock`): a full look, made after `clock` was given, started at `startedAt`. */
+function markAfter(mark: WatchMark | undefined, answer: WatchAnswer | undefined, watched: boolean, startedAt: number): WatchMark | undefined {
+  if (answer === undefined) return mark === undefined ? undefined : {clock: mark.clock, fullAt: startedAt}
+  return {clock: answer.clock, fullAt: watched && mark !== undefined ? mark.fullAt : startedAt}
 }
 
 /** `sync`: there is work, or it could not tell; the stat cache it read, and the server's answer when it asked. */
@@ -64,23 +95,49 @@ export type QuickCheck = {kind: 'nothing'} | {kind: 'sync'; hints: ScanHints; an
  * anything, there is nothing to do, and the sync state (as large as the tree) is not read. Else the stat cache, the
  * answer and the scan serve the round (read once: the stat cache is as large as the tree too).
  */
-export async function quickCheck(root: string, client: MemoryClient): Promise<QuickCheck> {
+export async function quickCheck(root: string, client: MemoryClient, watch?: TreeWatch): Promise<QuickCheck> {
+  // In a watched tree the stat cache itself (as large as the tree) is not even read when nothing changed.
+  const watched = watch === undefined ? undefined : await watchedNoOp(root, client, watch)
+  if (watched?.nothing) return {kind: 'nothing'}
   const hints = await readScanHints(root)
   const clean = hints.clean
   if (clean === undefined || clean.server !== client.server || !sameStateStamp(await syncStateStamp(root), clean.state)) return {kind: 'sync', hints}
   // Asked before the scan and awaited after it: the server answers while the tree is walked (either is needed). The
   // scan holds the thread, so the question must be on the wire before it starts.
-  const {answer: asking} = await sentFirst((sent) => client.status(clean.seq, sent))
+  const {answer: asking} = watched?.asked?.seq === clean.seq ? {answer: watched.asked.status} : await sentFirst((sent) => client.status(clean.seq, sent))
   // Under the mark the cache's hashes are the bases': the texts wanted are those of files whose hash moved.
-  const scanned = await scanTree(root, hints, (path, hash) => cachedHash(hints, path) !== hash)
+  const scanned = await scanTree(root, hints, (path, hash) => cachedHash(hints, path) !== hash, watch)
   const status = await asking
   if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
   if (scanned.backups.length > 0 || scanned.changed.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
-  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: cachedRevsInOrder(hints)})
+  if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: cachedRevsInOrder(hints), watch: scanned.clock})
+  // A watched tree whose cache has no head yet (written by an earlier jarvis): the next no-op reads the head only.
+  else if (watch !== undefined && watched?.head === false && hints.watch !== undefined) await writeScanHead(root, hints)
   return {kind: 'nothing'}
 }
 
+
+/**
+ * The no-op of a watched tree: the stat cache's head (its clean mark and watch clock, ScanHead) instead of the stat
+ * cache, the watch asked which files changed since that clock while the server is asked what changed since the
+ * mark. Nothing on either side: nothing to do, and nothing read but a few hundred bytes. Else the status request
+ * already sent, for the quick check to await.
+ */
+async function watchedNoOp(root: string, client: MemoryClient, watch: TreeWatch): Promise<{nothing?: true; head?: false; asked?: {seq: number; status: Promise<StatusResponse>}}> {
+  const head = await readScanHead(root)
+  if (head === undefined) return {head: false}
+  const clean = head.clean
+  if (clean === undefined || !watchMarkFresh(head.watch) || head.backups > 0 || clean.server !== client.server) return {}
+  if (!sameStateStamp(await syncStateStamp(root), clean.state)) return {}
+  const {answer: status} = await sentFirst((sent) => client.status(clean.seq, sent))
+  const asked = {seq: clean.seq, status}
+  const changes = await watch.changes(head.watch.clock).catch(() => undefined)
+  if (changes === undefined || !('paths' in changes) || changes.paths.length > 0) return {asked}
+  const answer = await status
+  if (serverIdOf(answer) !== clean.serverId || answer.seq !== clean.seq || Object.keys(answer.files).length > 0) return {asked}
+  return {nothing: true}
+}
 
 /** pathsToPlan after an incremental listing, when the files changed here are known: those and the server's news, sorted. */
 export function changedOnEitherSide(changedHere: readonly string[], remote: Readonly<Record<string, unknown>>): string[] {

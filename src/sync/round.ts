@@ -57,7 +57,7 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const state: SyncState = {...input.state, files: {...input.state.files}, pending: pendingFrom(input.state)}
   // Scanned already when the quick check found something to do; else now, the bases' hashes deciding which
   // texts to keep.
-  const scanned = input.scanned ?? (await scanTree(root, input.hints ?? (await readScanHints(root)), (path, hash) => state.files[path]?.hash !== hash))
+  const scanned = input.scanned ?? (await scanTree(root, input.hints ?? (await readScanHints(root)), (path, hash) => state.files[path]?.hash !== hash, options.watch))
   const {local, texts: scannedText, backups: backupsSeen} = scanned
   const localHashes = hashesOf(local)
 
@@ -104,7 +104,7 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   }
   // The stat cache is written when the round ends (scanAfterRound). One with many actions, which an interruption
   // may cut short, keeps its hashes first, without a clean mark: the next sync need not hash the tree again.
-  if (plan.actions.length >= EARLY_STAT_CACHE_ACTIONS && (!scanned.unchanged || scanned.hints.clean)) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen})
+  if (plan.actions.length >= EARLY_STAT_CACHE_ACTIONS && (!scanned.unchanged || scanned.hints.clean)) await writeStatCache(root, local, {dirs: scanned.dirs, backups: backupsSeen, watch: scanned.clock})
 
 
   const total = plan.actions.length

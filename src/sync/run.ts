@@ -60,7 +60,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   if (!options.dryRun) result.outbox = await flushOutbox(root, client)
 
-  const quick = options.dryRun || !settings.incrementalSync ? undefined : await quickCheck(root, client)
+  const quick = options.dryRun || !settings.incrementalSync ? undefined : await quickCheck(root, client, options.watch)
   if (quick?.kind === 'nothing') {
     result.attempts = 1
     // The contract asks for one audit line per sync, a no-op's too. Kept durable like every other: it is one

@@ -1,6 +1,7 @@
 /** What a sync is given and what it reports (src/sync/run.ts runs it). */
 import type {MemoryClient} from '../protocol/client.js'
 import type {SyncSettings} from '../schemas/index.js'
+import type {TreeWatch} from '../store/index.js'
 import type {Action, SyncMode} from './plan.js'
 import type {RefusedFile} from './sensitive.js'
 
@@ -13,6 +14,8 @@ export interface SyncOptions {
   now?: () => Date
   sleep?: (ms: number) => Promise<void>
   onProgress?: (done: number, total: number) => void
+  /** A watch of the tree that says which files changed since the stat cache's clock: the scan looks at those only. */
+  watch?: TreeWatch
 }
 
 export interface BackupReport {

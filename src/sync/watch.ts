@@ -23,7 +23,7 @@ import {LockedError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
 import {HEARTBEAT_MS, PARTITION_MS, RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, subscribe, wsUrlFor, type Subscription, type SubscriptionEvent} from '../protocol/subscribe.js'
 import type {SyncSettings, WsMessage} from '../schemas/index.js'
-import {appendAudit, hashText, isIgnoredMemoryPath, memoryDir, readMemoryFile, readSyncState, withTreeLock, type AuditInput} from '../store/index.js'
+import {appendAudit, hashText, isIgnoredMemoryPath, memoryDir, readMemoryFile, readSyncState, type TreeWatch, withTreeLock, type AuditInput} from '../store/index.js'
 import {runSync, type SyncResult} from './run.js'
 
 const debug = createDebug('jarvis:watch')
@@ -71,6 +71,8 @@ export interface WatchOptions {
   wsUrl?: string
   /** Called after each successful sync. */
   onSync?: (result: SyncResult, info: SyncInfo) => void
+  /** Asked by each sync which files changed (see SyncOptions' `watch`). */
+  watch?: TreeWatch
   /** Called when a sync fails; the watch goes on (an offline server is retried when the socket reconnects). */
   onError?: (error: unknown, info: SyncInfo) => void
   /** Connection changes, for the human output. */
@@ -198,7 +200,7 @@ export function startWatch(options: WatchOptions): WatchHandle {
         const result = await exclusive(() =>
           withTreeLock(root, lockOptions, async () => {
             await writePendingAudits()
-            return runSync({root, client, settings: full ? {...settings, incrementalSync: false} : settings})
+            return runSync({root, client, settings: full ? {...settings, incrementalSync: false} : settings, watch: options.watch})
           }),
         )
         stats.syncs++

@@ -10,16 +10,22 @@ import type {MemoryFileHits} from '../ops/search.js'
 import {searchMemoryFiles} from '../search/index.js'
 import type {WarmOp} from './protocol.js'
 import {serveWarm} from './server.js'
-import {watchTreeFresh} from './tree-watch.js'
+import {type FreshTree, watchTreeFresh} from './tree-watch.js'
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
 const number = (value: unknown) => (typeof value === 'number' ? value : undefined)
 const texts = (value: unknown) => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? (value as string[]) : undefined)
 
-/** The answer to one call on the tree at `root`: the input's fields the operation takes, `--dir` always the tree. */
-export function answerFor(root: string): (op: WarmOp, input: Record<string, unknown>) => Promise<unknown> {
+/**
+ * The answer to one call on the tree at `root`: the input's fields the operation takes, `--dir` always the tree.
+ * `tree`: the watch that keeps it, which answers which files changed since a clock (changes.ts).
+ */
+export function answerFor(root: string, tree?: FreshTree): (op: WarmOp, input: Record<string, unknown>) => Promise<unknown> {
   return async (op, input) => {
     switch (op) {
+      case 'changes':
+        if (tree === undefined) throw new Error('this process does not watch the tree')
+        return tree.changes(text(input.clock))
       case 'recall':
         return recallMemory({dir: root, query: text(input.query) ?? '', limit: number(input.limit), tags: texts(input.tags), prefix: text(input.prefix), since: text(input.since)})
       case 'memory-ls':
@@ -48,7 +54,7 @@ export interface TreeService {
  */
 export async function serveTree(root: string): Promise<TreeService> {
   const tree = watchTreeFresh(root)
-  const server = await serveWarm(root, tree, answerFor(root)).catch(() => undefined)
+  const server = await serveWarm(root, tree, answerFor(root, tree)).catch(() => undefined)
   if (server === undefined) await tree.close()
   return {
     socket: server?.path,

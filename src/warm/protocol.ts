@@ -13,7 +13,7 @@ import {join} from 'node:path'
 export const WARM_PROTOCOL = 1
 
 /** The calls a warm server answers, each the operation the cold path runs (src/cli/warm.ts). */
-export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall'
+export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes'
 
 export interface WarmRequest {
   v: number

@@ -18,7 +18,7 @@ const debug = createDebug('jarvis:warm')
 
 /** A request larger than this is not one of ours. */
 const MAX_REQUEST_BYTES = 1 << 20
-const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall'])
+const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes'])
 
 /** Answers one request with the operation's result (plain JSON data); a throw becomes an error answer. */
 export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promise<unknown>
@@ -95,7 +95,8 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     }
     if (request.v !== WARM_PROTOCOL) return refuse(`protocol ${request.v} asked, this server speaks ${WARM_PROTOCOL}`)
     if (request.root !== real) return refuse(`this server answers for ${real}, not ${request.root}`)
-    if (request.env !== serverEnv) return refuse('another embeddings provider than this server')
+    // Which files changed does not depend on the embeddings provider; a search does.
+    if (request.env !== serverEnv && request.op !== 'changes') return refuse('another embeddings provider than this server')
     if (!OPS.has(request.op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${request.op}`)
     try {
       // Each operation's search settles the tree first (tree-watch.ts): it sees every change made before this request.

@@ -17,19 +17,27 @@
  * - A watch that cannot be set (ENOSPC: the user's inotify watches are used up; EMFILE), a watcher error, an event
  *   without a name, or a cookie that does not come back in time: every request rescans the whole tree. Slower,
  *   never a wrong answer.
- * - Elsewhere than Linux the order is not guaranteed (macOS FSEvents batches and coalesces): every request
- *   rescans (the index open and the modules loaded still spare most of a cold call's time).
- * - Left to chance, as by git: an inotify queue overflow (16,384 events queued while the server was busy), which
- *   libuv drops silently.
+ * - Elsewhere than Linux the order is not guaranteed (macOS FSEvents batches and coalesces), and on a filesystem
+ *   changed by other hands than this kernel's (NFS, SMB, 9p/drvfs under WSL, FUSE, a VM's shared folder) inotify
+ *   sees nothing of those: every request rescans (the index open and the modules loaded still spare most of a
+ *   cold call's time).
+ * - `.memory/` itself replaced (moved away, another put in its place) or gone: found at the next request, watched
+ *   afresh, a full rescan.
+ * - An inotify queue overflow (16,384 events queued while the server was busy), which libuv drops without a word:
+ *   told by its burst (changes.ts overflowBurst), a full rescan.
+ *
+ * Besides the search index, every change goes to the journal of changes (changes.ts) that `jarvis sync` asks
+ * through `changes`: where the index rescans, the journal answers `all` to every clock given before.
  */
-import {type FSWatcher, lstatSync, mkdirSync, readdirSync, rmSync, watch, writeFileSync} from 'node:fs'
+import {type FSWatcher, lstatSync, mkdirSync, readdirSync, rmSync, statfsSync, watch, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import createDebug from 'debug'
 
 import {type RefreshStats, type SearchIndexWatch, watchSearchIndex} from '../search/index.js'
-import {isIgnoredMemoryPath} from '../store/paths.js'
+import {isIgnoredMemoryPath, isTempName} from '../store/paths.js'
 import {memoryDir, nexusDir} from '../store/root.js'
+import {type ChangesAnswer, ChangeJournal, overflowBurst} from './changes.js'
 
 const debug = createDebug('jarvis:warm')
 
@@ -48,6 +56,11 @@ export interface FreshTree {
   settle(): Promise<RefreshStats>
   /** Whether the watch vouches for the order of events (false: every `settle()` rescans). */
   ordered(): boolean
+  /**
+   * The files of `.memory/` changed since `clock` (changes.ts), once every change made before this call was reported
+   * (the cookie); `all` when the watch cannot vouch for that.
+   */
+  changes(clock: string | undefined): Promise<ChangesAnswer>
   close(): Promise<void>
 }
 
@@ -56,14 +69,57 @@ function ignored(rel: string): boolean {
   return rel.slice(rel.lastIndexOf('/') + 1).includes('.jarvis-tmp-') || isIgnoredMemoryPath(rel)
 }
 
-export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number} = {}): FreshTree {
+/**
+ * The filesystems (statfs magic numbers, Linux) whose every change inotify reports: local ones, where each change
+ * goes through this kernel. A network or shared one (NFS, SMB, 9p and drvfs under WSL, FUSE, virtiofs, a VM's shared
+ * folder) changes under another machine's or the host's hands, unseen: there every request rescans.
+ */
+const LOCAL_FILESYSTEMS: ReadonlySet<number> = new Set([
+  0xef53, // ext2, ext3, ext4
+  0x58465342, // xfs
+  0x9123683e, // btrfs
+  0x01021994, // tmpfs
+  0x858458f6, // ramfs
+  0x794c7630, // overlayfs (containers)
+  0xf2f52010, // f2fs
+  0x2fc12fc1, // zfs
+  0xca451a4e, // bcachefs
+])
+
+/** Whether the folder at `path` lies on a filesystem whose changes this kernel sees all of (see LOCAL_FILESYSTEMS). */
+export function changesAllSeen(path: string): boolean {
+  try {
+    return LOCAL_FILESYSTEMS.has(statfsSync(path).type >>> 0)
+  } catch {
+    return false
+  }
+}
+
+export function watchTreeFresh(root: string, options: {ordered?: boolean; cookieTimeoutMs?: number; overflowBurst?: number} = {}): FreshTree {
   // Every search of the tree in this process waits for a cookie first (a request's, the MCP session's own).
-  const index: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
+  const searchIndex: SearchIndexWatch = watchSearchIndex(root, {settle: () => cookie()})
+  // What changed goes to the search index and to the journal of changes (the clocks `jarvis sync` asks with).
+  const journal = new ChangeJournal()
+  const index = {
+    changed(rel: string) {
+      searchIndex.changed(rel)
+      journal.change(rel)
+    },
+    rescan(reason = 'a folder was added, removed or moved') {
+      searchIndex.rescan()
+      journal.lose(reason)
+    },
+  }
+  // Events delivered in one read of the inotify queue (see overflowBurst): as many as an overflowed queue holds is a loss.
+  const burstLimit = options.overflowBurst ?? overflowBurst()
+  let burst = 0
   const memory = memoryDir(root)
   // A folder of its own: another watch of the tree (a sync --watch and an MCP session) never touches it.
   const cookies = join(nexusDir(root), COOKIE_DIR, `${process.pid}.${++watches}`)
   const cookieTimeoutMs = options.cookieTimeoutMs ?? COOKIE_TIMEOUT_MS
-  let ordered = options.ordered ?? process.platform === 'linux'
+  let ordered = options.ordered ?? (process.platform === 'linux' && changesAllSeen(memory))
+  // `.memory/` itself as first watched: one put in its place (moved, cloned, restored) is not the one the watches follow.
+  let memoryId = identityOf(memory)
   const folders = new Map<string, FSWatcher>()
   const waiting = new Map<string, () => void>()
   let cookieWatcher: FSWatcher | undefined
@@ -73,12 +129,17 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   function unordered(reason: string): void {
     if (ordered) debug('every request rescans the tree: %s', reason)
     ordered = false
-    index.rescan()
+    index.rescan(reason)
   }
 
   function watchFolder(rel: string): void {
     if (!ordered || folders.has(rel)) return
     const full = rel === '' ? memory : join(memory, ...rel.split('/'))
+    // A folder mounted from elsewhere (a network share under `.memory/`): its changes may never be reported.
+    if (rel !== '' && !changesAllSeen(full)) {
+      if (lstatSync(full, {throwIfNoEntry: false})?.isDirectory()) unordered(`${full} is on a filesystem whose changes are not all reported`)
+      return
+    }
     let watcher: FSWatcher
     try {
       watcher = watch(full, {persistent: false}, (event, name) => onEvent(rel, event, name))
@@ -131,9 +192,13 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
 
   /** Synchronous from libuv's callback to the mark: what makes the cookie a proof (see above). */
   function onEvent(folder: string, event: string, name: string | Buffer | null): void {
-    if (name === null) return index.rescan()
+    if (burst++ === 0) setImmediate(() => (burst = 0))
+    if (burst === burstLimit) index.rescan('the inotify queue may have overflowed')
+    if (name === null) return index.rescan('an event without a name')
     const rel = folder === '' ? String(name) : `${folder}/${String(name)}`
-    if (ignored(rel)) return
+    // The journal hears of every name but jarvis's own temp files, whatever the search index ignores: a conflict
+    // backup (a sync reports the ones waiting), a file whose name only looks like a temp file's (the scan counts it).
+    if (ignored(rel)) return isTempName(String(name)) ? undefined : journal.change(rel)
     if (event === 'change') return index.changed(rel)
     // 'rename': created, removed or moved, a file or a folder.
     const info = lstatSync(join(memory, ...rel.split('/')), {throwIfNoEntry: false})
@@ -194,16 +259,38 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   }
 
   return {
-    settle: () => index.refresh(),
+    settle: () => searchIndex.refresh(),
     ordered: () => ordered,
+    async changes(clock) {
+      // A `.memory/` put in the place of the watched one: watched afresh, and no clock before now is answered.
+      const id = identityOf(memory)
+      if (id !== memoryId) {
+        for (const watcher of folders.values()) watcher.close()
+        folders.clear()
+        memoryId = id
+        if (id !== undefined && !changesAllSeen(memory)) unordered(`${memory} is on a filesystem whose changes are not all reported`)
+        else if (id !== undefined) watchFolder('')
+        index.rescan(id === undefined ? '.memory/ is gone' : '.memory/ was replaced')
+      }
+      // The cookie first: every change made before this request is in the journal then.
+      if (id === undefined) journal.lose('.memory/ is gone')
+      else if (!(await cookie())) journal.lose(ordered ? 'a cookie did not come back in time' : 'this watch cannot vouch for the order of events')
+      return journal.since(clock)
+    },
     async close() {
       for (const watcher of folders.values()) watcher.close()
       folders.clear()
       cookieWatcher?.close()
       rmSync(cookies, {recursive: true, force: true})
-      await index.stop()
+      await searchIndex.stop()
     },
   }
+}
+
+/** A folder's device and inode, undefined when it is not a folder (gone). */
+function identityOf(path: string): string | undefined {
+  const info = lstatSync(path, {throwIfNoEntry: false, bigint: true})
+  return info?.isDirectory() ? `${info.dev}:${info.ino}` : undefined
 }
 
 /** The cookie folders of processes that no longer run (a server killed before it could remove its own). */

@@ -21,7 +21,8 @@ export async function closedPort(): Promise<number> {
  * except what the test sets (settings.ts reads an empty variable as unset).
  */
 export function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const blank = Object.fromEntries(Object.keys(process.env).filter((name) => name.startsWith('JARVIS_')).map((name) => [name, '']))
+  // JARVIS_WATCHER stays as the run set it (off: no watch started on demand outlives a test, test/global-setup.ts).
+  const blank = Object.fromEntries(Object.keys(process.env).filter((name) => name.startsWith('JARVIS_')).map((name) => [name, name === 'JARVIS_WATCHER' ? process.env[name] : '']))
   return {...blank, XDG_CONFIG_HOME: join(home, 'xdg'), ...extra}
 }
 

@@ -2,6 +2,7 @@
 import {ConflictLeftError} from '../../errors.js'
 import {syncOnce, type SyncOnceResult} from '../../ops/sync.js'
 import {progressLine, renderSync} from '../render.js'
+import {treeWatchOf} from '../warm.js'
 import type {CommandOutput} from './output.js'
 import {type ActionSpec, serverFlagSpecs} from './spec.js'
 
@@ -28,6 +29,8 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
     dryRun: flags['dry-run'],
     force: flags.force,
     onProgress: !flags.quiet && !output.json && process.stderr.isTTY ? progressLine : undefined,
+    // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
+    watch: (root) => treeWatchOf(root),
   })
   if (!flags.quiet) output.log(renderSync(result))
   // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
