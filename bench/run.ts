@@ -30,6 +30,10 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
   process.exit(2)
 }
 
+// A call in a tree of 500+ files starts a watch of it on demand, which would make every later "cold" row of a tree
+// warm. The rows measure a process doing its own work (or a `sync --watch` / `jarvis mcp` the bench starts itself).
+process.env.JARVIS_WATCHER ??= 'off'
+
 const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['load', benchLoad], ['notify', benchNotify], ['quality', benchQuality]] as const
 const asked = process.argv.slice(2)
 const unknown = asked.filter((name) => !all.some(([known]) => known === name))
