@@ -33,8 +33,8 @@ export const BUILTIN_WEIGHTS = {keyword: 0.4, semantic: 0.3, words: 0.3} as cons
 export const BUILTIN_MIN_SPREAD = 0.2
 
 /**
- * A hybrid hit scoring under this share of the best one is left out: its keywords and words did not match and its
- * similarity is about that of every other file. No recall@k of either quality set lost a hit to it.
+ * A hybrid hit scoring under this share of the best one is left out: so far below the best, what it has is a
+ * similarity about that of every other file (a typo's, a code name's). No recall@k of either quality set lost a hit to it.
  */
 export const MIN_SHARE_OF_BEST = 0.1
 
