@@ -17,6 +17,10 @@
 import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
+import {afterEach, beforeEach} from 'vitest'
+
+import {makeClient, removeAll, tokenMap, type TestClient} from '../helpers/world.js'
+
 export type PushAnswer = 'timestamps' | 'empty-object' | 'no-body' | 'success'
 export type SwitchAnswer = 'project' | 'project-id-only' | 'no-body'
 
@@ -138,4 +142,28 @@ export async function startProtocolStandIn(tokens: Record<string, string>): Prom
         server.close((error) => (error ? reject(error) : resolve()))
       }),
   }) as ProtocolStandIn
+}
+
+/**
+ * Each test of the calling file gets a stand-in of its own (the test tokens) and clients of it; both are stopped and
+ * removed after the test. Call at the top of the file.
+ */
+export function useProtocolStandIn(): {standIn: () => ProtocolStandIn; client: (agent: string) => Promise<TestClient>} {
+  let standIn: ProtocolStandIn | undefined
+  const roots: string[] = []
+  beforeEach(async () => {
+    standIn = await startProtocolStandIn(tokenMap)
+  })
+  afterEach(async () => {
+    await standIn?.close()
+    await removeAll(roots.splice(0))
+  })
+  return {
+    standIn: () => standIn!,
+    async client(agent) {
+      const made = await makeClient(standIn!.url, agent)
+      roots.push(made.root)
+      return made
+    },
+  }
 }

@@ -4,32 +4,15 @@
  * where. Against a server that scans nothing itself (the protocol-only stand-in), so that what reaches the server
  * is what the client sent. The server's own scan of every push is test/server/protocol.test.ts.
  */
-import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {ExitCode, JarvisError} from '../../src/errors.js'
-import {type ProtocolStandIn, startProtocolStandIn} from '../compat/protocol-stand-in.js'
+import {useProtocolStandIn} from '../compat/protocol-stand-in.js'
 import {fakeGithubToken} from '../files/helpers.js'
-import {makeClient, removeAll, tokenMap, type TestClient} from '../helpers/world.js'
 
-let standIn: ProtocolStandIn
-const cleanup: string[] = []
+const {standIn, client} = useProtocolStandIn()
 
-beforeEach(async () => {
-  standIn = await startProtocolStandIn(tokenMap)
-})
-
-afterEach(async () => {
-  await standIn.close()
-  await removeAll(cleanup.splice(0))
-})
-
-async function client(agent: string): Promise<TestClient> {
-  const made = await makeClient(standIn.url, agent)
-  cleanup.push(made.root)
-  return made
-}
-
-const sent = () => JSON.stringify(standIn.requests.filter((request) => request.route === 'POST /api/memory/push').map((request) => request.body))
+const sent = () => JSON.stringify(standIn().requests.filter((request) => request.route === 'POST /api/memory/push').map((request) => request.body))
 
 describe('a file holding a secret or personal data', () => {
   it('is left on this machine as it is while the rest syncs; exit 5 names the file, what was found and where', async () => {
@@ -52,14 +35,14 @@ describe('a file holding a secret or personal data', () => {
     // Neither the secret nor the address ever reached the server; the clean file did.
     expect(sent()).not.toContain(token)
     expect(sent()).not.toContain(email)
-    expect([...standIn.files.keys()]).toEqual(['plan.md'])
+    expect([...standIn().files.keys()]).toEqual(['plan.md'])
     expect(await a.read('notes/ci.md')).toBe(`# CI\n\nthe release job uses ${token}\n`)
     expect((await b.sync()).pulled).toEqual(['plan.md'])
 
     // Removed: the next sync sends it.
     await a.write('notes/ci.md', '# CI\n\nthe release job uses the CI_TOKEN secret of the repository\n')
     await expect(a.sync()).rejects.toMatchObject({exit: ExitCode.secretRefused, message: expect.stringContaining('.memory/people.md')})
-    expect([...standIn.files.keys()].sort()).toEqual(['notes/ci.md', 'plan.md'])
+    expect([...standIn().files.keys()].sort()).toEqual(['notes/ci.md', 'plan.md'])
   })
 
   it('an edit that adds one keeps the file as last synced on the server and the edit here, until it is removed', async () => {
@@ -70,7 +53,7 @@ describe('a file holding a secret or personal data', () => {
     await a.write('PROJECT_MEMORY.md', `# P\n\n- deploy on Fridays\n- deploy key ${token}\n`)
     const error = await a.sync().catch((caught: unknown) => caught)
     expect((error as JarvisError).exit).toBe(ExitCode.secretRefused)
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe('# P\n\n- deploy on Fridays\n')
+    expect(standIn().files.get('PROJECT_MEMORY.md')!.content).toBe('# P\n\n- deploy on Fridays\n')
     expect(await a.read('PROJECT_MEMORY.md')).toContain(token)
     expect(sent()).not.toContain(token)
     await a.write('PROJECT_MEMORY.md', '# P\n\n- deploy on Fridays\n- the deploy key is in the vault\n')

@@ -6,34 +6,18 @@
  */
 import {rm, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
-import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {beforeEach, describe, expect, it} from 'vitest'
 
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig} from '../../src/store/index.js'
 import type {SyncResult} from '../../src/sync/run.js'
 import {startWatch} from '../../src/sync/watch.js'
-import {makeClient, removeAll, TOKENS, tokenMap, type TestClient, until} from '../helpers/world.js'
-import {type ProtocolStandIn, type PushAnswer, startProtocolStandIn, type StandInRequest} from '../compat/protocol-stand-in.js'
+import {type TestClient, TOKENS, until} from '../helpers/world.js'
+import {type PushAnswer, type StandInRequest, useProtocolStandIn} from '../compat/protocol-stand-in.js'
 
-let standIn: ProtocolStandIn
-const cleanup: string[] = []
+const {standIn, client} = useProtocolStandIn()
 
-beforeEach(async () => {
-  standIn = await startProtocolStandIn(tokenMap)
-})
-
-afterEach(async () => {
-  await standIn.close()
-  await removeAll(cleanup.splice(0))
-})
-
-async function client(agent: string): Promise<TestClient> {
-  const made = await makeClient(standIn.url, agent)
-  cleanup.push(made.root)
-  return made
-}
-
-const pushes = () => standIn.requests.filter((r) => r.route === 'POST /api/memory/push')
+const pushes = () => standIn().requests.filter((r) => r.route === 'POST /api/memory/push')
 const memo = (lines: string[]) => `${lines.join('\n')}\n`
 /** One file as first synced, edited by A, by B on another line, and with both edits. */
 const TEXT = {
@@ -56,13 +40,13 @@ async function editedByA(): Promise<TestClient> {
 /** Both edits are in the tree and on the server. */
 async function expectBoth(a: TestClient): Promise<void> {
   expect(await a.read('PROJECT_MEMORY.md')).toBe(TEXT.both)
-  expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(TEXT.both)
+  expect(standIn().files.get('PROJECT_MEMORY.md')!.content).toBe(TEXT.both)
 }
 
 /** Runs `write` once, the first time a request of `route` reaches the hook at `when`. */
 function once(route: string, when: 'before' | 'after', write: (request: StandInRequest) => void | Promise<void>): void {
   let done = false
-  standIn.hook = async (request, at) => {
+  standIn().hook = async (request, at) => {
     if (done || at !== when || request.route !== route) return
     done = true
     await write(request)
@@ -71,7 +55,7 @@ function once(route: string, when: 'before' | 'after', write: (request: StandInR
 
 describe.each(PUSH_ANSWERS)('a server with only the protocol’s fields, its push answered with %s', (answer) => {
   beforeEach(() => {
-    standIn.answers.push = answer
+    standIn().answers.push = answer
   })
 
   it('two clients converge, each sync saying it ran in timestamp mode', async () => {
@@ -89,15 +73,15 @@ describe.each(PUSH_ANSWERS)('a server with only the protocol’s fields, its pus
     const third = await a.sync()
     expect(third).toMatchObject({mode: 'timestamp', pulled: ['notes/b.md'], pushed: [], merged: []})
     for (const path of ['PROJECT_MEMORY.md', 'projects.json', 'notes/b.md']) {
-      expect(await a.read(path)).toBe(standIn.files.get(path)!.content)
-      expect(await b.read(path)).toBe(standIn.files.get(path)!.content)
+      expect(await a.read(path)).toBe(standIn().files.get(path)!.content)
+      expect(await b.read(path)).toBe(standIn().files.get(path)!.content)
     }
     // Settled: neither side moves anything, and nothing is sent again.
     const before = pushes().length
     for (const c of [a, b]) expect(await c.sync()).toMatchObject({mode: 'timestamp', pushed: [], pulled: [], merged: [], conflicts: [], backups: []})
     expect(pushes().length).toBe(before)
     // It asked nothing such a server does not answer: no `?since=`, no `base`, `deletes` or `merged` in a push.
-    expect(standIn.requests.filter((r) => r.query !== '')).toEqual([])
+    expect(standIn().requests.filter((r) => r.query !== '')).toEqual([])
     for (const push of pushes()) expect(Object.keys(push.body as object)).toEqual(['files'])
   })
 
@@ -131,8 +115,8 @@ describe.each(PUSH_ANSWERS)('a server with only the protocol’s fields, its pus
     expect(conflicted.backups).toEqual([{path: 'PROJECT_MEMORY.md', backup: 'PROJECT_MEMORY.local.bak'}])
     expect(await b.read('PROJECT_MEMORY.md')).toBe(memo(['# P', '', '- meeting on Monday']))
     expect(await b.read('PROJECT_MEMORY.local.bak')).toBe(memo(['# P', '', '- meeting on Tuesday']))
-    expect(standIn.files.get('PROJECT_MEMORY.md')!.content).toBe(memo(['# P', '', '- meeting on Monday']))
-    expect(standIn.files.has('PROJECT_MEMORY.local.bak')).toBe(false)
+    expect(standIn().files.get('PROJECT_MEMORY.md')!.content).toBe(memo(['# P', '', '- meeting on Monday']))
+    expect(standIn().files.has('PROJECT_MEMORY.local.bak')).toBe(false)
   })
 
   it('touching every file uploads nothing', async () => {
@@ -140,12 +124,12 @@ describe.each(PUSH_ANSWERS)('a server with only the protocol’s fields, its pus
     const files = ['PROJECT_MEMORY.md', 'projects.json', 'episodes/2026-01-02/standup.md']
     for (const path of files) await a.write(path, path.endsWith('.json') ? '{"x": 1}\n' : `${path}\n`)
     await a.sync()
-    const before = standIn.requests.length
+    const before = standIn().requests.length
     const later = new Date(Date.now() + 3_600_000)
     for (const path of files) await utimes(join(a.memory, path), later, later)
     const touched = await a.sync()
     expect(touched).toMatchObject({mode: 'timestamp', pushed: [], pulled: [], merged: []})
-    expect(standIn.requests.slice(before).map((r) => r.route)).toEqual(['GET /api/memory/status'])
+    expect(standIn().requests.slice(before).map((r) => r.route)).toEqual(['GET /api/memory/status'])
   })
 })
 
@@ -157,14 +141,14 @@ describe('timestamp mode: nothing lost', () => {
     await a.remove('gone.md')
     const result = await a.sync()
     expect(result).toMatchObject({mode: 'timestamp', deleted: []})
-    expect(standIn.files.has('gone.md')).toBe(true)
+    expect(standIn().files.has('gone.md')).toBe(true)
     expect((await a.sync()).pulled).toEqual([])
     expect(await a.read('gone.md')).toBeNull()
   })
 
   it('a .json file the server sends back as a JSON value is recognised as our own write, and written pretty-printed elsewhere', async () => {
-    standIn.answers.push = 'success'
-    standIn.answers.jsonAsValue = true
+    standIn().answers.push = 'success'
+    standIn().answers.jsonAsValue = true
     const a = await client('claude')
     const b = await client('gemini')
     await a.write('projects.json', '{"alpha": 1}\n')
@@ -196,22 +180,22 @@ describe('timestamp mode: nothing lost', () => {
     await a.sync()
     await rm(join(a.root, '.nexus', 'sync-state.json'))
     await a.write('mine.md', 'mine\n')
-    standIn.write('theirs.md', 'theirs\n')
+    standIn().write('theirs.md', 'theirs\n')
     const result = await a.sync()
     expect(result).toMatchObject({mode: 'timestamp', pushed: ['mine.md'], pulled: ['theirs.md'], deleted: [], merged: [], backups: []})
     expect(await a.read('same.md')).toBe('same\n')
     expect(await a.read('mine.md')).toBe('mine\n')
-    expect(standIn.files.get('same.md')!.content).toBe('same\n')
-    expect(standIn.files.get('mine.md')!.content).toBe('mine\n')
+    expect(standIn().files.get('same.md')!.content).toBe('same\n')
+    expect(standIn().files.get('mine.md')!.content).toBe('mine\n')
   })
 
   it.each(PUSH_ANSWERS)('another client writing right after our push (answered with %s) is merged, not mistaken for our own write', async (answer) => {
-    standIn.answers.push = answer
+    standIn().answers.push = answer
     const a = await editedByA()
     // B had synced A's edit, added its own line and pushed — the moment after A's push was stored.
-    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.both))
+    once('POST /api/memory/push', 'after', () => standIn().write('PROJECT_MEMORY.md', TEXT.both))
     await a.sync()
-    standIn.hook = undefined
+    standIn().hook = undefined
     await a.sync()
     await expectBoth(a)
   })
@@ -219,12 +203,12 @@ describe('timestamp mode: nothing lost', () => {
   // With the time of our write in the push answer, a later write over it is the other client's last-writer-wins
   // overwrite, as on any server that takes a push without a base: our next sync brings it down.
   it.each(PUSH_ANSWERS.filter((answer) => answer !== 'timestamps'))('another client overwriting our push before we could look again (answered with %s) loses neither edit', async (answer) => {
-    standIn.answers.push = answer
+    standIn().answers.push = answer
     const a = await editedByA()
     // Another client that never saw A's edit writes over it, right after A's push was stored.
-    once('POST /api/memory/push', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.byB))
+    once('POST /api/memory/push', 'after', () => standIn().write('PROJECT_MEMORY.md', TEXT.byB))
     const result = await a.sync()
-    standIn.hook = undefined
+    standIn().hook = undefined
     expect(result.backups).toEqual([])
     await a.sync()
     await expectBoth(a)
@@ -232,7 +216,7 @@ describe('timestamp mode: nothing lost', () => {
 
   it('a write that lands between our status and our push is merged, not overwritten', async () => {
     const a = await editedByA()
-    once('GET /api/memory/status', 'after', () => standIn.write('PROJECT_MEMORY.md', TEXT.byB))
+    once('GET /api/memory/status', 'after', () => standIn().write('PROJECT_MEMORY.md', TEXT.byB))
     const result = await a.sync()
     expect(result).toMatchObject({mode: 'timestamp', merged: ['PROJECT_MEMORY.md'], backups: []})
     await expectBoth(a)
@@ -247,7 +231,7 @@ describe('timestamp mode: jarvis sync --watch', () => {
     const syncs: SyncResult[] = []
     const handle = startWatch({
       root: a.root,
-      client: new MemoryClient({server: standIn.url, token: TOKENS.claude}),
+      client: new MemoryClient({server: standIn().url, token: TOKENS.claude}),
       settings: {...config.sync, retryDelay: 10},
       token: TOKENS.claude,
       reconnectInitialMs: 50,
@@ -257,8 +241,8 @@ describe('timestamp mode: jarvis sync --watch', () => {
     try {
       await handle.ready
       expect(handle.stats().connected).toBe(false)
-      expect(await until('mine.md on the server', () => standIn.files.get('mine.md')?.content)).toBe('mine\n')
-      standIn.write('theirs.md', 'written elsewhere\n')
+      expect(await until('mine.md on the server', () => standIn().files.get('mine.md')?.content)).toBe('mine\n')
+      standIn().write('theirs.md', 'written elsewhere\n')
       expect(await until('theirs.md to arrive', () => a.read('theirs.md'))).toBe('written elsewhere\n')
       expect(syncs.every((result) => result.mode === 'timestamp')).toBe(true)
     } finally {
