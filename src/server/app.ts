@@ -28,6 +28,7 @@ import {searchRoutes} from './routes/search.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
 import type {KeyRole, ServerStorage} from './storage/types.js'
 import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
+import {trackUpgrades} from './upgrades.js'
 import {type Workspace, WorkspaceRegistry} from './workspaces.js'
 
 declare module 'fastify' {
@@ -243,6 +244,10 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
 
   let forceTimer: NodeJS.Timeout | undefined
   let closing = false
+  const upgrades = trackUpgrades(app.server)
+  app.addHook('onReady', async () => {
+    app.websocketServer.on('connection', (_socket, request) => upgrades.upgraded(request))
+  })
   // A keep-alive connection that is busy when close() starts would stay open after its answer: close it then.
   app.addHook('onSend', async (_request, reply) => {
     if (closing) void reply.header('connection', 'close')
@@ -252,6 +257,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
     // Close handshakes with every client (1001); the close goes on once they are done, or cut after the timeout.
     preClose(done) {
       closing = true
+      upgrades.cutAll()
       forceTimer = setTimeout(() => {
         app.log.warn('shutdown timeout: cutting remaining connections')
         workspaces.terminateClients()

@@ -1,5 +1,6 @@
 /** Start, stop, restart: persistence, generated tokens, graceful shutdown. */
 import {stat} from 'node:fs/promises'
+import {connect, type Socket} from 'node:net'
 import {join} from 'node:path'
 import {Readable} from 'node:stream'
 
@@ -124,6 +125,27 @@ describe('graceful close', () => {
     expect((await again.status()).body.files['inflight.md']).toMatchObject({rev: 1})
   })
 
+  it('a client that asks for a WebSocket while the server closes is answered and cut, and close() finishes', async () => {
+    // The close waits for this socket's close handshake, which it never answers: a window that stays open until the
+    // test ends it, in which a reconnecting client knocks.
+    const h = await harness(cleanup, {closeTimeoutMs: 60_000})
+    const stubborn = await rawSocket(h.server.url)
+    stubborn.socket.write(upgradeRequest(h.tokens.claude))
+    await stubborn.until((bytes) => bytes.includes('\r\n\r\n'))
+    expect(stubborn.text()).toMatch(/^HTTP\/1\.1 101/)
+    const knock = await rawSocket(h.server.url)
+
+    const closing = h.server.close()
+    await stubborn.until((bytes) => frameOpcodes(bytes.subarray(bytes.indexOf('\r\n\r\n') + 4)).includes(CLOSE_OPCODE))
+    knock.socket.write(upgradeRequest('not-a-token'))
+    await knock.until((bytes) => bytes.includes('\r\n\r\n'))
+    expect(knock.text()).toMatch(/^HTTP\/1\.1 503/)
+    // Nobody else would end the knock's connection: the server must, or its close never finishes.
+    await knock.ended
+    stubborn.socket.destroy()
+    await closing
+  })
+
   it('closes WebSocket clients with 1001 and is idempotent', async () => {
     const h = await harness(cleanup)
     const client = await connectWs(h.server.wsUrl, h.tokens.claude)
@@ -133,3 +155,73 @@ describe('graceful close', () => {
     expect(await client.closed).toMatchObject({code: 1001})
   })
 })
+
+const CLOSE_OPCODE = 0x8
+
+interface RawConnection {
+  socket: Socket
+  /** Resolves once everything received so far satisfies `enough`. */
+  until(enough: (bytes: Buffer) => boolean): Promise<void>
+  text(): string
+  /** Resolves when the server ends the connection. */
+  ended: Promise<void>
+}
+
+/** A TCP connection to the server of `url` that keeps every byte it receives. */
+async function rawSocket(url: string): Promise<RawConnection> {
+  const {hostname, port} = new URL(url)
+  const socket = connect(Number(port), hostname)
+  cleanup.add(async () => socket.destroy())
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+  let bytes = Buffer.alloc(0)
+  const waiters = new Set<() => void>()
+  socket.on('data', (chunk: Buffer) => {
+    bytes = Buffer.concat([bytes, chunk])
+    for (const check of waiters) check()
+  })
+  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  return {
+    socket,
+    ended,
+    text: () => bytes.toString('latin1'),
+    until: (enough) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!enough(bytes)) return
+          waiters.delete(check)
+          resolve()
+        }
+        waiters.add(check)
+        check()
+        void ended.then(() => reject(new Error(`the connection closed after: ${JSON.stringify(bytes.toString('latin1'))}`)))
+      }),
+  }
+}
+
+function upgradeRequest(token: string): string {
+  const key = Buffer.from('sixteen byte key').toString('base64')
+  return `GET /ws/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${key}\r\nAuthorization: Bearer ${token}\r\n\r\n`
+}
+
+/** The opcodes of the whole (unmasked, server-sent) WebSocket frames in `bytes`. */
+function frameOpcodes(bytes: Buffer): number[] {
+  const opcodes: number[] = []
+  let at = 0
+  while (at + 2 <= bytes.length) {
+    let length = bytes[at + 1] & 0x7f
+    let header = 2
+    if (length === 126) {
+      if (at + 4 > bytes.length) break
+      length = bytes.readUInt16BE(at + 2)
+      header = 4
+    } else if (length === 127) {
+      if (at + 10 > bytes.length) break
+      length = Number(bytes.readBigUInt64BE(at + 2))
+      header = 10
+    }
+    if (at + header + length > bytes.length) break
+    opcodes.push(bytes[at] & 0x0f)
+    at += header + length
+  }
+  return opcodes
+}
