@@ -20,11 +20,12 @@
  * every other write); a line that holds one is left out and the hook log says so. If the text as a whole still
  * holds one, nothing is written.
  */
-import {relative, isAbsolute, normalize} from 'node:path'
+import {isAbsolute, normalize, relative, resolve} from 'node:path'
 
 import {describeFindings, findSensitive, type SensitiveFinding} from '../events/index.js'
 import {episodeParts, SESSION_SECTIONS} from '../files/episode-parts.js'
 import {checkSlug, renderEpisode} from '../files/index.js'
+import {promptTerms} from '../ops/recall-rules.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {oneLine} from './format.js'
 import type {HookAgent} from './events.js'
@@ -127,6 +128,46 @@ function memoryRead(name: string, input: unknown): string | undefined {
   return /(?:^|[_.:-])memory_read$/.test(name) ? stringField(input, 'path') : undefined
 }
 
+/**
+ * The memory files (their paths in the memory) a tool call only read: `memory_read`, or the agent's own read tools on
+ * a file under the tree's `.memory/` (the hook showed it the path). Reading the memory learns nothing new.
+ */
+export function memoryFilesRead(name: string, input: unknown, cwd: string | undefined, memoryDir: string | undefined): string[] | undefined {
+  const viaTool = memoryRead(name, input)
+  if (viaTool !== undefined) return [viaTool]
+  if (memoryDir === undefined) return undefined
+  const command = name === 'Bash' ? stringField(input, 'command') : undefined
+  const touches: Array<[string, string]> = command === undefined ? touchesOf(name, input) : (shellReads(command) ?? []).map((path) => [path, 'read'])
+  if (touches.length === 0 || touches.some(([, verb]) => verb !== 'read')) return undefined
+  const inMemory = touches.map(([path]) => {
+    const rel = relative(memoryDir, isAbsolute(path) || cwd === undefined ? path : resolve(cwd, path))
+    return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel.split('\\').join('/') : undefined
+  })
+  return inMemory.every((path) => path !== undefined) ? (inMemory as string[]) : undefined
+}
+
+/** Commands that print files and change nothing; `sed` only with `-n` and a print script. */
+const PRINT_COMMANDS = new Set(['cat', 'head', 'tail', 'nl', 'less', 'more', 'sed'])
+
+/**
+ * The files a shell command only prints (`cat a.md b.md`, `head -n 50 a.md`, `sed -n '1,120p' a.md`), or undefined
+ * for any other command: one that pipes, chains, redirects, substitutes or runs anything else.
+ */
+export function shellReads(command: string): string[] | undefined {
+  if (/[|;&<>`$(){}\n]/.test(command)) return undefined
+  const [program, ...args] = command.trim().split(/\s+/).map((word) => word.replace(/^(['"])(.*)\1$/, '$2'))
+  if (!PRINT_COMMANDS.has(program)) return undefined
+  const paths: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]
+    if ((program === 'head' || program === 'tail') && /^-[nc]$/.test(arg)) i++
+    else if (program === 'sed' && i === args.indexOf('-n') + 1 && /^\d*(,\d*)?p$/.test(arg)) continue
+    else if (!arg.startsWith('-')) paths.push(arg)
+  }
+  if (program === 'sed' && !args.includes('-n')) return undefined
+  return paths.length > 0 ? paths : undefined
+}
+
 /** A path as the episode shows it: relative to the session's directory when inside it. */
 export function displayPath(path: string, cwd?: string): string {
   if (cwd && isAbsolute(path)) {
@@ -139,8 +180,11 @@ export function displayPath(path: string, cwd?: string): string {
 /** A memory file that can be a source: a note, never another episode. */
 const isSource = (path: string) => path.trim() !== '' && !path.startsWith('episodes/')
 
-/** What a session's items say, bounded; `shown` are the memory files jarvis gave its prompts. */
-export function digestOf(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = []): SessionDigest {
+/**
+ * What a session's items say, bounded; `shown` are the memory files jarvis gave its prompts. Files read in
+ * `memoryDir` (the tree's `.memory/`) are memory used, not files touched.
+ */
+export function digestOf(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = [], memoryDir?: string): SessionDigest {
   const decisions: string[] = []
   const files = new Map<string, Set<string>>()
   const sources = shown.filter(isSource)
@@ -150,8 +194,11 @@ export function digestOf(items: readonly DigestItem[], cwd?: string, shown: read
       if (item.kind === 'answer') learned = item.text
       for (const decision of decisionsIn(item.text)) pushUnique(decisions, decision)
     } else {
-      const read = memoryRead(item.name, item.input)
-      if (read && isSource(read)) pushUnique(sources, read)
+      const read = memoryFilesRead(item.name, item.input, cwd, memoryDir)
+      if (read) {
+        for (const path of read.filter(isSource)) pushUnique(sources, path)
+        continue
+      }
       for (const [path, verb] of touchesOf(item.name, item.input)) {
         const shownPath = displayPath(path, cwd)
         if (!files.has(shownPath)) files.set(shownPath, new Set())
@@ -168,11 +215,37 @@ export function digestOf(items: readonly DigestItem[], cwd?: string, shown: read
 }
 
 /**
- * True when a session added something to record: a decision, a file touched, or a tool run (not a memory tool) —
- * what it learned then comes from the world, not only from what it was told. A session that only asked is not.
+ * True when a session added something to record: a decision, a file touched, or a tool run (not one that only read
+ * the memory) — what it learned then comes from the world, not only from what it was told. A session that only asked
+ * and read the memory is not.
  */
-export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[]): boolean {
-  return digest.decisions.length > 0 || digest.files.length > 0 || items.some((item) => item.kind === 'tool' && !isMemoryTool(item.name))
+export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[], cwd?: string, memoryDir?: string): boolean {
+  const world = (item: DigestItem) => item.kind === 'tool' && !isMemoryTool(item.name) && memoryFilesRead(item.name, item.input, cwd, memoryDir) === undefined
+  return digest.decisions.length > 0 || digest.files.length > 0 || items.some(world)
+}
+
+/** A decision or an answer is an echo of a memory file when at least this share of its words is in that file. */
+export const ECHO_SHARE = 0.7
+
+/**
+ * The digest without what only repeats the memory the session was given or read (`sourceTexts`): a decision, or the
+ * last answer, most of whose words are in one of those files. The episode keeps what the session added; the note it
+ * repeated stays the one place that says it.
+ */
+export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly string[]): SessionDigest {
+  if (sourceTexts.length === 0) return digest
+  const sources = sourceTexts.map((text) => new Set(promptTerms(text)))
+  const echoes = (text: string) => {
+    const words = promptTerms(text)
+    return words.length > 0 && sources.some((source) => words.filter((word) => source.has(word)).length >= ECHO_SHARE * words.length)
+  }
+  return {...digest, decisions: digest.decisions.filter((d) => !echoes(d)), learned: digest.learned !== undefined && echoes(digest.learned) ? undefined : digest.learned}
+}
+
+/** The texts of the memory files the digest names as used, those that can still be read. */
+export async function memoryUsedTexts(root: string, digest: SessionDigest): Promise<string[]> {
+  const texts = await Promise.all(digest.sources.map((path) => readMemoryFile(root, path).catch(() => null)))
+  return texts.filter((text): text is string => text !== null)
 }
 
 function pushUnique(list: string[], value: string): void {

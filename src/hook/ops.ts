@@ -15,6 +15,7 @@
  */
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {stripInjected} from '../session/injected.js'
+import {memoryDir} from '../store/root.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
@@ -161,7 +162,7 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, recordEpisode}, {forgetShown, readShown}] = await Promise.all([
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryUsedTexts, recordEpisode, withoutEchoes}, {forgetShown, readShown}] = await Promise.all([
     import('./transcript.js'),
     import('./episode.js'),
     import('./shown.js'),
@@ -179,12 +180,15 @@ async function record(
     ...[hook.lastAssistantMessage, hook.promptResponse].filter((t): t is string => Boolean(t)).map((text) => ({kind: 'answer' as const, text})),
   ]
   const all = [...items.items, ...extra]
-  const digest = digestOf(all, items.cwd ?? hook.cwd ?? root, await readShown(root, agentIdOf(agent), sessionId))
+  const cwd = items.cwd ?? hook.cwd ?? root
+  const memory = memoryDir(root)
+  const told = digestOf(all, cwd, await readShown(root, agentIdOf(agent), sessionId), memory)
+  const digest = withoutEchoes(told, await memoryUsedTexts(root, told))
   if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet
   const startDate = validDate(items.startedAt)
   const lockTimeoutMs = event === 'session-end' ? Math.min(config.sync.lockTimeout, SESSION_END_LOCK_MS) : config.sync.lockTimeout
-  const adds = addsToMemory(digest, all)
+  const adds = addsToMemory(digest, all, cwd, memory)
   const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, adds, startDate, now, lockTimeoutMs, project: config.project})
   if (written.skipped) return // the session only asked and was told: nothing to record
   result.episode = written.path

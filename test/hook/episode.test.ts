@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {addsToMemory, digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest} from '../../src/hook/episode.js'
+import {addsToMemory, digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest, shellReads, withoutEchoes} from '../../src/hook/episode.js'
 import type {HookAgent} from '../../src/hook/events.js'
 import {codexItems, type DigestItem, readTranscriptItems} from '../../src/hook/transcript.js'
 import {parseCodexRollout} from '../../src/session/codex-read.js'
@@ -58,6 +58,51 @@ describe('what an episode says', () => {
     expect(addsToMemory(digestOf(onlyAsked), onlyAsked)).toBe(false)
     const ranTests: DigestItem[] = [...onlyAsked, {kind: 'tool', name: 'Bash', input: {command: 'npm test'}}]
     expect(addsToMemory(digestOf(ranTests), ranTests)).toBe(true)
+  })
+
+  it("reading a memory file with the agent's own tools is memory used, not a file touched, and adds nothing", () => {
+    const readTheNote: DigestItem[] = [
+      {kind: 'ask', text: 'How are the Stripe webhooks verified?'},
+      {kind: 'tool', name: 'Read', input: {file_path: '/repo/.memory/notes/billing.md'}},
+      {kind: 'tool', name: 'read_file', input: {absolute_path: '/repo/.memory/runbooks/stripe.md'}},
+      {kind: 'tool', name: 'read_many_files', input: {paths: ['.memory/notes/billing.md']}},
+      {kind: 'tool', name: 'Bash', input: {command: "sed -n '1,120p' .memory/decisions/retries.md"}},
+      {kind: 'answer', text: 'With the signing secret, retried three times.'},
+    ]
+    const digest = digestOf(readTheNote, '/repo', [], '/repo/.memory')
+    expect(digest).toMatchObject({files: [], sources: ['notes/billing.md', 'runbooks/stripe.md', 'decisions/retries.md']})
+    expect(addsToMemory(digest, readTheNote, '/repo', '/repo/.memory')).toBe(false)
+    // A file read outside the memory is the world; a memory file written is a change the session made.
+    const readCode: DigestItem[] = [...readTheNote, {kind: 'tool', name: 'Read', input: {file_path: '/repo/src/billing.ts'}}]
+    expect(addsToMemory(digestOf(readCode, '/repo', [], '/repo/.memory'), readCode, '/repo', '/repo/.memory')).toBe(true)
+    const wroteNote: DigestItem[] = [...readTheNote, {kind: 'tool', name: 'Edit', input: {file_path: '/repo/.memory/notes/billing.md'}}]
+    expect(digestOf(wroteNote, '/repo', [], '/repo/.memory').files).toEqual([{path: '.memory/notes/billing.md', verbs: ['edited']}])
+  })
+
+  it('a shell command only prints files: cat, head, tail, sed -n; anything piped, chained or redirected is not', () => {
+    expect(shellReads('cat .memory/a.md .memory/b.md')).toEqual(['.memory/a.md', '.memory/b.md'])
+    expect(shellReads('head -n 50 "/repo/.memory/a.md"')).toEqual(['/repo/.memory/a.md'])
+    expect(shellReads("sed -n '1,120p' .memory/a.md")).toEqual(['.memory/a.md'])
+    for (const other of ["sed -i 's/a/b/' .memory/a.md", 'cat .memory/a.md > b.md', 'cat .memory/a.md | tee b.md', 'cat a.md; rm b.md', 'rm .memory/a.md', 'cat', 'cat $(ls)']) {
+      expect(shellReads(other), other).toBeUndefined()
+    }
+  })
+
+  it('a decision or an answer that repeats a memory file the session used is left out; what it adds is kept', () => {
+    const note = '# Stripe webhooks\n\nWebhooks are verified with the signing secret. We chose three retries instead of five, with backoff.\n'
+    const digest = digestOf(
+      [
+        {kind: 'answer', text: 'According to the memory: we chose three retries instead of five, with backoff.'},
+        {kind: 'tool', name: 'Edit', input: {file_path: '/repo/src/webhooks.ts'}},
+        {kind: 'answer', text: 'Done. We decided to log every rejected signature instead of dropping it silently.'},
+      ],
+      '/repo',
+      ['notes/billing.md'],
+    )
+    expect(withoutEchoes(digest, [note])).toEqual({...digest, decisions: ['We decided to log every rejected signature instead of dropping it silently.']})
+    const echoedAnswer = {...digest, learned: 'Webhooks are verified with the signing secret, and retried three times with backoff.'}
+    expect(withoutEchoes(echoedAnswer, [note]).learned).toBeUndefined()
+    expect(withoutEchoes(echoedAnswer, [])).toEqual(echoedAnswer)
   })
 
   it('reads apply_patch headers and a Codex rollout without its injected context', () => {

@@ -201,7 +201,9 @@ export function codexRollout(sessionId: string, cwd: string, turns: Turn[], star
         const patch = `*** Begin Patch\n*** ${name === 'Write' ? 'Add' : 'Update'} File: ${String(input.file_path)}\n+hello\n*** End Patch`
         lines.push({timestamp: at(), type: 'response_item', payload: {type: 'custom_tool_call', call_id: `call_${t}`, name: 'apply_patch', input: patch}})
       } else {
-        lines.push({timestamp: at(), type: 'response_item', payload: {type: 'function_call', name: 'exec_command', arguments: JSON.stringify({cmd: 'ls'}), call_id: `call_${t}`}})
+        // Codex CLI reads a file with its shell tool.
+        const cmd = name === 'Read' ? `cat ${String(input.file_path)}` : 'ls'
+        lines.push({timestamp: at(), type: 'response_item', payload: {type: 'function_call', name: 'exec_command', arguments: JSON.stringify({cmd, workdir: cwd}), call_id: `call_${t}`}})
       }
     }
     lines.push({timestamp: at(), type: 'response_item', payload: {type: 'message', role: 'assistant', content: [{type: 'output_text', text: turn.answer}], phase: 'final_answer'}})
