@@ -13,8 +13,11 @@ import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepF
 import {applyEdit} from '../files/index.js'
 import {assertClean, mergeSinceBase} from '../files/tools.js'
 import {agentPrompt} from '../ops/prompt.js'
+import {RECALL_POOL} from '../ops/recall.js'
+import {orderForQuery} from '../ops/recall-rules.js'
 import {readTaskResult} from '../ops/task.js'
 import type {AppendResponse, SnapshotResponse, StoredMemoryEvent, TaskResult, WorkerMemory} from '../schemas/index.js'
+import {toSearchDocument} from '../search/document.js'
 import {checkRecallLimit, MemoryTextIndex, recallBlock, searchTexts} from '../search/index.js'
 import {hashText} from '../store/index.js'
 import type {EditCall, GrepQuery} from './arguments.js'
@@ -151,10 +154,19 @@ export class HostedBackend implements McpBackend {
     return {query: input.query, files: {hits: files, mode: 'keyword'}, events: {query: input.query, filters, total: events.total, events: events.events}, notes: []}
   }
 
+  /** As `jarvis recall` ranks (ops/recall-rules.ts): the search's best RECALL_POOL files, then recall's rules. */
   async recall(input: RecallInput): Promise<RecallOutput> {
-    const hits = await this.searchFiles(input.query, checkRecallLimit(input.limit))
+    const limit = checkRecallLimit(input.limit)
+    const hits = await this.searchFiles(input.query, Math.max(limit, RECALL_POOL))
     const read = await this.services.read(hits.map((hit) => hit.path))
-    return {...recallBlock(hits.map((hit) => ({hit, text: read.get(hit.path)?.content ?? ''}))), mode: 'keyword'}
+    const ranked = hits.map((hit) => {
+      const text = read.get(hit.path)?.content ?? ''
+      const document = toSearchDocument(hit.path, text)
+      return {hit, text, path: hit.path, score: hit.score, title: document.title, tags: document.tags, body: document.body, date: document.date}
+    })
+    const dates = new Map(ranked.map((file) => [file.path, file.date]))
+    const ordered = orderForQuery(input.query, ranked, dates).slice(0, limit)
+    return {...recallBlock(ordered.map(({hit, text}) => ({hit, text}))), mode: 'keyword'}
   }
 
   private async searchFiles(query: string, limit: number) {

@@ -13,6 +13,7 @@ import {eventsOnServer, fakeGithubToken} from '../cli/memory-helpers.js'
 import {TOKENS} from '../helpers/world.js'
 import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, TOOL_NAMES, useMcpWorld, type Session} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
+import {echoEpisode, NOTE, QUESTION} from '../ops/echoes.js'
 
 const MCP_HEADERS = {'content-type': 'application/json', accept: 'application/json, text/event-stream'}
 const INITIALIZE = {jsonrpc: '2.0', id: 1, method: 'initialize', params: {protocolVersion: '2025-06-18', capabilities: {}, clientInfo: {name: 'curl', version: '1'}}}
@@ -89,6 +90,17 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(textOf(sync)).toMatch(/sync runs on a client/)
       const read = await session.client.readResource({uri: 'jarvis://memory/notes/http.md'})
       expect(read.contents[0]).toMatchObject({text: expect.stringContaining('pelican')})
+    })
+
+    it("recall over /mcp ranks as `jarvis recall` does: the note that answers before the sessions that only repeated the question", async () => {
+      const session = await http('claude')
+      const files = [[NOTE.path, NOTE.text], ...Array.from({length: 12}, (_, n) => echoEpisode(n))]
+      for (const [path, content] of files) {
+        const written = await session.call('memory_write', {path, content})
+        expect(written.isError, textOf(written)).toBeFalsy()
+      }
+      const recalled = structured(await session.call('recall', {query: QUESTION, limit: 5}))
+      expect(recalled.hits.map((hit: {path: string}) => hit.path)[0]).toBe(NOTE.path)
     })
 
     it('keeps answering after bad input over HTTP: wrong types, an unknown tool, a 5 MB string, broken JSON', async () => {

@@ -14,25 +14,10 @@ import {coveragePoints, evidenceTerms, orderForQuery, promptTerms, restatesQuery
 import {recallMemory} from '../../src/ops/recall.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
+import {echoEpisode, NOTE, QUESTION} from './echoes.js'
 
 const dirs: string[] = []
 afterAll(async () => removeAll(dirs))
-
-const QUESTION = 'How are the Stripe webhooks verified?'
-const NOTE = {
-  path: 'notes/billing.md',
-  text: '---\ntitle: Billing\ntags: [billing, stripe]\ndate: 2026-08-01\n---\n# Billing\n\nStripe webhooks are verified with the signing secret (whsec) from the dashboard; a failed delivery is retried three times.\n',
-}
-
-/** An episode as the hooks before this change wrote it for a session that only asked: the question in its title, topic and `## Asked`. */
-function echoEpisode(n: number, agent = 'gemini'): [string, string] {
-  const id = `${String(n).padStart(8, '0')}-0000-4000-8000-000000000000`
-  const title = `Gemini CLI session ${id.slice(0, 8)}: ${QUESTION}`
-  return [
-    `episodes/2026-09-${String(1 + (n % 28)).padStart(2, '0')}/${agent}-${id}.md`,
-    `---\ntitle: "${title}"\ntags: [session, ${agent}]\ndate: 2026-09-01\nkind: episode\n---\n# Episode: ${title}\nDate: 2026-09-01\nTopic: ${QUESTION}\nOutcome: Stand-in model reply ${n}.\nRefs: ${agent} session ${id}\nTags: ["session","${agent}"]\n\nSummary:\n## Asked\n- ${QUESTION}\n\n## Last answer\nStand-in model reply ${n}.\n`,
-  ]
-}
 
 /** An episode as the hooks write it now for a session that did something and answered by repeating the note it was given. */
 function quotingEpisode(n: number): [string, string] {
