@@ -2,15 +2,19 @@
  * Fan-out of server → client messages to every WebSocket connected on `/ws/memory` — of this process, and through
  * the storage's relay (PostgreSQL NOTIFY) of every other process serving the same database.
  *
- * Under load the fan-out is most of a server's work (every push is a message to every client): a message is encoded
- * once, not once per socket, and the messages waiting for a socket go to it in one write (its frames corked
- * together) instead of one system call each. A quiet server writes at the end of the turn of the event loop that
- * broadcast; a busy one at most every FLUSH_MS, so that each write carries several messages. Each socket still gets
- * each message as its own frame, in the order they were broadcast.
+ * Under load the fan-out is most of a server's work (every push is a message to every client), and what it costs is
+ * mostly system calls: one write per socket, whatever it carries. So a message is encoded once, not once per socket,
+ * and the messages waiting for a socket go to it in one write (its frames corked together). A quiet server writes at
+ * the end of the turn of the event loop that broadcast; a busy one waits between two writes at least FLUSH_MS, and
+ * longer when its writes take long (many sockets, a contended machine): the fan-out keeps to FLUSH_SHARE of the
+ * process's time, so each write carries more messages the busier it is, never waiting more than MAX_FLUSH_MS. The
+ * messages for the other processes go at the same moment, together (one NOTIFY). Each socket still gets each
+ * message as its own frame, in the order they were broadcast.
  */
 import {performance} from 'node:perf_hooks'
 
 import createDebug from 'debug'
+import * as wsModule from 'ws'
 import type {WebSocket} from 'ws'
 
 import {canRead} from '../events/rules.js'
@@ -22,6 +26,10 @@ const debug = createDebug('jarvis:server:ws')
 const OPEN = 1
 /** Least time between two writes of the fan-out: what a broadcast may wait, under load, to share a write. */
 export const FLUSH_MS = 4
+/** Most time between two writes of the fan-out, however long they take: the longest a broadcast waits. */
+export const MAX_FLUSH_MS = 50
+/** The share of a busy process's time its fan-out's writes may take: after a write of d ms, the next one d / FLUSH_SHARE after it began. */
+export const FLUSH_SHARE = 0.1
 
 export interface MemUpdateMessage {
   type: 'MEM_UPDATE'
@@ -89,24 +97,43 @@ interface Listener {
   admin: boolean
 }
 
-/** The socket `ws` writes to (a net.Socket): corked while a turn's frames are written, so they leave together. */
-interface Corkable {
+/** The socket `ws` writes to (a net.Socket). */
+interface RawSocket {
   cork(): void
   uncork(): void
+  write(data: Buffer): boolean
 }
 
-function rawSocket(socket: WebSocket): Corkable | undefined {
-  const raw = (socket as unknown as {_socket?: Partial<Corkable>})._socket
-  return typeof raw?.cork === 'function' && typeof raw.uncork === 'function' ? (raw as Corkable) : undefined
+function rawSocket(socket: WebSocket): RawSocket | undefined {
+  const raw = (socket as unknown as {_socket?: Partial<RawSocket>})._socket
+  return typeof raw?.cork === 'function' && typeof raw.uncork === 'function' && typeof raw.write === 'function' ? (raw as RawSocket) : undefined
+}
+
+/** `ws`'s framing (RFC 6455), which its types do not declare. */
+const frameOf = (wsModule as unknown as {Sender: {frame(data: Buffer, options: {fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean}): Buffer[]}}).Sender.frame
+
+/** A message waiting in the outbox: its text, and its frame once made. */
+interface Outgoing {
+  /** Its place among the messages of one write: the sockets with the same list get the same bytes. */
+  n: number
+  payload: Buffer
+  /** The whole text frame, header and payload: a server's frames are not masked, so they are the same bytes for every socket. */
+  frame: Buffer
 }
 
 export class Broadcaster {
   private readonly clients = new Map<WebSocket, Listener>()
-  /** Frames waiting for the end of this turn of the event loop, per socket, in the order they were broadcast. */
-  private readonly outbox = new Map<WebSocket, Buffer[]>()
+  /** Messages waiting for the next write, per socket, in the order they were broadcast. */
+  private readonly outbox = new Map<WebSocket, Outgoing[]>()
+  /** How many messages went into the outbox since the last write. */
+  private queued = 0
+  /** Messages broadcast here since the last write, for the other processes (relay). */
+  private toRelay: string[] = []
   private flushing = false
   /** When the last write of the fan-out began (performance.now()). */
   private lastFlush = Number.NEGATIVE_INFINITY
+  /** Least time from the last write's start to the next one (FLUSH_MS … MAX_FLUSH_MS, from what the last one took). */
+  private gap = FLUSH_MS
 
   constructor(private readonly relay?: BroadcastRelay) {}
 
@@ -127,8 +154,10 @@ export class Broadcaster {
   broadcast(message: ServerMessage): void {
     const data = JSON.stringify(message)
     this.sendTo(data, audienceOf(message))
-    // A lost NOTIFY loses no data: a --watch client of another process catches up at its next sync.
-    this.relay?.publish(data).catch((error: Error) => debug('broadcast to the other processes failed: %s', error.message))
+    if (this.relay !== undefined) {
+      this.toRelay.push(data)
+      this.schedule()
+    }
   }
 
   /** Sends a message relayed from another process to this process's open clients that may read it. */
@@ -137,39 +166,69 @@ export class Broadcaster {
   }
 
   private sendTo(data: string, to: (listener: Listener) => boolean): void {
-    let frame: Buffer | undefined
+    let outgoing: Outgoing | undefined
     for (const [socket, listener] of this.clients) {
       if (socket.readyState !== OPEN || !to(listener)) continue
-      frame ??= Buffer.from(data, 'utf8')
+      if (outgoing === undefined) {
+        const payload = Buffer.from(data, 'utf8')
+        outgoing = {n: this.queued++, payload, frame: Buffer.concat(frameOf(payload, {fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false}))}
+      }
       const queued = this.outbox.get(socket)
-      if (queued === undefined) this.outbox.set(socket, [frame])
-      else queued.push(frame)
+      if (queued === undefined) this.outbox.set(socket, [outgoing])
+      else queued.push(outgoing)
     }
-    if (frame !== undefined && !this.flushing) {
-      this.flushing = true
-      const wait = this.lastFlush + FLUSH_MS - performance.now()
-      if (wait <= 0) setImmediate(() => this.flush())
-      else setTimeout(() => this.flush(), wait)
-    }
+    if (outgoing !== undefined) this.schedule()
   }
 
-  /** Writes every socket's waiting frames, corked: one write per socket. */
+  private schedule(): void {
+    if (this.flushing) return
+    this.flushing = true
+    const wait = this.lastFlush + this.gap - performance.now()
+    if (wait <= 0) setImmediate(() => this.flush())
+    else setTimeout(() => this.flush(), wait)
+  }
+
+  /**
+   * Sends the waiting messages to the other processes, and to each socket its waiting frames in one write. The
+   * sockets that wait for the same messages (most: a MEM_UPDATE is for every one) are written the same bytes, joined
+   * once. A socket whose connection negotiated an extension (`ws` compresses only if asked to) is sent by `ws`.
+   */
   private flush(): void {
     this.flushing = false
-    this.lastFlush = performance.now()
+    const began = performance.now()
+    this.lastFlush = began
+    const relayed = this.toRelay
+    this.toRelay = []
+    // Published in one turn, they go in one NOTIFY. A lost one loses no data: a --watch client of another process
+    // catches up at its next sync.
+    for (const data of relayed) this.relay?.publish(data).catch((error: Error) => debug('broadcast to the other processes failed: %s', error.message))
     const outbox = [...this.outbox]
     this.outbox.clear()
-    for (const [socket, frames] of outbox) {
+    this.queued = 0
+    const joined = new Map<string, Buffer>()
+    for (const [socket, messages] of outbox) {
       if (socket.readyState !== OPEN) continue
       const raw = rawSocket(socket)
-      raw?.cork()
-      for (const frame of frames) {
-        socket.send(frame, {binary: false}, (error) => {
-          if (error) debug('send to a client failed: %s', error.message)
-        })
+      if (raw === undefined || socket.extensions !== '') {
+        raw?.cork()
+        for (const {payload} of messages) socket.send(payload, {binary: false}, (error) => error && debug('send to a client failed: %s', error.message))
+        raw?.uncork()
+        continue
       }
-      raw?.uncork()
+      let bytes: Buffer | undefined
+      if (messages.length === 1) bytes = messages[0].frame
+      else {
+        const key = messages.map((message) => message.n).join(',')
+        bytes = joined.get(key)
+        if (bytes === undefined) {
+          bytes = Buffer.concat(messages.map((message) => message.frame))
+          joined.set(key, bytes)
+        }
+      }
+      // A failed write is the connection's error, which `ws` handles (it closes the socket).
+      raw.write(bytes)
     }
+    this.gap = Math.min(MAX_FLUSH_MS, Math.max(FLUSH_MS, (performance.now() - began) / FLUSH_SHARE))
   }
 
   /** Starts a close handshake with every client (1001 going away). */

@@ -670,13 +670,19 @@ export class PostgresStorage implements ServerStorage {
         }
       }
     }
+    // Started after this turn: the messages published in it (a fan-out's write) go in one NOTIFY.
+    const start = (): Promise<void> =>
+      (sending = Promise.resolve()
+        .then(send)
+        .finally(() => {
+          sending = null
+          // Published between the last NOTIFY and now: sent too.
+          if (pending.length > 0) void start()
+        }))
     return {
       publish: (data: string) => {
         pending.push(data)
-        sending ??= send().finally(() => {
-          sending = null
-        })
-        return sending
+        return sending ?? start()
       },
       subscribe: (deliver: (data: string) => void) => this.listen(origin, deliver),
     }
