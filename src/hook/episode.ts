@@ -60,10 +60,20 @@ export const AGENT_NAMES: Record<HookAgent, string> = {claude: 'Claude Code', ge
 const DECISION =
   /\b(?:decided|decide to|decision|we(?:'ll| will) (?:use|go with|keep|switch|stick)|let'?s (?:use|go with|keep|switch|stick)|going with|go with|chose|chosen|choose to|settled on|agreed|switch(?:ed|ing)? to|instead of|from now on|the fix (?:is|was)|root cause)\b/i
 
-/** The sentences of a text that state a decision; a question ("Should we switch to Postgres?") states none. */
-function decisionsIn(text: string): string[] {
+/**
+ * A question a person typed without its question mark: after an opener ("Quick question: "), a question word, or a
+ * verb that asks of someone ("can we", "should I", "is the").
+ */
+const ASKED =
+  /^(?:[^:—–]{0,40}[:—–]\s*)?(?:what|which|how|why|when|where|who|whom|whose|(?:can|could|should|would|will|do|does|did|is|are|was|were|has|have)\s+(?:i|we|you|it|they|he|she|this|that|these|those|the|there|our|my|a|an)\b)/i
+
+/**
+ * The sentences of a text that state a decision; a question ("Should we switch to Postgres?") states none, nor does
+ * a person's prompt asking one without its question mark ("what was decided about retries").
+ */
+function decisionsIn(text: string, asked: boolean): string[] {
   return sentences(text)
-    .filter((s) => DECISION.test(s) && !/\?["')\]]*$/.test(s))
+    .filter((s) => DECISION.test(s) && !/\?["')\]]*$/.test(s) && !(asked && ASKED.test(s)))
     .map((s) => oneLine(s, ITEM_CHARS))
 }
 
@@ -180,6 +190,16 @@ export function displayPath(path: string, cwd?: string): string {
 /** A memory file that can be a source: a note, never another episode. */
 const isSource = (path: string) => path.trim() !== '' && !path.startsWith('episodes/')
 
+/** Every memory file the session was shown or read, episodes included: what its answers may only repeat. */
+export function memoryFilesUsed(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = [], memoryDir?: string): string[] {
+  const used = shown.filter((path) => path.trim() !== '')
+  for (const item of items) {
+    if (item.kind !== 'tool') continue
+    for (const path of memoryFilesRead(item.name, item.input, cwd, memoryDir) ?? []) pushUnique(used, path)
+  }
+  return used
+}
+
 /**
  * What a session's items say, bounded; `shown` are the memory files jarvis gave its prompts. Files read in
  * `memoryDir` (the tree's `.memory/`) are memory used, not files touched.
@@ -192,7 +212,7 @@ export function digestOf(items: readonly DigestItem[], cwd?: string, shown: read
   for (const item of items) {
     if (item.kind === 'ask' || item.kind === 'answer') {
       if (item.kind === 'answer') learned = item.text
-      for (const decision of decisionsIn(item.text)) pushUnique(decisions, decision)
+      for (const decision of decisionsIn(item.text, item.kind === 'ask')) pushUnique(decisions, decision)
     } else {
       const read = memoryFilesRead(item.name, item.input, cwd, memoryDir)
       if (read) {
@@ -242,9 +262,9 @@ export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly strin
   return {...digest, decisions: digest.decisions.filter((d) => !echoes(d)), learned: digest.learned !== undefined && echoes(digest.learned) ? undefined : digest.learned}
 }
 
-/** The texts of the memory files the digest names as used, those that can still be read. */
-export async function memoryUsedTexts(root: string, digest: SessionDigest): Promise<string[]> {
-  const texts = await Promise.all(digest.sources.map((path) => readMemoryFile(root, path).catch(() => null)))
+/** The texts of these memory files, those that can still be read. */
+export async function memoryTexts(root: string, paths: readonly string[]): Promise<string[]> {
+  const texts = await Promise.all(paths.map((path) => readMemoryFile(root, path).catch(() => null)))
   return texts.filter((text): text is string => text !== null)
 }
 

@@ -162,7 +162,7 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryUsedTexts, recordEpisode, withoutEchoes}, {forgetShown, readShown}] = await Promise.all([
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryFilesUsed, memoryTexts, recordEpisode, withoutEchoes}, {forgetShown, readShown}] = await Promise.all([
     import('./transcript.js'),
     import('./episode.js'),
     import('./shown.js'),
@@ -182,8 +182,8 @@ async function record(
   const all = [...items.items, ...extra]
   const cwd = items.cwd ?? hook.cwd ?? root
   const memory = memoryDir(root)
-  const told = digestOf(all, cwd, await readShown(root, agentIdOf(agent), sessionId), memory)
-  const digest = withoutEchoes(told, await memoryUsedTexts(root, told))
+  const shown = await readShown(root, agentIdOf(agent), sessionId)
+  const digest = withoutEchoes(digestOf(all, cwd, shown, memory), await memoryTexts(root, memoryFilesUsed(all, cwd, shown, memory)))
   if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet
   const startDate = validDate(items.startedAt)

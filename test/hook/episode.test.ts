@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {addsToMemory, digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, type SessionDigest, shellReads, withoutEchoes} from '../../src/hook/episode.js'
+import {addsToMemory, digestOf, episodePath, mergeDigests, parseDigest, patchTouches, recordEpisode, renderDigest, renderSessionEpisode, memoryFilesUsed, type SessionDigest, shellReads, withoutEchoes} from '../../src/hook/episode.js'
 import type {HookAgent} from '../../src/hook/events.js'
 import {codexItems, type DigestItem, readTranscriptItems} from '../../src/hook/transcript.js'
 import {parseCodexRollout} from '../../src/session/codex-read.js'
@@ -50,6 +50,11 @@ describe('what an episode says', () => {
     ]
     const digest = digestOf(asked, '/repo')
     expect(digest).toEqual({decisions: ['We decided on MySQL last year.', 'Yes: MySQL was chosen for replication.'], files: [], learned: 'Yes: MySQL was chosen for replication.', sources: ['decisions/db.md']})
+    // Typed without a question mark, a question is still one; what a person states is still a decision.
+    for (const question of ['what was decided about isolating carrier adapters', 'Quick question: which services can lithium batteries go with', 'Can we switch to Postgres instead of MySQL']) {
+      expect(digestOf([{kind: 'ask', text: question}]).decisions, question).toEqual([])
+    }
+    expect(digestOf([{kind: 'ask', text: 'Do not retry twice, we decided on one retry.'}]).decisions).toEqual(['Do not retry twice, we decided on one retry.'])
     const onlyAsked: DigestItem[] = [
       {kind: 'ask', text: 'How are the Stripe webhooks verified?'},
       {kind: 'tool', name: 'mcp__jarvis__recall', input: {query: 'stripe webhooks'}},
@@ -103,6 +108,20 @@ describe('what an episode says', () => {
     const echoedAnswer = {...digest, learned: 'Webhooks are verified with the signing secret, and retried three times with backoff.'}
     expect(withoutEchoes(echoedAnswer, [note]).learned).toBeUndefined()
     expect(withoutEchoes(echoedAnswer, [])).toEqual(echoedAnswer)
+  })
+
+  it('an episode the session read counts as memory it used: an answer quoting it is an echo too', () => {
+    const items: DigestItem[] = [
+      {kind: 'ask', text: 'how do we ship lithium batteries'},
+      {kind: 'tool', name: 'Read', input: {file_path: '/repo/.memory/episodes/2026-02-12/claude-s1.md'}},
+      {kind: 'tool', name: 'Edit', input: {file_path: '/repo/src/hazmat.ts'}},
+      {kind: 'answer', text: 'According to the memory: lithium batteries only go with the ground services, we decided that in February.'},
+    ]
+    expect(memoryFilesUsed(items, '/repo', ['notes/shipping.md'], '/repo/.memory')).toEqual(['notes/shipping.md', 'episodes/2026-02-12/claude-s1.md'])
+    const episode = '# Episode: Claude Code session s1\n\n## Decided\n- Lithium batteries only go with the ground services; we decided that in February.\n'
+    const digest = digestOf(items, '/repo', ['notes/shipping.md'], '/repo/.memory')
+    expect(digest.sources).toEqual(['notes/shipping.md'])
+    expect(withoutEchoes(digest, [episode])).toMatchObject({decisions: [], learned: undefined, files: [{path: 'src/hazmat.ts', verbs: ['edited']}]})
   })
 
   it('reads apply_patch headers and a Codex rollout without its injected context', () => {
