@@ -244,8 +244,10 @@ export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[]
   return digest.decisions.length > 0 || digest.files.length > 0 || items.some(world)
 }
 
-/** A decision or an answer is an echo of a memory file when at least this share of its words is in that file. */
+/** A decision or an answer is an echo of a memory file when at least this share of its words is in that file… */
 export const ECHO_SHARE = 0.7
+/** …and it has at least this many: a short decision ("We chose Redis.") shares most of its few words by chance. */
+export const ECHO_MIN_WORDS = 5
 
 /**
  * The digest without what only repeats the memory the session was given or read (`sourceTexts`): a decision, or the
@@ -257,7 +259,7 @@ export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly strin
   const sources = sourceTexts.map((text) => new Set(promptTerms(text)))
   const echoes = (text: string) => {
     const words = promptTerms(text)
-    return words.length > 0 && sources.some((source) => words.filter((word) => source.has(word)).length >= ECHO_SHARE * words.length)
+    return words.length >= ECHO_MIN_WORDS && sources.some((source) => words.filter((word) => source.has(word)).length >= ECHO_SHARE * words.length)
   }
   return {...digest, decisions: digest.decisions.filter((d) => !echoes(d)), learned: digest.learned !== undefined && echoes(digest.learned) ? undefined : digest.learned}
 }
