@@ -5,7 +5,7 @@
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
  */
-import {lstat, readFile, rm} from 'node:fs/promises'
+import {appendFile, lstat, open, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -207,15 +207,17 @@ function hintsOf(known: StatColumns | StatCache): ScanHints {
 }
 
 export async function readScanHints(root: string): Promise<ScanHints> {
-  let text: string
+  known.delete(root)
+  const read = await readStamped(statCachePath(root))
+  if (read === undefined) return hintsOf({})
   try {
-    text = await readFile(statCachePath(root), 'utf8')
-  } catch {
-    return hintsOf({})
-  }
-  try {
-    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
-    const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    const parsed = JSON.parse(read.text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
+    let files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    let revs: ReadonlyArray<number | null | undefined> | undefined = files instanceof StatColumns && isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, files.size) ? parsed.clean.revs : undefined
+    // The journal's lines (statCacheJournalPath), applied to the file they were written against.
+    const journal = files instanceof StatColumns ? await readStamped(statCacheJournalPath(root)) : undefined
+    const applied = journal === undefined ? undefined : applyCacheJournal(parsed, files as StatColumns, revs, journal.text, read.stamp)
+    if (applied !== undefined) ({files, revs} = applied)
     const hints = hintsOf(files ?? {})
     if (files !== undefined) {
       // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
@@ -227,7 +229,12 @@ export async function readScanHints(root: string): Promise<ScanHints> {
       }
       if (isCleanMark(parsed.clean)) {
         hints.clean = parsed.clean
-        if (!(files instanceof StatColumns && isRevisions(parsed.clean.revs, files.size))) delete hints.clean.revs
+        delete hints.clean.revs
+        if (files instanceof StatColumns && revs !== undefined && revs.every((rev) => rev !== undefined)) hints.clean.revs = revs as Array<number | null>
+      }
+      // What the next write of this process compares with: it appends the entries that differ.
+      if (files instanceof StatColumns && hints.dirs !== undefined && (journal === undefined || applied !== undefined)) {
+        known.set(root, {cache: read.stamp, baseBytes: read.text.length, journal: journal === undefined ? undefined : {stamp: journal.stamp, bytes: journal.text.length, whole: journal.text.endsWith('\n')}, files, revs, dirs: {...hints.dirs}})
       }
     }
     return hints
@@ -282,6 +289,16 @@ function filesOfColumns(columns: Columns): StatColumns | undefined {
 export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark}): Promise<void> {
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
   const revOf = folders?.clean ? folders.revOf : undefined
+  const was = known.get(root)
+  known.delete(root)
+  // A few entries changed since this process read or wrote the cache: appended to its journal, not rewritten.
+  if (folders !== undefined && dirs !== undefined && was !== undefined) {
+    const head = await appendToCacheJournal(root, was, entries, dirs, {...folders, revOf})
+    if (head !== undefined) {
+      await writeHead(root, head)
+      return
+    }
+  }
   const {revs, ...columns} = columnsOf(entries, revOf)
   let clean: CleanMark | undefined
   if (folders?.clean) {
@@ -292,8 +309,211 @@ export async function writeStatCache(root: string, entries: Map<string, MemoryFi
   const body = folders === undefined ? {version: 2, ...columns} : {version: 2, ...columns, dirs, backups: folders.backups, ...(clean ? {clean} : {}), ...(folders.watch === undefined ? {} : {watch: folders.watch})}
   // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
   // old clean mark only means a sync that reads its state).
-  await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
+  const text = JSON.stringify(body) + '\n'
+  await writeFileAtomic(statCachePath(root), text, {durable: false})
+  // After the new file: a journal left by a crash here names the old file's stamp, so nobody applies it again.
+  await rm(statCacheJournalPath(root), {force: true})
+  const stamp = dirs === undefined ? undefined : await stampOf(statCachePath(root))
+  if (stamp !== undefined) {
+    known.set(root, {cache: stamp, baseBytes: text.length, files: new StatColumns(columns.paths, columns.hashes, columns.sizes, columns.mtimes, columns.inos, columns.checked), revs: revOf === undefined ? undefined : revs, dirs: {...dirs}})
+  }
   await writeHead(root, folders === undefined ? undefined : {backups: folders.backups.length, watch: folders.watch, clean: clean === undefined ? undefined : withoutRevs(clean)})
+}
+
+/**
+ * `.nexus/stat-cache.journal`: the entries a write changed since the stat cache was written whole, a line each write
+ * (`{f: {path: [hash, size, mtimeMs, ino, checkedAtMs, rev?] | null}, d: {folder: [mtimeMs, checkedAtMs] | null}, r:
+ * {backups, clean?, watch?, revs}}`), after a header naming the file they apply to by its stamp. Folded into the file
+ * (rewritten whole, the journal removed) when a write changes more than a quarter of the entries or the journal
+ * would outgrow CACHE_JOURNAL_FOLD_BYTES or an eighth of the file. A hint like the file: not fsynced; a last line
+ * without its newline (a write that never finished) is ignored, a line that is not whole JSON makes the whole cache
+ * unread (every file hashed again), a journal naming another file is not applied.
+ */
+export function statCacheJournalPath(root: string): string {
+  return join(nexusDir(root), 'stat-cache.journal')
+}
+
+/** The journal is folded into the file when it would exceed this many bytes, or an eighth of the file. */
+const CACHE_JOURNAL_FOLD_BYTES = 64 * 1024
+
+/** A file's stamp: every rewrite replaces it (a rename), every append grows it. */
+interface FileStamp {
+  ino: number
+  size: number
+  mtimeMs: number
+}
+
+/** What this process last read or wrote of a tree's stat cache: a write compares its entries with these. */
+interface CacheOnDisk {
+  cache: FileStamp
+  baseBytes: number
+  /** `whole`: it ends with a newline (an append after a torn line would glue to it). */
+  journal?: {stamp: FileStamp; bytes: number; whole: boolean}
+  files: StatColumns
+  /** Each file's base revision as the cache holds it, in the order of `files` (undefined: it does not say). */
+  revs?: ReadonlyArray<number | null | undefined>
+  dirs: DirCache
+}
+
+const known = new Map<string, CacheOnDisk>()
+
+type CacheRow = [hash: string, size: number, mtimeMs: number, ino: number | null, checkedAtMs: number | null, rev?: number | null]
+
+const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
+
+async function stampOf(path: string): Promise<FileStamp | undefined> {
+  const info = await lstat(path).catch(() => undefined)
+  return info === undefined ? undefined : {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
+}
+
+/** A file's text and the stamp of that very file (one handle: a rename meanwhile cannot pair them wrongly). */
+async function readStamped(path: string): Promise<{text: string; stamp: FileStamp} | undefined> {
+  const handle = await open(path, 'r').catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    const info = await handle.stat()
+    return {text: await handle.readFile('utf8'), stamp: {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}}
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * Appends what changed since `was` to the journal; the head to write after it, or undefined when the cache must be
+ * written whole: another writer replaced or grew it, the journal ends in a torn line, or too much changed.
+ */
+async function appendToCacheJournal(
+  root: string,
+  was: CacheOnDisk,
+  entries: Map<string, MemoryFileStat> | StatCache,
+  dirs: DirCache,
+  folders: {backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark},
+): Promise<ScanHead | undefined> {
+  if (!sameStamp(await stampOf(statCachePath(root)), was.cache)) return undefined
+  const journal = await stampOf(statCacheJournalPath(root))
+  if (journal === undefined ? was.journal !== undefined : was.journal === undefined || !was.journal.whole || !sameStamp(journal, was.journal.stamp)) return undefined
+  const {files: old, revs: oldRevs} = was
+  const {revOf} = folders
+  const changed: Record<string, CacheRow | null> = {}
+  let count = 0
+  let total = 0
+  let found = 0
+  let allRevs = revOf !== undefined
+  const visit = (path: string, entry: MemoryFileStat) => {
+    // Left out of the file too (columnsOf): hashed again.
+    if (entry.hash.length !== HASH_HEX_LENGTH) return
+    total++
+    const rev = revOf?.(path)
+    if (rev === undefined) allRevs = false
+    const at = old.position(path)
+    if (at !== undefined) {
+      found++
+      const before = old.entryAt(at)
+      if (before.hash === entry.hash && before.size === entry.size && before.mtimeMs === entry.mtimeMs && before.ino === entry.ino && before.checkedAtMs === entry.checkedAtMs && oldRevs?.[at] === rev) return
+    }
+    changed[path] = rev === undefined ? [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null] : [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, rev]
+    count++
+  }
+  if (entries instanceof Map) entries.forEach((entry, path) => visit(path, entry))
+  else for (const path in entries) visit(path, entries[path])
+  if (found < old.size) {
+    const here = (path: string) => (entries instanceof Map ? entries.has(path) : Object.hasOwn(entries, path))
+    for (const path of old.paths) {
+      if (here(path)) continue
+      changed[path] = null
+      count++
+    }
+  }
+  const changedDirs: Record<string, [number, number] | null> = {}
+  for (const path in dirs) {
+    const {mtimeMs, checkedAtMs} = dirs[path]
+    if (was.dirs[path]?.mtimeMs !== mtimeMs || was.dirs[path]?.checkedAtMs !== checkedAtMs) changedDirs[path] = [mtimeMs, checkedAtMs]
+  }
+  for (const path in was.dirs) if (!(path in dirs)) changedDirs[path] = null
+  const clean = folders.clean === undefined ? undefined : withoutRevs(folders.clean)
+  const rest = {backups: folders.backups, ...(clean === undefined ? {} : {clean}), ...(folders.watch === undefined ? {} : {watch: folders.watch}), revs: allRevs && clean !== undefined}
+  const line = JSON.stringify({f: changed, d: changedDirs, r: rest})
+  const header = was.journal === undefined ? JSON.stringify({journal: 1, cache: was.cache}) + '\n' : ''
+  const bytes = (was.journal?.bytes ?? 0) + header.length + line.length + 1
+  if (count * 4 > Math.max(total, old.size) || bytes > Math.max(CACHE_JOURNAL_FOLD_BYTES, was.baseBytes / 8)) return undefined
+  if (header === '') await appendFile(statCacheJournalPath(root), line + '\n')
+  else await writeFileAtomic(statCacheJournalPath(root), header + line + '\n', {durable: false})
+  debug('stat cache: %d entries appended to its journal', count)
+  return {backups: folders.backups.length, watch: folders.watch, clean}
+}
+
+/**
+ * The stat cache's file as parsed (`parsed`, its folders, backups and marks changed in place) with its journal's
+ * whole lines applied; undefined when the journal names another file or has no line.
+ */
+function applyCacheJournal(parsed: Record<string, unknown>, columns: StatColumns, baseRevs: ReadonlyArray<number | null | undefined> | undefined, text: string, base: FileStamp): {files: StatColumns; revs: Array<number | null | undefined>} | undefined {
+  const lines = text.split('\n')
+  // The last piece is empty after a final newline, or a write that never finished.
+  lines.pop()
+  if (lines.length < 2) return undefined
+  const header = JSON.parse(lines[0]!) as {journal?: unknown; cache?: unknown}
+  if (header === null || typeof header !== 'object' || header.journal !== 1 || !isStamp(header.cache) || !sameStamp(header.cache as unknown as FileStamp, base)) return undefined
+  const paths = [...columns.paths]
+  const rows: Array<CacheRow | null> = paths.map((_, at) => {
+    const {hash, size, mtimeMs, ino, checkedAtMs} = columns.entryAt(at)
+    const rev = baseRevs?.[at]
+    return rev === undefined ? [hash, size, mtimeMs, ino ?? null, checkedAtMs ?? null] : [hash, size, mtimeMs, ino ?? null, checkedAtMs ?? null, rev]
+  })
+  const index = new Map(paths.map((path, at) => [path, at]))
+  let reordered = false
+  const dirs = (parsed.dirs !== null && typeof parsed.dirs === 'object' ? parsed.dirs : (parsed.dirs = {})) as Record<string, unknown>
+  for (let at = 1; at < lines.length; at++) {
+    const line = JSON.parse(lines[at]!) as {f?: unknown; d?: unknown; r?: unknown}
+    if (line === null || typeof line !== 'object' || !isPlainRecord(line.f) || !isPlainRecord(line.d) || !isPlainRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
+    for (const path in line.f) {
+      const row = line.f[path]
+      if (row !== null && !isCacheRow(row)) throw new Error(`stat cache journal line ${at + 1}: ${path}: not an entry`)
+      const was = index.get(path)
+      if (was !== undefined) rows[was] = row
+      else if (row !== null) {
+        index.set(path, paths.length)
+        paths.push(path)
+        rows.push(row)
+        reordered = true
+      }
+      if (row === null && was !== undefined) {
+        index.delete(path)
+        reordered = true
+      }
+    }
+    for (const path in line.d) {
+      const dir = line.d[path]
+      if (dir === null) delete dirs[path]
+      else if (Array.isArray(dir) && dir.length === 2 && dir.every((n) => typeof n === 'number')) dirs[path] = {mtimeMs: dir[0], checkedAtMs: dir[1]}
+      else throw new Error(`stat cache journal line ${at + 1}: folder ${path}: not an entry`)
+    }
+    const {backups, clean, watch} = line.r
+    parsed.backups = backups
+    if (clean === undefined) delete parsed.clean
+    else parsed.clean = clean
+    if (watch === undefined) delete parsed.watch
+    else parsed.watch = watch
+  }
+  // Paths added or removed: in order again (a scan walks beside them in sorted order: cachedRevsInOrder).
+  const order = reordered ? [...index.keys()].sort() : paths
+  const live = order.map((path) => rows[index.get(path)!]!)
+  return {
+    files: new StatColumns(order, live.map((row) => row[0]).join(''), live.map((row) => row[1]), live.map((row) => row[2]), live.map((row) => row[3]), live.map((row) => row[4])),
+    revs: live.map((row) => row[5]),
+  }
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+function isCacheRow(value: unknown): value is CacheRow {
+  if (!Array.isArray(value) || (value.length !== 5 && value.length !== 6)) return false
+  const [hash, size, mtimeMs, ino, checkedAtMs, rev] = value as unknown[]
+  return (
+    typeof hash === 'string' && hash.length === HASH_HEX_LENGTH && typeof size === 'number' && typeof mtimeMs === 'number' && (ino === null || typeof ino === 'number') && (checkedAtMs === null || typeof checkedAtMs === 'number') &&
+    (value.length === 5 || rev === null || (Number.isSafeInteger(rev) && (rev as number) >= 0))
+  )
 }
 
 function withoutRevs({revs: _revs, ...mark}: CleanMark): Omit<CleanMark, 'revs'> {
@@ -307,27 +527,30 @@ export async function writeScanHead(root: string, hints: ScanHints): Promise<voi
 
 /** The head of the stat cache just written, naming it by its stamp; none for a cache without folders (no mark, no clock). */
 async function writeHead(root: string, head: ScanHead | undefined): Promise<void> {
-  const cache = head === undefined ? undefined : await lstat(statCachePath(root)).catch(() => undefined)
+  const cache = head === undefined ? undefined : await stampOf(statCachePath(root))
   if (head === undefined || cache === undefined || (head.clean === undefined && head.watch === undefined)) {
     await rm(statCacheHeadPath(root), {force: true})
     return
   }
-  const body = {cache: {ino: cache.ino, size: cache.size, mtimeMs: cache.mtimeMs}, ...head}
+  const journal = await stampOf(statCacheJournalPath(root))
+  const body = {cache, ...(journal === undefined ? {} : {journal}), ...head}
   await writeFileAtomic(statCacheHeadPath(root), JSON.stringify(body) + '\n', {durable: false})
 }
 
 /** The head of the stat cache on disk, when it names that cache (see statCacheHeadPath); otherwise undefined. */
 export async function readScanHead(root: string): Promise<ScanHead | undefined> {
-  let parsed: {cache?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
+  let parsed: {cache?: unknown; journal?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
   try {
-    parsed = JSON.parse(await readFile(statCacheHeadPath(root), 'utf8')) as typeof parsed
+    parsed = JSON.parse((await readStamped(statCacheHeadPath(root)))?.text ?? '') as typeof parsed
   } catch {
     return undefined
   }
-  const cache = await lstat(statCachePath(root)).catch(() => undefined)
+  const cache = await stampOf(statCachePath(root))
   if (parsed === null || typeof parsed !== 'object' || cache === undefined || !isStamp(parsed.cache)) return undefined
-  const stamp = parsed.cache
-  if (stamp.ino !== cache.ino || stamp.size !== cache.size || stamp.mtimeMs !== cache.mtimeMs || !Number.isSafeInteger(parsed.backups)) return undefined
+  if (!sameStamp(cache, parsed.cache as unknown as FileStamp) || !Number.isSafeInteger(parsed.backups)) return undefined
+  // The journal as the head names it: none, or the very one (an append since moved it).
+  const journal = await stampOf(statCacheJournalPath(root))
+  if (journal === undefined ? parsed.journal !== undefined : !isStamp(parsed.journal) || !sameStamp(journal, parsed.journal as unknown as FileStamp)) return undefined
   if (parsed.clean !== undefined && !isCleanMark(parsed.clean)) return undefined
   if (parsed.watch !== undefined && !isWatchMark(parsed.watch)) return undefined
   return {backups: parsed.backups as number, ...(parsed.clean === undefined ? {} : {clean: parsed.clean}), ...(parsed.watch === undefined ? {} : {watch: {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}})}
