@@ -212,12 +212,12 @@ export async function readScanHints(root: string): Promise<ScanHints> {
   if (read === undefined) return hintsOf({})
   try {
     const parsed = JSON.parse(read.text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
-    let files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
-    let revs: ReadonlyArray<number | null | undefined> | undefined = files instanceof StatColumns && isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, files.size) ? parsed.clean.revs : undefined
-    // The journal's lines (statCacheJournalPath), applied to the file they were written against.
-    const journal = files instanceof StatColumns ? await readStamped(statCacheJournalPath(root)) : undefined
-    const applied = journal === undefined ? undefined : applyCacheJournal(parsed, files as StatColumns, revs, journal.text, read.stamp)
-    if (applied !== undefined) ({files, revs} = applied)
+    // A version 2 file's columns with its journal's lines applied (statCacheJournalPath), when it names this file.
+    const journal = parsed && typeof parsed === 'object' && parsed.version === 2 ? await readStamped(statCacheJournalPath(root)) : undefined
+    const applied = journal === undefined ? undefined : applyCacheJournal(parsed as Columns & Record<string, unknown>, journal.text, read.stamp)
+    const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    const revs: ReadonlyArray<number | null | undefined> | undefined =
+      files instanceof StatColumns && applied !== undefined ? (applied.revs?.length === files.size ? applied.revs : undefined) : files instanceof StatColumns && isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, files.size) ? parsed.clean.revs : undefined
     const hints = hintsOf(files ?? {})
     if (files !== undefined) {
       // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
@@ -399,17 +399,18 @@ async function appendToCacheJournal(
   let total = 0
   let found = 0
   let allRevs = revOf !== undefined
+  let next = 0
   const visit = (path: string, entry: MemoryFileStat) => {
     // Left out of the file too (columnsOf): hashed again.
     if (entry.hash.length !== HASH_HEX_LENGTH) return
     total++
     const rev = revOf?.(path)
     if (rev === undefined) allRevs = false
-    const at = old.position(path)
+    // Most often the cache's next path (both are in the order a scan lists them): no index of every path.
+    const at = old.paths[next] === path ? next++ : old.position(path)
     if (at !== undefined) {
       found++
-      const before = old.entryAt(at)
-      if (before.hash === entry.hash && before.size === entry.size && before.mtimeMs === entry.mtimeMs && before.ino === entry.ino && before.checkedAtMs === entry.checkedAtMs && oldRevs?.[at] === rev) return
+      if (old.sameAt(at, entry) && oldRevs?.[at] === rev) return
     }
     changed[path] = rev === undefined ? [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null] : [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, rev]
     count++
@@ -443,24 +444,22 @@ async function appendToCacheJournal(
 }
 
 /**
- * The stat cache's file as parsed (`parsed`, its folders, backups and marks changed in place) with its journal's
- * whole lines applied; undefined when the journal names another file or has no line.
+ * Applies a journal to the stat cache's file as parsed, in place: its columns, folders, backups and marks. Undefined
+ * (nothing applied) when the journal names another file or has no whole line; else each file's revision as the last
+ * write left it (undefined: it did not say), in the order of the columns. Throws on a line that is not an entry.
  */
-function applyCacheJournal(parsed: Record<string, unknown>, columns: StatColumns, baseRevs: ReadonlyArray<number | null | undefined> | undefined, text: string, base: FileStamp): {files: StatColumns; revs: Array<number | null | undefined>} | undefined {
+function applyCacheJournal(parsed: Columns & Record<string, unknown>, text: string, base: FileStamp): {revs?: Array<number | null | undefined>} | undefined {
   const lines = text.split('\n')
   // The last piece is empty after a final newline, or a write that never finished.
   lines.pop()
   if (lines.length < 2) return undefined
   const header = JSON.parse(lines[0]!) as {journal?: unknown; cache?: unknown}
   if (header === null || typeof header !== 'object' || header.journal !== 1 || !isStamp(header.cache) || !sameStamp(header.cache as unknown as FileStamp, base)) return undefined
-  const paths = [...columns.paths]
-  const rows: Array<CacheRow | null> = paths.map((_, at) => {
-    const {hash, size, mtimeMs, ino, checkedAtMs} = columns.entryAt(at)
-    const rev = baseRevs?.[at]
-    return rev === undefined ? [hash, size, mtimeMs, ino ?? null, checkedAtMs ?? null] : [hash, size, mtimeMs, ino ?? null, checkedAtMs ?? null, rev]
-  })
-  const index = new Map(paths.map((path, at) => [path, at]))
-  let reordered = false
+  const {paths, hashes, sizes, mtimes, inos, checked} = parsed
+  if (!Array.isArray(paths) || typeof hashes !== 'string' || !Array.isArray(sizes) || !Array.isArray(mtimes) || !Array.isArray(inos) || !Array.isArray(checked)) throw new Error('stat cache: not columns')
+  const baseRevs = isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, paths.length) ? parsed.clean.revs : undefined
+  // Every line's changes, the last word for each path.
+  const changes = new Map<string, CacheRow | null>()
   const dirs = (parsed.dirs !== null && typeof parsed.dirs === 'object' ? parsed.dirs : (parsed.dirs = {})) as Record<string, unknown>
   for (let at = 1; at < lines.length; at++) {
     const line = JSON.parse(lines[at]!) as {f?: unknown; d?: unknown; r?: unknown}
@@ -468,18 +467,7 @@ function applyCacheJournal(parsed: Record<string, unknown>, columns: StatColumns
     for (const path in line.f) {
       const row = line.f[path]
       if (row !== null && !isCacheRow(row)) throw new Error(`stat cache journal line ${at + 1}: ${path}: not an entry`)
-      const was = index.get(path)
-      if (was !== undefined) rows[was] = row
-      else if (row !== null) {
-        index.set(path, paths.length)
-        paths.push(path)
-        rows.push(row)
-        reordered = true
-      }
-      if (row === null && was !== undefined) {
-        index.delete(path)
-        reordered = true
-      }
+      changes.set(path, row)
     }
     for (const path in line.d) {
       const dir = line.d[path]
@@ -494,13 +482,70 @@ function applyCacheJournal(parsed: Record<string, unknown>, columns: StatColumns
     if (watch === undefined) delete parsed.watch
     else parsed.watch = watch
   }
-  // Paths added or removed: in order again (a scan walks beside them in sorted order: cachedRevsInOrder).
-  const order = reordered ? [...index.keys()].sort() : paths
-  const live = order.map((path) => rows[index.get(path)!]!)
-  return {
-    files: new StatColumns(order, live.map((row) => row[0]).join(''), live.map((row) => row[1]), live.map((row) => row[2]), live.map((row) => row[3]), live.map((row) => row[4])),
-    revs: live.map((row) => row[5]),
+  const count = paths.length
+  const revs: Array<number | null | undefined> = baseRevs ?? Array.from({length: count})
+  // Where each changed path is (the paths are sorted: a scan lists them so), and those that are new.
+  const at = new Map<number, CacheRow | null>()
+  const added: Array<[string, CacheRow]> = []
+  for (const [path, row] of changes) {
+    const position = positionOf(paths as string[], path)
+    if (position !== undefined) at.set(position, row)
+    else if (row !== null) added.push([path, row])
   }
+  const removed = [...at.values()].some((row) => row === null)
+  const positions = [...at.keys()].sort((a, b) => a - b)
+  if (added.length === 0 && !removed) {
+    // Entries replaced only: in place, and the hashes as runs of the old string around the new ones.
+    const pieces: string[] = []
+    let from = 0
+    for (const position of positions) {
+      const row = at.get(position)!
+      pieces.push(hashes.slice(from * HASH_HEX_LENGTH, position * HASH_HEX_LENGTH), row[0])
+      from = position + 1
+      ;[, sizes[position], mtimes[position], inos[position], checked[position], revs[position]] = row
+    }
+    pieces.push(hashes.slice(from * HASH_HEX_LENGTH))
+    parsed.hashes = pieces.join('')
+    return {revs}
+  }
+  // Entries added or removed: the columns again, in sorted order (a scan walks beside them: cachedRevsInOrder).
+  added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const out = {paths: [] as string[], hashes: [] as string[], sizes: [] as number[], mtimes: [] as number[], inos: [] as Array<number | null>, checked: [] as Array<number | null>, revs: [] as Array<number | null | undefined>}
+  const put = (path: string, row: CacheRow) => {
+    out.paths.push(path)
+    out.hashes.push(row[0])
+    out.sizes.push(row[1])
+    out.mtimes.push(row[2])
+    out.inos.push(row[3])
+    out.checked.push(row[4])
+    out.revs.push(row[5])
+  }
+  let next = 0
+  for (let position = 0; position < count; position++) {
+    const path = paths[position] as string
+    while (next < added.length && added[next]![0] < path) put(...added[next++]!)
+    const row = at.get(position)
+    if (row === null) continue
+    put(path, row ?? [hashes.slice(position * HASH_HEX_LENGTH, (position + 1) * HASH_HEX_LENGTH), sizes[position] as number, mtimes[position] as number, inos[position] as number | null, checked[position] as number | null, revs[position]])
+  }
+  while (next < added.length) put(...added[next++]!)
+  Object.assign(parsed, {paths: out.paths, hashes: out.hashes.join(''), sizes: out.sizes, mtimes: out.mtimes, inos: out.inos, checked: out.checked})
+  return {revs: out.revs}
+}
+
+/** Where `path` is in `paths` (sorted, as a scan lists them), by bisection; looked for one by one if they are not. */
+function positionOf(paths: readonly string[], path: string): number | undefined {
+  let low = 0
+  let high = paths.length - 1
+  while (low <= high) {
+    const mid = (low + high) >> 1
+    const here = paths[mid]!
+    if (here === path) return mid
+    if (here < path) low = mid + 1
+    else high = mid - 1
+  }
+  const found = paths.indexOf(path)
+  return found < 0 ? undefined : found
 }
 
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
