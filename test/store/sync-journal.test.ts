@@ -48,6 +48,23 @@ const step: fc.Arbitrary<Step> = fc.record({
   pending: fc.boolean(),
 })
 
+/** The state after one step: its entries replaced (each in a new object, as a sync does), added or removed. */
+function applied(state: SyncState, {replace, add, remove, seq, pending}: Omit<Step, 'readFirst'>, nextRound: () => number): SyncState {
+  const files = {...state.files}
+  for (const i of replace) {
+    const path = `area-${i % 5}/note-${i}.md`
+    if (!files[path]) continue
+    const round = nextRound()
+    files[path] = entryOf(`note ${i} round ${round}`, round)
+  }
+  for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
+  for (const i of remove) {
+    delete files[`added/${i}.md`]
+    delete files[`area-${i % 5}/note-${i}.md`]
+  }
+  return {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+}
+
 describe('the sync state journal', () => {
   it('fold = whole file: after any sequence of writes, the state read back is the state last written', async () => {
     let round = 0
@@ -62,17 +79,7 @@ describe('the sync state journal', () => {
         for (const {replace, add, remove, seq, readFirst, pending} of steps) {
           // A new process reads what is on disk first; a running sync writes again what it holds.
           if (readFirst) state = await readSyncState(root)
-          const files = {...state.files}
-          for (const i of replace) {
-            const path = `area-${i % 5}/note-${i}.md`
-            if (files[path]) files[path] = entryOf(`note ${i} round ${++round}`, round)
-          }
-          for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
-          for (const i of remove) {
-            delete files[`added/${i}.md`]
-            delete files[`area-${i % 5}/note-${i}.md`]
-          }
-          state = {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+          state = applied(state, {replace, add, remove, seq, pending}, () => ++round)
           const before = await lstat(syncStatePath(root))
           await writeSyncState(root, state)
           const after = await lstat(syncStatePath(root))
@@ -109,17 +116,7 @@ describe('the sync state journal', () => {
         let state = acknowledged
         for (const [{replace, add, remove, seq, readFirst, pending}, killed] of steps) {
           if (readFirst) state = await readSyncState(root)
-          const files = {...state.files}
-          for (const i of replace) {
-            const path = `area-${i % 5}/note-${i}.md`
-            if (files[path]) files[path] = entryOf(`note ${i} round ${++round}`, round)
-          }
-          for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
-          for (const i of remove) {
-            delete files[`added/${i}.md`]
-            delete files[`area-${i % 5}/note-${i}.md`]
-          }
-          const next: SyncState = {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+          const next = applied(state, {replace, add, remove, seq, pending}, () => ++round)
           if (killed.kind === 'none') {
             await writeSyncState(root, next)
             acknowledged = JSON.parse(JSON.stringify(next)) as SyncState
