@@ -315,7 +315,7 @@ export async function writeStatCache(root: string, entries: Map<string, MemoryFi
   await rm(statCacheJournalPath(root), {force: true})
   const stamp = dirs === undefined ? undefined : await stampOf(statCachePath(root))
   if (stamp !== undefined) {
-    known.set(root, {cache: stamp, baseBytes: text.length, files: new StatColumns(columns.paths, columns.hashes, columns.sizes, columns.mtimes, columns.inos, columns.checked), revs: revOf === undefined ? undefined : revs, dirs: {...dirs}})
+    known.set(root, {cache: stamp, baseBytes: text.length, files: new StatColumns(columns.paths, columns.hashes, columns.sizes, columns.mtimes, columns.inos, columns.checked), revs: clean?.revs, dirs: {...dirs}})
   }
   await writeHead(root, folders === undefined ? undefined : {backups: folders.backups.length, watch: folders.watch, clean: clean === undefined ? undefined : withoutRevs(clean)})
 }
