@@ -5,13 +5,14 @@
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
  */
-import {appendFile, lstat, open, rm} from 'node:fs/promises'
+import {appendFile, readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
 
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
+import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
 import type {StateStamp} from './sync-state.js'
 import {HASH_HEX_LENGTH} from './hash.js'
 import {type DirCache, type DirStat, type FileHints, type MemoryFileStat, type StatCache, StatColumns} from './tree.js'
@@ -208,12 +209,12 @@ function hintsOf(known: StatColumns | StatCache): ScanHints {
 
 export async function readScanHints(root: string): Promise<ScanHints> {
   known.delete(root)
-  const read = await readStamped(statCachePath(root))
-  if (read === undefined) return hintsOf({})
+  const read = await readStamped(statCachePath(root)).catch(() => null)
+  if (read === null) return hintsOf({})
   try {
     const parsed = JSON.parse(read.text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
     // A version 2 file's columns with its journal's lines applied (statCacheJournalPath), when it names this file.
-    const journal = parsed && typeof parsed === 'object' && parsed.version === 2 ? await readStamped(statCacheJournalPath(root)) : undefined
+    const journal = parsed && typeof parsed === 'object' && parsed.version === 2 ? ((await readStamped(statCacheJournalPath(root)).catch(() => null)) ?? undefined) : undefined
     const applied = journal === undefined ? undefined : applyCacheJournal(parsed as Columns & Record<string, unknown>, journal.text, read.stamp)
     const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
     const revs: ReadonlyArray<number | null | undefined> | undefined =
@@ -336,13 +337,6 @@ export function statCacheJournalPath(root: string): string {
 /** The journal is folded into the file when it would exceed this many bytes, or an eighth of the file. */
 const CACHE_JOURNAL_FOLD_BYTES = 64 * 1024
 
-/** A file's stamp: every rewrite replaces it (a rename), every append grows it. */
-interface FileStamp {
-  ino: number
-  size: number
-  mtimeMs: number
-}
-
 /** What this process last read or wrote of a tree's stat cache: a write compares its entries with these. */
 interface CacheOnDisk {
   cache: FileStamp
@@ -358,25 +352,6 @@ interface CacheOnDisk {
 const known = new Map<string, CacheOnDisk>()
 
 type CacheRow = [hash: string, size: number, mtimeMs: number, ino: number | null, checkedAtMs: number | null, rev?: number | null]
-
-const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
-
-async function stampOf(path: string): Promise<FileStamp | undefined> {
-  const info = await lstat(path).catch(() => undefined)
-  return info === undefined ? undefined : {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
-}
-
-/** A file's text and the stamp of that very file (one handle: a rename meanwhile cannot pair them wrongly). */
-async function readStamped(path: string): Promise<{text: string; stamp: FileStamp} | undefined> {
-  const handle = await open(path, 'r').catch(() => undefined)
-  if (handle === undefined) return undefined
-  try {
-    const info = await handle.stat()
-    return {text: await handle.readFile('utf8'), stamp: {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}}
-  } finally {
-    await handle.close()
-  }
-}
 
 /**
  * Appends what changed since `was` to the journal; the head to write after it, or undefined when the cache must be
@@ -586,7 +561,7 @@ async function writeHead(root: string, head: ScanHead | undefined): Promise<void
 export async function readScanHead(root: string): Promise<ScanHead | undefined> {
   let parsed: {cache?: unknown; journal?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
   try {
-    parsed = JSON.parse((await readStamped(statCacheHeadPath(root)))?.text ?? '') as typeof parsed
+    parsed = JSON.parse(await readFile(statCacheHeadPath(root), 'utf8')) as typeof parsed
   } catch {
     return undefined
   }
