@@ -8,23 +8,14 @@
 import {appendFile, lstat, readFile, rm, stat, writeFile} from 'node:fs/promises'
 
 import fc from 'fast-check'
-import {afterAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {type CleanMark, hashText, initTree, type MemoryFileStat, readScanHead, readScanHints, type ScanHints, statCachePath, writeStatCache} from '../../src/store/index.js'
+import {type CleanMark, hashText, type MemoryFileStat, readScanHead, readScanHints, type ScanHints, statCachePath, writeStatCache} from '../../src/store/index.js'
 import {statCacheJournalPath} from '../../src/store/stat-cache.js'
 import {StatColumns} from '../../src/store/tree.js'
-import {removeAll, tempDir} from '../helpers/world.js'
+import {initTempTree} from './helpers/temp.js'
 
-const dirs: string[] = []
-afterAll(async () => {
-  await removeAll(dirs)
-})
-
-async function tree(): Promise<string> {
-  const {root} = await initTree(await tempDir(), {})
-  dirs.push(root)
-  return root
-}
+const tree = initTempTree
 
 const exists = (path: string) => stat(path).then(() => true, () => false)
 const pathOf = (i: number) => `area-${i % 5}/note-${String(i).padStart(3, '0')}.md`

@@ -8,22 +8,13 @@
 import {appendFile, lstat, readFile, rename, stat, writeFile} from 'node:fs/promises'
 
 import fc from 'fast-check'
-import {afterAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import type {SyncState} from '../../src/schemas/index.js'
-import {hashText, initTree, readSyncState, readSyncStateView, syncJournalPath, syncStatePath, syncStateStamp, writeSyncState} from '../../src/store/index.js'
-import {removeAll, tempDir} from '../helpers/world.js'
+import {hashText, readSyncState, readSyncStateView, syncJournalPath, syncStatePath, syncStateStamp, writeSyncState} from '../../src/store/index.js'
+import {initTempTree} from './helpers/temp.js'
 
-const dirs: string[] = []
-afterAll(async () => {
-  await removeAll(dirs)
-})
-
-async function tree(): Promise<string> {
-  const {root} = await initTree(await tempDir(), {})
-  dirs.push(root)
-  return root
-}
+const tree = initTempTree
 
 const SYNCED_AT = '2026-11-26T04:00:00.000Z'
 const entryOf = (text: string, rev?: number): SyncState['files'][string] => (rev === undefined ? {hash: hashText(text), syncedAt: SYNCED_AT} : {hash: hashText(text), rev, syncedAt: SYNCED_AT})
