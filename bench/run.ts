@@ -22,6 +22,7 @@ import {benchStartup} from './startup.js'
 import {median} from './stats.js'
 import {benchSync} from './sync.js'
 import {benchTeam} from './team.js'
+import {benchUser} from './user.js'
 import {benchWatch} from './watch.js'
 import type {BenchSection} from './stats.js'
 
@@ -34,7 +35,7 @@ if (!existsSync(fileURLToPath(new URL('../dist/commands/sync.js', import.meta.ur
 // warm. The rows measure a process doing its own work (or a `sync --watch` / `jarvis mcp` the bench starts itself).
 process.env.JARVIS_WATCHER ??= 'off'
 
-const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['load', benchLoad], ['notify', benchNotify], ['quality', benchQuality]] as const
+const all = [['startup', benchStartup], ['merge', benchMerge], ['sync', () => benchSync()], ['watch', benchWatch], ['session', benchSession], ['search', benchSearch], ['user', benchUser], ['events', benchEvents], ['mcp', benchMcp], ['team', () => benchTeam()], ['load', benchLoad], ['notify', benchNotify], ['quality', benchQuality]] as const
 const asked = process.argv.slice(2)
 const unknown = asked.filter((name) => !all.some(([known]) => known === name))
 if (unknown.length > 0) {

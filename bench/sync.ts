@@ -20,9 +20,9 @@ import {runJarvis} from './process.js'
 import {median, ms, ratio, table, timeRuns, type BenchSection} from './stats.js'
 
 const exec = promisify(execFile)
-const TOKEN = `bench-${process.pid}-${Date.now()}`
-const LARGE_FILES = 300
-const LARGE_FILE_BYTES = 320 * 1024
+export const TOKEN = `bench-${process.pid}-${Date.now()}`
+export const LARGE_FILES = 300
+export const LARGE_FILE_BYTES = 320 * 1024
 
 /** The highest peak memory of any jarvis process of this section, in MiB, per tree. */
 const peaks = new Map<string, number>()
@@ -34,12 +34,12 @@ async function jarvis(cwd: string, ...args: string[]): Promise<void> {
   peaks.set(tree, Math.max(peaks.get(tree) ?? 0, run.peakMiB ?? 0))
 }
 
-async function git(cwd: string, ...args: string[]): Promise<void> {
+export async function git(cwd: string, ...args: string[]): Promise<void> {
   await exec('git', args, {cwd, maxBuffer: 64 * 1024 * 1024})
 }
 
 /** Small files in 50 folders: half worker-memory-like JSON, half Markdown notes. */
-async function writeTree(dir: string, count: number, edit = 0): Promise<void> {
+export async function writeTree(dir: string, count: number, edit = 0): Promise<void> {
   for (let i = 0; i < count; i++) {
     const folder = join(dir, `area-${i % 50}`)
     if (i < 50) await mkdir(folder, {recursive: true})
@@ -51,7 +51,7 @@ async function writeTree(dir: string, count: number, edit = 0): Promise<void> {
   }
 }
 
-async function editTen(dir: string, count: number, round: number): Promise<void> {
+export async function editTen(dir: string, count: number, round: number): Promise<void> {
   for (let k = 0; k < 10; k++) {
     const i = (k * Math.floor(count / 10) + round) | 1
     await writeFile(join(dir, `area-${i % 50}`, `note-${i}.md`), `# Note ${i}\n\n- edited in round ${round}\n`)
@@ -68,7 +68,7 @@ async function writeLargeTree(dir: string): Promise<void> {
 }
 
 /** sha256 of every file under `dir`, by relative path: two trees are byte-identical when these are equal. */
-async function treeDigest(dir: string): Promise<string> {
+export async function treeDigest(dir: string): Promise<string> {
   const hash = createHash('sha256')
   const entries = (await readdir(dir, {recursive: true, withFileTypes: true})).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort()
   for (const file of entries) hash.update(`${relative(dir, file)}\0`).update(await readFile(file))
@@ -77,7 +77,7 @@ async function treeDigest(dir: string): Promise<string> {
 
 
 /** `git daemon` on 127.0.0.1 serving (and accepting pushes to) every repository under `base`. */
-async function startGitDaemon(base: string): Promise<{url: string; child: ChildProcess}> {
+export async function startGitDaemon(base: string): Promise<{url: string; child: ChildProcess}> {
   const port = await closedPort()
   const child = spawn('git', ['daemon', '--reuseaddr', '--export-all', '--enable=receive-pack', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${base}`, base], {stdio: ['ignore', 'ignore', 'pipe']})
   // Ready when it answers: ls-remote on a repository that is not there yet fails until the daemon listens.
@@ -99,7 +99,7 @@ async function startGitDaemon(base: string): Promise<{url: string; child: ChildP
 const INITIAL_RUNS = 3
 
 /** Both measurements of one step, alternated run by run so that a busy moment of the machine falls on both. */
-async function alternated(times: number, ours: () => Promise<void>, theirs: () => Promise<void>, warmup = 0): Promise<[number, number]> {
+export async function alternated(times: number, ours: () => Promise<void>, theirs: () => Promise<void>, warmup = 0): Promise<[number, number]> {
   const [a, b]: number[][] = [[], []]
   for (let i = 0; i < warmup + times; i++) {
     const [x] = await timeRuns(1, ours)
@@ -111,7 +111,7 @@ async function alternated(times: number, ours: () => Promise<void>, theirs: () =
   return [median(a), median(b)]
 }
 
-interface Pair {
+export interface Pair {
   ja: string
   jb: string
   ga: string
@@ -120,7 +120,7 @@ interface Pair {
 }
 
 /** A new server, two new jarvis trees and two clones of a new bare repository; A's side of each holds the tree. */
-async function newPair(work: string, daemonUrl: string, size: number | 'large', run: number): Promise<Pair> {
+export async function newPair(work: string, daemonUrl: string, size: number | 'large', run: number | string): Promise<Pair> {
   const base = join(work, `${size}-${run}`)
   const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(base, 'server'), tokens: {[TOKEN]: 'claude'}, logLevel: 'silent'})
   const [ja, jb, ga, gb, bare] = ['jarvis-a', 'jarvis-b', 'git-a', 'git-b', 'bare.git'].map((n) => join(base, n))

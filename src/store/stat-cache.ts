@@ -5,13 +5,14 @@
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
  */
-import {lstat, readFile, rm} from 'node:fs/promises'
+import {appendFile, readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
 
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
+import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
 import type {StateStamp} from './sync-state.js'
 import {HASH_HEX_LENGTH} from './hash.js'
 import {type DirCache, type DirStat, type FileHints, type MemoryFileStat, type StatCache, StatColumns} from './tree.js'
@@ -207,15 +208,17 @@ function hintsOf(known: StatColumns | StatCache): ScanHints {
 }
 
 export async function readScanHints(root: string): Promise<ScanHints> {
-  let text: string
+  known.delete(root)
+  const read = await readStamped(statCachePath(root)).catch(() => null)
+  if (read === null) return hintsOf({})
   try {
-    text = await readFile(statCachePath(root), 'utf8')
-  } catch {
-    return hintsOf({})
-  }
-  try {
-    const parsed = JSON.parse(text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
+    const parsed = JSON.parse(read.text) as {version?: unknown; files?: unknown; dirs?: unknown; backups?: unknown; clean?: unknown; watch?: unknown}
+    // A version 2 file's columns with its journal's lines applied (statCacheJournalPath), when it names this file.
+    const journal = parsed && typeof parsed === 'object' && parsed.version === 2 ? ((await readStamped(statCacheJournalPath(root)).catch(() => null)) ?? undefined) : undefined
+    const applied = journal === undefined ? undefined : applyCacheJournal(parsed as Columns & Record<string, unknown>, journal.text, read.stamp)
     const files = parsed && typeof parsed === 'object' ? (parsed.version === 2 ? filesOfColumns(parsed as Columns) : filesOfRecord(parsed.files)) : undefined
+    const revs: ReadonlyArray<number | null | undefined> | undefined =
+      files instanceof StatColumns && applied !== undefined ? (applied.revs?.length === files.size ? applied.revs : undefined) : files instanceof StatColumns && isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, files.size) ? parsed.clean.revs : undefined
     const hints = hintsOf(files ?? {})
     if (files !== undefined) {
       // Folders only with the backups in them: a folder hint stands for every entry the scan met there.
@@ -227,7 +230,12 @@ export async function readScanHints(root: string): Promise<ScanHints> {
       }
       if (isCleanMark(parsed.clean)) {
         hints.clean = parsed.clean
-        if (!(files instanceof StatColumns && isRevisions(parsed.clean.revs, files.size))) delete hints.clean.revs
+        delete hints.clean.revs
+        if (files instanceof StatColumns && revs !== undefined && revs.every((rev) => rev !== undefined)) hints.clean.revs = revs as Array<number | null>
+      }
+      // What the next write of this process compares with: it appends the entries that differ.
+      if (files instanceof StatColumns && hints.dirs !== undefined && (journal === undefined || applied !== undefined)) {
+        known.set(root, {cache: read.stamp, baseBytes: read.text.length, journal: journal === undefined ? undefined : {stamp: journal.stamp, bytes: journal.text.length, whole: journal.text.endsWith('\n')}, files, revs, dirs: {...hints.dirs}})
       }
     }
     return hints
@@ -282,6 +290,16 @@ function filesOfColumns(columns: Columns): StatColumns | undefined {
 export async function writeStatCache(root: string, entries: Map<string, MemoryFileStat> | StatCache, folders?: {dirs: Map<string, DirStat> | DirCache; backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark}): Promise<void> {
   const dirs = folders?.dirs instanceof Map ? Object.fromEntries(folders.dirs) : folders?.dirs
   const revOf = folders?.clean ? folders.revOf : undefined
+  const was = known.get(root)
+  known.delete(root)
+  // A few entries changed since this process read or wrote the cache: appended to its journal, not rewritten.
+  if (folders !== undefined && dirs !== undefined && was !== undefined) {
+    const head = await appendToCacheJournal(root, was, entries, dirs, {...folders, revOf})
+    if (head !== undefined) {
+      await writeHead(root, head)
+      return
+    }
+  }
   const {revs, ...columns} = columnsOf(entries, revOf)
   let clean: CleanMark | undefined
   if (folders?.clean) {
@@ -292,8 +310,230 @@ export async function writeStatCache(root: string, entries: Map<string, MemoryFi
   const body = folders === undefined ? {version: 2, ...columns} : {version: 2, ...columns, dirs, backups: folders.backups, ...(clean ? {clean} : {}), ...(folders.watch === undefined ? {} : {watch: folders.watch})}
   // A cache: after a power cut it may be old or empty, and then every file is simply hashed again (and a lost or
   // old clean mark only means a sync that reads its state).
-  await writeFileAtomic(statCachePath(root), JSON.stringify(body) + '\n', {durable: false})
+  const text = JSON.stringify(body) + '\n'
+  await writeFileAtomic(statCachePath(root), text, {durable: false})
+  // After the new file: a journal left by a crash here names the old file's stamp, so nobody applies it again.
+  await rm(statCacheJournalPath(root), {force: true})
+  const stamp = dirs === undefined ? undefined : await stampOf(statCachePath(root))
+  if (stamp !== undefined) {
+    known.set(root, {cache: stamp, baseBytes: text.length, files: new StatColumns(columns.paths, columns.hashes, columns.sizes, columns.mtimes, columns.inos, columns.checked), revs: clean?.revs, dirs: {...dirs}})
+  }
   await writeHead(root, folders === undefined ? undefined : {backups: folders.backups.length, watch: folders.watch, clean: clean === undefined ? undefined : withoutRevs(clean)})
+}
+
+/**
+ * `.nexus/stat-cache.journal`: the entries a write changed since the stat cache was written whole, a line each write
+ * (`{f: {path: [hash, size, mtimeMs, ino, checkedAtMs, rev?] | null}, d: {folder: [mtimeMs, checkedAtMs] | null}, r:
+ * {backups, clean?, watch?, revs}}`), after a header naming the file they apply to by its stamp. Folded into the file
+ * (rewritten whole, the journal removed) when a write changes more than a quarter of the entries or the journal
+ * would outgrow CACHE_JOURNAL_FOLD_BYTES or an eighth of the file. A hint like the file: not fsynced; a last line
+ * without its newline (a write that never finished) is ignored, a line that is not whole JSON makes the whole cache
+ * unread (every file hashed again), a journal naming another file is not applied.
+ */
+export function statCacheJournalPath(root: string): string {
+  return join(nexusDir(root), 'stat-cache.journal')
+}
+
+/** The journal is folded into the file when it would exceed this many bytes, or an eighth of the file. */
+const CACHE_JOURNAL_FOLD_BYTES = 64 * 1024
+
+/** What this process last read or wrote of a tree's stat cache: a write compares its entries with these. */
+interface CacheOnDisk {
+  cache: FileStamp
+  baseBytes: number
+  /** `whole`: it ends with a newline (an append after a torn line would glue to it). */
+  journal?: {stamp: FileStamp; bytes: number; whole: boolean}
+  files: StatColumns
+  /** Each file's base revision as the cache holds it, in the order of `files` (undefined: it does not say). */
+  revs?: ReadonlyArray<number | null | undefined>
+  dirs: DirCache
+}
+
+const known = new Map<string, CacheOnDisk>()
+
+type CacheRow = [hash: string, size: number, mtimeMs: number, ino: number | null, checkedAtMs: number | null, rev?: number | null]
+
+/**
+ * Appends what changed since `was` to the journal; the head to write after it, or undefined when the cache must be
+ * written whole: another writer replaced or grew it, the journal ends in a torn line, or too much changed.
+ */
+async function appendToCacheJournal(
+  root: string,
+  was: CacheOnDisk,
+  entries: Map<string, MemoryFileStat> | StatCache,
+  dirs: DirCache,
+  folders: {backups: readonly string[]; clean?: CleanMark; revOf?: (path: string) => number | null | undefined; watch?: WatchMark},
+): Promise<ScanHead | undefined> {
+  if (!sameStamp(await stampOf(statCachePath(root)), was.cache)) return undefined
+  const journal = await stampOf(statCacheJournalPath(root))
+  if (journal === undefined ? was.journal !== undefined : was.journal === undefined || !was.journal.whole || !sameStamp(journal, was.journal.stamp)) return undefined
+  const {files: old, revs: oldRevs} = was
+  const {revOf} = folders
+  const changed: Record<string, CacheRow | null> = {}
+  let count = 0
+  let total = 0
+  let found = 0
+  let allRevs = revOf !== undefined
+  let next = 0
+  const visit = (path: string, entry: MemoryFileStat) => {
+    // Left out of the file too (columnsOf): hashed again.
+    if (entry.hash.length !== HASH_HEX_LENGTH) return
+    total++
+    const rev = revOf?.(path)
+    if (rev === undefined) allRevs = false
+    // Most often the cache's next path (both are in the order a scan lists them): no index of every path.
+    const at = old.paths[next] === path ? next++ : old.position(path)
+    if (at !== undefined) {
+      found++
+      if (old.sameAt(at, entry) && oldRevs?.[at] === rev) return
+    }
+    changed[path] = rev === undefined ? [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null] : [entry.hash, entry.size, entry.mtimeMs, entry.ino ?? null, entry.checkedAtMs ?? null, rev]
+    count++
+  }
+  if (entries instanceof Map) entries.forEach((entry, path) => visit(path, entry))
+  else for (const path in entries) visit(path, entries[path])
+  if (found < old.size) {
+    const here = (path: string) => (entries instanceof Map ? entries.has(path) : Object.hasOwn(entries, path))
+    for (const path of old.paths) {
+      if (here(path)) continue
+      changed[path] = null
+      count++
+    }
+  }
+  const changedDirs: Record<string, [number, number] | null> = {}
+  for (const path in dirs) {
+    const {mtimeMs, checkedAtMs} = dirs[path]
+    if (was.dirs[path]?.mtimeMs !== mtimeMs || was.dirs[path]?.checkedAtMs !== checkedAtMs) changedDirs[path] = [mtimeMs, checkedAtMs]
+  }
+  for (const path in was.dirs) if (!(path in dirs)) changedDirs[path] = null
+  const clean = folders.clean === undefined ? undefined : withoutRevs(folders.clean)
+  const rest = {backups: folders.backups, ...(clean === undefined ? {} : {clean}), ...(folders.watch === undefined ? {} : {watch: folders.watch}), revs: allRevs && clean !== undefined}
+  const line = JSON.stringify({f: changed, d: changedDirs, r: rest})
+  const header = was.journal === undefined ? JSON.stringify({journal: 1, cache: was.cache}) + '\n' : ''
+  const bytes = (was.journal?.bytes ?? 0) + header.length + line.length + 1
+  if (count * 4 > Math.max(total, old.size) || bytes > Math.max(CACHE_JOURNAL_FOLD_BYTES, was.baseBytes / 8)) return undefined
+  if (header === '') await appendFile(statCacheJournalPath(root), line + '\n')
+  else await writeFileAtomic(statCacheJournalPath(root), header + line + '\n', {durable: false})
+  debug('stat cache: %d entries appended to its journal', count)
+  return {backups: folders.backups.length, watch: folders.watch, clean}
+}
+
+/**
+ * Applies a journal to the stat cache's file as parsed, in place: its columns, folders, backups and marks. Undefined
+ * (nothing applied) when the journal names another file or has no whole line; else each file's revision as the last
+ * write left it (undefined: it did not say), in the order of the columns. Throws on a line that is not an entry.
+ */
+function applyCacheJournal(parsed: Columns & Record<string, unknown>, text: string, base: FileStamp): {revs?: Array<number | null | undefined>} | undefined {
+  const lines = text.split('\n')
+  // The last piece is empty after a final newline, or a write that never finished.
+  lines.pop()
+  if (lines.length < 2) return undefined
+  const header = JSON.parse(lines[0]!) as {journal?: unknown; cache?: unknown}
+  if (header === null || typeof header !== 'object' || header.journal !== 1 || !isStamp(header.cache) || !sameStamp(header.cache as unknown as FileStamp, base)) return undefined
+  const {paths, hashes, sizes, mtimes, inos, checked} = parsed
+  if (!Array.isArray(paths) || typeof hashes !== 'string' || !Array.isArray(sizes) || !Array.isArray(mtimes) || !Array.isArray(inos) || !Array.isArray(checked)) throw new Error('stat cache: not columns')
+  const baseRevs = isCleanMark(parsed.clean) && isRevisions(parsed.clean.revs, paths.length) ? parsed.clean.revs : undefined
+  // Every line's changes, the last word for each path.
+  const changes = new Map<string, CacheRow | null>()
+  const dirs = (parsed.dirs !== null && typeof parsed.dirs === 'object' ? parsed.dirs : (parsed.dirs = {})) as Record<string, unknown>
+  for (let at = 1; at < lines.length; at++) {
+    const line = JSON.parse(lines[at]!) as {f?: unknown; d?: unknown; r?: unknown}
+    if (line === null || typeof line !== 'object' || !isPlainRecord(line.f) || !isPlainRecord(line.d) || !isPlainRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
+    for (const path in line.f) {
+      const row = line.f[path]
+      if (row !== null && !isCacheRow(row)) throw new Error(`stat cache journal line ${at + 1}: ${path}: not an entry`)
+      changes.set(path, row)
+    }
+    for (const path in line.d) {
+      const dir = line.d[path]
+      if (dir === null) delete dirs[path]
+      else if (Array.isArray(dir) && dir.length === 2 && dir.every((n) => typeof n === 'number')) dirs[path] = {mtimeMs: dir[0], checkedAtMs: dir[1]}
+      else throw new Error(`stat cache journal line ${at + 1}: folder ${path}: not an entry`)
+    }
+    const {backups, clean, watch} = line.r
+    parsed.backups = backups
+    if (clean === undefined) delete parsed.clean
+    else parsed.clean = clean
+    if (watch === undefined) delete parsed.watch
+    else parsed.watch = watch
+  }
+  const count = paths.length
+  const revs: Array<number | null | undefined> = baseRevs ?? Array.from({length: count})
+  // Where each changed path is (the paths are sorted: a scan lists them so), and those that are new.
+  const at = new Map<number, CacheRow | null>()
+  const added: Array<[string, CacheRow]> = []
+  for (const [path, row] of changes) {
+    const position = positionOf(paths as string[], path)
+    if (position !== undefined) at.set(position, row)
+    else if (row !== null) added.push([path, row])
+  }
+  const removed = [...at.values()].some((row) => row === null)
+  const positions = [...at.keys()].sort((a, b) => a - b)
+  if (added.length === 0 && !removed) {
+    // Entries replaced only: in place, and the hashes as runs of the old string around the new ones.
+    const pieces: string[] = []
+    let from = 0
+    for (const position of positions) {
+      const row = at.get(position)!
+      pieces.push(hashes.slice(from * HASH_HEX_LENGTH, position * HASH_HEX_LENGTH), row[0])
+      from = position + 1
+      ;[, sizes[position], mtimes[position], inos[position], checked[position], revs[position]] = row
+    }
+    pieces.push(hashes.slice(from * HASH_HEX_LENGTH))
+    parsed.hashes = pieces.join('')
+    return {revs}
+  }
+  // Entries added or removed: the columns again, in sorted order (a scan walks beside them: cachedRevsInOrder).
+  added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const out = {paths: [] as string[], hashes: [] as string[], sizes: [] as number[], mtimes: [] as number[], inos: [] as Array<number | null>, checked: [] as Array<number | null>, revs: [] as Array<number | null | undefined>}
+  const put = (path: string, row: CacheRow) => {
+    out.paths.push(path)
+    out.hashes.push(row[0])
+    out.sizes.push(row[1])
+    out.mtimes.push(row[2])
+    out.inos.push(row[3])
+    out.checked.push(row[4])
+    out.revs.push(row[5])
+  }
+  let next = 0
+  for (let position = 0; position < count; position++) {
+    const path = paths[position] as string
+    while (next < added.length && added[next]![0] < path) put(...added[next++]!)
+    const row = at.get(position)
+    if (row === null) continue
+    put(path, row ?? [hashes.slice(position * HASH_HEX_LENGTH, (position + 1) * HASH_HEX_LENGTH), sizes[position] as number, mtimes[position] as number, inos[position] as number | null, checked[position] as number | null, revs[position]])
+  }
+  while (next < added.length) put(...added[next++]!)
+  Object.assign(parsed, {paths: out.paths, hashes: out.hashes.join(''), sizes: out.sizes, mtimes: out.mtimes, inos: out.inos, checked: out.checked})
+  return {revs: out.revs}
+}
+
+/** Where `path` is in `paths` (sorted, as a scan lists them), by bisection; looked for one by one if they are not. */
+function positionOf(paths: readonly string[], path: string): number | undefined {
+  let low = 0
+  let high = paths.length - 1
+  while (low <= high) {
+    const mid = (low + high) >> 1
+    const here = paths[mid]!
+    if (here === path) return mid
+    if (here < path) low = mid + 1
+    else high = mid - 1
+  }
+  const found = paths.indexOf(path)
+  return found < 0 ? undefined : found
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+function isCacheRow(value: unknown): value is CacheRow {
+  if (!Array.isArray(value) || (value.length !== 5 && value.length !== 6)) return false
+  const [hash, size, mtimeMs, ino, checkedAtMs, rev] = value as unknown[]
+  return (
+    typeof hash === 'string' && hash.length === HASH_HEX_LENGTH && typeof size === 'number' && typeof mtimeMs === 'number' && (ino === null || typeof ino === 'number') && (checkedAtMs === null || typeof checkedAtMs === 'number') &&
+    (value.length === 5 || rev === null || (Number.isSafeInteger(rev) && (rev as number) >= 0))
+  )
 }
 
 function withoutRevs({revs: _revs, ...mark}: CleanMark): Omit<CleanMark, 'revs'> {
@@ -307,27 +547,30 @@ export async function writeScanHead(root: string, hints: ScanHints): Promise<voi
 
 /** The head of the stat cache just written, naming it by its stamp; none for a cache without folders (no mark, no clock). */
 async function writeHead(root: string, head: ScanHead | undefined): Promise<void> {
-  const cache = head === undefined ? undefined : await lstat(statCachePath(root)).catch(() => undefined)
+  const cache = head === undefined ? undefined : await stampOf(statCachePath(root))
   if (head === undefined || cache === undefined || (head.clean === undefined && head.watch === undefined)) {
     await rm(statCacheHeadPath(root), {force: true})
     return
   }
-  const body = {cache: {ino: cache.ino, size: cache.size, mtimeMs: cache.mtimeMs}, ...head}
+  const journal = await stampOf(statCacheJournalPath(root))
+  const body = {cache, ...(journal === undefined ? {} : {journal}), ...head}
   await writeFileAtomic(statCacheHeadPath(root), JSON.stringify(body) + '\n', {durable: false})
 }
 
 /** The head of the stat cache on disk, when it names that cache (see statCacheHeadPath); otherwise undefined. */
 export async function readScanHead(root: string): Promise<ScanHead | undefined> {
-  let parsed: {cache?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
+  let parsed: {cache?: unknown; journal?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
   try {
     parsed = JSON.parse(await readFile(statCacheHeadPath(root), 'utf8')) as typeof parsed
   } catch {
     return undefined
   }
-  const cache = await lstat(statCachePath(root)).catch(() => undefined)
+  const cache = await stampOf(statCachePath(root))
   if (parsed === null || typeof parsed !== 'object' || cache === undefined || !isStamp(parsed.cache)) return undefined
-  const stamp = parsed.cache
-  if (stamp.ino !== cache.ino || stamp.size !== cache.size || stamp.mtimeMs !== cache.mtimeMs || !Number.isSafeInteger(parsed.backups)) return undefined
+  if (!sameStamp(cache, parsed.cache as unknown as FileStamp) || !Number.isSafeInteger(parsed.backups)) return undefined
+  // The journal as the head names it: none, or the very one (an append since moved it).
+  const journal = await stampOf(statCacheJournalPath(root))
+  if (journal === undefined ? parsed.journal !== undefined : !isStamp(parsed.journal) || !sameStamp(journal, parsed.journal as unknown as FileStamp)) return undefined
   if (parsed.clean !== undefined && !isCleanMark(parsed.clean)) return undefined
   if (parsed.watch !== undefined && !isWatchMark(parsed.watch)) return undefined
   return {backups: parsed.backups as number, ...(parsed.clean === undefined ? {} : {clean: parsed.clean}), ...(parsed.watch === undefined ? {} : {watch: {clock: parsed.watch.clock, fullAt: parsed.watch.fullAt}})}

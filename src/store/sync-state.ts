@@ -3,7 +3,7 @@
  * (as large as the tree) has a journal beside it, `.nexus/sync-state.journal`: a write that changes few entries
  * appends them there instead of rewriting the whole file, and the file is rewritten (folded) when the journal grows.
  */
-import {lstat, open, rm} from 'node:fs/promises'
+import {rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
@@ -12,6 +12,7 @@ import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
 import {appendLineDurable, readTextIfExists, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
+import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
 export const SYNC_STATE_FILE = '.nexus/sync-state.json'
@@ -112,12 +113,7 @@ export function syncJournalPath(root: string): string {
   return join(nexusDir(root), 'sync-state.journal')
 }
 
-/** The inode, size and mtime of a file: every rewrite of the sync state replaces the file (a rename), every append grows its journal. */
-export interface FileStamp {
-  ino: number
-  size: number
-  mtimeMs: number
-}
+export type {FileStamp} from './stamp.js'
 
 /** The sync state's stamp: its file's, and its journal's when there is one (a journal write leaves the file as it was). */
 export interface StateStamp extends FileStamp {
@@ -133,35 +129,6 @@ export async function syncStateStamp(root: string): Promise<StateStamp | undefin
 
 export function sameStateStamp(a: StateStamp | undefined, b: StateStamp): boolean {
   return a !== undefined && sameStamp(a, b) && (a.journal === undefined ? b.journal === undefined : b.journal !== undefined && sameStamp(a.journal, b.journal))
-}
-
-const sameStamp = (a: FileStamp | undefined, b: FileStamp) => a !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs
-
-async function stampOf(path: string): Promise<FileStamp | undefined> {
-  try {
-    const info = await lstat(path)
-    return {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}
-  } catch {
-    return undefined
-  }
-}
-
-/** A file's text and the stamp of that very file (one handle: a rename meanwhile cannot pair them wrongly). */
-async function readStamped(path: string): Promise<{text: string; stamp: FileStamp} | null> {
-  let handle
-  try {
-    handle = await open(path, 'r')
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null
-    throw error
-  }
-  try {
-    const info = await handle.stat()
-    return {text: await handle.readFile('utf8'), stamp: {ino: info.ino, size: info.size, mtimeMs: info.mtimeMs}}
-  } finally {
-    await handle.close()
-  }
 }
 
 /** What this process last read or wrote of a tree's sync state: the journal's appends are the changes since. */

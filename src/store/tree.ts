@@ -85,6 +85,11 @@ export class StatColumns {
     return at === undefined ? undefined : this.hashes.slice(at * HASH_HEX_LENGTH, (at + 1) * HASH_HEX_LENGTH)
   }
 
+  /** Whether the entry at `at` has `entry`'s hash, size, mtime, inode and check time (no entry made to compare). */
+  sameAt(at: number, entry: MemoryFileStat): boolean {
+    return this.sizes[at] === entry.size && this.mtimes[at] === entry.mtimeMs && this.inos[at] === (entry.ino ?? null) && this.checked[at] === (entry.checkedAtMs ?? null) && this.hashes.startsWith(entry.hash, at * HASH_HEX_LENGTH)
+  }
+
   /** Where `path` is in `paths`, through an index built the first time. */
   position(path: string): number | undefined {
     if (this.index === undefined) {

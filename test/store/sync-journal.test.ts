@@ -5,25 +5,16 @@
  * that never finished) is ignored; a journal that names another file (the file was rewritten since) is ignored. A view
  * of a few entries (a sync of a few files) writes what a whole state would, and is never written whole.
  */
-import {appendFile, lstat, readFile, stat, writeFile} from 'node:fs/promises'
+import {appendFile, lstat, readFile, rename, stat, writeFile} from 'node:fs/promises'
 
 import fc from 'fast-check'
-import {afterAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import type {SyncState} from '../../src/schemas/index.js'
-import {hashText, initTree, readSyncState, readSyncStateView, syncJournalPath, syncStatePath, syncStateStamp, writeSyncState} from '../../src/store/index.js'
-import {removeAll, tempDir} from '../helpers/world.js'
+import {hashText, readSyncState, readSyncStateView, syncJournalPath, syncStatePath, syncStateStamp, writeSyncState} from '../../src/store/index.js'
+import {initTempTree} from './helpers/temp.js'
 
-const dirs: string[] = []
-afterAll(async () => {
-  await removeAll(dirs)
-})
-
-async function tree(): Promise<string> {
-  const {root} = await initTree(await tempDir(), {})
-  dirs.push(root)
-  return root
-}
+const tree = initTempTree
 
 const SYNCED_AT = '2026-11-26T04:00:00.000Z'
 const entryOf = (text: string, rev?: number): SyncState['files'][string] => (rev === undefined ? {hash: hashText(text), syncedAt: SYNCED_AT} : {hash: hashText(text), rev, syncedAt: SYNCED_AT})
@@ -48,6 +39,23 @@ const step: fc.Arbitrary<Step> = fc.record({
   pending: fc.boolean(),
 })
 
+/** The state after one step: its entries replaced (each in a new object, as a sync does), added or removed. */
+function applied(state: SyncState, {replace, add, remove, seq, pending}: Omit<Step, 'readFirst'>, nextRound: () => number): SyncState {
+  const files = {...state.files}
+  for (const i of replace) {
+    const path = `area-${i % 5}/note-${i}.md`
+    if (!files[path]) continue
+    const round = nextRound()
+    files[path] = entryOf(`note ${i} round ${round}`, round)
+  }
+  for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
+  for (const i of remove) {
+    delete files[`added/${i}.md`]
+    delete files[`area-${i % 5}/note-${i}.md`]
+  }
+  return {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+}
+
 describe('the sync state journal', () => {
   it('fold = whole file: after any sequence of writes, the state read back is the state last written', async () => {
     let round = 0
@@ -62,17 +70,7 @@ describe('the sync state journal', () => {
         for (const {replace, add, remove, seq, readFirst, pending} of steps) {
           // A new process reads what is on disk first; a running sync writes again what it holds.
           if (readFirst) state = await readSyncState(root)
-          const files = {...state.files}
-          for (const i of replace) {
-            const path = `area-${i % 5}/note-${i}.md`
-            if (files[path]) files[path] = entryOf(`note ${i} round ${++round}`, round)
-          }
-          for (const i of add) files[`added/${i}.md`] = entryOf(`added ${i}`)
-          for (const i of remove) {
-            delete files[`added/${i}.md`]
-            delete files[`area-${i % 5}/note-${i}.md`]
-          }
-          state = {...state, files, seq, pending: pending ? {'added/200.md': [hashText('pending')]} : undefined}
+          state = applied(state, {replace, add, remove, seq, pending}, () => ++round)
           const before = await lstat(syncStatePath(root))
           await writeSyncState(root, state)
           const after = await lstat(syncStatePath(root))
@@ -89,6 +87,52 @@ describe('the sync state journal', () => {
         expect(appended).toBeGreaterThan(0)
       }),
       {numRuns: 40},
+    )
+  })
+
+  it('killed at any point of any sequence of writes (a torn append, a fold renamed but its journal left), the state read back is the last one a write returned', async () => {
+    type Crash = {kind: 'none'} | {kind: 'torn'; cut: number} | {kind: 'fold'}
+    const crash: fc.Arbitrary<Crash> = fc.oneof(
+      fc.constant({kind: 'none'} as const),
+      fc.record({kind: fc.constant('torn' as const), cut: fc.double({min: 0, max: 1, noNaN: true, maxExcluded: true})}),
+      fc.constant({kind: 'fold'} as const),
+    )
+    let round = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(step, crash), {minLength: 1, maxLength: 12}), async (steps) => {
+        const root = await tree()
+        await writeSyncState(root, stateOf(200))
+        // What the last write that returned left: what a user was told is recorded.
+        let acknowledged = await readSyncState(root)
+        let state = acknowledged
+        for (const [{replace, add, remove, seq, readFirst, pending}, killed] of steps) {
+          if (readFirst) state = await readSyncState(root)
+          const next = applied(state, {replace, add, remove, seq, pending}, () => ++round)
+          if (killed.kind === 'none') {
+            await writeSyncState(root, next)
+            acknowledged = JSON.parse(JSON.stringify(next)) as SyncState
+            state = next
+            continue
+          }
+          if (killed.kind === 'torn' && (await exists(syncJournalPath(root)))) {
+            // The process died inside its append: part of its line reached the journal, never its newline.
+            const line = JSON.stringify({files: {'area-1/note-1.md': entryOf(`torn ${round}`, round)}, state: {version: 1, seq}})
+            await appendFile(syncJournalPath(root), line.slice(0, Math.max(1, Math.floor(killed.cut * line.length))))
+          } else if (killed.kind === 'fold') {
+            // The process died after its fold's rename, before it removed the journal: the new file stands alone.
+            await writeFile(`${syncStatePath(root)}.new`, JSON.stringify(next, null, 2))
+            await rename(`${syncStatePath(root)}.new`, syncStatePath(root))
+            acknowledged = JSON.parse(JSON.stringify(next)) as SyncState
+          }
+          // The next process reads what is on disk.
+          state = await readSyncState(root)
+          expect(state).toEqual(await readSyncState(root))
+          expect(JSON.parse(JSON.stringify(state))).toEqual(JSON.parse(JSON.stringify(acknowledged)))
+        }
+        // And a last process, after all of it.
+        expect(JSON.parse(JSON.stringify(await readSyncState(root)))).toEqual(JSON.parse(JSON.stringify(acknowledged)))
+      }),
+      {numRuns: 60},
     )
   })
 

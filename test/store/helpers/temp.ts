@@ -6,6 +6,8 @@ import {fileURLToPath} from 'node:url'
 
 import {afterEach} from 'vitest'
 
+import {initTree} from '../../../src/store/index.js'
+
 const made: string[] = []
 
 /** A fresh temp directory (real path), removed after the test. */
@@ -21,6 +23,11 @@ export async function tempTree(): Promise<string> {
   await mkdir(join(root, '.memory'))
   await mkdir(join(root, '.nexus'))
   return root
+}
+
+/** A tree as `jarvis init` makes it (no server), in a fresh temp directory removed after the test. */
+export async function initTempTree(): Promise<string> {
+  return (await initTree(await tempDir(), {})).root
 }
 
 afterEach(async () => {
