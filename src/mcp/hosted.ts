@@ -157,10 +157,10 @@ export class HostedBackend implements McpBackend {
   /** As `jarvis recall` ranks (ops/recall-rules.ts): the search's best RECALL_POOL files, then recall's rules. */
   async recall(input: RecallInput): Promise<RecallOutput> {
     const limit = checkRecallLimit(input.limit)
-    const hits = await this.searchFiles(input.query, Math.max(limit, RECALL_POOL))
-    const read = await this.services.read(hits.map((hit) => hit.path))
+    const texts = new Map<string, string>()
+    const hits = await this.searchFiles(input.query, Math.max(limit, RECALL_POOL), texts)
     const ranked = hits.map((hit) => {
-      const text = read.get(hit.path)?.content ?? ''
+      const text = texts.get(hit.path) ?? ''
       const document = toSearchDocument(hit.path, text)
       return {hit, text, path: hit.path, score: hit.score, title: document.title, tags: document.tags, body: document.body, date: document.date}
     })
@@ -169,9 +169,18 @@ export class HostedBackend implements McpBackend {
     return {...recallBlock(ordered.map(({hit, text}) => ({hit, text}))), mode: 'keyword'}
   }
 
-  private async searchFiles(query: string, limit: number) {
+  /** The search's hits; `texts` keeps the text of each file it read for them, so that no caller reads them again. */
+  private async searchFiles(query: string, limit: number, texts = new Map<string, string>()) {
     await this.state.refresh(this.services)
-    return searchTexts(this.state.index, query, async (paths) => new Map([...(await this.services.read(paths))].map(([path, file]) => [path, file.content])), {limit})
+    return searchTexts(
+      this.state.index,
+      query,
+      async (paths) => {
+        for (const [path, file] of await this.services.read(paths)) texts.set(path, file.content)
+        return texts
+      },
+      {limit},
+    )
   }
 
   /** The live Markdown files under `prefix`, by path. */
