@@ -11,9 +11,11 @@ import {fileURLToPath} from 'node:url'
 
 import {Agent as HttpAgent, request} from 'undici'
 
+import {findSensitive} from '../src/events/redact.js'
 import {startServer, type RunningServer} from '../src/server/start.js'
 import {openSqliteStorage} from '../src/server/storage/sqlite.js'
 import type {ImportedEvent} from '../src/server/storage/types.js'
+import {BACKTRACKING_TEXTS} from '../test/events/fakes.js'
 import {median, ms, table, type BenchSection} from './stats.js'
 
 const AGENTS = ['chatgpt', 'claude', 'gemini', 'openclaw'] as const
@@ -133,6 +135,21 @@ async function snapshotLatencies(server: RunningServer, times: number): Promise<
   return durations
 }
 
+/** A typical event's text, 300 characters with dates, ids and versions the scan must not take for secrets. */
+const TYPICAL_EVENT = `Decision: the Telegram bot token lives in ~/claude-telegram-bot/.env since 2026-02-02 (run 550e8400-e29b-41d4-a716-446655440000). Reason: env files are not synced. Impact: .env.local is gone; dedupe_key config:telegram_bot_token_location; token budget 4000; v1.2.3 at 2026-02-02T10:00:00Z.`.slice(0, 300)
+
+/** The secret scan of one text (every append and push pays it): median of `runs` after a warm-up. */
+async function scanTime(text: string, runs: number): Promise<number> {
+  for (let i = 0; i < 20; i++) await findSensitive({content_md: text})
+  const times: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now()
+    await findSensitive({content_md: text})
+    times.push(performance.now() - start)
+  }
+  return median(times)
+}
+
 export async function benchEvents(options: {perAgent?: number; sizes?: number[]} = {}): Promise<BenchSection> {
   const perAgent = options.perAgent ?? 2500
   const sizes = options.sizes ?? [100_000, 1_000_000]
@@ -140,6 +157,8 @@ export async function benchEvents(options: {perAgent?: number; sizes?: number[]}
   await rm(work, {recursive: true, force: true})
   const appendRows: string[][] = []
   const snapshotRows: string[][] = []
+  const scanRows = [['a typical event (300 characters)', ms(await scanTime(TYPICAL_EVENT, 500))]]
+  for (const [name, text] of BACKTRACKING_TEXTS) scanRows.push([`made to backtrack: ${name} (4,000 characters)`, ms(await scanTime(text, 50))])
   try {
     for (const [connections, groupCommit] of [[1, true], [4, true], [4, false]] as const) {
       const server = await startServer({host: '127.0.0.1', port: 0, dataDir: join(work, `append-${connections}-${groupCommit}`), tokens, logLevel: 'silent', groupCommit})
@@ -183,6 +202,10 @@ export async function benchEvents(options: {perAgent?: number; sizes?: number[]}
     'Snapshot (`GET /v1/memory/snapshot?scopes=global,project:atlas,agent:claude&limit_recent=50`, 2,000 keys, over HTTP, 50 runs after 5 warm-up). The log is seeded by a bulk import through the storage; the snapshot reads the pins table and the newest events by index, never the whole log:',
     '',
     table(['events stored', 'median', 'p95', 'added by bulk import'], snapshotRows),
+    '',
+    'The secret scan alone (secretlint and our own patterns, what every append and push runs), in process, median per text:',
+    '',
+    table(['text', 'scan'], scanRows),
   ].join('\n')
   return {title: 'Event log: appends and snapshots', markdown}
 }

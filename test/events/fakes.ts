@@ -118,3 +118,13 @@ export class Fakes {
     return `${this.chars(5, LOWER)}.${this.chars(6, LOWER)}@${domain}`
   }
 }
+
+/** 4,000-character texts made to make a careless pattern backtrack, with the rules the scan must find in each. */
+export const BACKTRACKING_TEXTS: ReadonlyArray<readonly [name: string, text: string, rules: string[]]> = [
+  ['a run of "a_"', 'a_'.repeat(2000), []],
+  ['dots before an @', `${'x.'.repeat(1999)}@`, []],
+  ['spaced digits', '1 '.repeat(2000), []],
+  ['digits', DIGITS.repeat(400), []],
+  ['a password of "="', `password${'='.repeat(3990)}`, ['password-assignment']],
+  ['a private key with no end', `-----BEGIN ${'PRIVATE '}KEY-----\n${'A'.repeat(3900)}`, ['private-key']],
+]

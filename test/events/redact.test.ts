@@ -3,7 +3,7 @@ import {describe, expect, it} from 'vitest'
 
 import {ExitCode, SecretRefusedError} from '../../src/errors.js'
 import {assertNoSensitive, describeFindings, findSensitive, maskSensitive, SENSITIVE_RULES, sensitiveFieldsOf} from '../../src/events/index.js'
-import {DIGITS, Fakes, LOWER} from './fakes.js'
+import {BACKTRACKING_TEXTS, DIGITS, Fakes, LOWER} from './fakes.js'
 
 const seed = Number(process.env.JARVIS_FAKE_SEED ?? 20_260_202)
 const f = new Fakes(seed)
@@ -273,31 +273,10 @@ describe('properties', () => {
   })
 })
 
-describe('speed', () => {
-  it('scans a typical 300-character event in well under 2 ms on average', async () => {
-    const text = `Decision: the Telegram bot token lives in ~/claude-telegram-bot/.env since 2026-02-02 (run 550e8400-e29b-41d4-a716-446655440000). Reason: env files are not synced. Impact: .env.local is gone; dedupe_key config:telegram_bot_token_location; token budget 4000; v1.2.3 at 2026-02-02T10:00:00Z.`.slice(0, 300)
-    for (let i = 0; i < 50; i++) await findSensitive({content_md: text})
-    const runs = 500
-    const start = performance.now()
-    for (let i = 0; i < runs; i++) await findSensitive({content_md: text})
-    const perCall = (performance.now() - start) / runs
-    expect(perCall).toBeLessThan(2)
-  })
-
-  it('stays fast on a 4000-character adversarial text', async () => {
-    const texts = [
-      'a_'.repeat(2000),
-      `${'x.'.repeat(1999)}@`,
-      `${'1 '.repeat(2000)}`,
-      `password${'='.repeat(3990)}`,
-      `-----BEGIN ${'PRIVATE '}KEY-----\n${'A'.repeat(3900)}`,
-      `${DIGITS.repeat(400)}`,
-    ]
-    for (const text of texts) {
-      const start = performance.now()
-      await findSensitive({content_md: text})
-      expect(performance.now() - start, text.slice(0, 20)).toBeLessThan(200)
-    }
+// How long a scan takes is measured by `npm run bench` (bench/events.ts, in "Event log: appends and snapshots"), not asserted here.
+describe('texts made to make a pattern backtrack', () => {
+  it.each(BACKTRACKING_TEXTS)('%s (4,000 characters) is scanned to the end with the right findings', async (_name, text, rules) => {
+    expect((await findSensitive({content_md: text})).map((finding) => finding.rule)).toEqual(rules)
   })
 })
 

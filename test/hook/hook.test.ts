@@ -179,7 +179,6 @@ describe('jarvis hook: recording the session', () => {
     const end = await runHook('session-end', 'claude', {...input, hook_event_name: 'SessionEnd', reason: 'exit'}, {cwd: p.root, env})
     expect([again.code, end.code]).toEqual([0, 0])
     expect(await readFile(join(p.memory, path), 'utf8')).toBe(text)
-    expect(end.ms).toBeLessThan(1500)
 
     const client = new MemoryClient({server: server.url, token: TOKENS.claude})
     expect((await client.status()).files[path]).toBeUndefined()
