@@ -8,7 +8,8 @@
  *    query (an earlier version's `## Asked`, an answer that repeats the question) and its header (title, topic,
  *    outcome: made from the lines below) say nothing the query did not: an episode's evidence is its own lines
  *    (decisions, files, what it learned, free text) without those restating the query. An episode with no evidence
- *    left goes after every file that has some.
+ *    left goes after every file that has some, and after the notes that have none either (found by meaning): the
+ *    episode was found through what it repeats or lists (the notes it used), the note through its own text.
  * 2. **Newest wins.** Of two files on the same thing (the same title, or most of their words in common:
  *    {@link SAME_SUBJECT_SHARE}) with the same evidence (the same query terms) and close scores (the lower at least
  *    {@link NEWER_WITHIN} of the higher), the newer one goes first: two notes on the same thing that disagree are most
@@ -162,8 +163,10 @@ export function orderForQuery<F extends RankedFile>(query: string, files: readon
   if (terms.length === 0) return [...files]
   const evidence = new Map(files.map((f) => [f.path, evidenceTerms(f, terms)]))
   const byScore = [...files].sort((a, b) => b.score - a.score)
-  // Rule 1: echoes last, in their order.
-  let order = [...byScore.filter((f) => evidence.get(f.path)!.length > 0), ...byScore.filter((f) => evidence.get(f.path)!.length === 0)]
+  // Rule 1: echoes last, in their order; of the files without evidence, a note before a session's episode.
+  const withEvidence = byScore.filter((f) => evidence.get(f.path)!.length > 0)
+  const without = byScore.filter((f) => evidence.get(f.path)!.length === 0)
+  let order = [...withEvidence, ...without.filter((f) => !sessionEpisode(f)), ...without.filter((f) => sessionEpisode(f))]
   // Rule 2: within each group of the same evidence and close scores, newest first, in the group's places.
   const dateOf = (f: F) => (f.path.startsWith('episodes/') ? /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(f.path)?.[1] : undefined) ?? dates.get(f.path)
   const sameSubject = subjects()

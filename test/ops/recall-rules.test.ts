@@ -92,6 +92,25 @@ describe('the rules', () => {
     expect(orderForQuery('support group', [march, june], sessions).map((f) => f.path)).toEqual([march.path, june.path])
   })
 
+  it('an episode found only through the notes it used goes after a note found by meaning', () => {
+    // The session edited a file and named the notes it was given; one of them holds "brand" (portal-branding.md).
+    const worked = digestOf(
+      [
+        {kind: 'tool', name: 'Edit', input: {file_path: '/repo/services/returns/src/handler.ts', old_string: 'a', new_string: 'b'}},
+        {kind: 'answer', text: 'Changed services/returns/src/handler.ts; tests pass locally.'},
+      ],
+      '/repo',
+      ['returns/portal-branding.md', 'returns/overview.md'],
+    )
+    const episode: [string, string] = ['episodes/2026-02-07/codex-e.md', renderSessionEpisode({agent: 'codex', sessionId: 'e', date: '2026-02-07'}, worked)]
+    const branding = {path: 'returns/portal-branding.md', score: 9, title: 'Returns portal branding', tags: [], body: 'Each merchant sets the brand colours and logo of its returns portal.'}
+    // The note that answers holds none of the query's words: the search found it by what it means.
+    const answer = {path: 'faq/add-a-new-service.md', score: 4, title: 'Adding a service', tags: [], body: 'Run the generator: it creates the folder, the Dockerfile, the Helm chart and the CI job.'}
+    const query = 'scaffold a brand new microservice'
+    expect(evidenceTerms(file(episode, 6), promptTerms(query))).toEqual([])
+    expect(orderForQuery(query, [branding, file(episode, 6), answer]).map((f) => f.path)).toEqual([branding.path, answer.path, episode[0]])
+  })
+
   it('an episode that decided something about the query is news: it is not put behind the note it names', () => {
     const decided = digestOf([{kind: 'answer', text: 'We switched to five Stripe webhook retries instead of three.'}], '/repo', [NOTE.path])
     const episode: [string, string] = ['episodes/2026-10-02/claude-d.md', renderSessionEpisode({agent: 'claude', sessionId: 'd', date: '2026-10-02'}, decided)]
