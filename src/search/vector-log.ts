@@ -1,0 +1,215 @@
+/**
+ * The on-disk form of one model's chunk vectors for one tree (docs/store-format.md, "Search vectors"): an
+ * append-only log `.nexus/search/vectors-<model>.bin`, read whole in one call and used in place — each file's
+ * vectors are views into the bytes read, never copies.
+ *
+ * A header (`JVEC`, format, dimensions, model name), then records, each 4-byte aligned: a file's vectors (its content
+ * hash, per chunk the factor that turns a dot product into a cosine, its words' rows, its int8 chunk rows), or its
+ * removal. The last record of a path wins. Each record carries its length and a CRC-32 of the rest: a torn or
+ * corrupt record ends the reading there (what follows is embedded again), never yields wrong vectors.
+ *
+ * PURE but for `readLog`/`appendLog`/`replaceLog` at the end, which do the file's I/O.
+ */
+import {closeSync, constants, fstatSync, openSync, readSync, writeSync} from 'node:fs'
+import {crc32} from 'node:zlib'
+
+import {writeFileAtomic} from '../store/atomic.js'
+
+/** `JVEC`, read as a little-endian uint32. */
+const MAGIC = 0x4345564a
+export const LOG_FORMAT = 1
+/** Length, CRC-32, path bytes, hash bytes, chunks, words: six uint32 before a record's data. */
+const RECORD_HEAD = 24
+/** `chunks` of a removal record. */
+const REMOVED = 0xffffffff
+
+/** A file's vectors as ranked: quantized chunk rows, per chunk its cosine factor, and its words' rows (ascending). */
+export interface FileVectors {
+  hash: string
+  /** Per chunk, 1 over the length of its int8 row: a dot product with the row times this is a cosine similarity. */
+  factors: Float32Array
+  rows: Int8Array
+  words: Uint32Array
+}
+
+const pad4 = (n: number) => (n + 3) & ~3
+const encoder = new TextEncoder()
+
+/** The log's header for `model` of `dims` dimensions. PURE. */
+export function logHeader(model: string, dims: number): Uint8Array {
+  const name = encoder.encode(model)
+  const out = new Uint8Array(16 + pad4(name.length))
+  const head = new DataView(out.buffer)
+  head.setUint32(0, MAGIC, true)
+  head.setUint32(4, LOG_FORMAT, true)
+  head.setUint32(8, dims, true)
+  head.setUint32(12, name.length, true)
+  out.set(name, 16)
+  return out
+}
+
+/** A record of `path`'s vectors, or of its removal (`vectors` undefined). PURE. */
+export function encodeRecord(path: string, vectors: FileVectors | undefined): Uint8Array {
+  const pathBytes = encoder.encode(path)
+  const hashBytes = encoder.encode(vectors?.hash ?? '')
+  const chunks = vectors?.factors.length ?? 0
+  const words = vectors?.words.length ?? 0
+  const rowBytes = vectors?.rows.byteLength ?? 0
+  const length = pad4(RECORD_HEAD + chunks * 4 + words * 4 + rowBytes + pathBytes.length + hashBytes.length)
+  const out = new Uint8Array(length)
+  const head = new DataView(out.buffer)
+  head.setUint32(0, length, true)
+  head.setUint32(8, pathBytes.length, true)
+  head.setUint32(12, hashBytes.length, true)
+  head.setUint32(16, vectors ? chunks : REMOVED, true)
+  head.setUint32(20, words, true)
+  let at = RECORD_HEAD
+  if (vectors) {
+    out.set(new Uint8Array(vectors.factors.buffer, vectors.factors.byteOffset, chunks * 4), at)
+    at += chunks * 4
+    out.set(new Uint8Array(vectors.words.buffer, vectors.words.byteOffset, words * 4), at)
+    at += words * 4
+    out.set(new Uint8Array(vectors.rows.buffer, vectors.rows.byteOffset, rowBytes), at)
+    at += rowBytes
+  }
+  out.set(pathBytes, at)
+  out.set(hashBytes, at + pathBytes.length)
+  head.setUint32(4, crc32(out.subarray(8)), true)
+  return out
+}
+
+/** What reading a log's bytes found. */
+export interface LogRead {
+  /** Bytes read up to the end of the last good record (where the next read of the same file starts). */
+  end: number
+  /** The header was not this model's (another format, model or size): nothing was read; the file is to be replaced. */
+  foreign: boolean
+  /** A torn or corrupt record ended the reading before the end of the bytes. */
+  torn: boolean
+}
+
+/**
+ * Reads the records of `bytes` (a whole log when `from` is 0, else the part of it from `from`, a record's start),
+ * calling `each` per record in order with views into `bytes`. PURE.
+ */
+export function readRecords(
+  bytes: Uint8Array,
+  from: number,
+  model: string,
+  dims: number,
+  each: (path: string, vectors: FileVectors | undefined, recordBytes: number) => void,
+): LogRead {
+  // Views need 4-byte alignment: a small file's buffer may sit at any offset of Node's pool.
+  if (bytes.byteOffset % 4 !== 0) bytes = new Uint8Array(bytes)
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2)
+  const end = bytes.byteLength
+  let at = 0
+  if (from === 0) {
+    const header = logHeader(model, dims)
+    if (end < header.length || Buffer.compare(bytes.subarray(0, header.length), header) !== 0) return {end: 0, foreign: true, torn: false}
+    at = header.length
+  }
+  const decoder = new TextDecoder()
+  while (at < end) {
+    const length = end - at >= RECORD_HEAD ? words[at >>> 2] : 0
+    if (length < RECORD_HEAD || length % 4 !== 0 || at + length > end) break
+    const record = bytes.subarray(at, at + length)
+    if (crc32(record.subarray(8)) !== words[(at >>> 2) + 1]) break
+    const [pathBytes, hashBytes, chunks, wordCount] = words.subarray((at >>> 2) + 2, (at >>> 2) + 6)
+    const removed = chunks === REMOVED
+    const dataBytes = removed ? 0 : chunks * 4 + wordCount * 4 + chunks * dims
+    if (pad4(RECORD_HEAD + dataBytes + pathBytes + hashBytes) !== length || (removed && wordCount !== 0)) break
+    let data = at + RECORD_HEAD
+    const text = data + dataBytes
+    const path = decoder.decode(bytes.subarray(text, text + pathBytes))
+    if (removed) each(path, undefined, length)
+    else {
+      const factors = new Float32Array(bytes.buffer, bytes.byteOffset + data, chunks)
+      data += chunks * 4
+      const fileWords = new Uint32Array(bytes.buffer, bytes.byteOffset + data, wordCount)
+      data += wordCount * 4
+      const rows = new Int8Array(bytes.buffer, bytes.byteOffset + data, chunks * dims)
+      const hash = decoder.decode(bytes.subarray(text + pathBytes, text + pathBytes + hashBytes))
+      each(path, {hash, factors, rows, words: fileWords}, length)
+    }
+    at += length
+  }
+  return {end: at, foreign: false, torn: at < end}
+}
+
+/** A file's identity and size, to tell whether another process appended to it or replaced it. */
+export interface LogStamp {
+  ino: number
+  size: number
+}
+
+/** The bytes of the log at `file` from `from` (all of it when 0), and its stamp; undefined when there is no file. */
+export function readLog(file: string, from = 0): {bytes: Uint8Array; stamp: LogStamp} | undefined {
+  let fd: number
+  try {
+    fd = openSync(file, 'r')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  try {
+    const {ino, size} = fstatSync(fd)
+    // One read into one fresh buffer (aligned, not from Node's pool): the views of every file's vectors point into it.
+    const bytes = new Uint8Array(new ArrayBuffer(Math.max(0, size - from)))
+    let got = 0
+    while (got < bytes.length) {
+      const n = readSync(fd, bytes, got, bytes.length - got, from + got)
+      if (n === 0) break
+      got += n
+    }
+    return {bytes: bytes.subarray(0, got), stamp: {ino, size: from + got}}
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The stamp of the log at `file` now; undefined when there is none. */
+export function stampOf(file: string): LogStamp | undefined {
+  let fd: number
+  try {
+    fd = openSync(file, 'r')
+  } catch {
+    return undefined
+  }
+  try {
+    const {ino, size} = fstatSync(fd)
+    return {ino, size}
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Appends `records` to the log at `file` in one write (O_APPEND: records of processes writing at once do not mix).
+ * Returns false, writing nothing, when there is no log there yet (the caller writes it whole).
+ */
+export function appendLog(file: string, records: Uint8Array[]): boolean {
+  let fd: number
+  try {
+    fd = openSync(file, constants.O_WRONLY | constants.O_APPEND)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw error
+  }
+  try {
+    if (fstatSync(fd).size === 0) return false
+    writeSync(fd, Buffer.concat(records))
+    return true
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Replaces the log at `file` by the header and `records`, atomically (a reader sees the old log or the new one); not
+ * fsynced — the vectors are a cache, and a log torn by a power cut fails its checksums and is embedded again.
+ */
+export async function replaceLog(file: string, header: Uint8Array, records: Uint8Array[]): Promise<LogStamp | undefined> {
+  await writeFileAtomic(file, Buffer.concat([header, ...records]), {durable: false})
+  return stampOf(file)
+}
