@@ -17,7 +17,7 @@ import {type SearchDocument, toSearchDocument} from './document.js'
 import {wordsOf} from './fts.js'
 import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
-import {encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, replaceLog, stampOf, appendLog} from './vector-log.js'
+import {appendLog, crcOf, encodeMark, encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, replaceLog, stampOf} from './vector-log.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -152,8 +152,12 @@ const COMPACT_SLACK_BYTES = 1 << 20
  */
 export class ChunkVectorStore {
   private readonly files = new Map<string, FileVectors>()
-  /** Per file, the bytes of its record in the log (0: not in the log yet). */
-  private readonly recordBytes = new Map<string, number>()
+  /** Per file, the length and CRC-32 of its record in the log (0 and 0: not in the log yet). */
+  private readonly records = new Map<string, {bytes: number; crc: number}>()
+  /** The sum of the files' records' CRC-32s (mod 2³²): what a sync mark says of the records before it (LogMark). */
+  private crcSum = 0
+  /** The digest of the keyword index's manifest the vectors are known to be up to date with (a sync mark's). */
+  private syncedManifest: number | undefined
   /** Per word row, how many files hold it (the word-by-word match weighs a rare word more). */
   private readonly fileCounts: Uint32Array
   private loaded = false
@@ -182,6 +186,28 @@ export class ChunkVectorStore {
   close(): void {}
 
   /**
+   * `update` from the keyword index of the tree: skipped, without reading the index's files, when the index's
+   * manifest (`freshManifest`, unchanged since a refresh checked it against the tree) is the one the vectors were last
+   * brought up to date with — in this process or, by the log's sync mark, in another. After an update against a
+   * checked manifest, the mark is appended.
+   */
+  async updateFrom(index: {readonly files: ReadonlyMap<string, {hash: string}>; readonly generation: number; readonly freshManifest: number | undefined}): Promise<number> {
+    const manifest = index.freshManifest
+    this.loadOnce()
+    if (manifest !== undefined && manifest === this.syncedManifest) return 0
+    const embedded = await this.update(index.files, index.generation)
+    if (manifest !== undefined && this.writable && !this.rewrite) {
+      this.syncedManifest = manifest
+      try {
+        appendLog(this.file, [encodeMark({manifest, files: this.files.size, crcSum: this.crcSum})])
+      } catch (error) {
+        debug('vectors sync mark not saved: %s', (error as Error).message)
+      }
+    }
+    return embedded
+  }
+
+  /**
    * Brings the vectors up to date with `current` (path → content hash, every file of the index): files gone are
    * dropped, and files with no vector for their hash are read and embedded (another process may have written them
    * meanwhile: those are read instead). Returns how many files were embedded.
@@ -194,11 +220,8 @@ export class ChunkVectorStore {
   }
 
   private async updateNow(current: ReadonlyMap<string, {hash: string}>): Promise<number> {
-    const first = !this.loaded
-    if (first) {
-      this.load()
-      this.loaded = true
-    }
+    const first = this.loadOnce()
+    this.syncedManifest = undefined
     const staleOf = () => [...current].filter(([path, {hash}]) => this.files.get(path)?.hash !== hash).map(([path, {hash}]): [string, string] => [path, hash])
     let stale = staleOf()
     if (stale.length > 0 && !first) {
@@ -207,7 +230,7 @@ export class ChunkVectorStore {
       stale = staleOf()
     }
     const gone = [...this.files.keys()].filter((path) => !current.has(path))
-    for (const path of gone) this.keep(path, undefined, 0)
+    for (const path of gone) this.keep(path, undefined, 0, 0)
     await this.save(gone.map((path) => encodeRecord(path, undefined)))
     let embedded = 0
     for (let from = 0; from < stale.length; from += WRITE_BATCH) {
@@ -222,16 +245,24 @@ export class ChunkVectorStore {
         const vectors = {hash, factors: factorsOf(rows, this.model.dims), rows, words: wordRowsOf(this.model, doc)}
         const record = encodeRecord(path, vectors)
         records.push(record)
-        this.keep(path, vectors, record.length)
+        this.keep(path, vectors, record.length, crcOf(record))
       })
       await this.save(records)
       embedded += records.length
     }
     if (embedded > 0) debug('embedded %d file(s) with %s', embedded, this.modelName)
     let live = 0
-    for (const bytes of this.recordBytes.values()) live += bytes
+    for (const {bytes} of this.records.values()) live += bytes
     if (this.rewrite || (this.stamp !== undefined && this.stamp.size > 2 * live + COMPACT_SLACK_BYTES)) await this.compact()
     return embedded
+  }
+
+  /** Loads the vectors at the first call; true when this call did. */
+  private loadOnce(): boolean {
+    if (this.loaded) return false
+    this.load()
+    this.loaded = true
+    return true
   }
 
   /** Reads the log (or, with none, an older jarvis's database): the last record of each path wins. */
@@ -247,8 +278,10 @@ export class ChunkVectorStore {
       this.readLegacy()
       return
     }
-    const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors, bytes) => this.keep(path, vectors, bytes))
+    const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors, bytes, crc) => this.keep(path, vectors, bytes, crc))
     this.stamp = {ino: read.stamp.ino, size: result.end}
+    const {mark} = result
+    if (mark !== undefined && mark.files === this.files.size && mark.crcSum === this.crcSum) this.syncedManifest = mark.manifest
     if (result.foreign || result.torn) {
       debug('vectors log %s, written again', result.foreign ? 'of another model or format' : `torn at byte ${result.end}`)
       this.rewrite = true
@@ -266,8 +299,8 @@ export class ChunkVectorStore {
       const from = this.stamp !== undefined && now.ino === this.stamp.ino ? this.stamp.size : 0
       const read = readLog(this.file, from)
       if (read === undefined) return
-      const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors, bytes) => {
-        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors, bytes)
+      const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors, bytes, crc) => {
+        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors, bytes, crc)
       })
       this.stamp = {ino: read.stamp.ino, size: from + result.end}
       if (result.foreign || result.torn) this.rewrite = true
@@ -293,7 +326,7 @@ export class ChunkVectorStore {
       for (const [path, hash, blob, words] of rows as Array<[string, string, Uint8Array, Uint8Array]>) {
         if (blob.byteLength % dims !== 0) continue
         const rows = new Int8Array(new Uint8Array(blob).buffer)
-        this.keep(path, {hash, factors: factorsOf(rows, dims), rows, words: new Uint32Array(aligned(words))}, 0)
+        this.keep(path, {hash, factors: factorsOf(rows, dims), rows, words: new Uint32Array(aligned(words))}, 0, 0)
       }
       debug('took the vectors of %d file(s) from %s', rows.length, LEGACY_VECTORS_FILE)
     } catch (error) {
@@ -308,16 +341,18 @@ export class ChunkVectorStore {
   }
 
   /** Keeps (or, undefined, drops) a file's vectors, and the count of files holding each word. */
-  private keep(path: string, vectors: FileVectors | undefined, recordBytes: number): void {
+  private keep(path: string, vectors: FileVectors | undefined, bytes: number, crc: number): void {
     const counts = this.fileCounts
     const before = this.files.get(path)
     if (before) for (let i = 0; i < before.words.length; i++) counts[before.words[i]]--
+    this.crcSum = (this.crcSum - (this.records.get(path)?.crc ?? 0)) >>> 0
     if (vectors === undefined) {
       this.files.delete(path)
-      this.recordBytes.delete(path)
+      this.records.delete(path)
     } else {
       this.files.set(path, vectors)
-      this.recordBytes.set(path, recordBytes)
+      this.records.set(path, {bytes, crc})
+      this.crcSum = (this.crcSum + crc) >>> 0
       for (let i = 0; i < vectors.words.length; i++) counts[vectors.words[i]]++
     }
   }
@@ -341,7 +376,7 @@ export class ChunkVectorStore {
       for (const [path, vectors] of this.files) {
         const record = encodeRecord(path, vectors)
         records.push(record)
-        this.recordBytes.set(path, record.length)
+        this.keep(path, vectors, record.length, crcOf(record))
       }
       this.stamp = await replaceLog(this.file, logHeader(this.modelName, this.model.dims), records)
       this.rewrite = false

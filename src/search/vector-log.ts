@@ -22,6 +22,20 @@ export const LOG_FORMAT = 1
 const RECORD_HEAD = 24
 /** `chunks` of a removal record. */
 const REMOVED = 0xffffffff
+/** `chunks` of a sync mark (`LogMark`): no path, three uint32 as its words. */
+const MARK = 0xfffffffe
+
+/**
+ * "The records before me are the vectors of the keyword index whose manifest has this digest": appended by a process
+ * that brought the vectors up to date with that index, with the number of files it held and the sum of their records'
+ * CRC-32s, so that a reader can tell it holds exactly those records (and not, say, a log another process replaced
+ * meanwhile). A new process whose index has the same manifest then needs not read the index's files at all.
+ */
+export interface LogMark {
+  manifest: number
+  files: number
+  crcSum: number
+}
 
 /** A file's vectors as ranked: quantized chunk rows, per chunk its cosine factor, and its words' rows (ascending). */
 export interface FileVectors {
@@ -78,8 +92,27 @@ export function encodeRecord(path: string, vectors: FileVectors | undefined): Ui
   return out
 }
 
+/** A record's CRC-32 (its second uint32). PURE. */
+export const crcOf = (record: Uint8Array): number => new DataView(record.buffer, record.byteOffset, 8).getUint32(4, true)
+
+/** The record of a sync mark. PURE. */
+export function encodeMark(mark: LogMark): Uint8Array {
+  const out = new Uint8Array(RECORD_HEAD + 12)
+  const head = new DataView(out.buffer)
+  head.setUint32(0, out.length, true)
+  head.setUint32(16, MARK, true)
+  head.setUint32(20, 3, true)
+  head.setUint32(24, mark.manifest, true)
+  head.setUint32(28, mark.files, true)
+  head.setUint32(32, mark.crcSum, true)
+  head.setUint32(4, crc32(out.subarray(8)), true)
+  return out
+}
+
 /** What reading a log's bytes found. */
 export interface LogRead {
+  /** The sync mark that was the last record read, if it was one. */
+  mark?: LogMark
   /** Bytes read up to the end of the last good record (where the next read of the same file starts). */
   end: number
   /** The header was not this model's (another format, model or size): nothing was read; the file is to be replaced. */
@@ -97,7 +130,7 @@ export function readRecords(
   from: number,
   model: string,
   dims: number,
-  each: (path: string, vectors: FileVectors | undefined, recordBytes: number) => void,
+  each: (path: string, vectors: FileVectors | undefined, recordBytes: number, crc: number) => void,
 ): LogRead {
   // Views need 4-byte alignment: a small file's buffer may sit at any offset of Node's pool.
   if (bytes.byteOffset % 4 !== 0) bytes = new Uint8Array(bytes)
@@ -110,19 +143,29 @@ export function readRecords(
     at = header.length
   }
   const decoder = new TextDecoder()
+  let mark: LogMark | undefined
   while (at < end) {
     const length = end - at >= RECORD_HEAD ? words[at >>> 2] : 0
     if (length < RECORD_HEAD || length % 4 !== 0 || at + length > end) break
     const record = bytes.subarray(at, at + length)
-    if (crc32(record.subarray(8)) !== words[(at >>> 2) + 1]) break
+    const crc = words[(at >>> 2) + 1]
+    if (crc32(record.subarray(8)) !== crc) break
     const [pathBytes, hashBytes, chunks, wordCount] = words.subarray((at >>> 2) + 2, (at >>> 2) + 6)
+    if (chunks === MARK) {
+      if (length !== RECORD_HEAD + 12 || wordCount !== 3) break
+      const at32 = (at + RECORD_HEAD) >>> 2
+      mark = {manifest: words[at32], files: words[at32 + 1], crcSum: words[at32 + 2]}
+      at += length
+      continue
+    }
+    mark = undefined
     const removed = chunks === REMOVED
     const dataBytes = removed ? 0 : chunks * 4 + wordCount * 4 + chunks * dims
     if (pad4(RECORD_HEAD + dataBytes + pathBytes + hashBytes) !== length || (removed && wordCount !== 0)) break
     let data = at + RECORD_HEAD
     const text = data + dataBytes
     const path = decoder.decode(bytes.subarray(text, text + pathBytes))
-    if (removed) each(path, undefined, length)
+    if (removed) each(path, undefined, length, crc)
     else {
       const factors = new Float32Array(bytes.buffer, bytes.byteOffset + data, chunks)
       data += chunks * 4
@@ -130,11 +173,12 @@ export function readRecords(
       data += wordCount * 4
       const rows = new Int8Array(bytes.buffer, bytes.byteOffset + data, chunks * dims)
       const hash = decoder.decode(bytes.subarray(text + pathBytes, text + pathBytes + hashBytes))
-      each(path, {hash, factors, rows, words: fileWords}, length)
+      each(path, {hash, factors, rows, words: fileWords}, length, crc)
     }
     at += length
   }
-  return {end: at, foreign: false, torn: at < end}
+  // A mark followed by a torn record is not trusted: what came after it is unknown.
+  return {end: at, foreign: false, torn: at < end, mark: at < end ? undefined : mark}
 }
 
 /** A file's identity and size, to tell whether another process appended to it or replaced it. */

@@ -2,15 +2,16 @@
  * The built-in semantic ranking: the static model shipped in the package (assets/embeddings/), the chunk vectors
  * kept in `.nexus/search/vectors-<model>.bin`, and the fusion with the keyword ranking. Real trees, real model.
  */
-import {rm, writeFile} from 'node:fs/promises'
+import {readdir, rm, utimes, writeFile} from 'node:fs/promises'
 import {existsSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {afterAll, afterEach, describe, expect, it} from 'vitest'
+import {afterAll, afterEach, describe, expect, it, vi} from 'vitest'
 
 import Database from 'better-sqlite3'
 
 import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
+import {KeywordIndex} from '../../src/search/keyword.js'
 import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, LEGACY_VECTORS_FILE, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
 import {type FileVectors, readRecords} from '../../src/search/vector-log.js'
 import {initTree} from '../../src/store/index.js'
@@ -137,6 +138,36 @@ describe('search by meaning, with nothing configured', () => {
       resetSearchCache()
       expect((await searchMemory(root, 'database failover')).stats.embedded).toBe(0)
     }
+  })
+
+  it('a new process reads no index files for the vectors when the tree is as the last one left it; an edit is still embedded', async () => {
+    const root = await tree()
+    // Files a day old: settled, so the index keeps a manifest that a new process checks the tree against.
+    const dayAgo = new Date(Date.now() - 86_400_000)
+    const memory = join(root, '.memory')
+    for (const path of ['', ...(await readdir(memory, {recursive: true}))]) await utimes(join(memory, path), dayAgo, dayAgo)
+    const first = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    resetSearchCache()
+    expect((await searchMemory(root, 'where do we go on vacation', {limit: 3})).stats.embedded).toBe(0) // marks the vectors
+    resetSearchCache()
+
+    const index = await KeywordIndex.load(root)
+    expect((await index.refresh()).indexed).toBe(0)
+    expect(index.freshManifest).toBeDefined()
+    const store = new ChunkVectorStore(root, builtinModel()!, BUILTIN_MODEL)
+    const files = vi.spyOn(index, 'files', 'get')
+    expect(await store.updateFrom(index)).toBe(0)
+    expect(files).not.toHaveBeenCalled()
+    expect(store.rank(builtinModel()!.embed('where do we go on vacation'), undefined, 1)[0].path).toBe(HOLIDAY)
+    index.close()
+    const again = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    expect(again.hits).toEqual(first.hits)
+    resetSearchCache()
+
+    await writeFile(join(root, '.memory', HOLIDAY), '# Holiday plans\n\nA week of skiing in the Alps in February.\n')
+    const edited = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(edited.stats.embedded).toBe(1)
+    expect(edited.hits[0].path).toBe(HOLIDAY)
   })
 
   it('is keyword-only, and says so, with JARVIS_EMBEDDINGS=off or embeddings: false', async () => {

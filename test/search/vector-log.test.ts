@@ -6,6 +6,7 @@
 import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
+import {crc32} from 'node:zlib'
 
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
@@ -54,27 +55,38 @@ async function fromScratch(tree: Tree): Promise<{rankings: ReturnType<typeof ran
 const text = fc.array(fc.constantFrom(...WORDS), {minLength: 0, maxLength: 12}).map((words) => `# Note\n\n${words.join(' ')}\n`)
 const PATHS = ['a.md', 'b.md', 'notes/c.md', 'notes/d.md']
 /** One step: a file written (added or changed) or removed, then one of two processes brings its vectors up to date. */
-const step = fc.record({path: fc.constantFrom(...PATHS), text: fc.option(text, {nil: undefined}), process: fc.constantFrom(0, 1), restart: fc.boolean()})
+const step = fc.record({path: fc.constantFrom(...PATHS), text: fc.option(text, {nil: undefined}), process: fc.constantFrom(0, 1), restart: fc.boolean(), viaIndex: fc.boolean()})
+
+/**
+ * The keyword index as ChunkVectorStore.updateFrom sees it, for `current`: its files, and a manifest digest that
+ * (like the real manifest, whose stats change with every edit) differs whenever the tree does.
+ */
+const indexOf = (current: Map<string, {hash: string}>, generation: number) => ({
+  files: current,
+  generation,
+  freshManifest: crc32(JSON.stringify([...current].sort())),
+})
 
 describe('the vectors log', () => {
-  it('after any edits and removals, by two processes, a new process reads what embedding from scratch gives, and embeds nothing', async () => {
+  it('after any edits and removals, by two processes, with or without sync marks, a new process reads what embedding from scratch gives, and embeds nothing', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, {minLength: 1, maxLength: 12}), async (steps) => {
         const root = await emptyRoot()
         const processes = [new ChunkVectorStore(root, model, BUILTIN_MODEL), new ChunkVectorStore(root, model, BUILTIN_MODEL)]
         let tree: Tree = new Map()
         let current = writeTree(root, tree)
-        for (const {path, text: content, process, restart} of steps) {
+        for (const [i, {path, text: content, process, restart, viaIndex}] of steps.entries()) {
           const next = new Map(tree)
           if (content === undefined) next.delete(path)
           else next.set(path, content)
           current = writeTree(root, next, tree)
           tree = next
           if (restart) processes[process] = new ChunkVectorStore(root, model, BUILTIN_MODEL)
-          await processes[process].update(current)
+          if (viaIndex) await processes[process].updateFrom(indexOf(current, i))
+          else await processes[process].update(current)
         }
         const fresh = new ChunkVectorStore(root, model, BUILTIN_MODEL)
-        expect(await fresh.update(current)).toBe(0)
+        expect(await fresh.updateFrom(indexOf(current, steps.length))).toBe(0)
         const scratch = await fromScratch(tree)
         expect(rankings(fresh)).toEqual(scratch.rankings)
         expect(wordScores(fresh, tree)).toEqual(scratch.words)
