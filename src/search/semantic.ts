@@ -17,7 +17,7 @@ import {type SearchDocument, toSearchDocument} from './document.js'
 import {wordsOf} from './fts.js'
 import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
-import {appendLog, crcOf, encodeMark, encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, replaceLog, stampOf} from './vector-log.js'
+import {appendLog, encodeMark, encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -152,8 +152,6 @@ const COMPACT_SLACK_BYTES = 1 << 20
  */
 export class ChunkVectorStore {
   private readonly files = new Map<string, FileVectors>()
-  /** Per file, the length and CRC-32 of its record in the log (0 and 0: not in the log yet). */
-  private readonly records = new Map<string, {bytes: number; crc: number}>()
   /** The sum of the files' records' CRC-32s (mod 2³²): what a sync mark says of the records before it (LogMark). */
   private crcSum = 0
   /** The digest of the keyword index's manifest the vectors are known to be up to date with (a sync mark's). */
@@ -230,7 +228,7 @@ export class ChunkVectorStore {
       stale = staleOf()
     }
     const gone = [...this.files.keys()].filter((path) => !current.has(path))
-    for (const path of gone) this.keep(path, undefined, 0, 0)
+    for (const path of gone) this.keep(path, undefined)
     await this.save(gone.map((path) => encodeRecord(path, undefined)))
     let embedded = 0
     for (let from = 0; from < stale.length; from += WRITE_BATCH) {
@@ -242,17 +240,16 @@ export class ChunkVectorStore {
         if (text === null) return
         const doc = toSearchDocument(path, text)
         const rows = quantize(chunksOf(doc).map((chunk) => this.model.embed(chunk)), this.model.dims)
-        const vectors = {hash, factors: factorsOf(rows, this.model.dims), rows, words: wordRowsOf(this.model, doc)}
-        const record = encodeRecord(path, vectors)
+        const record = encodeRecord(path, {hash, factors: factorsOf(rows, this.model.dims), rows, words: wordRowsOf(this.model, doc)})
         records.push(record)
-        this.keep(path, vectors, record.length, crcOf(record))
+        this.keep(path, vectorsOfRecord(record, this.model.dims))
       })
       await this.save(records)
       embedded += records.length
     }
     if (embedded > 0) debug('embedded %d file(s) with %s', embedded, this.modelName)
     let live = 0
-    for (const {bytes} of this.records.values()) live += bytes
+    for (const {length} of this.files.values()) live += length
     if (this.rewrite || (this.stamp !== undefined && this.stamp.size > 2 * live + COMPACT_SLACK_BYTES)) await this.compact()
     return embedded
   }
@@ -278,7 +275,7 @@ export class ChunkVectorStore {
       this.readLegacy()
       return
     }
-    const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors, bytes, crc) => this.keep(path, vectors, bytes, crc))
+    const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors) => this.keep(path, vectors))
     this.stamp = {ino: read.stamp.ino, size: result.end}
     const {mark} = result
     if (mark !== undefined && mark.files === this.files.size && mark.crcSum === this.crcSum) this.syncedManifest = mark.manifest
@@ -299,8 +296,8 @@ export class ChunkVectorStore {
       const from = this.stamp !== undefined && now.ino === this.stamp.ino ? this.stamp.size : 0
       const read = readLog(this.file, from)
       if (read === undefined) return
-      const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors, bytes, crc) => {
-        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors, bytes, crc)
+      const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors) => {
+        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors)
       })
       this.stamp = {ino: read.stamp.ino, size: from + result.end}
       if (result.foreign || result.torn) this.rewrite = true
@@ -326,7 +323,7 @@ export class ChunkVectorStore {
       for (const [path, hash, blob, words] of rows as Array<[string, string, Uint8Array, Uint8Array]>) {
         if (blob.byteLength % dims !== 0) continue
         const rows = new Int8Array(new Uint8Array(blob).buffer)
-        this.keep(path, {hash, factors: factorsOf(rows, dims), rows, words: new Uint32Array(aligned(words))}, 0, 0)
+        this.keep(path, vectorsOfRecord(encodeRecord(path, {hash, factors: factorsOf(rows, dims), rows, words: new Uint32Array(aligned(words))}), dims))
       }
       debug('took the vectors of %d file(s) from %s', rows.length, LEGACY_VECTORS_FILE)
     } catch (error) {
@@ -341,19 +338,20 @@ export class ChunkVectorStore {
   }
 
   /** Keeps (or, undefined, drops) a file's vectors, and the count of files holding each word. */
-  private keep(path: string, vectors: FileVectors | undefined, bytes: number, crc: number): void {
+  private keep(path: string, vectors: FileVectors | undefined): void {
     const counts = this.fileCounts
     const before = this.files.get(path)
-    if (before) for (let i = 0; i < before.words.length; i++) counts[before.words[i]]--
-    this.crcSum = (this.crcSum - (this.records.get(path)?.crc ?? 0)) >>> 0
-    if (vectors === undefined) {
-      this.files.delete(path)
-      this.records.delete(path)
-    } else {
+    if (before) {
+      const {u32} = before.seg
+      for (let k = before.wordsAt; k < before.wordsAt + before.words; k++) counts[u32[k]]--
+      this.crcSum = (this.crcSum - before.crc) >>> 0
+    }
+    if (vectors === undefined) this.files.delete(path)
+    else {
       this.files.set(path, vectors)
-      this.records.set(path, {bytes, crc})
-      this.crcSum = (this.crcSum + crc) >>> 0
-      for (let i = 0; i < vectors.words.length; i++) counts[vectors.words[i]]++
+      this.crcSum = (this.crcSum + vectors.crc) >>> 0
+      const {u32} = vectors.seg
+      for (let k = vectors.wordsAt; k < vectors.wordsAt + vectors.words; k++) counts[u32[k]]++
     }
   }
 
@@ -373,11 +371,7 @@ export class ChunkVectorStore {
     if (!this.writable) return
     try {
       const records: Uint8Array[] = []
-      for (const [path, vectors] of this.files) {
-        const record = encodeRecord(path, vectors)
-        records.push(record)
-        this.keep(path, vectors, record.length, crcOf(record))
-      }
+      for (const vectors of this.files.values()) records.push(recordOf(vectors))
       this.stamp = await replaceLog(this.file, logHeader(this.modelName, this.model.dims), records)
       this.rewrite = false
       if (this.legacy) removeNexusSqlite(this.root, LEGACY_VECTORS_FILE)
@@ -415,7 +409,9 @@ export class ChunkVectorStore {
       queryRows.forEach((queryRow, q) => {
         let best = 0
         const known = seen[q]
-        for (const row of file.words) {
+        const {u32} = file.seg
+        for (let k = file.wordsAt; k < file.wordsAt + file.words; k++) {
+          const row = u32[k]
           let similarity = known.get(row)
           if (similarity === undefined) known.set(row, (similarity = model.similarity(queryRow, row)))
           if (similarity > best) best = similarity
@@ -439,12 +435,13 @@ export class ChunkVectorStore {
     let floor = -Infinity
     for (const [path, file] of this.files) {
       if (accept && !accept(path)) continue
-      const {rows, factors} = file
+      const {i8: rows, f32: factors} = file.seg
+      const {factorsAt, chunks} = file
       let best = -Infinity
-      for (let c = 0, from = 0; c < factors.length; c++, from += dims) {
+      for (let c = 0, from = file.rowsAt; c < chunks; c++, from += dims) {
         let dot = 0
         for (let i = 0; i < dims; i += 4) dot += query[i] * rows[from + i] + query[i + 1] * rows[from + i + 1] + query[i + 2] * rows[from + i + 2] + query[i + 3] * rows[from + i + 3]
-        const score = dot * factors[c]
+        const score = dot * factors[factorsAt + c]
         if (score > best) best = score
       }
       if (best === -Infinity) continue

@@ -37,14 +37,62 @@ export interface LogMark {
   crcSum: number
 }
 
-/** A file's vectors as ranked: quantized chunk rows, per chunk its cosine factor, and its words' rows (ascending). */
-export interface FileVectors {
+/** A file's vectors as made: quantized chunk rows, per chunk its cosine factor, and its words' rows (ascending). */
+export interface VectorsData {
   hash: string
   /** Per chunk, 1 over the length of its int8 row: a dot product with the row times this is a cosine similarity. */
   factors: Float32Array
   rows: Int8Array
   words: Uint32Array
 }
+
+/** Bytes of a log (or of one record) with its views of every type: the records' vectors are offsets into these. */
+export interface Segment {
+  bytes: Uint8Array
+  f32: Float32Array
+  u32: Uint32Array
+  i8: Int8Array
+}
+
+/**
+ * A file's vectors where its record lies: no typed array of its own (at 10,000 files, 30,000 views made and then
+ * collected cost more than reading the log). `factors[c]` is `seg.f32[factorsAt + c]`, word `k` is
+ * `seg.u32[wordsAt + k]`, chunk `c`'s row starts at `seg.i8[rowsAt + c * dims]`.
+ */
+export interface FileVectors {
+  hash: string
+  seg: Segment
+  chunks: number
+  factorsAt: number
+  words: number
+  wordsAt: number
+  rowsAt: number
+  /** The record: its byte offset in `seg`, length, and CRC-32. */
+  start: number
+  length: number
+  crc: number
+}
+
+/** `bytes` (4-byte aligned: copied when not) with its views. PURE. */
+export function segmentOf(bytes: Uint8Array): Segment {
+  // Views need 4-byte alignment: a small file's buffer may sit at any offset of Node's pool.
+  if (bytes.byteOffset % 4 !== 0) bytes = new Uint8Array(bytes)
+  const {buffer, byteOffset, byteLength} = bytes
+  return {bytes, f32: new Float32Array(buffer, byteOffset, byteLength >>> 2), u32: new Uint32Array(buffer, byteOffset, byteLength >>> 2), i8: new Int8Array(buffer, byteOffset, byteLength)}
+}
+
+/** A file's vectors as arrays of their own (tests, an older store's rows). */
+export function vectorsData(v: FileVectors, dims: number): VectorsData {
+  return {
+    hash: v.hash,
+    factors: v.seg.f32.slice(v.factorsAt, v.factorsAt + v.chunks),
+    rows: v.seg.i8.slice(v.rowsAt, v.rowsAt + v.chunks * dims),
+    words: v.seg.u32.slice(v.wordsAt, v.wordsAt + v.words),
+  }
+}
+
+/** The bytes of a file's record, as they were read or made. */
+export const recordOf = (v: FileVectors): Uint8Array => v.seg.bytes.subarray(v.start, v.start + v.length)
 
 const pad4 = (n: number) => (n + 3) & ~3
 const encoder = new TextEncoder()
@@ -63,7 +111,7 @@ export function logHeader(model: string, dims: number): Uint8Array {
 }
 
 /** A record of `path`'s vectors, or of its removal (`vectors` undefined). PURE. */
-export function encodeRecord(path: string, vectors: FileVectors | undefined): Uint8Array {
+export function encodeRecord(path: string, vectors: VectorsData | undefined): Uint8Array {
   const pathBytes = encoder.encode(path)
   const hashBytes = encoder.encode(vectors?.hash ?? '')
   const chunks = vectors?.factors.length ?? 0
@@ -91,9 +139,6 @@ export function encodeRecord(path: string, vectors: FileVectors | undefined): Ui
   head.setUint32(4, crc32(out.subarray(8)), true)
   return out
 }
-
-/** A record's CRC-32 (its second uint32). PURE. */
-export const crcOf = (record: Uint8Array): number => new DataView(record.buffer, record.byteOffset, 8).getUint32(4, true)
 
 /** The record of a sync mark. PURE. */
 export function encodeMark(mark: LogMark): Uint8Array {
@@ -123,62 +168,62 @@ export interface LogRead {
 
 /**
  * Reads the records of `bytes` (a whole log when `from` is 0, else the part of it from `from`, a record's start),
- * calling `each` per record in order with views into `bytes`. PURE.
+ * calling `each` per record in order (`vectors` undefined: a removal); the vectors point into `bytes`. PURE.
  */
-export function readRecords(
-  bytes: Uint8Array,
-  from: number,
-  model: string,
-  dims: number,
-  each: (path: string, vectors: FileVectors | undefined, recordBytes: number, crc: number) => void,
-): LogRead {
-  // Views need 4-byte alignment: a small file's buffer may sit at any offset of Node's pool.
-  if (bytes.byteOffset % 4 !== 0) bytes = new Uint8Array(bytes)
-  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2)
-  const end = bytes.byteLength
+export function readRecords(bytes: Uint8Array, from: number, model: string, dims: number, each: (path: string, vectors: FileVectors | undefined) => void): LogRead {
+  const seg = segmentOf(bytes)
+  const end = seg.bytes.byteLength
   let at = 0
   if (from === 0) {
     const header = logHeader(model, dims)
-    if (end < header.length || Buffer.compare(bytes.subarray(0, header.length), header) !== 0) return {end: 0, foreign: true, torn: false}
+    if (end < header.length || Buffer.compare(seg.bytes.subarray(0, header.length), header) !== 0) return {end: 0, foreign: true, torn: false}
     at = header.length
   }
   const decoder = new TextDecoder()
   let mark: LogMark | undefined
   while (at < end) {
-    const length = end - at >= RECORD_HEAD ? words[at >>> 2] : 0
-    if (length < RECORD_HEAD || length % 4 !== 0 || at + length > end) break
-    const record = bytes.subarray(at, at + length)
-    const crc = words[(at >>> 2) + 1]
-    if (crc32(record.subarray(8)) !== crc) break
-    const [pathBytes, hashBytes, chunks, wordCount] = words.subarray((at >>> 2) + 2, (at >>> 2) + 6)
-    if (chunks === MARK) {
-      if (length !== RECORD_HEAD + 12 || wordCount !== 3) break
-      const at32 = (at + RECORD_HEAD) >>> 2
-      mark = {manifest: words[at32], files: words[at32 + 1], crcSum: words[at32 + 2]}
-      at += length
-      continue
-    }
-    mark = undefined
-    const removed = chunks === REMOVED
-    const dataBytes = removed ? 0 : chunks * 4 + wordCount * 4 + chunks * dims
-    if (pad4(RECORD_HEAD + dataBytes + pathBytes + hashBytes) !== length || (removed && wordCount !== 0)) break
-    let data = at + RECORD_HEAD
-    const text = data + dataBytes
-    const path = decoder.decode(bytes.subarray(text, text + pathBytes))
-    if (removed) each(path, undefined, length, crc)
+    const record = recordAt(seg, at, dims, decoder)
+    if (record === undefined) break
+    if ('manifest' in record) mark = record
     else {
-      const factors = new Float32Array(bytes.buffer, bytes.byteOffset + data, chunks)
-      data += chunks * 4
-      const fileWords = new Uint32Array(bytes.buffer, bytes.byteOffset + data, wordCount)
-      data += wordCount * 4
-      const rows = new Int8Array(bytes.buffer, bytes.byteOffset + data, chunks * dims)
-      const hash = decoder.decode(bytes.subarray(text + pathBytes, text + pathBytes + hashBytes))
-      each(path, {hash, factors, rows, words: fileWords}, length, crc)
+      mark = undefined
+      each(record.path, record.vectors)
     }
-    at += length
+    at += seg.u32[at >>> 2]
   }
   // A mark followed by a torn record is not trusted: what came after it is unknown.
   return {end: at, foreign: false, torn: at < end, mark: at < end ? undefined : mark}
+}
+
+/** The vectors of a record just made (encodeRecord), as the store keeps them. PURE. */
+export function vectorsOfRecord(record: Uint8Array, dims: number): FileVectors {
+  const read = recordAt(segmentOf(record), 0, dims, new TextDecoder())
+  if (read === undefined || 'manifest' in read || read.vectors === undefined) throw new Error('not the record of a file\'s vectors')
+  return read.vectors
+}
+
+/** The record at byte `at` of `seg`; undefined when its length, shape or checksum does not hold. */
+function recordAt(seg: Segment, at: number, dims: number, decoder: {decode(bytes: Uint8Array): string}): {path: string; vectors: FileVectors | undefined} | LogMark | undefined {
+  const {bytes, u32} = seg
+  const w = at >>> 2
+  const length = bytes.byteLength - at >= RECORD_HEAD ? u32[w] : 0
+  if (length < RECORD_HEAD || length % 4 !== 0 || at + length > bytes.byteLength) return undefined
+  const crc = u32[w + 1]
+  if (crc32(bytes.subarray(at + 8, at + length)) !== crc) return undefined
+  const pathBytes = u32[w + 2]
+  const hashBytes = u32[w + 3]
+  const chunks = u32[w + 4]
+  const words = u32[w + 5]
+  if (chunks === MARK) return length === RECORD_HEAD + 12 && words === 3 ? {manifest: u32[w + 6], files: u32[w + 7], crcSum: u32[w + 8]} : undefined
+  const removed = chunks === REMOVED
+  const dataBytes = removed ? 0 : chunks * 4 + words * 4 + chunks * dims
+  if (pad4(RECORD_HEAD + dataBytes + pathBytes + hashBytes) !== length || (removed && words !== 0)) return undefined
+  const text = at + RECORD_HEAD + dataBytes
+  const path = decoder.decode(bytes.subarray(text, text + pathBytes))
+  if (removed) return {path, vectors: undefined}
+  const factorsAt = w + 6
+  const hash = decoder.decode(bytes.subarray(text + pathBytes, text + pathBytes + hashBytes))
+  return {path, vectors: {hash, seg, chunks, factorsAt, words, wordsAt: factorsAt + chunks, rowsAt: at + RECORD_HEAD + chunks * 4 + words * 4, start: at, length, crc}}
 }
 
 /** A file's identity and size, to tell whether another process appended to it or replaced it. */

@@ -13,7 +13,7 @@ import Database from 'better-sqlite3'
 import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
 import {KeywordIndex} from '../../src/search/keyword.js'
 import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, LEGACY_VECTORS_FILE, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
-import {type FileVectors, readRecords} from '../../src/search/vector-log.js'
+import {readRecords, vectorsData, type VectorsData} from '../../src/search/vector-log.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -90,9 +90,10 @@ describe('search by meaning, with nothing configured', () => {
 
   /** The vectors of `root` as an older jarvis kept them: one SQLite row per file in `vectors.sqlite`, the log removed. */
   function toLegacyDatabase(root: string, withWords: boolean): void {
-    const records: Array<[string, FileVectors]> = []
-    readRecords(readFileSync(join(root, '.nexus', VECTORS_FILE)), 0, BUILTIN_MODEL, builtinModel()!.dims, (path, vectors) => {
-      if (vectors) records.push([path, vectors])
+    const records: Array<[string, VectorsData]> = []
+    const dims = builtinModel()!.dims
+    readRecords(readFileSync(join(root, '.nexus', VECTORS_FILE)), 0, BUILTIN_MODEL, dims, (path, vectors) => {
+      if (vectors) records.push([path, vectorsData(vectors, dims)])
     })
     const db = new Database(join(root, '.nexus', LEGACY_VECTORS_FILE))
     db.exec(`CREATE TABLE vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL${withWords ? ', words BLOB' : ''}, PRIMARY KEY (model, path)) WITHOUT ROWID`)
