@@ -3,16 +3,21 @@
  * go. Whatever happened to it — edits, removals, two processes writing, a torn or corrupt write, another model's
  * file — what a new process reads ranks exactly as vectors made from scratch would. Real trees, real model.
  */
+import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {crc32} from 'node:zlib'
 
 import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
+import {resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore, VECTORS_FILE} from '../../src/search/semantic.js'
+import {initTree} from '../../src/store/index.js'
+import {assertBuilt, runJs} from '../hook/helpers.js'
 import {removeAll, tempDir} from '../helpers/world.js'
+import {largeCorpus, writeCorpusFast} from './corpus.js'
 
 const dirs: string[] = []
 afterAll(async () => removeAll(dirs))
@@ -167,5 +172,39 @@ describe('the vectors log', () => {
     const edited = writeTree(root, new Map([...tree, ['b.md', '# B\n\nrelease checklist\n']]), tree)
     expect(await store.update(edited)).toBe(1)
     expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(edited)).toBe(2)
+  })
+
+  it('after a recall killed (-9) while it embedded the tree, the next one keeps what was saved, embeds the rest, and ranks as from scratch', async () => {
+    assertBuilt()
+    const files = largeCorpus(1200)
+    const trees = await Promise.all(
+      [0, 1].map(async () => {
+        const dir = await tempDir('jarvis-vector-log-kill-')
+        dirs.push(dir)
+        const {root} = await initTree(dir, {})
+        await writeCorpusFast(join(root, '.memory'), files)
+        return root
+      }),
+    )
+    const [killed, scratch] = trees
+    const child = spawn(process.execPath, [runJs, 'recall', 'pgbouncer'], {cwd: killed, env: {...process.env, JARVIS_DIR: '', JARVIS_WARM: 'off'}, stdio: 'ignore'})
+    const exited = new Promise((resolve) => child.on('exit', resolve))
+    const log = join(killed, '.nexus', VECTORS_FILE)
+    const size = () => statSync(log, {throwIfNoEntry: false})?.size ?? 0
+    // The first batch of 500 files written: the rest is being embedded.
+    while (size() < 100_000 && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 5))
+    child.kill('SIGKILL')
+    await exited
+
+    resetSearchCache()
+    const after = await searchMemory(killed, 'connection pooling for postgres', {limit: 10})
+    expect(after.stats.embedded).toBeGreaterThan(0) // killed mid-way…
+    expect(after.stats.embedded).toBeLessThan(1200) // …after a batch was saved
+    resetSearchCache()
+    const fromScratch = await searchMemory(scratch, 'connection pooling for postgres', {limit: 10})
+    expect(fromScratch.stats.embedded).toBe(1200)
+    expect(after.hits).toEqual(fromScratch.hits)
+    resetSearchCache()
+    expect((await searchMemory(killed, 'connection pooling for postgres')).stats.embedded).toBe(0)
   })
 })
