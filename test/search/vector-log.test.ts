@@ -13,6 +13,7 @@ import fc from 'fast-check'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {KeywordIndex} from '../../src/search/keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore, VECTORS_FILE} from '../../src/search/semantic.js'
 import {initTree} from '../../src/store/index.js'
 import {assertBuilt, runJs} from '../hook/helpers.js'
@@ -206,5 +207,43 @@ describe('the vectors log', () => {
     expect(after.hits).toEqual(fromScratch.hits)
     resetSearchCache()
     expect((await searchMemory(killed, 'connection pooling for postgres')).stats.embedded).toBe(0)
+  })
+
+  it('two recalls embedding the same tree at once, each writing the log, leave vectors that rank as from scratch', async () => {
+    assertBuilt()
+    const files = largeCorpus(1100)
+    const [shared, scratch] = await Promise.all(
+      [0, 1].map(async () => {
+        const dir = await tempDir('jarvis-vector-log-race-')
+        dirs.push(dir)
+        const {root} = await initTree(dir, {})
+        await writeCorpusFast(join(root, '.memory'), files)
+        return root
+      }),
+    )
+    // The keyword index built first, so that both processes go on to embed at the same time.
+    await searchMemory(shared, 'pgbouncer', {embeddings: false})
+    resetSearchCache()
+    const run = () =>
+      new Promise<number | null>((resolve) => {
+        const child = spawn(process.execPath, [runJs, 'recall', 'pgbouncer'], {cwd: shared, env: {...process.env, JARVIS_DIR: '', JARVIS_WARM: 'off'}, stdio: 'ignore'})
+        child.on('exit', resolve)
+      })
+    expect(await Promise.all([run(), run()])).toEqual([0, 0])
+
+    const after = await searchMemory(shared, 'connection pooling for postgres', {limit: 10})
+    resetSearchCache()
+    const fromScratch = await searchMemory(scratch, 'connection pooling for postgres', {limit: 10})
+    expect(after.hits).toEqual(fromScratch.hits)
+    // Every file, not only the top 10: the vectors read from the shared log are those made from scratch.
+    const ranked = async (root: string) => {
+      const index = await KeywordIndex.load(root)
+      await index.refresh()
+      const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+      await store.updateFrom(index)
+      index.close()
+      return rankings(store)
+    }
+    expect(await ranked(shared)).toEqual(await ranked(scratch))
   })
 })
