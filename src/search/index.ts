@@ -302,7 +302,7 @@ async function semanticRanking(
   }
   const store = builtinStore(root)
   if (store === undefined) throw new EmbeddingsUnavailableError(`the built-in model is missing from this install (${BUILTIN_MODEL})`)
-  const embedded = await store.update(index.files, index.generation)
+  const embedded = await store.updateFrom(index)
   const unfiltered = !filters.prefix && !filters.tags?.length && !filters.since && !filters.until
   const ranked = store.rank(store.model.embed(query), unfiltered ? undefined : (path) => index.matches(path, filters), FUSION_DEPTH, also)
   return {ranked, words: store.wordMatch(query, ranked.map((hit) => hit.path)), embedded}
@@ -330,7 +330,7 @@ export async function prepareSemanticSearch(root: string): Promise<void> {
     if (provider.kind !== 'builtin') return
     const index = await indexFor(root)
     await refreshBeforeSearch(root, index)
-    await builtinStore(root)?.update(index.files, index.generation)
+    await builtinStore(root)?.updateFrom(index)
   } catch (error) {
     debug('semantic search not prepared: %s', (error as Error).message)
   }

@@ -12,6 +12,7 @@
 import {lstatSync} from 'node:fs'
 import {lstat, readFile} from 'node:fs/promises'
 import {join, sep} from 'node:path'
+import {crc32} from 'node:zlib'
 
 import createDebug from 'debug'
 
@@ -213,6 +214,13 @@ export class KeywordIndex {
   private lookupsVersion = -1
   /** Moves whenever `files` may have changed (read again, or written by this process): what derived data checks. */
   private filesGeneration = 0
+  /**
+   * The CRC-32 of the manifest the last refresh found the tree equal to; undefined when that refresh had to look
+   * further. The manifest is written in the same transaction as `files`, so while it is unchanged `files` is what it
+   * was: data derived from `files` and marked with this digest still holds (the vectors' sync mark, semantic.ts)
+   * without `files` being read.
+   */
+  freshManifest: number | undefined
 
   private constructor(
     readonly root: string,
@@ -309,6 +317,7 @@ export class KeywordIndex {
     }
     const rebuilt = this.pendingRebuild
     this.pendingRebuild = false
+    this.freshManifest = crc32(blob, crc32(joined))
     return {indexed: 0, removed: 0, files: names.length - dirCount, rebuilt}
   }
 
@@ -332,6 +341,7 @@ export class KeywordIndex {
   }
 
   private async refreshNow(attempt = 0, maxIndexed = Infinity): Promise<RefreshStats | undefined> {
+    this.freshManifest = undefined
     const version = this.statements.dataVersion.get()![0] as number
     if (version !== this.lookupsVersion) {
       this.pathsById.clear()

@@ -1,12 +1,9 @@
 /**
  * The built-in semantic ranking (docs/decisions/embeddings.md): the static model shipped with jarvis
  * (static-model.ts), each memory file cut into chunks of about 40 words whose vectors are kept beside the keyword
- * index in `.nexus/search/vectors.sqlite`, one row per file and model with the content hash it was made from. A
+ * index in `.nexus/search/vectors-<model>.bin` (vector-log.ts) with the content hash each file's were made from. A
  * file is embedded again only when its hash changes; a file's score is its best chunk's cosine similarity. Beside the
  * vectors, the model's rows of the file's words, for the word-by-word match (`wordMatch`).
- *
- * Its own database, not a table of the keyword index: writing vectors must not move the index's data version,
- * which tells every other process to read the index's state again (keyword.ts).
  */
 import {existsSync} from 'node:fs'
 import {dirname, join} from 'node:path'
@@ -14,11 +11,13 @@ import {fileURLToPath} from 'node:url'
 
 import createDebug from 'debug'
 
-import {openNexusRowDatabase, openRowDatabase, type RowDatabase, type RowStatement} from '../store/sqlite-open.js'
+import {nexusDir} from '../store/root.js'
+import {openRowDatabase, removeNexusSqlite, type RowDatabase} from '../store/sqlite-open.js'
 import {type SearchDocument, toSearchDocument} from './document.js'
 import {wordsOf} from './fts.js'
 import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
+import {appendLog, encodeMark, encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -26,7 +25,6 @@ const debug = createDebug('jarvis:search')
 export const BUILTIN_MODEL = 'jarvis-static-use-v1'
 /** Its file, under the package's `assets/embeddings/`. */
 const BUILTIN_MODEL_FILE = 'jarvis-static-use-v1.bin'
-export const VECTORS_FILE = 'search/vectors.sqlite'
 /** About this many words per chunk, cut at line ends (a longer line is cut between words). */
 export const CHUNK_WORDS = 40
 /** At most this many chunks per file: past them a file's words add nothing to its vectors. */
@@ -36,9 +34,8 @@ const MAX_CHUNKS = 64
  * model's neighbours are mostly noise (measured, docs/decisions/embeddings.md).
  */
 export const WORD_MATCH_FLOOR = 0.5
-/** Vectors written per transaction while a tree is embedded. */
+/** Files embedded between two writes of their vectors while a tree is embedded. */
 const WRITE_BATCH = 500
-const BUSY_TIMEOUT_MS = 30_000
 
 /** The folder of the package holding this module: the first parent with the model's asset (src/, dist/, dist/chunks/ alike). */
 function assetPath(): string | undefined {
@@ -103,41 +100,29 @@ export function wordRowsOf(model: StaticModel, doc: Pick<SearchDocument, 'title'
   return Uint32Array.from(rows).sort()
 }
 
-/** A file's chunk vectors, quantized: one int8 row of `dims` and a scale per chunk; and its words' rows. */
-interface FileVectors {
-  hash: string
-  scales: Float32Array
-  rows: Int8Array
-  /** Per chunk, what turns the dot product with its row into a cosine similarity (its scale over its norm). */
-  factors: Float32Array
-  words: Uint32Array
-}
-
-/** `FileVectors` from the stored scales and rows. PURE. */
-function fileVectors(hash: string, scales: Float32Array, rows: Int8Array, dims: number, words: Uint32Array): FileVectors {
-  const factors = new Float32Array(scales.length)
-  for (let c = 0; c < scales.length; c++) {
+/** Per chunk, what turns the dot product of a unit query with its int8 row into a cosine similarity: 1 over the row's length. PURE. */
+export function factorsOf(rows: Int8Array, dims: number): Float32Array {
+  const factors = new Float32Array(rows.length / dims)
+  for (let c = 0; c < factors.length; c++) {
     let sum = 0
     for (let i = c * dims; i < (c + 1) * dims; i++) sum += rows[i] * rows[i]
     factors[c] = sum > 0 ? 1 / Math.sqrt(sum) : 0
   }
-  return {hash, scales, rows, factors, words}
+  return factors
 }
 
-function quantize(vectors: Float32Array[], dims: number): {scales: Float32Array; rows: Int8Array} {
-  const scales = new Float32Array(vectors.length)
+/** Each vector as int8 with its own scale (the scale drops out of a cosine, so only the rows are kept). PURE. */
+function quantize(vectors: Float32Array[], dims: number): Int8Array {
   const rows = new Int8Array(vectors.length * dims)
   vectors.forEach((vector, c) => {
     let max = 0
     for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(vector[i]))
     const scale = max / 127 || 1
-    scales[c] = scale
     for (let i = 0; i < dims; i++) rows[c * dims + i] = Math.round(vector[i] / scale)
   })
-  return {scales, rows}
+  return rows
 }
 
-const bytesOf = (view: Float32Array | Int8Array | Uint32Array) => Buffer.from(view.buffer, view.byteOffset, view.byteLength)
 /** A copy of a blob's bytes, whole 4-byte units only (a blob's view need not be aligned). */
 function aligned(blob: Uint8Array): ArrayBuffer {
   const copy = new Uint8Array(blob.byteLength - (blob.byteLength % 4))
@@ -145,61 +130,79 @@ function aligned(blob: Uint8Array): ArrayBuffer {
   return copy.buffer
 }
 
+/** The log of `model`'s vectors under `.nexus/` (vector-log.ts). */
+export function vectorsFileOf(model: string): string {
+  return `search/vectors-${model.replace(/[^A-Za-z0-9._-]+/g, '_')}.bin`
+}
+
+export const VECTORS_FILE = vectorsFileOf(BUILTIN_MODEL)
+/** Where jarvis kept these vectors before, one SQLite row per file: taken into the log once, then removed. */
+export const LEGACY_VECTORS_FILE = 'search/vectors.sqlite'
+/** A log holding this much more than its live records (replaced and removed files) is written again without them. */
+const COMPACT_SLACK_BYTES = 1 << 20
+
 /**
- * `words` came with the word-by-word match: a database made before has it added, and its rows (NULL there, as in
- * rows an older jarvis writes) count as stale, so their files are embedded again once.
+ * One model's chunk vectors for one tree, read from disk at the first use and kept in memory: the log of
+ * vector-log.ts, read in one go, each file's vectors views into its bytes. New vectors and removals are appended to
+ * it; it is written again whole when it was torn, of another model or format, or mostly dead records. A log that
+ * cannot be written (a read-only `.nexus/`) leaves the vectors in memory for this process.
+ *
+ * Its own file, not a table of the keyword index: writing vectors must not move the index's data version, which
+ * tells every other process to read the index's state again (keyword.ts).
  */
-const SCHEMA = 'CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL, words BLOB, PRIMARY KEY (model, path)) WITHOUT ROWID'
-
-function createSchema(db: RowDatabase): void {
-  db.exec(SCHEMA)
-  const columns = (db.prepare('PRAGMA table_info(vectors)').all() as unknown[][]).map((row) => row[1])
-  if (!columns.includes('words')) db.exec('ALTER TABLE vectors ADD COLUMN words BLOB')
-}
-
-function openVectors(root: string): RowDatabase {
-  try {
-    const db = openNexusRowDatabase(root, VECTORS_FILE)
-    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
-    db.exec('PRAGMA journal_mode = WAL')
-    db.exec('PRAGMA synchronous = NORMAL')
-    createSchema(db)
-    return db
-  } catch (error) {
-    // A read-only or broken .nexus/ must not break search: the vectors live in memory for this process.
-    debug('vectors cannot be kept on disk, keeping them in memory: %s', (error as Error).message)
-    const db = openRowDatabase(':memory:')
-    createSchema(db)
-    return db
-  }
-}
-
-/** One model's chunk vectors for one tree, read from disk at the first use and kept in memory. */
 export class ChunkVectorStore {
   private readonly files = new Map<string, FileVectors>()
+  /** The sum of the files' records' CRC-32s (mod 2³²): what a sync mark says of the records before it (LogMark). */
+  private crcSum = 0
+  /** The digest of the keyword index's manifest the vectors are known to be up to date with (a sync mark's). */
+  private syncedManifest: number | undefined
   /** Per word row, how many files hold it (the word-by-word match weighs a rare word more). */
-  private readonly fileCounts = new Map<number, number>()
+  private readonly fileCounts: Uint32Array
   private loaded = false
   /** The keyword index's generation the vectors were last brought up to date with (KeywordIndex.generation). */
   private syncedWith: number | undefined
-  private readonly statements: {all: RowStatement; one: RowStatement; put: RowStatement; remove: RowStatement}
+  private readonly file: string
+  /** The log as this process last read or wrote it: whether another replaced it since, and where to read on from. */
+  private stamp: LogStamp | undefined
+  /** Write the log whole at the next save: missing, torn, another model's, or holding an older jarvis's vectors. */
+  private rewrite = false
+  /** An older jarvis's `vectors.sqlite` was read: removed once the log is written. */
+  private legacy = false
+  /** False after a failed write: this process keeps its vectors in memory. */
+  private writable = true
 
   constructor(
     readonly root: string,
     readonly model: StaticModel,
     readonly modelName: string,
-    private readonly db: RowDatabase = openVectors(root),
   ) {
-    this.statements = {
-      all: db.prepare('SELECT path, hash, scales, rows, words FROM vectors WHERE model = ?'),
-      one: db.prepare('SELECT hash, scales, rows, words FROM vectors WHERE model = ? AND path = ?'),
-      put: db.prepare('INSERT OR REPLACE INTO vectors (model, path, hash, scales, rows, words) VALUES (?, ?, ?, ?, ?, ?)'),
-      remove: db.prepare('DELETE FROM vectors WHERE model = ? AND path = ?'),
-    }
+    this.file = join(nexusDir(root), vectorsFileOf(modelName))
+    this.fileCounts = new Uint32Array(model.wordCount)
   }
 
-  close(): void {
-    this.db.close()
+  /** Nothing is held open between calls: kept for the callers that close what they opened. */
+  close(): void {}
+
+  /**
+   * `update` from the keyword index of the tree: skipped, without reading the index's files, when the index's
+   * manifest (`freshManifest`, unchanged since a refresh checked it against the tree) is the one the vectors were last
+   * brought up to date with — in this process or, by the log's sync mark, in another. After an update against a
+   * checked manifest, the mark is appended.
+   */
+  async updateFrom(index: {readonly files: ReadonlyMap<string, {hash: string}>; readonly generation: number; readonly freshManifest: number | undefined}): Promise<number> {
+    const manifest = index.freshManifest
+    this.loadOnce()
+    if (manifest !== undefined && manifest === this.syncedManifest) return 0
+    const embedded = await this.update(index.files, index.generation)
+    if (manifest !== undefined && this.writable && !this.rewrite) {
+      this.syncedManifest = manifest
+      try {
+        appendLog(this.file, [encodeMark({manifest, files: this.files.size, crcSum: this.crcSum})])
+      } catch (error) {
+        debug('vectors sync mark not saved: %s', (error as Error).message)
+      }
+    }
+    return embedded
   }
 
   /**
@@ -215,74 +218,167 @@ export class ChunkVectorStore {
   }
 
   private async updateNow(current: ReadonlyMap<string, {hash: string}>): Promise<number> {
-    if (!this.loaded) {
-      for (const [path, hash, scales, rows, words] of this.statements.all.all(this.modelName) as Array<[string, string, Uint8Array, Uint8Array, Uint8Array | null]>) {
-        if (words !== null) this.set(path, this.stored(hash, scales, rows, words))
-      }
-      this.loaded = true
+    const first = this.loadOnce()
+    this.syncedManifest = undefined
+    const staleOf = () => [...current].filter(([path, {hash}]) => this.files.get(path)?.hash !== hash).map(([path, {hash}]): [string, string] => [path, hash])
+    let stale = staleOf()
+    if (stale.length > 0 && !first) {
+      // Written by another process since this one read them: read, not embedded again.
+      this.catchUp(current)
+      stale = staleOf()
     }
     const gone = [...this.files.keys()].filter((path) => !current.has(path))
-    let stale: Array<[string, string]> = []
-    for (const [path, {hash}] of current) if (this.files.get(path)?.hash !== hash) stale.push([path, hash])
-    if (stale.length > 0 && stale.length < this.files.size) {
-      // Written by another process since this one read them: read, not embedded again.
-      stale = stale.filter(([path, hash]) => {
-        const row = this.statements.one.get(this.modelName, path) as [string, Uint8Array, Uint8Array, Uint8Array | null] | undefined
-        if (row?.[0] !== hash || row[3] === null) return true
-        this.set(path, this.stored(hash, row[1], row[2], row[3]))
-        return false
-      })
-    }
-    if (gone.length > 0) {
-      this.write(() => {
-        for (const path of gone) this.statements.remove.run(this.modelName, path)
-      })
-      for (const path of gone) this.set(path, undefined)
-    }
+    for (const path of gone) this.keep(path, undefined)
+    await this.save(gone.map((path) => encodeRecord(path, undefined)))
     let embedded = 0
     for (let from = 0; from < stale.length; from += WRITE_BATCH) {
       const batch = stale.slice(from, from + WRITE_BATCH)
       const texts = await readAll(this.root, batch.map(([path]) => path))
-      const made: Array<[string, FileVectors]> = []
+      const records: Uint8Array[] = []
       batch.forEach(([path, hash], i) => {
         const text = texts[i]
         if (text === null) return
         const doc = toSearchDocument(path, text)
-        const vectors = chunksOf(doc).map((chunk) => this.model.embed(chunk))
-        const {scales, rows} = quantize(vectors, this.model.dims)
-        made.push([path, fileVectors(hash, scales, rows, this.model.dims, wordRowsOf(this.model, doc))])
+        const rows = quantize(chunksOf(doc).map((chunk) => this.model.embed(chunk)), this.model.dims)
+        const record = encodeRecord(path, {hash, factors: factorsOf(rows, this.model.dims), rows, words: wordRowsOf(this.model, doc)})
+        records.push(record)
+        this.keep(path, vectorsOfRecord(record, this.model.dims))
       })
-      this.write(() => {
-        for (const [path, {hash, scales, rows, words}] of made) this.statements.put.run(this.modelName, path, hash, bytesOf(scales), bytesOf(rows), bytesOf(words))
-      })
-      for (const [path, vectors] of made) this.set(path, vectors)
-      embedded += made.length
+      await this.save(records)
+      embedded += records.length
     }
     if (embedded > 0) debug('embedded %d file(s) with %s', embedded, this.modelName)
+    let live = 0
+    for (const {length} of this.files.values()) live += length
+    if (this.rewrite || (this.stamp !== undefined && this.stamp.size > 2 * live + COMPACT_SLACK_BYTES)) await this.compact()
     return embedded
   }
 
-  private stored(hash: string, scales: Uint8Array, rows: Uint8Array, words: Uint8Array): FileVectors {
-    return fileVectors(hash, new Float32Array(aligned(scales)), new Int8Array(new Uint8Array(rows).buffer), this.model.dims, new Uint32Array(aligned(words)))
+  /** Loads the vectors at the first call; true when this call did. */
+  private loadOnce(): boolean {
+    if (this.loaded) return false
+    this.load()
+    this.loaded = true
+    return true
   }
 
-  /** Keeps (or, undefined, drops) a file's vectors, and the count of files holding each word. */
-  private set(path: string, vectors: FileVectors | undefined): void {
-    const before = this.files.get(path)
-    if (before) for (const row of before.words) this.fileCounts.set(row, (this.fileCounts.get(row) ?? 1) - 1)
-    if (vectors === undefined) this.files.delete(path)
-    else {
-      this.files.set(path, vectors)
-      for (const row of vectors.words) this.fileCounts.set(row, (this.fileCounts.get(row) ?? 0) + 1)
+  /** Reads the log (or, with none, an older jarvis's database): the last record of each path wins. */
+  private load(): void {
+    let read: ReturnType<typeof readLog>
+    try {
+      read = readLog(this.file)
+    } catch (error) {
+      debug('vectors unreadable, embedding again: %s', (error as Error).message)
+    }
+    if (read === undefined) {
+      this.rewrite = true
+      this.readLegacy()
+      return
+    }
+    const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors) => this.keep(path, vectors))
+    this.stamp = {ino: read.stamp.ino, size: result.end}
+    const {mark} = result
+    if (mark !== undefined && mark.files === this.files.size && mark.crcSum === this.crcSum) this.syncedManifest = mark.manifest
+    if (result.foreign || result.torn) {
+      debug('vectors log %s, written again', result.foreign ? 'of another model or format' : `torn at byte ${result.end}`)
+      this.rewrite = true
     }
   }
 
-  /** A failed write loses nothing but time: the vectors stay in memory and are made again by the next process. */
-  private write(body: () => void): void {
+  /**
+   * What other processes appended to the log since this one read it (all of it when one replaced it): the vectors
+   * of `current`'s hashes that this process lacks are taken.
+   */
+  private catchUp(current: ReadonlyMap<string, {hash: string}>): void {
     try {
-      this.db.immediate(body)
+      const now = stampOf(this.file)
+      if (now === undefined || (this.stamp !== undefined && now.ino === this.stamp.ino && now.size <= this.stamp.size)) return
+      const from = this.stamp !== undefined && now.ino === this.stamp.ino ? this.stamp.size : 0
+      const read = readLog(this.file, from)
+      if (read === undefined) return
+      const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors) => {
+        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors)
+      })
+      this.stamp = {ino: read.stamp.ino, size: from + result.end}
+      if (result.foreign || result.torn) this.rewrite = true
+    } catch (error) {
+      debug('vectors of other processes not read: %s', (error as Error).message)
+    }
+  }
+
+  /**
+   * The vectors an older jarvis kept in `vectors.sqlite` (one row per file, with a `words` column since the word
+   * match): taken as they are, so an upgrade embeds nothing again. Rows without words, or a database that cannot be
+   * read, are embedded again.
+   */
+  private readLegacy(): void {
+    const file = join(nexusDir(this.root), LEGACY_VECTORS_FILE)
+    if (!existsSync(file)) return
+    this.legacy = true
+    const dims = this.model.dims
+    let db: RowDatabase | undefined
+    try {
+      db = openRowDatabase(file)
+      const rows = db.prepare('SELECT path, hash, rows, words FROM vectors WHERE model = ? AND words IS NOT NULL').all(this.modelName)
+      for (const [path, hash, blob, words] of rows as Array<[string, string, Uint8Array, Uint8Array]>) {
+        if (blob.byteLength % dims !== 0) continue
+        const rows = new Int8Array(new Uint8Array(blob).buffer)
+        this.keep(path, vectorsOfRecord(encodeRecord(path, {hash, factors: factorsOf(rows, dims), rows, words: new Uint32Array(aligned(words))}), dims))
+      }
+      debug('took the vectors of %d file(s) from %s', rows.length, LEGACY_VECTORS_FILE)
+    } catch (error) {
+      debug('%s unreadable, embedding again: %s', LEGACY_VECTORS_FILE, (error as Error).message)
+    } finally {
+      try {
+        db?.close()
+      } catch {
+        // a database that failed to open has nothing to close
+      }
+    }
+  }
+
+  /** Keeps (or, undefined, drops) a file's vectors, and the count of files holding each word. */
+  private keep(path: string, vectors: FileVectors | undefined): void {
+    const counts = this.fileCounts
+    const before = this.files.get(path)
+    if (before) {
+      const {u32} = before.seg
+      for (let k = before.wordsAt; k < before.wordsAt + before.words; k++) counts[u32[k]]--
+      this.crcSum = (this.crcSum - before.crc) >>> 0
+    }
+    if (vectors === undefined) this.files.delete(path)
+    else {
+      this.files.set(path, vectors)
+      this.crcSum = (this.crcSum + vectors.crc) >>> 0
+      const {u32} = vectors.seg
+      for (let k = vectors.wordsAt; k < vectors.wordsAt + vectors.words; k++) counts[u32[k]]++
+    }
+  }
+
+  /** Appends `records` to the log, or writes it whole (see `rewrite`). A failed write loses nothing but time. */
+  private async save(records: Uint8Array[]): Promise<void> {
+    if (!this.writable || records.length === 0) return
+    try {
+      if (this.rewrite || !appendLog(this.file, records)) await this.compact()
     } catch (error) {
       debug('vectors not saved: %s', (error as Error).message)
+      this.writable = false
+    }
+  }
+
+  /** Writes the log whole: the header and one record per file kept. */
+  private async compact(): Promise<void> {
+    if (!this.writable) return
+    try {
+      const records: Uint8Array[] = []
+      for (const vectors of this.files.values()) records.push(recordOf(vectors))
+      this.stamp = await replaceLog(this.file, logHeader(this.modelName, this.model.dims), records)
+      this.rewrite = false
+      if (this.legacy) removeNexusSqlite(this.root, LEGACY_VECTORS_FILE)
+      this.legacy = false
+    } catch (error) {
+      debug('vectors not saved: %s', (error as Error).message)
+      this.writable = false
     }
   }
 
@@ -299,7 +395,7 @@ export class ChunkVectorStore {
     const total = this.files.size
     const queryRows = [...new Set(wordsOf(query).map((word) => model.rowOf(word)).filter((row): row is number => row !== undefined))]
     const weights = queryRows.map((row) => {
-      const count = this.fileCounts.get(row) ?? 0
+      const count = this.fileCounts[row] ?? 0
       return Math.log(1 + (total - count + 0.5) / (count + 0.5))
     })
     // Each query word's similarity to each word row met, computed once per query.
@@ -313,7 +409,9 @@ export class ChunkVectorStore {
       queryRows.forEach((queryRow, q) => {
         let best = 0
         const known = seen[q]
-        for (const row of file.words) {
+        const {u32} = file.seg
+        for (let k = file.wordsAt; k < file.wordsAt + file.words; k++) {
+          const row = u32[k]
           let similarity = known.get(row)
           if (similarity === undefined) known.set(row, (similarity = model.similarity(queryRow, row)))
           if (similarity > best) best = similarity
@@ -337,12 +435,13 @@ export class ChunkVectorStore {
     let floor = -Infinity
     for (const [path, file] of this.files) {
       if (accept && !accept(path)) continue
-      const {rows, factors} = file
+      const {i8: rows, f32: factors} = file.seg
+      const {factorsAt, chunks} = file
       let best = -Infinity
-      for (let c = 0, from = 0; c < factors.length; c++, from += dims) {
+      for (let c = 0, from = file.rowsAt; c < chunks; c++, from += dims) {
         let dot = 0
         for (let i = 0; i < dims; i += 4) dot += query[i] * rows[from + i] + query[i + 1] * rows[from + i + 1] + query[i + 2] * rows[from + i + 2] + query[i + 3] * rows[from + i + 3]
-        const score = dot * factors[c]
+        const score = dot * factors[factorsAt + c]
         if (score > best) best = score
       }
       if (best === -Infinity) continue

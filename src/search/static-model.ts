@@ -35,7 +35,8 @@ export class StaticModel {
   private readonly longestPiece: number
   /** Words already cut into pieces (a text repeats its rare words). */
   private readonly cuts = new Map<string, number[]>()
-  private readonly wordCount: number
+  /** Whole words of the table: their rows are 0 to wordCount - 1 (pieces come after). */
+  readonly wordCount: number
   /** Per entry, the length of its int8 row, computed when first needed (NaN until then). */
   private norms: Float32Array | undefined
   readonly dims: number

@@ -1,17 +1,19 @@
 /**
  * The built-in semantic ranking: the static model shipped in the package (assets/embeddings/), the chunk vectors
- * kept in `.nexus/search/vectors.sqlite`, and the fusion with the keyword ranking. Real trees, real model.
+ * kept in `.nexus/search/vectors-<model>.bin`, and the fusion with the keyword ranking. Real trees, real model.
  */
-import {rm, writeFile} from 'node:fs/promises'
-import {existsSync} from 'node:fs'
+import {readdir, rm, utimes, writeFile} from 'node:fs/promises'
+import {existsSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {afterAll, afterEach, describe, expect, it} from 'vitest'
+import {afterAll, afterEach, describe, expect, it, vi} from 'vitest'
 
 import Database from 'better-sqlite3'
 
 import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
-import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
+import {KeywordIndex} from '../../src/search/keyword.js'
+import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, LEGACY_VECTORS_FILE, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
+import {readRecords, vectorsData, type VectorsData} from '../../src/search/vector-log.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -86,23 +88,87 @@ describe('search by meaning, with nothing configured', () => {
     expect((await searchMemory(root, 'skiing in the Alps')).stats.embedded).toBe(0)
   })
 
-  it('embeds each file once more when its vectors were kept by a jarvis without the word match (no `words` column)', async () => {
+  /** The vectors of `root` as an older jarvis kept them: one SQLite row per file in `vectors.sqlite`, the log removed. */
+  function toLegacyDatabase(root: string, withWords: boolean): void {
+    const records: Array<[string, VectorsData]> = []
+    const dims = builtinModel()!.dims
+    readRecords(readFileSync(join(root, '.nexus', VECTORS_FILE)), 0, BUILTIN_MODEL, dims, (path, vectors) => {
+      if (vectors) records.push([path, vectorsData(vectors, dims)])
+    })
+    const db = new Database(join(root, '.nexus', LEGACY_VECTORS_FILE))
+    db.exec(`CREATE TABLE vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL${withWords ? ', words BLOB' : ''}, PRIMARY KEY (model, path)) WITHOUT ROWID`)
+    const put = db.prepare(`INSERT INTO vectors VALUES (?, ?, ?, ?, ?${withWords ? ', ?' : ''})`)
+    const bytes = (view: ArrayBufferView) => Buffer.from(view.buffer, view.byteOffset, view.byteLength)
+    for (const [path, {hash, factors, rows, words}] of records) {
+      const scales = bytes(new Float32Array(factors.length).fill(0.01))
+      put.run(BUILTIN_MODEL, path, hash, scales, bytes(rows), ...(withWords ? [bytes(words)] : []))
+    }
+    db.close()
+    rmSync(join(root, '.nexus', VECTORS_FILE))
+  }
+
+  it('takes the vectors an older jarvis kept in vectors.sqlite, embedding nothing again, and removes that database', async () => {
     const root = await tree()
-    const files = corpusFiles().size + 1
     const first = await searchMemory(root, 'database failover')
     resetSearchCache()
-    // The table as the first release of the built-in model made it.
-    const db = new Database(join(root, '.nexus', VECTORS_FILE))
-    db.exec('CREATE TABLE old AS SELECT model, path, hash, scales, rows FROM vectors; DROP TABLE vectors')
-    db.exec('CREATE TABLE vectors (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, scales BLOB NOT NULL, rows BLOB NOT NULL, PRIMARY KEY (model, path)) WITHOUT ROWID')
-    db.exec('INSERT INTO vectors SELECT * FROM old; DROP TABLE old')
-    db.close()
+    toLegacyDatabase(root, true)
 
     const upgraded = await searchMemory(root, 'database failover')
-    expect(upgraded.stats.embedded).toBe(files)
+    expect(upgraded.stats.embedded).toBe(0)
     expect(upgraded.hits).toEqual(first.hits)
+    expect(existsSync(join(root, '.nexus', LEGACY_VECTORS_FILE))).toBe(false)
     resetSearchCache()
     expect((await searchMemory(root, 'database failover')).stats.embedded).toBe(0)
+  })
+
+  it('embeds each file once more when vectors.sqlite was kept by a jarvis without the word match, or cannot be read', async () => {
+    const files = corpusFiles().size + 1
+    for (const legacy of ['no words', 'garbage'] as const) {
+      const root = await tree()
+      const first = await searchMemory(root, 'database failover')
+      resetSearchCache()
+      if (legacy === 'no words') toLegacyDatabase(root, false)
+      else {
+        rmSync(join(root, '.nexus', VECTORS_FILE))
+        writeFileSync(join(root, '.nexus', LEGACY_VECTORS_FILE), 'not a database at all')
+      }
+      const upgraded = await searchMemory(root, 'database failover')
+      expect(upgraded.stats.embedded).toBe(files)
+      expect(upgraded.hits).toEqual(first.hits)
+      expect(existsSync(join(root, '.nexus', LEGACY_VECTORS_FILE))).toBe(false)
+      resetSearchCache()
+      expect((await searchMemory(root, 'database failover')).stats.embedded).toBe(0)
+    }
+  })
+
+  it('a new process reads no index files for the vectors when the tree is as the last one left it; an edit is still embedded', async () => {
+    const root = await tree()
+    // Files a day old: settled, so the index keeps a manifest that a new process checks the tree against.
+    const dayAgo = new Date(Date.now() - 86_400_000)
+    const memory = join(root, '.memory')
+    for (const path of ['', ...(await readdir(memory, {recursive: true}))]) await utimes(join(memory, path), dayAgo, dayAgo)
+    const first = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    resetSearchCache()
+    expect((await searchMemory(root, 'where do we go on vacation', {limit: 3})).stats.embedded).toBe(0) // marks the vectors
+    resetSearchCache()
+
+    const index = await KeywordIndex.load(root)
+    expect((await index.refresh()).indexed).toBe(0)
+    expect(index.freshManifest).toBeDefined()
+    const store = new ChunkVectorStore(root, builtinModel()!, BUILTIN_MODEL)
+    const files = vi.spyOn(index, 'files', 'get')
+    expect(await store.updateFrom(index)).toBe(0)
+    expect(files).not.toHaveBeenCalled()
+    expect(store.rank(builtinModel()!.embed('where do we go on vacation'), undefined, 1)[0].path).toBe(HOLIDAY)
+    index.close()
+    const again = await searchMemory(root, 'where do we go on vacation', {limit: 3})
+    expect(again.hits).toEqual(first.hits)
+    resetSearchCache()
+
+    await writeFile(join(root, '.memory', HOLIDAY), '# Holiday plans\n\nA week of skiing in the Alps in February.\n')
+    const edited = await searchMemory(root, 'skiing in the Alps', {limit: 3})
+    expect(edited.stats.embedded).toBe(1)
+    expect(edited.hits[0].path).toBe(HOLIDAY)
   })
 
   it('is keyword-only, and says so, with JARVIS_EMBEDDINGS=off or embeddings: false', async () => {

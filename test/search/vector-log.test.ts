@@ -1,0 +1,249 @@
+/**
+ * The built-in model's vectors on disk (src/search/vector-log.ts, ChunkVectorStore): an append-only log read in one
+ * go. Whatever happened to it — edits, removals, two processes writing, a torn or corrupt write, another model's
+ * file — what a new process reads ranks exactly as vectors made from scratch would. Real trees, real model.
+ */
+import {spawn} from 'node:child_process'
+import {createHash} from 'node:crypto'
+import {mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
+import {crc32} from 'node:zlib'
+
+import fc from 'fast-check'
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {resetSearchCache, searchMemory} from '../../src/search/index.js'
+import {KeywordIndex} from '../../src/search/keyword.js'
+import {BUILTIN_MODEL, builtinModel, ChunkVectorStore, VECTORS_FILE} from '../../src/search/semantic.js'
+import {initTree} from '../../src/store/index.js'
+import {assertBuilt, runJs} from '../hook/helpers.js'
+import {removeAll, tempDir} from '../helpers/world.js'
+import {largeCorpus, writeCorpusFast} from './corpus.js'
+
+const dirs: string[] = []
+afterAll(async () => removeAll(dirs))
+
+const model = builtinModel()!
+const QUERIES = ['database failover replica', 'holiday beach hotel', 'release checklist deploy']
+const WORDS = ['database', 'failover', 'replica', 'holiday', 'beach', 'hotel', 'release', 'checklist', 'deploy', 'coffee', 'garden', 'invoice']
+
+type Tree = Map<string, string>
+
+async function emptyRoot(): Promise<string> {
+  const root = await tempDir('jarvis-vector-log-')
+  dirs.push(root)
+  mkdirSync(join(root, '.memory'), {recursive: true})
+  mkdirSync(join(root, '.nexus'), {recursive: true})
+  return root
+}
+
+/** Writes `tree` into `root`'s `.memory/` (removing what it no longer holds) and answers its path → hash map. */
+function writeTree(root: string, tree: Tree, before: Tree = new Map()): Map<string, {hash: string}> {
+  for (const path of before.keys()) if (!tree.has(path)) rmSync(join(root, '.memory', path))
+  for (const [path, text] of tree) {
+    mkdirSync(dirname(join(root, '.memory', path)), {recursive: true})
+    writeFileSync(join(root, '.memory', path), text)
+  }
+  return new Map([...tree].map(([path, text]) => [path, {hash: createHash('sha256').update(text).digest('hex')}]))
+}
+
+const rankings = (store: ChunkVectorStore) => QUERIES.map((query) => store.rank(model.embed(query), undefined, Infinity))
+const wordScores = (store: ChunkVectorStore, tree: Tree) => QUERIES.map((query) => [...store.wordMatch(query, tree.keys())].sort())
+
+/** What vectors made from nothing rank like, for `tree`. */
+async function fromScratch(tree: Tree): Promise<{rankings: ReturnType<typeof rankings>; words: ReturnType<typeof wordScores>}> {
+  const root = await emptyRoot()
+  const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+  await store.update(writeTree(root, tree))
+  return {rankings: rankings(store), words: wordScores(store, tree)}
+}
+
+const text = fc.array(fc.constantFrom(...WORDS), {minLength: 0, maxLength: 12}).map((words) => `# Note\n\n${words.join(' ')}\n`)
+const PATHS = ['a.md', 'b.md', 'notes/c.md', 'notes/d.md']
+/** One step: a file written (added or changed) or removed, then one of two processes brings its vectors up to date. */
+const step = fc.record({path: fc.constantFrom(...PATHS), text: fc.option(text, {nil: undefined}), process: fc.constantFrom(0, 1), restart: fc.boolean(), viaIndex: fc.boolean()})
+
+/**
+ * The keyword index as ChunkVectorStore.updateFrom sees it, for `current`: its files, and a manifest digest that
+ * (like the real manifest, whose stats change with every edit) differs whenever the tree does.
+ */
+const indexOf = (current: Map<string, {hash: string}>, generation: number) => ({
+  files: current,
+  generation,
+  freshManifest: crc32(JSON.stringify([...current].sort())),
+})
+
+describe('the vectors log', () => {
+  it('after any edits and removals, by two processes, with or without sync marks, a new process reads what embedding from scratch gives, and embeds nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, {minLength: 1, maxLength: 12}), async (steps) => {
+        const root = await emptyRoot()
+        const processes = [new ChunkVectorStore(root, model, BUILTIN_MODEL), new ChunkVectorStore(root, model, BUILTIN_MODEL)]
+        let tree: Tree = new Map()
+        let current = writeTree(root, tree)
+        for (const [i, {path, text: content, process, restart, viaIndex}] of steps.entries()) {
+          const next = new Map(tree)
+          if (content === undefined) next.delete(path)
+          else next.set(path, content)
+          current = writeTree(root, next, tree)
+          tree = next
+          if (restart) processes[process] = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+          if (viaIndex) await processes[process].updateFrom(indexOf(current, i))
+          else await processes[process].update(current)
+        }
+        const fresh = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+        expect(await fresh.updateFrom(indexOf(current, steps.length))).toBe(0)
+        const scratch = await fromScratch(tree)
+        expect(rankings(fresh)).toEqual(scratch.rankings)
+        expect(wordScores(fresh, tree)).toEqual(scratch.words)
+      }),
+      {numRuns: 30},
+    )
+  })
+
+  it('embeds only what changed: a new file, an edited one; a removed file is dropped', async () => {
+    const root = await emptyRoot()
+    const tree: Tree = new Map([
+      ['a.md', '# A\n\ndatabase failover\n'],
+      ['b.md', '# B\n\nholiday beach\n'],
+    ])
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(writeTree(root, tree))).toBe(2)
+    const next: Tree = new Map([
+      ['a.md', '# A\n\ndatabase failover replica\n'],
+      ['c.md', '# C\n\nrelease checklist\n'],
+    ])
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    const current = writeTree(root, next, tree)
+    expect(await store.update(current)).toBe(2)
+    expect(rankings(store)[1].map((hit) => hit.path).sort()).toEqual(['a.md', 'c.md'])
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(0)
+  })
+
+  it('a torn or corrupt log is not trusted: what it cannot vouch for is embedded again, the rest read, the log written anew', async () => {
+    const tree: Tree = new Map(PATHS.map((path, i) => [path, `# Note ${i}\n\n${WORDS.slice(i, i + 6).join(' ')}\n`]))
+    const scratch = await fromScratch(tree)
+    await fc.assert(
+      fc.asyncProperty(fc.double({min: 0, max: 1, noNaN: true}), fc.constantFrom('cut', 'flip'), async (where, damage) => {
+        const root = await emptyRoot()
+        const current = writeTree(root, tree)
+        await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)
+        const file = join(root, '.nexus', VECTORS_FILE)
+        const bytes = readFileSync(file)
+        const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
+        if (damage === 'cut') truncateSync(file, at)
+        else {
+          bytes[at] ^= 0x5a
+          writeFileSync(file, bytes)
+        }
+        const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+        const embedded = await reader.update(current)
+        expect(embedded).toBeGreaterThanOrEqual(1)
+        expect(rankings(reader)).toEqual(scratch.rankings)
+        expect(wordScores(reader, tree)).toEqual(scratch.words)
+        expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(0)
+      }),
+      {numRuns: 25},
+    )
+  })
+
+  it("another model's or format's log is replaced, not read", async () => {
+    const root = await emptyRoot()
+    const tree: Tree = new Map([['a.md', '# A\n\ndatabase failover\n']])
+    const current = writeTree(root, tree)
+    await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)
+    const file = join(root, '.nexus', VECTORS_FILE)
+    const bytes = readFileSync(file)
+    bytes.writeUInt32LE(99, 4) // a format this jarvis does not know
+    writeFileSync(file, bytes)
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(1)
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(0)
+  })
+
+  it('where .nexus/ cannot be written, keeps the vectors in memory: the process embeds once, the next one again', async () => {
+    const root = await emptyRoot()
+    writeFileSync(join(root, '.nexus', 'search'), 'not a folder') // no log can be read or written under it
+    const tree: Tree = new Map([
+      ['a.md', '# A\n\ndatabase failover\n'],
+      ['b.md', '# B\n\nholiday beach\n'],
+    ])
+    const current = writeTree(root, tree)
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    expect(await store.update(current)).toBe(2)
+    expect(rankings(store)).toEqual((await fromScratch(tree)).rankings)
+    const edited = writeTree(root, new Map([...tree, ['b.md', '# B\n\nrelease checklist\n']]), tree)
+    expect(await store.update(edited)).toBe(1)
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(edited)).toBe(2)
+  })
+
+  it('after a recall killed (-9) while it embedded the tree, the next one keeps what was saved, embeds the rest, and ranks as from scratch', async () => {
+    assertBuilt()
+    const files = largeCorpus(1200)
+    const trees = await Promise.all(
+      [0, 1].map(async () => {
+        const dir = await tempDir('jarvis-vector-log-kill-')
+        dirs.push(dir)
+        const {root} = await initTree(dir, {})
+        await writeCorpusFast(join(root, '.memory'), files)
+        return root
+      }),
+    )
+    const [killed, scratch] = trees
+    const child = spawn(process.execPath, [runJs, 'recall', 'pgbouncer'], {cwd: killed, env: {...process.env, JARVIS_DIR: '', JARVIS_WARM: 'off'}, stdio: 'ignore'})
+    const exited = new Promise((resolve) => child.on('exit', resolve))
+    const log = join(killed, '.nexus', VECTORS_FILE)
+    const size = () => statSync(log, {throwIfNoEntry: false})?.size ?? 0
+    // The first batch of 500 files written: the rest is being embedded.
+    while (size() < 100_000 && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 5))
+    child.kill('SIGKILL')
+    await exited
+
+    resetSearchCache()
+    const after = await searchMemory(killed, 'connection pooling for postgres', {limit: 10})
+    expect(after.stats.embedded).toBeGreaterThan(0) // killed mid-way…
+    expect(after.stats.embedded).toBeLessThan(1200) // …after a batch was saved
+    resetSearchCache()
+    const fromScratch = await searchMemory(scratch, 'connection pooling for postgres', {limit: 10})
+    expect(fromScratch.stats.embedded).toBe(1200)
+    expect(after.hits).toEqual(fromScratch.hits)
+    resetSearchCache()
+    expect((await searchMemory(killed, 'connection pooling for postgres')).stats.embedded).toBe(0)
+  })
+
+  it('two recalls embedding the same tree at once, each writing the log, leave vectors that rank as from scratch', async () => {
+    assertBuilt()
+    const files = largeCorpus(1100)
+    const [shared, scratch] = await Promise.all(
+      [0, 1].map(async () => {
+        const dir = await tempDir('jarvis-vector-log-race-')
+        dirs.push(dir)
+        const {root} = await initTree(dir, {})
+        await writeCorpusFast(join(root, '.memory'), files)
+        return root
+      }),
+    )
+    // The keyword index built first, so that both processes go on to embed at the same time.
+    await searchMemory(shared, 'pgbouncer', {embeddings: false})
+    resetSearchCache()
+    const run = () =>
+      new Promise<number | null>((resolve) => {
+        const child = spawn(process.execPath, [runJs, 'recall', 'pgbouncer'], {cwd: shared, env: {...process.env, JARVIS_DIR: '', JARVIS_WARM: 'off'}, stdio: 'ignore'})
+        child.on('exit', resolve)
+      })
+    expect(await Promise.all([run(), run()])).toEqual([0, 0])
+
+    const after = await searchMemory(shared, 'connection pooling for postgres', {limit: 10})
+    resetSearchCache()
+    const fromScratch = await searchMemory(scratch, 'connection pooling for postgres', {limit: 10})
+    expect(after.hits).toEqual(fromScratch.hits)
+    // Every file, not only the top 10: the vectors read from the shared log are those made from scratch.
+    const ranked = async (root: string) => {
+      const index = await KeywordIndex.load(root)
+      await index.refresh()
+      const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+      await store.updateFrom(index)
+      index.close()
+      return rankings(store)
+    }
+    expect(await ranked(shared)).toEqual(await ranked(scratch))
+  })
+})
