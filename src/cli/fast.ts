@@ -1,7 +1,7 @@
 /**
  * The door that skips oclif (about 60 ms of loading and set-up) for the calls paid most often: `jarvis --version`,
  * `jarvis hook …`, which an agent runs at every prompt, and the hot commands of agents and git hooks (memory
- * snapshot, append and ls, recall, a one-shot sync), run through the same actions (cli/actions/) as their oclif
+ * snapshot, append, ls and search, recall, a one-shot sync), run through the same actions (cli/actions/) as their oclif
  * commands. Anything else, or anything unusual in these calls (help, an unknown flag, a bad value), goes to oclif,
  * which answers it as always.
  *
@@ -20,6 +20,7 @@ export const FAST_ACTIONS: Record<string, () => Promise<FastAction>> = {
   'memory-snapshot': action(() => import('./actions/memory-snapshot.js')),
   'memory-append': action(() => import('./actions/memory-append.js')),
   'memory-ls': action(() => import('./actions/memory-ls.js')),
+  'memory-search': action(() => import('./actions/memory-search.js')),
   recall: action(() => import('./actions/recall.js')),
   sync: action(() => import('./actions/sync.js')),
 }

@@ -13,32 +13,3 @@ export const eventFilterFlags = {
   limit: Flags.integer({description: 'At most this many events.', min: 1, helpGroup: 'FILTER'}),
   'include-deprecated': Flags.boolean({description: 'Also superseded events.', helpGroup: 'FILTER'}),
 }
-
-export interface EventFilterFlagValues {
-  dir?: string
-  server?: string
-  scope?: string
-  kind?: string
-  key?: string
-  agent?: string
-  since?: string
-  until?: string
-  limit?: number
-  'include-deprecated'?: boolean
-}
-
-/** The flags as listEvents options. */
-export function eventFilterOptions(flags: EventFilterFlagValues) {
-  return {
-    dir: flags.dir,
-    server: flags.server,
-    scope: flags.scope,
-    kind: flags.kind,
-    key: flags.key,
-    agent: flags.agent,
-    since: flags.since,
-    until: flags.until,
-    limit: flags.limit,
-    includeDeprecated: flags['include-deprecated'],
-  }
-}

@@ -36,6 +36,7 @@ const COMMANDS: Record<string, () => Promise<{default: typeof Command}>> = {
   'memory-snapshot': () => import('../../src/commands/memory/snapshot.js'),
   'memory-append': () => import('../../src/commands/memory/append.js'),
   'memory-ls': () => import('../../src/commands/memory/ls.js'),
+  'memory-search': () => import('../../src/commands/memory/search.js'),
   recall: () => import('../../src/commands/recall.js'),
   sync: () => import('../../src/commands/sync.js'),
 }
@@ -118,6 +119,8 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     ['memory ls with a prefix, a limit and --json', ['memory', 'ls', 'bulk/00/', '--limit', '3', '--json']],
     ['recall with a repeated tag', ['recall', 'pgbouncer pooling', '--tag', 'database', '--tag', 'postgres', '--limit', '2']],
     ['recall --json', ['recall', 'clock skew', '--json']],
+    ['memory search', ['memory', 'search', 'pgbouncer pooling']],
+    ['memory search with file and event filters, --json', ['memory', 'search', 'clock skew', '--tag', 'security', '--kind', 'decision', '--limit', '3', '--json']],
     ['memory snapshot with scopes', ['memory', 'snapshot', '--scopes', 'global, project:none', '--limit-recent', '5']],
     ['memory snapshot --json', ['memory', 'snapshot', '--json']],
     ['a no-op sync', ['sync']],
@@ -141,6 +144,9 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
 
     const down = await bothDoors(['memory', 'snapshot', '--server', 'http://127.0.0.1:9'])
     expect(down.code).toBe(3)
+    const searchDown = await bothDoors(['memory', 'search', 'pgbouncer', '--server', 'http://127.0.0.1:9'])
+    expect(searchDown.code).toBe(3)
+    expect(searchDown.oclif).toBe(false)
 
     const outside = await bothDoors(['memory', 'ls'], work)
     expect(outside.code).toBe(2)

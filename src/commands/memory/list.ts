@@ -1,6 +1,7 @@
 import {JarvisCommand} from '../../cli/base-command.js'
 import {listEvents, type ListResult} from '../../ops/events/list.js'
-import {eventFilterFlags, eventFilterOptions} from '../../cli/memory-flags.js'
+import {eventFilterOptions} from '../../cli/event-filters.js'
+import {eventFilterFlags} from '../../cli/memory-flags.js'
 import {renderEvents} from '../../cli/memory-render.js'
 
 export default class MemoryList extends JarvisCommand<typeof MemoryList> {

@@ -1,10 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
-import {eventFilterFlags, eventFilterOptions} from '../../cli/memory-flags.js'
-import {renderMemorySearch} from '../../cli/memory-render.js'
-import {fileSearchOf, type MemoryFileHits, searchMemory, type MemorySearchResult} from '../../ops/search.js'
-import {askWarmTree} from '../../cli/warm.js'
+import {run} from '../../cli/actions/memory-search.js'
+import {eventFilterFlags} from '../../cli/memory-flags.js'
+import type {MemorySearchResult} from '../../ops/search.js'
 
 export default class MemorySearch extends JarvisCommand<typeof MemorySearch> {
   static summary = 'Search the memory files of this tree and the shared event log, most relevant first.'
@@ -22,12 +21,6 @@ export default class MemorySearch extends JarvisCommand<typeof MemorySearch> {
   }
 
   async run(): Promise<MemorySearchResult> {
-    const options = {...eventFilterOptions(this.flags), query: this.args.query, tags: this.flags.tag, prefix: this.flags.prefix}
-    // The files' part from a jarvis running in the tree, when one does; the event log is asked here meanwhile.
-    const files = askWarmTree<MemoryFileHits>(this.flags.dir, 'memory-search-files', fileSearchOf(options))
-    const result = await searchMemory({...options, files})
-    for (const note of result.notes) this.warn(note)
-    this.log(renderMemorySearch(result))
-    return result
+    return run({flags: this.flags, args: this.args}, this.output)
   }
 }
