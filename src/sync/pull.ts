@@ -98,8 +98,9 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
   }
   let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
   let asked = batch.length > 0 ? (await sentFirst((sent) => pullTexts(client, batch, sent))).answer : undefined
-  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile.
-  if (asked !== undefined) bases.openEarly()
+  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile (not when they
+  // may all go to its journal: a few files, of sizes not known yet).
+  if (asked !== undefined) bases.openEarly({paths: pulls.length})
   try {
     for (let start = batch.length; asked !== undefined; ) {
       const remoteText = await asked
