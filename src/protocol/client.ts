@@ -8,6 +8,7 @@ import {
   pushResponseSchema,
   statusResponseSchema,
   formatIssues,
+  STATUS_TEXTS_HEADER,
   SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
 import {type HttpAnswer, requestText} from './http.js'
@@ -15,6 +16,9 @@ import {type HttpAnswer, requestText} from './http.js'
 const debug = createDebug('jarvis:protocol')
 
 export type StatusResponse = z.output<typeof statusResponseSchema>
+
+/** The characters of texts an incremental status is asked to carry (STATUS_TEXTS_HEADER). */
+export const STATUS_TEXTS_ASKED = 256 * 1024
 export type PullResponse = z.output<typeof pullResponseSchema>
 
 /**
@@ -100,9 +104,14 @@ export class MemoryClient {
   /** Kept for symmetry with the WebSocket side: fetch pools its connections and needs no closing. */
   async close(): Promise<void> {}
 
-  /** `onSent` (here, in pull and in push): see requestText. */
+  /**
+   * `onSent` (here, in pull and in push): see requestText. With `since`, `jarvis serve` is asked for the texts of the
+   * few files it lists too (STATUS_TEXTS_HEADER, in each entry's `content`, see statusTexts in sync/pull.ts): a
+   * server that does not know the header ignores it, and the client pulls them as before.
+   */
   status(since?: number, onSent?: () => void): Promise<StatusResponse> {
-    return this.call('GET', since === undefined ? '/api/memory/status' : `/api/memory/status?since=${since}`, undefined, statusResponseSchema, {}, onSent)
+    if (since === undefined) return this.call('GET', '/api/memory/status', undefined, statusResponseSchema, {}, onSent)
+    return this.call('GET', `/api/memory/status?since=${since}`, undefined, statusResponseSchema, {[STATUS_TEXTS_HEADER]: String(STATUS_TEXTS_ASKED)}, onSent)
   }
 
   pull(paths: string[], onSent?: () => void): Promise<PullResponse> {

@@ -22,6 +22,9 @@ export type {CurrentFile, PullAnswer, PushAnswer, StatusAnswer, StatusFileEntry,
 const debug = createDebug('jarvis:server')
 
 export const ACTIVE_PROJECT_PATH = ACTIVE_PROJECT_FILE
+/** A status answer carries texts (see MemoryService.status) for at most this many files, of this many characters in all. */
+export const STATUS_TEXT_FILES = 64
+export const STATUS_TEXT_CHARS = 1024 * 1024
 /** Optimistic retries of sync-task when another write to the same worker memory wins the race. */
 const SYNC_TASK_ATTEMPTS = 8
 
@@ -81,7 +84,14 @@ export class MemoryService {
     return this.now().toISOString()
   }
 
-  async status(since?: number): Promise<StatusAnswer> {
+  /**
+   * `texts`: the client asked for the texts of the files listed (`x-jarvis-status-texts: <characters>`). Given with
+   * `since` only, when the listing names at most STATUS_TEXT_FILES live files, each while the texts stay within the
+   * characters asked for (and STATUS_TEXT_CHARS): the few files a client is about to pull come with the answer it
+   * awaits anyway, and it need not ask for them again. Read after the listing: a text whose hash is no longer the
+   * listed one (written meanwhile) is left out, so each text given is exactly the version its entry names.
+   */
+  async status(since?: number, texts?: {chars: number}): Promise<StatusAnswer> {
     // The active project is read with the listing: one query on PostgreSQL, one view of the memory.
     const snapshot = await this.storage.status(since, [ACTIVE_PROJECT_PATH])
     const files: Record<string, StatusFileEntry> = {}
@@ -89,6 +99,17 @@ export class MemoryService {
       files[meta.path] = meta.deleted
         ? {updatedAt: meta.updatedAt, rev: meta.rev, deleted: true, author: meta.author}
         : {updatedAt: meta.updatedAt, rev: meta.rev, hash: meta.hash ?? undefined, author: meta.author}
+    }
+    const live = texts === undefined || since === undefined || snapshot.full ? [] : snapshot.files.filter((meta) => !meta.deleted && meta.hash)
+    if (live.length > 0 && live.length <= STATUS_TEXT_FILES) {
+      const records = await this.storage.read(live.map((meta) => meta.path))
+      let room = Math.min(texts!.chars, STATUS_TEXT_CHARS)
+      for (const meta of live) {
+        const record = records.get(meta.path)
+        if (record === undefined || record.deleted || record.content === null || record.hash !== meta.hash || record.content.length > room) continue
+        room -= record.content.length
+        files[meta.path].content = record.content
+      }
     }
     const active = activeProjectOf(snapshot.read.get(ACTIVE_PROJECT_PATH))
     return {

@@ -9,6 +9,8 @@ export interface StatusFileEntry {
   hash?: string
   deleted?: true
   author: string
+  /** The text of `hash`, for a client that asked (`x-jarvis-status-texts`, with `since`): see MemoryService.status. */
+  content?: string
 }
 
 export interface StatusAnswer {

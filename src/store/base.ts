@@ -9,10 +9,19 @@
  * recorded, and a missing or torn base means a two-way merge, which never deletes. A database found unusable is
  * made again, empty, for the same reason.
  *
+ * A flush of a few small bases (a sync of a few files) is appended to `.nexus/base.journal` instead, one JSON line per
+ * path (`{"p": path, "t": text}`, `"t": null` for a removal): loading SQLite's native module, opening the database
+ * and its checkpoint at close cost more than the whole of such a sync's other writes (docs/decisions/sync-writes.md).
+ * The journal's lines stand before the database's rows; the first flush that goes to the database (many or large
+ * bases, or a journal grown past JOURNAL_MAX_BYTES) writes the journal's entries first and then removes it. The
+ * journal is not durable either, and needs no more: a line lost, torn or left by a kill after its fold only gives a
+ * base whose hash the sync state does not record, or one that is older than the row and still matches the state
+ * (the state is written after the flush that returned), never a wrong one.
+ *
  * An older jarvis kept each base in `.nexus/base/<path>`: those are still read when the database has no row for a
  * path, and removed with it.
  */
-import {existsSync} from 'node:fs'
+import {appendFileSync, existsSync, readFileSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -27,6 +36,20 @@ import {deleteInside} from './tree.js'
 const debug = createDebug('jarvis:store')
 
 export const BASE_FILE = 'base.sqlite'
+/** The bases of the latest small flushes, before the database's rows (see above). */
+export const BASE_JOURNAL_FILE = 'base.journal'
+/** A flush of at most this many characters of bases, and this many paths, is appended to the journal. */
+export const JOURNAL_FLUSH_CHARS = 256 * 1024
+const JOURNAL_FLUSH_PATHS = 256
+/** The journal is folded into the database by the first flush that would take it past this many bytes. */
+export const JOURNAL_MAX_BYTES = 1024 * 1024
+
+/** The journal as read: each path's last entry (null: removed), its size, and whether every line was whole JSON. */
+interface Journal {
+  entries: Map<string, string | null>
+  bytes: number
+  whole: boolean
+}
 /** Where an older jarvis kept one file per base (`.nexus/base/<path>`). */
 export const BASE_DIR = 'base'
 
@@ -56,6 +79,8 @@ export class BaseStore {
   private pendingChars = 0
   /** Whether `.nexus/base/` (an older jarvis's bases) exists, asked once. */
   private legacy: boolean | undefined
+  /** `.nexus/base.journal`, read at its first use. */
+  private journal: Journal | undefined
 
   constructor(private readonly root: string) {}
 
@@ -63,6 +88,8 @@ export class BaseStore {
   async get(rel: string): Promise<string | null> {
     const clean = checkRelativePath(rel)
     if (this.pending.has(clean)) return this.pending.get(clean) ?? null
+    const journal = this.readJournal()
+    if (journal.entries.has(clean)) return journal.entries.get(clean) ?? null
     // A tree that never synced has no database: reading makes none (a command that only looks writes nothing).
     const row = this.hasDatabase() ? this.open().get.get(clean) : undefined
     if (row !== undefined) return row[0] as string
@@ -92,9 +119,11 @@ export class BaseStore {
 
   /**
    * Opens the database now, while the caller waits for an answer whose texts it will flush here: only a head start. A
-   * failure is left to the flush, which meets it again and reports it.
+   * failure is left to the flush, which meets it again and reports it. Not when the flush of `expected` (paths, and
+   * characters when known) will go to the journal.
    */
-  openEarly(): void {
+  openEarly(expected?: {paths: number; chars?: number}): void {
+    if (expected !== undefined && this.journalTakes(this.pending.size + expected.paths, this.pendingChars + (expected.chars ?? 0))) return
     try {
       this.open()
     } catch {
@@ -102,33 +131,94 @@ export class BaseStore {
     }
   }
 
-  /** Writes what `put` and `remove` kept, in one transaction. */
+  /** Writes what `put` and `remove` kept: appended to the journal when it is a few small bases, else in one transaction. */
   flush(): void {
     if (this.pending.size === 0) return
-    // Removals only, and no database: nothing to remove from.
-    if (!this.hasDatabase() && [...this.pending.values()].every((text) => text === null)) {
+    const journal = this.readJournal()
+    // Removals only, and no database nor journal: nothing to remove from.
+    if (!this.hasDatabase() && journal.bytes === 0 && [...this.pending.values()].every((text) => text === null)) {
       this.pending.clear()
       return
+    }
+    if (this.db === undefined && this.journalTakes(this.pending.size, this.pendingChars)) {
+      const lines = [...this.pending].map(([path, text]) => `${JSON.stringify({p: path, t: text})}\n`).join('')
+      const bytes = Buffer.byteLength(lines)
+      if (journal.bytes + bytes <= JOURNAL_MAX_BYTES) {
+        // One write: killed inside it, the journal ends in a torn line, which a reader skips and the next flush folds.
+        appendFileSync(this.journalPath(), lines)
+        for (const [path, text] of this.pending) journal.entries.set(path, text)
+        journal.bytes += bytes
+        this.clearPending()
+        return
+      }
     }
     const {put, remove} = this.open()
     const db = this.db!
     db.immediate(() => {
-      for (const [path, text] of this.pending) {
-        if (text === null) remove.run(path)
-        else put.run(path, text)
+      // The journal's entries first: the pending ones are newer.
+      for (const entries of [journal.entries, this.pending]) {
+        for (const [path, text] of entries) {
+          if (text === null) remove.run(path)
+          else put.run(path, text)
+        }
       }
     })
-    this.pending.clear()
-    this.pendingChars = 0
+    // After the commit: killed before this, the journal's entries are older than the rows, and the sync state (written
+    // after this flush returns) still names them.
+    if (journal.bytes > 0) rmSync(this.journalPath(), {force: true})
+    this.journal = {entries: new Map(), bytes: 0, whole: true}
+    this.clearPending()
   }
 
   /** Closes the database; what was not flushed is dropped (a base is only ever written after what it records). */
   close(): void {
-    this.pending.clear()
-    this.pendingChars = 0
+    this.clearPending()
+    this.journal = undefined
     this.db?.close()
     this.db = undefined
     this.statements = undefined
+  }
+
+  private clearPending(): void {
+    this.pending.clear()
+    this.pendingChars = 0
+  }
+
+  private journalPath(): string {
+    return join(nexusDir(this.root), BASE_JOURNAL_FILE)
+  }
+
+  /** A flush of `paths` bases of `chars` characters goes to the journal (unless it would outgrow JOURNAL_MAX_BYTES). */
+  private journalTakes(paths: number, chars: number): boolean {
+    const journal = this.readJournal()
+    return journal.whole && paths <= JOURNAL_FLUSH_PATHS && chars <= JOURNAL_FLUSH_CHARS && journal.bytes + chars < JOURNAL_MAX_BYTES
+  }
+
+  /**
+   * The journal, read once: each line that is whole JSON of the right shape, the last one of a path winning. A line
+   * that is not (torn by a kill, zeros after a power cut, a hand edit) is skipped, and the next flush folds the journal
+   * into the database, so that no line is ever appended after it.
+   */
+  private readJournal(): Journal {
+    if (this.journal !== undefined) return this.journal
+    const journal: Journal = {entries: new Map(), bytes: 0, whole: true}
+    let text: string
+    try {
+      text = readFileSync(this.journalPath(), 'utf8')
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      return (this.journal = journal)
+    }
+    journal.bytes = Buffer.byteLength(text)
+    const lines = text.split('\n')
+    // The text after the last newline: empty when the last line is whole.
+    if (lines.pop() !== '') journal.whole = false
+    for (const line of lines) {
+      const entry = parseJournalLine(line)
+      if (entry === undefined) journal.whole = false
+      else journal.entries.set(entry.path, entry.text)
+    }
+    return (this.journal = journal)
   }
 
   private hasDatabase(): boolean {
@@ -163,6 +253,24 @@ export class BaseStore {
         removeNexusSqlite(this.root, BASE_FILE)
       }
     }
+  }
+}
+
+/** One line of the journal, or undefined when it is not one (see readJournal). */
+function parseJournalLine(line: string): {path: string; text: string | null} | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null) return undefined
+  const {p, t} = value as {p?: unknown; t?: unknown}
+  if (typeof p !== 'string' || !(typeof t === 'string' || t === null)) return undefined
+  try {
+    return {path: checkRelativePath(p), text: t}
+  } catch {
+    return undefined
   }
 }
 

@@ -1,7 +1,7 @@
 /** store/: the only code that touches `.memory/` and `.nexus/` (docs/architecture.md, docs/store-format.md). */
 export {appendLineDurable, AtomicBatch, type AtomicBatchOptions, fsyncDir, fsyncDirs, linkNoClobber, readTextIfExists, type StagedFile, tempPathFor, type WriteAtomicOptions, writeFileAtomic} from './atomic.js'
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
-export {BASE_DIR, BASE_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
+export {BASE_DIR, BASE_FILE, BASE_JOURNAL_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
 export {
   attributeBackups,

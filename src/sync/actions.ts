@@ -31,6 +31,8 @@ export interface ActionContext {
   result: SyncResult
   /** Called once per action handled. */
   onEach?: () => void
+  /** Texts the server gave already (statusTexts): not asked for again. */
+  given?: ReadonlyMap<string, RemoteText>
 }
 
 /** Runs every action but the pulls; returns what is to be pushed and deleted on the server. */
@@ -42,7 +44,10 @@ export async function applyActions(context: ActionContext, actions: readonly Act
   const deletes: string[] = []
   const merges = actions.filter((a) => a.kind === 'merge').map((a) => a.path)
   const remoteText = new Map<string, RemoteText>()
-  for (let start = 0; start < merges.length; start += PULL_BATCH_FILES) for (const [path, remote] of await pullTexts(client, merges.slice(start, start + PULL_BATCH_FILES))) remoteText.set(path, remote)
+  const given = context.given ?? new Map<string, RemoteText>()
+  for (const path of merges) if (given.has(path)) remoteText.set(path, given.get(path)!)
+  const toAsk = given.size === 0 ? merges : merges.filter((path) => !given.has(path))
+  for (let start = 0; start < toAsk.length; start += PULL_BATCH_FILES) for (const [path, remote] of await pullTexts(client, toAsk.slice(start, start + PULL_BATCH_FILES))) remoteText.set(path, remote)
 
   for (const action of actions) {
     if (action.kind === 'pull') continue

@@ -7,7 +7,7 @@
  */
 import createDebug from 'debug'
 
-import {type MemoryClient, pulledText} from '../protocol/client.js'
+import {type MemoryClient, pulledText, type StatusResponse} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
 import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, stageMemoryFile, type StagedFile} from '../store/index.js'
 import type {LocalHashes, RemoteEntry} from './plan.js'
@@ -61,6 +61,21 @@ export async function pullTexts(client: MemoryClient, paths: string[], onSent?: 
   return texts
 }
 
+/**
+ * The texts a status answer carried (`jarvis serve`, asked with `since`: the few files it lists, MemoryClient.status),
+ * each only when it is the version its entry names (its hash): those need no pull request.
+ */
+export function statusTexts(status: StatusResponse): Map<string, RemoteText> {
+  const texts = new Map<string, RemoteText>()
+  for (const path in status.files) {
+    const file = status.files[path]
+    const content = (file as {content?: unknown}).content
+    if (typeof content !== 'string' || file.deleted || file.hash === undefined || hashText(content) !== file.hash) continue
+    texts.set(path, {content, entry: {rev: file.rev, hash: file.hash, updatedAt: file.updatedAt}})
+  }
+  return texts
+}
+
 /** What a round's pulls need: where to write, what the scan saw there, and where the bases and the report go. */
 export interface PullContext {
   root: string
@@ -72,6 +87,8 @@ export interface PullContext {
   now: () => Date
   /** Called once per pulled path, as its answer is handled. */
   onEach?: () => void
+  /** Texts the server gave already (statusTexts): not asked for again. */
+  given?: ReadonlyMap<string, RemoteText>
 }
 
 /** Pulls `pulls` (see above); each file written is in `result.pulled`, sorted, its base recorded in `state`. */
@@ -96,27 +113,37 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
     staged.length = 0
     stagedChars = 0
   }
-  let batch = pulls.slice(0, PULL_FIRST_BATCH_FILES)
+  const stage = (paths: string[], remoteText: ReadonlyMap<string, RemoteText>) =>
+    forEachConcurrently(paths, PULL_CONCURRENCY, async (path) => {
+      context.onEach?.()
+      const remote = remoteText.get(path)
+      if (!remote) return // vanished between status and pull: the next sync sees it
+      // The server's version is the file here already (a base without the server's time, in timestamp mode):
+      // only the base is recorded, the file is not written again.
+      if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
+      staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
+      stagedChars += remote.content.length
+    })
+  const given = context.given ?? new Map<string, RemoteText>()
+  const inGiven = pulls.filter((path) => given.has(path))
+  const toAsk = inGiven.length === 0 ? pulls : pulls.filter((path) => !given.has(path))
+  let batch = toAsk.slice(0, PULL_FIRST_BATCH_FILES)
   let asked = batch.length > 0 ? (await sentFirst((sent) => pullTexts(client, batch, sent))).answer : undefined
-  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile.
-  if (asked !== undefined) bases.openEarly()
+  // While the server answers: the base copies' database, where the pulled texts go, is opened meanwhile (not when they
+  // may all go to its journal: a few files, of sizes not known yet).
+  if (asked !== undefined) bases.openEarly({paths: pulls.length})
   try {
+    if (inGiven.length > 0) {
+      await stage(inGiven, given)
+      if (asked === undefined) await renameStaged()
+    }
     for (let start = batch.length; asked !== undefined; ) {
       const remoteText = await asked
       const current = batch
-      batch = pulls.slice(start, start + nextPullBatchFiles(current.length, remoteText))
+      batch = toAsk.slice(start, start + nextPullBatchFiles(current.length, remoteText))
       start += batch.length
       asked = batch.length > 0 ? prefetch(pullTexts(client, batch)) : undefined
-      await forEachConcurrently(current, PULL_CONCURRENCY, async (path) => {
-        context.onEach?.()
-        const remote = remoteText.get(path)
-        if (!remote) return // vanished between status and pull: the next sync sees it
-        // The server's version is the file here already (a base without the server's time, in timestamp mode):
-        // only the base is recorded, the file is not written again.
-        if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
-        staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
-        stagedChars += remote.content.length
-      })
+      await stage(current, remoteText)
       if (asked === undefined || staged.length >= PULL_DURABLE_FILES || stagedChars >= PULL_DURABLE_CHARS) await renameStaged()
     }
   } finally {

@@ -111,8 +111,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   try {
     const merged = batch.filter(({item}) => item.merged).map(({item}) => item.path)
     const pushed = await sentFirst((sent) => client.push(files, mode === 'revision' ? base : undefined, deletes, merged, sent))
-    // While the server commits: the base copies' database, where the acknowledged texts go, is opened meanwhile.
-    if (batch.length > 0) bases.openEarly()
+    // While the server commits: the base copies' database, where the acknowledged texts go, is opened meanwhile (not
+    // for a few small texts, which go to its journal).
+    if (batch.length > 0) bases.openEarly({paths: batch.length, chars: batch.reduce((sum, {text}) => sum + text.length, 0)})
     answer = await pushed.answer
   } catch (error) {
     if (error instanceof StalePushError) return error.stale

@@ -12,7 +12,7 @@ import {type BaseStore, readMemoryFile, readScanHints, type ScanHints, writeStat
 import {applyActions} from './actions.js'
 import {sameFiles, scanAfterRound} from './clean-mark.js'
 import {exceedsDeletionGuard, pathsToPlan, planSync, summarisePlan, type PlanInput, type SyncMode} from './plan.js'
-import {pullFiles} from './pull.js'
+import {pullFiles, statusTexts} from './pull.js'
 import {type PushContext, pushAll} from './push.js'
 import {changedOnEitherSide, hashesOf, KEEP_TEXT_BYTES, type Scanned, scanTree} from './quick.js'
 import {pendingFrom, pendingOf, remoteEntries, settled, writeState} from './record.js'
@@ -110,8 +110,11 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const total = plan.actions.length
   let done = 0
   const progress = () => options.onProgress?.(++done, total)
-  await pullFiles({root, client, bases, state, localHashes, result, now, onEach: progress}, plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path))
-  const {pushes, deletes, pushBase} = await applyActions({root, client, bases, state, mode, local, localText, planInput, options, now, result, onEach: progress}, plan.actions)
+  const pulls = plan.actions.filter((a) => a.kind === 'pull').map((a) => a.path)
+  // The few files the status answer carried need no pull request (statusTexts).
+  const given = plan.actions.some((a) => a.kind === 'pull' || a.kind === 'merge') ? statusTexts(status) : undefined
+  await pullFiles({root, client, bases, state, localHashes, result, now, onEach: progress, given}, pulls)
+  const {pushes, deletes, pushBase} = await applyActions({root, client, bases, state, mode, local, localText, planInput, options, now, result, onEach: progress, given}, plan.actions)
   // Nothing to push: the caller writes the state once, with the server's sequence (it was written twice).
   if (pushes.length === 0 && deletes.length === 0) return {kind: 'done', state: settled(state), changed: plan.actions.length > 0, backupsSeen: backupsSeen.length > 0, scan: scanAfterRound(scanned, state, result, plan)}
   // What we pulled, merged or recorded is safe on disk; record it before the push can fail (a round that only

@@ -42,6 +42,8 @@ export interface CallOptions {
   authorization?: string | null
   raw?: string | Buffer
   contentType?: string
+  /** More request headers. */
+  headers?: Record<string, string>
 }
 
 export async function call<T = any>(
@@ -52,7 +54,7 @@ export async function call<T = any>(
   body?: unknown,
   options: Omit<CallOptions, 'agent'> = {},
 ): Promise<Answer<T>> {
-  const headers: Record<string, string> = {}
+  const headers: Record<string, string> = {...options.headers}
   const authorization = options.authorization === undefined ? (token === null ? null : `Bearer ${token}`) : options.authorization
   if (authorization !== null) headers.authorization = authorization
   let payload: string | Buffer | undefined

@@ -3,7 +3,9 @@ import {createHash} from 'node:crypto'
 
 import {afterEach, describe, expect, it} from 'vitest'
 
+import {STATUS_TEXTS_HEADER} from '../../src/schemas/index.js'
 import {redactUrl} from '../../src/server/app.js'
+import {STATUS_TEXT_FILES} from '../../src/server/service.js'
 import {fakeGithubToken} from '../files/helpers.js'
 import {call, Cleanup, harness} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
@@ -75,6 +77,38 @@ describe.each(BACKENDS)('on %s', (backend) => {
         expect(answer.status, bad).toBe(400)
         expect(answer.body).toMatchObject({error: 'bad_request', field: 'querystring/since'})
       }
+    })
+
+    it('gives the texts of the few files an incremental status lists to a client that asks, within the characters it asked for', async () => {
+      const h = await harness(cleanup)
+      await h.push({'a.md': 'a', 'b.md': 'b', 'gone.md': 'g'})
+      await h.push({'a.md': 'a2', 'c.md': 'c'.repeat(100)}, {'a.md': 1, 'c.md': null})
+      await h.push({}, {'gone.md': 1}, ['gone.md'])
+      const asking = (since: number | undefined, chars: string) => h.call('GET', since === undefined ? '/api/memory/status' : `/api/memory/status?since=${since}`, undefined, {headers: {[STATUS_TEXTS_HEADER]: chars}})
+      // Each live file's text, of the version its entry names; a tombstone has none.
+      const answer = await asking(1, '1000')
+      expect(answer.body.files).toEqual({
+        'a.md': {rev: 2, hash: sha('a2'), updatedAt: expect.any(String), author: 'claude', content: 'a2'},
+        'c.md': {rev: 1, hash: sha('c'.repeat(100)), updatedAt: expect.any(String), author: 'claude', content: 'c'.repeat(100)},
+        'gone.md': {rev: 2, deleted: true, updatedAt: expect.any(String), author: 'claude'},
+      })
+      // Within the characters asked for: the texts that fit, the others listed without.
+      const tight = await asking(1, '50')
+      expect(tight.body.files['a.md'].content).toBe('a2')
+      expect(tight.body.files['c.md']).not.toHaveProperty('content')
+      // Not asked, a full listing, or a header that is no number: no texts, and no error.
+      for (const plain of [await h.status(1), await asking(undefined, '1000'), await asking(1, 'lots'), await asking(1, '0')]) {
+        expect(plain.status).toBe(200)
+        expect(Object.values(plain.body.files as Record<string, object>).some((file) => 'content' in file)).toBe(false)
+      }
+    })
+
+    it('gives no texts in a status that lists more files than a few', async () => {
+      const h = await harness(cleanup)
+      await h.push(Object.fromEntries(Array.from({length: STATUS_TEXT_FILES + 1}, (_, i) => [`n/${i}.md`, `${i}`])))
+      const many = await h.call('GET', '/api/memory/status?since=0', undefined, {headers: {[STATUS_TEXTS_HEADER]: String(1 << 20)}})
+      expect(Object.keys(many.body.files)).toHaveLength(STATUS_TEXT_FILES + 1)
+      expect(Object.values(many.body.files as Record<string, object>).some((file) => 'content' in file)).toBe(false)
     })
 
     it('keeps tombstones: status lists them, pull tells deleted from unknown, a delete needs a live file', async () => {

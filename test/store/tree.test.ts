@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {PathRefusedError, SchemaError} from '../../src/errors.js'
+import {JOURNAL_FLUSH_CHARS} from '../../src/store/base.js'
 import {isSqliteFileError} from '../../src/store/sqlite-open.js'
 import {
   BaseStore,
@@ -365,14 +366,15 @@ describe('memory files', () => {
 })
 
 describe('base copies', () => {
-  it('live in .nexus/base.sqlite, one transaction a flush', async () => {
+  it('live in .nexus/base.sqlite, one transaction a flush (a few small ones in its journal, base.journal.test.ts)', async () => {
     const root = await tempTree()
     expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
     expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
     expect(await readdir(join(root, '.nexus'))).not.toContain('base.sqlite') // looking makes no database
-    await writeBase(root, 'jarvis/claude.json', '{"a":1}\n')
+    const large = `{"a":"${'x'.repeat(JOURNAL_FLUSH_CHARS)}"}\n`
+    await writeBase(root, 'jarvis/claude.json', large)
     expect(await readdir(join(root, '.nexus'))).toContain('base.sqlite')
-    expect(await readBase(root, 'jarvis/claude.json')).toBe('{"a":1}\n')
+    expect(await readBase(root, 'jarvis/claude.json')).toBe(large)
     expect(await deleteBase(root, 'jarvis/claude.json')).toBe(true)
     expect(await readBase(root, 'jarvis/claude.json')).toBeNull()
     expect(await deleteBase(root, 'jarvis/claude.json')).toBe(false)
@@ -420,7 +422,7 @@ describe('base copies', () => {
     const folder = await tempTree()
     await mkdir(join(folder, '.nexus', 'base.sqlite'))
     await writeFile(join(folder, '.nexus', 'base.sqlite', 'keep.txt'), 'kept\n')
-    await expect(writeBase(folder, 'a.md', 'a\n')).rejects.toThrow()
+    await expect(writeBase(folder, 'a.md', 'a'.repeat(JOURNAL_FLUSH_CHARS + 1))).rejects.toThrow()
     expect(await readFile(join(folder, '.nexus', 'base.sqlite', 'keep.txt'), 'utf8')).toBe('kept\n')
     // Both drivers' shapes of the codes: better-sqlite3 names them, node:sqlite numbers them (extended codes too).
     expect([{code: 'SQLITE_CORRUPT'}, {code: 'SQLITE_NOTADB'}, {errcode: 11}, {errcode: 26}, {errcode: 11 | (1 << 8)}].map((error) => isSqliteFileError(error, ['CORRUPT', 'NOTADB']))).toEqual([true, true, true, true, true])

@@ -4,7 +4,7 @@
  */
 import type {FastifyInstance} from 'fastify'
 
-import {formatIssues, taskResultSchema} from '../../schemas/index.js'
+import {formatIssues, STATUS_TEXTS_HEADER, taskResultSchema} from '../../schemas/index.js'
 import {HttpError} from '../http-error.js'
 import type {PushBody} from '../service.js'
 
@@ -20,6 +20,13 @@ export function parseSince(value: unknown): number | undefined {
   throw new HttpError(400, 'bad_request', 'querystring/since must be a non-negative integer (the seq of an earlier status)', {
     field: 'querystring/since',
   })
+}
+
+/** The header's characters, or undefined when absent or not a positive integer (a hint: never an error). */
+function textsAsked(value: unknown): {chars: number} | undefined {
+  if (typeof value !== 'string' || !SINCE.test(value)) return undefined
+  const chars = Number(value)
+  return Number.isSafeInteger(chars) && chars > 0 ? {chars} : undefined
 }
 
 const pullBody = {
@@ -54,7 +61,7 @@ const syncTaskBody = {
 export function memoryRoutes(app: FastifyInstance): void {
   app.get('/api/memory/status', async (request) => {
     const {since} = request.query as {since?: unknown}
-    return request.workspace.memory.status(parseSince(since))
+    return request.workspace.memory.status(parseSince(since), textsAsked(request.headers[STATUS_TEXTS_HEADER]))
   })
 
   app.post('/api/memory/pull', {schema: {body: pullBody}}, async (request) => {
