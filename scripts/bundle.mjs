@@ -65,6 +65,32 @@ const assertOnFailure = {
   },
 }
 
+/**
+ * Node's own modules that a call of the door may use and most calls do not: node:zlib (the search's vector log),
+ * node:worker_threads (the scan's `isMainThread`), node:perf_hooks, node:child_process (a watch started on demand, a
+ * `syncfs`). Node loads one with the few it needs, ~1–3 ms each, when a bundle's module that names it is set up,
+ * used or not. The door's bundles get each as an object of the same names whose every property loads the real
+ * module at its first read, so a call pays for the modules it uses.
+ */
+const LAZY_BUILTINS = ['child_process', 'perf_hooks', 'worker_threads', 'zlib']
+const requireHere = createRequire(import.meta.url)
+const builtinsOnUse = {
+  name: 'builtins-on-use',
+  setup(bundle) {
+    const filter = new RegExp(`^(?:node:)?(?:${LAZY_BUILTINS.join('|')})$`)
+    bundle.onResolve({filter}, ({path, namespace}) => (namespace === 'builtins-on-use' ? undefined : {path: path.replace(/^node:/, ''), namespace: 'builtins-on-use'}))
+    bundle.onLoad({filter: /.*/, namespace: 'builtins-on-use'}, ({path}) => {
+      const names = Object.keys(requireHere(`node:${path}`))
+      const contents = [
+        'let real',
+        `const load = () => (real ??= require(${JSON.stringify(`node:${path}`)}))`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, {enumerable: true, get: () => load()[name]})`,
+      ].join('\n')
+      return {contents, loader: 'js', resolveDir: root}
+    })
+  },
+}
+
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
 /** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
@@ -145,7 +171,7 @@ const doors = await build({
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
   define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure],
+  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, builtinsOnUse],
   logLevel: 'warning',
 })
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
