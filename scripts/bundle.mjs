@@ -65,6 +65,36 @@ const assertOnFailure = {
   },
 }
 
+/**
+ * Modules that a call of the door may use and most calls do not, loaded when first used: Node's node:zlib (the search's
+ * vector log), node:worker_threads (the scan's `isMainThread`), node:perf_hooks and node:child_process (a watch
+ * started on demand, a `syncfs`), ~1–3 ms each with the modules they load; and yaml (~1 ms), which `memory ls`,
+ * `recall` and the prompt hook load with the search's documents but only parse with when a file is read again. Node
+ * loads a module when a bundle's module that names it is set up, used or not, and a bundled yaml is set up with the
+ * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
+ * real module at its first read (yaml stays bundled, and so compiled once into the code cache).
+ */
+const ON_USE = ['node:child_process', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
+const requireHere = createRequire(import.meta.url)
+const modulesOnUse = {
+  name: 'modules-on-use',
+  setup(bundle) {
+    const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
+    bundle.onResolve({filter: /^(?:node:)?(?:child_process|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
+      namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
+    )
+    bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, ({path}) => {
+      const names = Object.keys(requireHere(path))
+      const contents = [
+        'let real',
+        `const load = () => (real ??= require(${JSON.stringify(path)}))`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, {enumerable: true, get: () => load()[name]})`,
+      ].join('\n')
+      return {contents, loader: 'js', resolveDir: root}
+    })
+  },
+}
+
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
 /** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
@@ -145,7 +175,7 @@ const doors = await build({
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
   define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure],
+  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse],
   logLevel: 'warning',
 })
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.

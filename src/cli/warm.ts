@@ -48,6 +48,9 @@ function isWatchAnswer(value: WatchAnswer): boolean {
 
 /** Loaded only when nothing answered (warm/demand.ts): a call answered warm loads none of it. Never fails the call. */
 async function startWatcherIfNobody(root: string, files?: number, env?: NodeJS.ProcessEnv): Promise<void> {
+  // demand.ts's first test (watcherWanted), made before loading it: with the watcher off, nothing of it is loaded.
+  const settings = env ?? process.env
+  if (settings.JARVIS_WATCHER === 'off' || warmPathOff(settings)) return
   try {
     await (await import('../warm/demand.js')).startWatcherIfNobody(root, files, env)
   } catch {

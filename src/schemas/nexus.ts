@@ -49,83 +49,99 @@ export const syncSettingsSchema = z.looseObject({
 export type SyncSettings = z.output<typeof syncSettingsSchema>
 
 /** Where a replica lives: absolute, or `~/…` under the home directory of whoever runs jarvis. */
-const replicaPathSchema = z
-  .string()
-  .min(1)
-  .refine((p) => p.startsWith('/') || p === '~' || p.startsWith('~/') || /^[A-Za-z]:[\\/]/.test(p), 'must be an absolute path or start with ~/')
+const replicaPathSchema = z.lazy(() =>
+  z
+    .string()
+    .min(1)
+    .refine((p) => p.startsWith('/') || p === '~' || p.startsWith('~/') || /^[A-Za-z]:[\\/]/.test(p), 'must be an absolute path or start with ~/'),
+)
 
 /**
  * The folder under `.memory/` a replica mirrors into. Plain segments only, never under `jarvis/` (worker
  * memory): the replica owns its folder, so two replicas must not share or nest one (checked below).
  */
-const replicaFolderSchema = z
-  .string()
-  .max(200)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, 'must be a relative folder of plain names (letters, digits, . _ -) separated by /')
-  .refine((folder) => folder.split('/')[0] !== 'jarvis', 'jarvis/ holds worker memory; choose another folder')
+const replicaFolderSchema = z.lazy(() =>
+  z
+    .string()
+    .max(200)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, 'must be a relative folder of plain names (letters, digits, . _ -) separated by /')
+    .refine((folder) => folder.split('/')[0] !== 'jarvis', 'jarvis/ holds worker memory; choose another folder'),
+)
 
 /** OpenClaw's own memory files (`MEMORY.md`, `memory/YYYY-MM-DD.md`) as a replica; docs/replicas.md. */
-export const openclawReplicaSchema = z.looseObject({
-  kind: z.literal('openclaw'),
-  path: replicaPathSchema.meta({description: "OpenClaw's workspace directory", examples: ['~/.openclaw/workspace']}),
-  folder: replicaFolderSchema.default('openclaw').meta({description: 'Folder under .memory/ that mirrors the workspace'}),
-  /** false keeps the entry (and its bases) but skips it: the way to pause a replica. */
-  enabled: z.boolean().default(true),
-})
+export const openclawReplicaSchema = z.lazy(() =>
+  z.looseObject({
+    kind: z.literal('openclaw'),
+    path: replicaPathSchema.unwrap().meta({description: "OpenClaw's workspace directory", examples: ['~/.openclaw/workspace']}),
+    folder: replicaFolderSchema.unwrap().default('openclaw').meta({description: 'Folder under .memory/ that mirrors the workspace'}),
+    /** false keeps the entry (and its bases) but skips it: the way to pause a replica. */
+    enabled: z.boolean().default(true),
+  }),
+)
 export type OpenclawReplica = z.output<typeof openclawReplicaSchema>
 
 /** Which scopes an event replica shows; default: `global`, and `project:<slug>` when the tree has a project. */
-const replicaScopesSchema = z.array(scopeSchema).min(1).optional().meta({description: 'Scopes of the events shown (default: global and the project of the tree)'})
+const replicaScopesSchema = z.lazy(() => z.array(scopeSchema).min(1).optional().meta({description: 'Scopes of the events shown (default: global and the project of the tree)'}))
 
 /**
  * The confirmed decisions of the event log as one Markdown file per decision key, in a folder of the user's
  * choice (an AI_MEMORY folder, a notes app, a git repository); docs/replicas.md.
  */
-export const aiMemoryReplicaSchema = z.looseObject({
-  kind: z.literal('ai-memory'),
-  path: replicaPathSchema.meta({description: 'Folder the decision files are written to', examples: ['~/AI_MEMORY']}),
-  scopes: replicaScopesSchema,
-  /** A decision below this confidence is not yet a confirmed one. */
-  minConfidence: confidenceSchema.default('med').meta({description: 'Lowest confidence of a decision written (high, med or low)'}),
-  enabled: z.boolean().default(true),
-})
+export const aiMemoryReplicaSchema = z.lazy(() =>
+  z.looseObject({
+    kind: z.literal('ai-memory'),
+    path: replicaPathSchema.unwrap().meta({description: 'Folder the decision files are written to', examples: ['~/AI_MEMORY']}),
+    scopes: replicaScopesSchema.unwrap(),
+    /** A decision below this confidence is not yet a confirmed one. */
+    minConfidence: confidenceSchema.default('med').meta({description: 'Lowest confidence of a decision written (high, med or low)'}),
+    enabled: z.boolean().default(true),
+  }),
+)
 export type AiMemoryReplica = z.output<typeof aiMemoryReplicaSchema>
 
 /** The day's events in an Obsidian vault's daily note, inside a block jarvis owns; docs/replicas.md. */
-export const obsidianReplicaSchema = z.looseObject({
-  kind: z.literal('obsidian'),
-  path: replicaPathSchema.meta({description: 'The Obsidian vault (the folder that holds .obsidian/)', examples: ['~/Documents/Vault']}),
-  scopes: replicaScopesSchema,
-  /** The heading of jarvis's block in the note. */
-  heading: z.string().trim().min(1).max(100).regex(/^[^\r\n#]+$/, 'must be one line of text without #').default('Jarvis').meta({description: "Heading of jarvis's block in the daily note"}),
-  enabled: z.boolean().default(true),
-})
+export const obsidianReplicaSchema = z.lazy(() =>
+  z.looseObject({
+    kind: z.literal('obsidian'),
+    path: replicaPathSchema.unwrap().meta({description: 'The Obsidian vault (the folder that holds .obsidian/)', examples: ['~/Documents/Vault']}),
+    scopes: replicaScopesSchema.unwrap(),
+    /** The heading of jarvis's block in the note. */
+    heading: z.string().trim().min(1).max(100).regex(/^[^\r\n#]+$/, 'must be one line of text without #').default('Jarvis').meta({description: "Heading of jarvis's block in the daily note"}),
+    enabled: z.boolean().default(true),
+  }),
+)
 export type ObsidianReplica = z.output<typeof obsidianReplicaSchema>
 
 export const REPLICA_KINDS = ['openclaw', 'ai-memory', 'obsidian'] as const
 
 /** One entry of `replicas`: files mirrored with `.memory/` (openclaw), or the event log written out (ai-memory, obsidian). */
-export const replicaSchema = z.discriminatedUnion('kind', [openclawReplicaSchema, aiMemoryReplicaSchema, obsidianReplicaSchema], {
-  error: (issue) =>
-    issue.code === 'invalid_union'
-      ? `unknown replica kind ${JSON.stringify((issue.input as {kind?: unknown} | undefined)?.kind ?? null)} (this version knows: ${REPLICA_KINDS.join(', ')})`
-      : undefined,
-})
+export const replicaSchema = z.lazy(() =>
+  z.discriminatedUnion('kind', [openclawReplicaSchema.unwrap(), aiMemoryReplicaSchema.unwrap(), obsidianReplicaSchema.unwrap()], {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? `unknown replica kind ${JSON.stringify((issue.input as {kind?: unknown} | undefined)?.kind ?? null)} (this version knows: ${REPLICA_KINDS.join(', ')})`
+        : undefined,
+  }),
+)
 export type Replica = z.output<typeof replicaSchema>
 
-const replicasSchema = z.array(replicaSchema).superRefine((replicas, ctx) => {
-  // Only an openclaw replica owns a folder of .memory/; the event replicas write outside the tree.
-  const folderOf = (replica: Replica) => (replica.kind === 'openclaw' ? replica.folder : null)
-  replicas.forEach((replica, i) => {
-    const folder = folderOf(replica)
-    if (folder === null) return
-    const clash = replicas.findIndex((other, j) => {
-      const theirs = folderOf(other)
-      return j < i && theirs !== null && (theirs === folder || theirs.startsWith(`${folder}/`) || folder.startsWith(`${theirs}/`))
+// A config without replicas (most trees) never builds them: `replicas` is optional, and zod reads an absent value
+// without building what it would have checked.
+const replicasSchema = z.lazy(() =>
+  z.array(replicaSchema.unwrap()).superRefine((replicas, ctx) => {
+    // Only an openclaw replica owns a folder of .memory/; the event replicas write outside the tree.
+    const folderOf = (replica: Replica) => (replica.kind === 'openclaw' ? replica.folder : null)
+    replicas.forEach((replica, i) => {
+      const folder = folderOf(replica)
+      if (folder === null) return
+      const clash = replicas.findIndex((other, j) => {
+        const theirs = folderOf(other)
+        return j < i && theirs !== null && (theirs === folder || theirs.startsWith(`${folder}/`) || folder.startsWith(`${theirs}/`))
+      })
+      if (clash !== -1) ctx.addIssue({code: 'custom', path: [i, 'folder'], message: `.memory/${folder}/ overlaps replicas.${clash}.folder (.memory/${folderOf(replicas[clash])}/); give each replica its own folder`})
     })
-    if (clash !== -1) ctx.addIssue({code: 'custom', path: [i, 'folder'], message: `.memory/${folder}/ overlaps replicas.${clash}.folder (.memory/${folderOf(replicas[clash])}/); give each replica its own folder`})
-  })
-})
+  }),
+)
 
 export const nexusConfigSchema = z
   .looseObject({
@@ -197,33 +213,37 @@ export const backupOwnersSchema = z.lazy(() =>
 export type BackupOwners = z.output<typeof backupOwnersSchema>
 
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
-export const syncedFileStateSchema = z.looseObject({
-  /** sha256 hex of the base content (the file as of its last sync). */
-  hash: sha256HexSchema,
-  /** Server revision, when the server speaks revisions. */
-  rev: revisionSchema.optional(),
-  /** Server `updatedAt` of the base, when known (the only clock a seed-style server offers). */
-  updatedAt: isoDateTimeSchema.optional(),
-  /** When this client last synced the path. */
-  syncedAt: isoDateTimeSchema,
-})
+export const syncedFileStateSchema = z.lazy(() =>
+  z.looseObject({
+    /** sha256 hex of the base content (the file as of its last sync). */
+    hash: sha256HexSchema,
+    /** Server revision, when the server speaks revisions. */
+    rev: revisionSchema.optional(),
+    /** Server `updatedAt` of the base, when known (the only clock a seed-style server offers). */
+    updatedAt: isoDateTimeSchema.optional(),
+    /** When this client last synced the path. */
+    syncedAt: isoDateTimeSchema,
+  }),
+)
 export type SyncedFileState = z.output<typeof syncedFileStateSchema>
 
-export const syncStateSchema = z
-  .looseObject({
-    /** A later format gets a new number, so an old client stops instead of misreading it. */
-    version: z.literal(1).default(1),
-    server: z.string().optional(),
-    /** The server's change sequence as of the last full sync, for `status?since=`. */
-    seq: z.number().int().nonnegative().optional(),
-    /** `timestamp` when the server sends no revisions (CONTRACT §3); the command reports it. */
-    mode: z.enum(['revision', 'timestamp']).optional(),
-    lastSyncAt: isoDateTimeSchema.optional(),
-    files: pathRecord(syncedFileStateSchema).default(() => ({})),
-    /** Session sync state (seed 002 ISyncState), owned by session/. */
-    sessions: z.record(z.string(), z.unknown()).optional(),
-  })
-  .meta({title: 'Sync state', description: '.nexus/sync-state.json'})
+export const syncStateSchema = z.lazy(() =>
+  z
+    .looseObject({
+      /** A later format gets a new number, so an old client stops instead of misreading it. */
+      version: z.literal(1).default(1),
+      server: z.string().optional(),
+      /** The server's change sequence as of the last full sync, for `status?since=`. */
+      seq: z.number().int().nonnegative().optional(),
+      /** `timestamp` when the server sends no revisions (CONTRACT §3); the command reports it. */
+      mode: z.enum(['revision', 'timestamp']).optional(),
+      lastSyncAt: isoDateTimeSchema.optional(),
+      files: pathRecord(syncedFileStateSchema.unwrap()).default(() => ({})),
+      /** Session sync state (seed 002 ISyncState), owned by session/. */
+      sessions: z.record(z.string(), z.unknown()).optional(),
+    })
+    .meta({title: 'Sync state', description: '.nexus/sync-state.json'}),
+)
 export type SyncState = z.output<typeof syncStateSchema>
 export type SyncStateInput = z.input<typeof syncStateSchema>
 

@@ -8,7 +8,6 @@
  * `JARVIS_WARM=off` or `JARVIS_WATCHER=off`, with `"sync": {"watcher": "off"}` in `.nexus/config.json`, on Windows
  * (no warm path), or while the last one started is still alive (starting, or refused the socket to another).
  */
-import {spawn} from 'node:child_process'
 import {lstatSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -54,12 +53,16 @@ export async function startWatcherIfNobody(root: string, files?: number, env: No
   if (!watcherWanted(root, files ?? filesHint(root), env)) return
   const socket = warmSocketOf(realRoot(root), env)
   if (socket === undefined || (await (await import('./server.js')).probeSocket(socket.path)) === 'live') return
-  startWatcher(root, env)
+  await startWatcher(root, env)
 }
 
-/** Starts the watch of the tree at `root`, detached, its standard streams closed; never fails the caller. */
-export function startWatcher(root: string, env: NodeJS.ProcessEnv = process.env): void {
+/**
+ * Starts the watch of the tree at `root`, detached, its standard streams closed; never fails the caller. node:child_process
+ * is loaded here, by the one call in many that starts a watch (~1 ms, with the modules it loads, for every other).
+ */
+export async function startWatcher(root: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   try {
+    const {spawn} = await import('node:child_process')
     const self = fileURLToPath(import.meta.url)
     // From the sources (tests, bin/dev.js) the script is watcher.ts run through tsx; built, dist/warm/watcher.js.
     const fromSources = self.endsWith('.ts')

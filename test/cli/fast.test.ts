@@ -6,7 +6,7 @@
  * preload that tells whether oclif was loaded, so that a call quietly falling back to oclif fails the test.
  */
 import {execFile} from 'node:child_process'
-import {writeFile} from 'node:fs/promises'
+import {mkdir, writeFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -130,6 +130,19 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     const answer = await bothDoors(args)
     expect(answer.code).toBe(0)
     expect(answer.oclif).toBe(false)
+  })
+
+  it('memory ls of new files, one front matter broken: the fast door parses them (yaml loaded on first use) as oclif does', async () => {
+    const dir = join(client.memory, 'parsed')
+    await mkdir(dir, {recursive: true})
+    await writeFile(join(dir, 'good.md'), '---\ntitle: "Parsed here"\ntags: [yaml, lazy]\n---\nBody.\n')
+    await writeFile(join(dir, 'broken.md'), '---\ntitle: [unclosed\n---\nBody.\n')
+    const answer = await bothDoors(['memory', 'ls', 'parsed/', '--json'])
+    expect(answer.code).toBe(0)
+    expect(answer.oclif).toBe(false)
+    const files = (JSON.parse(answer.stdout) as {result: {files: Array<{path: string; title?: string; tags: string[]; problem?: string}>}}).result.files
+    expect(files.find((file) => file.path === 'parsed/good.md')).toMatchObject({title: 'Parsed here', tags: ['yaml', 'lazy']})
+    expect(files.find((file) => file.path === 'parsed/broken.md')?.problem).toMatch(/line 2/)
   })
 
   it('errors: the same message and exit code (bad field 2, secret 5, server down 3, not a tree 2)', async () => {
