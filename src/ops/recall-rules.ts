@@ -166,7 +166,8 @@ export function orderForQuery<F extends RankedFile>(query: string, files: readon
   // Rule 1: echoes last, in their order; of the files without evidence, a note before a session's episode.
   const withEvidence = byScore.filter((f) => evidence.get(f.path)!.length > 0)
   const without = byScore.filter((f) => evidence.get(f.path)!.length === 0)
-  let order = [...withEvidence, ...without.filter((f) => !sessionEpisode(f)), ...without.filter((f) => sessionEpisode(f))]
+  const episodes = new Set(without.filter((f) => sessionEpisode(f) !== undefined))
+  let order = [...withEvidence, ...without.filter((f) => !episodes.has(f)), ...episodes]
   // Rule 2: within each group of the same evidence and close scores, newest first, in the group's places.
   const dateOf = (f: F) => (f.path.startsWith('episodes/') ? /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(f.path)?.[1] : undefined) ?? dates.get(f.path)
   const sameSubject = subjects()
