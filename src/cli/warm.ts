@@ -2,7 +2,7 @@
 import type {TreeWatch, WatchAnswer} from '../store/index.js'
 import {findRoot} from '../store/root.js'
 import {askWarm, warmPathOff} from '../warm/client.js'
-import {WARM_SUPPORTED, type WarmOp} from '../warm/protocol.js'
+import {WARM_SUPPORTED, type WarmOp, watcherOffByEnv} from '../warm/protocol.js'
 
 /**
  * The tree of `--dir` (or the working directory); no tree, no warm answer: the cold path says what is wrong. When
@@ -49,8 +49,7 @@ function isWatchAnswer(value: WatchAnswer): boolean {
 /** Loaded only when nothing answered (warm/demand.ts): a call answered warm loads none of it. Never fails the call. */
 async function startWatcherIfNobody(root: string, files?: number, env?: NodeJS.ProcessEnv): Promise<void> {
   // demand.ts's first test (watcherWanted), made before loading it: with the watcher off, nothing of it is loaded.
-  const settings = env ?? process.env
-  if (settings.JARVIS_WATCHER === 'off' || warmPathOff(settings)) return
+  if (watcherOffByEnv(env ?? process.env)) return
   try {
     await (await import('../warm/demand.js')).startWatcherIfNobody(root, files, env)
   } catch {

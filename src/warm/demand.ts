@@ -14,7 +14,7 @@ import {fileURLToPath} from 'node:url'
 
 import {jarvisPackageRoot} from '../invocation.js'
 import {pidAlive} from '../store/pid.js'
-import {realRoot, WARM_SUPPORTED, warmSocketOf} from './protocol.js'
+import {realRoot, warmSocketOf, watcherOffByEnv} from './protocol.js'
 
 /** Below this many memory files a call looks at every one itself. */
 export const WATCHER_MIN_FILES = 500
@@ -25,7 +25,7 @@ const START_PATIENCE_MS = 30_000
 
 /** Whether a call that found no watch in a tree of `files` files should start one. */
 export function watcherWanted(root: string, files: number, env: NodeJS.ProcessEnv = process.env): boolean {
-  if (!WARM_SUPPORTED || env.JARVIS_WARM === 'off' || env.JARVIS_WATCHER === 'off') return false
+  if (watcherOffByEnv(env)) return false
   const min = Number(env.JARVIS_WATCHER_MIN_FILES || WATCHER_MIN_FILES)
   if (!(files >= min)) return false
   if (configSaysOff(root)) return false

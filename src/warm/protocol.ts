@@ -42,6 +42,11 @@ export interface WarmSocket {
 /** Windows has no warm path (no Unix sockets with file permissions): its calls always take the cold path. */
 export const WARM_SUPPORTED = process.platform !== 'win32'
 
+/** No watch is started on demand here: no warm path on this platform, or `JARVIS_WARM=off` / `JARVIS_WATCHER=off`. */
+export function watcherOffByEnv(env: NodeJS.ProcessEnv): boolean {
+  return !WARM_SUPPORTED || env.JARVIS_WARM === 'off' || env.JARVIS_WATCHER === 'off'
+}
+
 /** The tree's real path: a client and a server must name it alike, whatever symlink either went through. */
 export function realRoot(root: string): string {
   try {

@@ -175,19 +175,22 @@ describe('the vectors log', () => {
     expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(edited)).toBe(2)
   })
 
-  it('after a recall killed (-9) while it embedded the tree, the next one keeps what was saved, embeds the rest, and ranks as from scratch', async () => {
-    assertBuilt()
-    const files = largeCorpus(1200)
-    const trees = await Promise.all(
+  /** Two trees holding the same files: one the test works on, one embedded from scratch to compare with. */
+  async function twoTrees(files: Map<string, string>): Promise<string[]> {
+    return Promise.all(
       [0, 1].map(async () => {
-        const dir = await tempDir('jarvis-vector-log-kill-')
+        const dir = await tempDir('jarvis-vector-log-')
         dirs.push(dir)
         const {root} = await initTree(dir, {})
         await writeCorpusFast(join(root, '.memory'), files)
         return root
       }),
     )
-    const [killed, scratch] = trees
+  }
+
+  it('after a recall killed (-9) while it embedded the tree, the next one keeps what was saved, embeds the rest, and ranks as from scratch', async () => {
+    assertBuilt()
+    const [killed, scratch] = await twoTrees(largeCorpus(1200))
     const child = spawn(process.execPath, [runJs, 'recall', 'pgbouncer'], {cwd: killed, env: {...process.env, JARVIS_DIR: '', JARVIS_WARM: 'off'}, stdio: 'ignore'})
     const exited = new Promise((resolve) => child.on('exit', resolve))
     const log = join(killed, '.nexus', VECTORS_FILE)
@@ -211,16 +214,7 @@ describe('the vectors log', () => {
 
   it('two recalls embedding the same tree at once, each writing the log, leave vectors that rank as from scratch', async () => {
     assertBuilt()
-    const files = largeCorpus(1100)
-    const [shared, scratch] = await Promise.all(
-      [0, 1].map(async () => {
-        const dir = await tempDir('jarvis-vector-log-race-')
-        dirs.push(dir)
-        const {root} = await initTree(dir, {})
-        await writeCorpusFast(join(root, '.memory'), files)
-        return root
-      }),
-    )
+    const [shared, scratch] = await twoTrees(largeCorpus(1100))
     // The keyword index built first, so that both processes go on to embed at the same time.
     await searchMemory(shared, 'pgbouncer', {embeddings: false})
     resetSearchCache()
