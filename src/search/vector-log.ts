@@ -11,6 +11,8 @@
  * PURE but for `readLog`/`appendLog`/`replaceLog` at the end, which do the file's I/O.
  */
 import {closeSync, constants, fstatSync, openSync, readSync, writeSync} from 'node:fs'
+import {mkdir} from 'node:fs/promises'
+import {dirname} from 'node:path'
 import {crc32} from 'node:zlib'
 
 import {writeFileAtomic} from '../store/atomic.js'
@@ -299,6 +301,9 @@ export function appendLog(file: string, records: Uint8Array[]): boolean {
  * fsynced — the vectors are a cache, and a log torn by a power cut fails its checksums and is embedded again.
  */
 export async function replaceLog(file: string, header: Uint8Array, records: Uint8Array[]): Promise<LogStamp | undefined> {
-  await writeFileAtomic(file, Buffer.concat([header, ...records]), {durable: false})
+  // Its folder is made under a `.nexus/` that is there, never with it: a long-lived watch writing the log just as
+  // its tree is removed would make the tree's folders again (and fail the removal), then stay for its idle time.
+  await mkdir(dirname(file)).catch((error: NodeJS.ErrnoException) => (error.code === 'EEXIST' ? undefined : Promise.reject(error)))
+  await writeFileAtomic(file, Buffer.concat([header, ...records]), {durable: false, makeFolders: false})
   return stampOf(file)
 }

@@ -63,6 +63,11 @@ export interface WriteAtomicOptions {
   syncDirLater?: Set<string>
   /** The caller has just seen that `path` does not exist: no `stat` for an existing file's mode. */
   absent?: boolean
+  /**
+   * Default true. False: a missing folder is an ENOENT error, not made. For a cache a long-lived process writes in the
+   * background, into a folder made before: a tree removed meanwhile is not made again in part.
+   */
+  makeFolders?: boolean
 }
 
 /**
@@ -72,7 +77,7 @@ export interface WriteAtomicOptions {
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): Promise<void> {
   const dir = dirname(path)
   const mode = options.mode ?? (options.absent ? undefined : await existingMode(path))
-  const temp = await writeTemp(path, data, mode, options.durable !== false)
+  const temp = await writeTemp(path, data, mode, options.durable !== false, options.makeFolders !== false)
   try {
     if (options.exclusive) await linkNoClobber(temp, path)
     else await rename(temp, path)
@@ -86,11 +91,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
 }
 
 /** The complete temp file of `path`'s new content (fsynced when `sync`); on a failure it is removed and the error thrown. */
-async function writeTemp(path: string, data: string | Uint8Array, mode: number | undefined, sync: boolean): Promise<string> {
+async function writeTemp(path: string, data: string | Uint8Array, mode: number | undefined, sync: boolean, makeFolders = true): Promise<string> {
   const temp = tempPathFor(path)
   let handle
   try {
-    handle = await openCreatingFolders(temp, dirname(path), mode ?? 0o666)
+    handle = makeFolders ? await openCreatingFolders(temp, dirname(path), mode ?? 0o666) : await open(temp, 'wx', mode ?? 0o666)
     if (mode !== undefined) await handle.chmod(mode) // open's mode is filtered by the umask; keep an existing file's exactly
     await handle.writeFile(data)
     if (sync) await handle.sync()

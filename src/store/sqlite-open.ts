@@ -191,9 +191,14 @@ function canRequire(require: NodeJS.Require, id: string): boolean {
   }
 }
 
-/** The SQLite database `.nexus/<rel>` (created with its folder when missing), as a RowDatabase. */
+/**
+ * The SQLite database `.nexus/<rel>` (created with its folder when missing), as a RowDatabase. The folders are made
+ * in a tree that is there, never the tree itself: a long-lived watch opening its index just as the tree is removed
+ * does not make the removed tree again.
+ */
 export function openNexusRowDatabase(root: string, rel: string): RowDatabase {
   const file = join(nexusDir(root), rel)
+  if (!existsSync(root)) throw Object.assign(new Error(`ENOENT: no tree at ${root}`), {code: 'ENOENT'})
   mkdirSync(dirname(file), {recursive: true})
   return openRowDatabase(file)
 }

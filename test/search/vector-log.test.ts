@@ -5,7 +5,7 @@
  */
 import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {crc32} from 'node:zlib'
 
@@ -173,6 +173,22 @@ describe('the vectors log', () => {
     const edited = writeTree(root, new Map([...tree, ['b.md', '# B\n\nrelease checklist\n']]), tree)
     expect(await store.update(edited)).toBe(1)
     expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(edited)).toBe(2)
+  })
+
+  it('a .nexus/ removed while a process keeps its vectors is not made again: they stay in memory, the index opens nowhere', async () => {
+    const root = await emptyRoot()
+    const tree: Tree = new Map([['a.md', '# A\n\ndatabase failover\n']])
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    await store.update(writeTree(root, tree))
+    // As `rm -rf` of the tree does while a watch runs in it: `.nexus/` goes first, then the root.
+    rmSync(join(root, '.nexus'), {recursive: true})
+    const edited = writeTree(root, new Map([['a.md', '# A\n\nrelease checklist\n']]), tree)
+    expect(await store.update(edited)).toBe(1)
+    expect(existsSync(join(root, '.nexus'))).toBe(false)
+    rmSync(root, {recursive: true})
+    const index = await KeywordIndex.load(root)
+    index.close()
+    expect(existsSync(root)).toBe(false)
   })
 
   /** Two trees holding the same files: one the test works on, one embedded from scratch to compare with. */
