@@ -724,8 +724,11 @@ export class PostgresStorage implements ServerStorage {
   private async listen(origin: string, deliver: (data: string) => void): Promise<void> {
     if (this.closed) return
     const client = new pg.Client({connectionString: this.pool.options.connectionString, types: TYPES, application_name: 'jarvis serve (broadcasts)'})
+    // This session's own NOTIFYs come back to it: told by the payload's first bytes (JSON.stringify puts `origin`
+    // first), without parsing what it sent.
+    const own = JSON.stringify({origin, data: []}).slice(0, -'"data":[]}'.length)
     client.on('notification', (message) => {
-      if (message.channel !== this.channel || message.payload === undefined) return
+      if (message.channel !== this.channel || message.payload === undefined || message.payload.startsWith(own)) return
       try {
         // A list of messages; one message alone from a process of an earlier version.
         const note = JSON.parse(message.payload) as {origin?: string; data?: unknown}
