@@ -86,7 +86,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
     const token = `ghp_${randomBytes(27).toString('base64url').replace(/[-_]/g, 'x').slice(0, 36)}`
     const body = event(`Use the CI token ${token} for the release job.`)
     // As an older server (or an import) let it in: not scanned, with the identity and key the append gives.
-    const fields = {agent_id: 'claude', run_id: body.run_id as string, scope: 'global', kind: 'fact' as const, dedupe_key: 'config:ci_token', content_md: body.content_md as string}
+    const fields = {agent_id: 'claude' as const, run_id: body.run_id as string, scope: 'global', kind: 'fact' as const, dedupe_key: 'config:ci_token', content_md: body.content_md as string}
     const [earlier] = await s.storage.importEvents([
       {
         ...fields,
