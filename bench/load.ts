@@ -5,7 +5,10 @@
  * Each client works in sessions, paced so that together they offer a fixed rate of requests: a session starts with a
  * snapshot of the event log, then the client "commits" an edit of its own memory file and syncs it (status since its
  * last seq, then a push on its base revision) a few times, and ends with an append (with an idempotency key). Every
- * client listens on the WebSocket of its process the whole time.
+ * client listens on the WebSocket of its process the whole time. The status asks for the texts of the changed files
+ * as `jarvis sync` does (x-jarvis-status-texts); the server gives them only when it lists at most 64, which at this
+ * rate (about 140 changed since a client's last status, on average) is rare. The clients pull nothing: the others'
+ * files a syncing client would pull are left out of this load.
  *
  * Each run then checks what a team would notice: 0 lost edits (every client's file holds its last acknowledged
  * content and revision), 0 lost or duplicated events (each client's key holds each acknowledged event once), and 0
@@ -644,7 +647,7 @@ export async function benchLoad(): Promise<BenchSection> {
   }
 
   const markdown = [
-    `${load.clients} clients, each a protocol client (the CLI's HTTP client, src/protocol) with a WebSocket open to its server process the whole run, offering ${load.rate} requests a second together for ${load.seconds} s. A client works in sessions: a snapshot of the event log (scopes global and project:load), then ${load.commitsPerSession} times an edit of its own ${load.fileBytes}-byte memory file and a sync of it (status since its last seq, then a push on its base revision: the server scans the file for secrets and personal data, stores it, audits it and broadcasts MEM_UPDATE to every client), then an append of a session-end event with an idempotency key (broadcast as EVENT_APPENDED to every client). The load generator runs on the same cores as the servers and the database. PostgreSQL is Debian's, durable (fsync, synchronous_commit and full_page_writes on, its defaults; max_connections 300).`,
+    `${load.clients} clients, each a protocol client (the CLI's HTTP client, src/protocol) with a WebSocket open to its server process the whole run, offering ${load.rate} requests a second together for ${load.seconds} s. A client works in sessions: a snapshot of the event log (scopes global and project:load), then ${load.commitsPerSession} times an edit of its own ${load.fileBytes}-byte memory file and a sync of it (status since its last seq, then a push on its base revision: the server scans the file for secrets and personal data, stores it, audits it and broadcasts MEM_UPDATE to every client), then an append of a session-end event with an idempotency key (broadcast as EVENT_APPENDED to every client). The status is the CLI's own: like \`jarvis sync\` it asks for the texts of the changed files when it lists at most 64 (docs/decisions/status-texts.md); at this rate it lists about 140 on average (the others' pushes since the client's last status) and so rarely carries any (33 statuses of 2,011 in a 10-second run, on 2026-11-27), and the clients pull nothing — the pulls of the others' files a syncing client would make are not part of this load. The load generator runs on the same cores as the servers and the database. PostgreSQL is Debian's, durable (fsync, synchronous_commit and full_page_writes on, its defaults; max_connections 300).`,
     '',
     'Afterwards every client\'s file must hold its last acknowledged edit at its revision, every acknowledged event must be stored once, and every client must have heard every MEM_UPDATE and EVENT_APPENDED once (count and hash). Times are median / p99, from the client (its request and the parse of the answer). A sync is the status and the push together. Broadcast: from the message on the writer\'s own WebSocket to the same message on a client of the writer\'s process, and of the other process. CPU is CPU-seconds per second of the run (2.00 is both cores): load generator / server processes / PostgreSQL.',
     '',

@@ -16,10 +16,11 @@
  *   FTS5 counts a key word three times) under a GIN index, filled with the tokens fts.ts splits (CJK bigrams
  *   included), searched with the `to_tsquery` fts.ts builds from the user's words, ranked by `ts_rank`.
  */
-import type {ClientBase} from 'pg'
+import type {ClientBase, QueryResult} from 'pg'
 
 import {OneAtATime} from '../one-at-a-time.js'
 import {Batcher} from './batches.js'
+import type {Last, Statement} from './postgres-pipeline.js'
 import {COLUMNS, E_COLUMNS, type EventRow, prefixEnd, toRecord} from './event-rows.js'
 import {eventIdFactory} from './event-id.js'
 import {tsQuery, tsText} from './fts.js'
@@ -143,9 +144,10 @@ async function count(client: ClientBase, sql: string, values: unknown[] = []): P
 export interface EventTransactions {
   /**
    * A transaction under EVENTS_LOCK. `first` (a constant statement) runs in the same round trip as BEGIN and the
-   * lock, and its rows are handed to `work`. `batch`: a failed COMMIT is told apart (batches.ts CommitFailed).
+   * lock, and its rows are handed to `work`; `last` sends its last statement with the COMMIT (postgres-pipeline.ts).
+   * `batch`: a failed COMMIT is told apart (batches.ts CommitFailed).
    */
-  write<T>(work: (client: ClientBase, first: Record<string, unknown>[]) => Promise<T>, options?: {first?: string; batch?: boolean}): Promise<T>
+  write<T>(work: (client: ClientBase, first: Record<string, unknown>[], last: Last) => Promise<T>, options?: {first?: string; batch?: boolean}): Promise<T>
   read<T>(work: (client: ClientBase) => Promise<T>): Promise<T>
   /** One statement on a pooled connection, prepared once per connection under `name`. */
   query<R>(name: string, sql: string, values: unknown[]): Promise<R[]>
@@ -321,7 +323,7 @@ export class PostgresEventLog {
   constructor(private readonly db: EventTransactions) {
     this.appends = new Batcher(
       'appends',
-      (requests) => this.db.write(async (client, first) => (await this.appendGroup(client, requests, newestOf(first))).outcomes, {first: NEWEST_CREATED_AT, batch: true}),
+      (requests) => this.db.write(async (_client, first, last) => (await this.appendGroup(last, requests, newestOf(first))).outcomes, {first: NEWEST_CREATED_AT, batch: true}),
       {
       maxItems: MAX_GROUP,
       sizeOf: (request) => request.event.content_md.length,
@@ -362,7 +364,7 @@ export class PostgresEventLog {
    * back, whichever process appends, so "newest" by insertion order (`seq`) and by (created_at, event_id) in the pure
    * rules of events/ agree — and its id from that time; then the database function applies them.
    */
-  private async appendGroup(client: ClientBase, requests: readonly AppendEventRequest[], newest: string | null): Promise<{outcomes: AppendEventOutcome[]; newest: string | null}> {
+  private async appendGroup(run: (statement: Statement) => Promise<QueryResult>, requests: readonly AppendEventRequest[], newest: string | null): Promise<{outcomes: AppendEventOutcome[]; newest: string | null}> {
     let last = newest
     const items = requests.map((request) => {
       const createdAt = last !== null && last > request.now ? last : request.now
@@ -382,8 +384,8 @@ export class PostgresEventLog {
         fts_key: tsText(event.dedupe_key),
       }
     })
-    const answer = await client.query<{outcomes: FunctionOutcome[]}>({name: 'jarvis_append_events', text: 'SELECT jarvis_append_events($1::jsonb) AS outcomes', values: [JSON.stringify(items)]})
-    const outcomes = answer.rows[0]?.outcomes ?? []
+    const answer = await run({name: 'jarvis_append_events', text: 'SELECT jarvis_append_events($1::jsonb) AS outcomes', values: [JSON.stringify(items)]})
+    const outcomes = (answer.rows[0] as {outcomes: FunctionOutcome[]} | undefined)?.outcomes ?? []
     const answered = requests.map((request, index): AppendEventOutcome => {
       const outcome = outcomes[index]
       switch (outcome?.status) {
@@ -553,7 +555,7 @@ export class PostgresEventLog {
           applied.resolutions.set(key, {event_id: existing.event_id, created: false})
           continue
         }
-        const group = await this.appendGroup(client, [request], newest)
+        const group = await this.appendGroup((statement) => client.query(statement), [request], newest)
         newest = group.newest
         const outcome = group.outcomes[0]
         if (outcome.status === 'created') applied.resolutions.set(key, {event_id: outcome.event.event_id, created: true})

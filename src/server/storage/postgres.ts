@@ -29,6 +29,7 @@ import {AUDIT_COLUMNS, type AuditRow, auditValues, commitAuditEntries, toAuditEn
 import {Batcher, CommitFailed} from './batches.js'
 import {planCommit} from './commit-rules.js'
 import {insertAudit, PG_AUDIT_MIGRATION_SQL, selectAudit} from './postgres-audit.js'
+import {type Last, LastStatementFailed, runAfter, runThenCommit, type Statement} from './postgres-pipeline.js'
 import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
@@ -280,15 +281,34 @@ export class PostgresStorage implements ServerStorage {
 
   /**
    * Runs `work` in one transaction (REPEATABLE READ read-only for reads; under an advisory lock when given). BEGIN,
-   * the lock and `first` (a constant statement: no parameters) go to the database in one round trip, and the rows
-   * of `first` are handed to `work`. `batch`: a failed COMMIT is thrown as CommitFailed (its outcome is unknown).
+   * the lock, `first` (a constant statement: no parameters) and `read` (a statement whose parameters do not depend
+   * on `first`) go to the database in one round trip, and the rows of `first` and `read` are handed to `work`; `last`
+   * sends the last statement of `work` with the COMMIT (postgres-pipeline.ts). `batch`: a failed COMMIT is thrown as
+   * CommitFailed (its outcome is unknown).
    */
   private async transaction<T>(
-    work: (client: pg.PoolClient, first: Record<string, unknown>[]) => Promise<T>,
-    options: {readOnly?: boolean; lock?: number; first?: string; batch?: boolean} = {},
+    work: (client: pg.PoolClient, first: Record<string, unknown>[], last: Last, read: Record<string, unknown>[]) => Promise<T>,
+    options: {readOnly?: boolean; lock?: number; first?: string; read?: Statement; batch?: boolean} = {},
   ): Promise<T> {
     const client = await this.pool.connect()
     let broken: Error | undefined
+    // The last statement of `work` goes with the COMMIT: one round trip less. Once it was sent, the transaction is
+    // over whatever `work` does next.
+    let sentLast = false
+    let committed = false
+    const last: Last = async <R extends pg.QueryResultRow>(statement: Parameters<Last>[0]) => {
+      if (sentLast) throw new Error('a transaction has one last statement')
+      sentLast = true
+      try {
+        const result = await runThenCommit<R>(client, statement)
+        committed = true
+        return result
+      } catch (error) {
+        if (!(error instanceof LastStatementFailed)) throw error
+        if (error.stage === 'statement') throw error.cause
+        throw options.batch ? new CommitFailed(error.cause) : error.cause
+      }
+    }
     try {
       const begin = [options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN']
       if (options.lock !== undefined) {
@@ -298,9 +318,19 @@ export class PostgresStorage implements ServerStorage {
         begin.push(this.schema === undefined || lock === MIGRATION_LOCK ? `SELECT pg_advisory_xact_lock(${lock})` : `SELECT pg_advisory_xact_lock(${lock}, hashtext(${pg.escapeLiteral(this.schema)}))`)
       }
       if (options.first !== undefined) begin.push(options.first)
-      const started = await client.query(begin.join('; '))
-      const results = Array.isArray(started) ? (started as pg.QueryResult[]) : [started]
-      const result = await work(client, options.first === undefined ? [] : (results.at(-1)?.rows ?? []))
+      let results: pg.QueryResult[]
+      let read: Record<string, unknown>[] = []
+      if (options.read === undefined) {
+        const started = await client.query(begin.join('; '))
+        results = Array.isArray(started) ? (started as pg.QueryResult[]) : [started]
+      } else {
+        const started = await runAfter(client, begin, options.read)
+        results = started.leading
+        read = started.result.rows
+      }
+      const result = await work(client, options.first === undefined ? [] : (results.at(-1)?.rows ?? []), last, read)
+      if (committed) return result
+      if (sentLast) throw new Error('the last statement of the transaction failed, and its error was not passed on')
       try {
         await client.query('COMMIT')
       } catch (error) {
@@ -308,6 +338,9 @@ export class PostgresStorage implements ServerStorage {
       }
       return result
     } catch (error) {
+      // Committed, and then `work` failed: what is stored is not what its caller is told; a batch must not try its
+      // items again one by one, as it would for a transaction that stored nothing.
+      if (committed) throw options.batch && !(error instanceof CommitFailed) ? new CommitFailed(error) : error
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError))
       throw error
     } finally {
@@ -379,15 +412,15 @@ export class PostgresStorage implements ServerStorage {
    * and seq — exactly as if it ran alone after them; and everything the group writes goes in one statement.
    */
   private commitGroup(group: readonly PendingCommit[]): Promise<CommitOutcome[]> {
+    // The paths and keys the group names are read in the round trip of BEGIN and the lock (after the lock).
+    const paths = [...new Set(group.flatMap(({request}) => [...request.writes.keys(), ...request.deletes]))]
+    const keys = group.map(({request}) => request.idempotencyKey).filter((key): key is string => key !== undefined)
     return this.transaction(
-      async (client, locked) => {
+      async (_client, locked, last, found) => {
         let seq = Number(locked[0]?.seq ?? 0)
-        const paths = [...new Set(group.flatMap(({request}) => [...request.writes.keys(), ...request.deletes]))]
-        const keys = group.map(({request}) => request.idempotencyKey).filter((key): key is string => key !== undefined)
-        const found = await client.query<FileRow & {key: string | null}>({name: 'jarvis_commit_read', text: COMMIT_READ_SQL, values: [paths, keys]})
         const current = new Map<string, FileMeta>()
         const taken = new Set<string>()
-        for (const row of found.rows) {
+        for (const row of found as unknown as (FileRow & {key: string | null})[]) {
           if (row.key !== null) taken.add(row.key)
           else current.set(row.path, toMeta(row))
         }
@@ -421,7 +454,7 @@ export class PostgresStorage implements ServerStorage {
         if (files.size === 0 && newKeys.length === 0 && entries.length === 0 && seq === seqBefore) return planned.map(({outcome}) => outcome)
         const rows = [...files.values()]
         const audit = entries.map(auditValues)
-        const written = await client.query<AuditRow>({
+        const written = await last<AuditRow>({
           name: 'jarvis_commit_write',
           text: COMMIT_WRITE_SQL,
           values: [
@@ -450,7 +483,7 @@ export class PostgresStorage implements ServerStorage {
           return {...outcome, audit}
         })
       },
-      {first: 'SELECT seq FROM server_state WHERE id = 1 FOR UPDATE', batch: true},
+      {first: 'SELECT seq FROM server_state WHERE id = 1 FOR UPDATE', read: {name: 'jarvis_commit_read', text: COMMIT_READ_SQL, values: [paths, keys]}, batch: true},
     )
   }
 
@@ -691,8 +724,11 @@ export class PostgresStorage implements ServerStorage {
   private async listen(origin: string, deliver: (data: string) => void): Promise<void> {
     if (this.closed) return
     const client = new pg.Client({connectionString: this.pool.options.connectionString, types: TYPES, application_name: 'jarvis serve (broadcasts)'})
+    // This session's own NOTIFYs come back to it: told by the payload's first bytes (JSON.stringify puts `origin`
+    // first), without parsing what it sent.
+    const own = JSON.stringify({origin, data: []}).slice(0, -'"data":[]}'.length)
     client.on('notification', (message) => {
-      if (message.channel !== this.channel || message.payload === undefined) return
+      if (message.channel !== this.channel || message.payload === undefined || message.payload.startsWith(own)) return
       try {
         // A list of messages; one message alone from a process of an earlier version.
         const note = JSON.parse(message.payload) as {origin?: string; data?: unknown}
