@@ -118,7 +118,7 @@ describe('memory ls with its listing cache', () => {
         for (const [path, text] of initial) await apply(memory, probe, {kind: 'write', path, text, keepMtime: false})
         // Every kind of listing first, so that the cache has an entry for every file before the changes.
         expect(json(await listFiles(root))).toBe(json(await uncached(root)))
-        for (const op of [...ops, {kind: 'list'} as const]) {
+        for (const op of [...ops, {kind: 'list'} satisfies Op as Op]) {
           if (op.kind !== 'list') {
             await apply(memory, probe, op)
             continue
