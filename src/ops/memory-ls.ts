@@ -6,7 +6,7 @@
  */
 import {listedFile, type ListedFile, listFiles} from '../files/list.js'
 import {checkLimit, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix} from '../files/paths.js'
-import {watchesTree} from '../search/watched.js'
+import {watchedTrees} from '../search/watched.js'
 import {findRoot} from '../store/root.js'
 
 export interface LsResult {
@@ -19,10 +19,11 @@ export async function memoryLs(options: {dir?: string; prefix?: string; limit?: 
   const root = findRoot(process.cwd(), options.dir)
   const prefix = checkPrefix(options.prefix)
   const max = checkLimit(options.limit, DEFAULT_LIST_LIMIT)
-  if (watchesTree(root)) {
-    const {listIndexedFiles} = await import('../search/index.js')
-    const indexed = await listIndexedFiles(root, (path) => path.endsWith('.md') && matchesPrefix(path, prefix), max)
-    if (indexed !== undefined) return {prefix: options.prefix ?? '', files: indexed.map(({path, size, mtimeMs, ...fields}) => listedFile(path, size, mtimeMs, fields))}
+  // Only a process that watches the tree has its index at hand (and registered it there): no import of the search.
+  const watched = watchedTrees.get(root)
+  if (watched !== undefined) {
+    const indexed = await watched.list((path) => path.endsWith('.md') && matchesPrefix(path, prefix), max)
+    return {prefix: options.prefix ?? '', files: indexed.map(({path, size, mtimeMs, ...fields}) => listedFile(path, size, mtimeMs, fields))}
   }
   return {prefix: options.prefix ?? '', files: await listFiles(root, options.prefix, options.limit)}
 }

@@ -11,12 +11,12 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import {readMemoryFile} from '../store/tree.js'
-import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
+import {SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
 import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore} from './semantic.js'
-import {type WatchedTree, watchedTrees} from './watched.js'
+import {type IndexedListing, type WatchedTree, watchedTrees} from './watched.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
 export {BUILTIN_WEIGHTS, convexFusion, KEYWORD_WEIGHT, reciprocalRankFusion, RRF_K} from './fuse.js'
@@ -139,7 +139,16 @@ export interface SearchIndexWatch {
  * given, is awaited before each search: it proves the watcher has reported every change made before it.
  */
 export function watchSearchIndex(root: string, options: {settle?: () => Promise<boolean>} = {}): SearchIndexWatch {
-  const state: WatchedTree = {changed: new Set(), rescan: true, settle: options.settle}
+  const state: WatchedTree = {
+    changed: new Set(),
+    rescan: true,
+    settle: options.settle,
+    async list(accept, limit) {
+      const index = await indexFor(root)
+      await refreshBeforeSearch(root, index)
+      return index.listing(accept, limit).map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+    },
+  }
   watchedTrees.set(root, state)
   return {
     changed: (path) => void state.changed.add(path),
@@ -447,12 +456,7 @@ export async function searchMemoryFiles(root: string, query: string, options: Se
   return searchMemory(root, query, options)
 }
 
-/** A file as `jarvis memory ls` lists it, from the index. */
-export interface IndexedListing extends ListingFields {
-  path: string
-  size: number
-  mtimeMs: number
-}
+export type {IndexedListing} from './watched.js'
 
 /**
  * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
@@ -461,10 +465,7 @@ export interface IndexedListing extends ListingFields {
  * listing cache (files/list.ts), which costs a new process less than opening the index.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
-  if (!watchedTrees.has(root)) return undefined
-  const index = await indexFor(root)
-  await refreshBeforeSearch(root, index)
-  return index.listing(accept, limit).map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+  return watchedTrees.get(root)?.list(accept, limit)
 }
 
 export const RECALL_MAX_HITS = 10

@@ -1,7 +1,16 @@
 /**
  * The trees this process watches itself (`jarvis mcp`, `sync --watch`: index.ts watchSearchIndex), in a module of
- * their own: a call that only asks whether a tree is watched (`memory ls`) loads nothing of the search.
+ * their own: a call that only asks whether a tree is watched (`memory ls`) loads nothing of the search, and a bundle
+ * of such a call (the fast door's, whose process never watches a tree) holds none of it.
  */
+import type {ListingFields} from './document.js'
+
+/** A file as `jarvis memory ls` lists it, from the index. */
+export interface IndexedListing extends ListingFields {
+  path: string
+  size: number
+  mtimeMs: number
+}
 
 /** What a file watcher on a tree's `.memory/` has reported since the last search (see index.ts watchSearchIndex). */
 export interface WatchedTree {
@@ -11,11 +20,8 @@ export interface WatchedTree {
   rescan: boolean
   /** Resolves once every change made before the call was reported; false when that cannot be known (then: rescan). */
   settle?: () => Promise<boolean>
+  /** The files `accept` takes, sorted by path, at most `limit`, from the tree's index (index.ts listIndexedFiles). */
+  list(accept: (path: string) => boolean, limit: number): Promise<IndexedListing[]>
 }
 
 export const watchedTrees = new Map<string, WatchedTree>()
-
-/** Whether this process watches the tree at `root`: its search index then describes the tree (once refreshed). */
-export function watchesTree(root: string): boolean {
-  return watchedTrees.has(root)
-}
