@@ -64,9 +64,6 @@ export async function listFiles(root: string, prefix?: string, limit?: number, o
     entry.fields = listingOf(entry.path, text).listing
     cache?.record(entry.path, entry.stat, checkedAtMs, entry.fields)
   })
-  if (cache !== undefined) {
-    cache.keepOnly(gone.size === 0 ? paths : paths.filter((path) => !gone.has(path)))
-    await cache.save(root)
-  }
+  await cache?.save(root, gone.size === 0 ? paths : paths.filter((path) => !gone.has(path)))
   return shown.filter(({path}) => !gone.has(path)).map(({path, stat, fields}) => listedFile(path, stat.size, stat.mtimeMs, fields!))
 }

@@ -105,19 +105,17 @@ export class ListingCache {
     this.changed = true
   }
 
-  /** Drops the entries of every path not in `present` (sorted, or not: looked up in a set). */
-  keepOnly(present: readonly string[]): void {
-    const kept = new Set(present)
-    for (const path in this.rows) if (!kept.has(path)) this.forget(path)
-  }
-
   /**
-   * Writes the cache back when a listing changed it: atomically (another listing reads the old file or this one, never
-   * a part), not durably (a cache). Never fails: a `.nexus/` that cannot be written (read-only, gone) keeps the old one.
+   * Writes the cache back when a listing changed it, without the entries of paths not in `present` (every memory file
+   * now): atomically (another listing reads the old file or this one, never a part), not durably (a cache). An entry
+   * of a file gone stays until then: it is never asked for, or no longer stands. Never fails: a `.nexus/` that cannot
+   * be written (read-only, gone) keeps the old one.
    */
-  async save(root: string): Promise<void> {
+  async save(root: string, present: readonly string[]): Promise<void> {
     if (!this.changed) return
     this.changed = false
+    const kept = new Set(present)
+    for (const path in this.rows) if (!kept.has(path)) delete this.rows[path]
     try {
       await writeFileAtomic(listingCachePath(root), JSON.stringify({version: VERSION, files: this.rows}) + '\n', {durable: false, makeFolders: false})
     } catch (error) {
