@@ -19,6 +19,7 @@ import createDebug from 'debug'
 // The store's own modules, not its barrel: a search loads neither the tree lock nor the config's schemas.
 import {readTextIfExists} from '../store/atomic.js'
 import {forEachConcurrently} from '../store/concurrency.js'
+import {type FileStat, lstatInto} from '../store/file-stat.js'
 import {hashBytes} from '../store/hash.js'
 import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryDir} from '../store/root.js'
@@ -296,7 +297,7 @@ export class KeywordIndex {
    * (a creation, removal or rename changes a folder's mtime; an edit in place the file's size or mtime; a
    * replacement its inode; and the manifest holds only entries older than their check by the racy window, the
    * rule `scanMemory`'s hints follow): nothing to refresh. The first difference ends the check; the full scan then
-   * decides. Synchronous: one `lstatSync` in a loop is far cheaper than a promise per file.
+   * decides. Synchronous: one `lstat` in a loop is far cheaper than a promise per file.
    */
   private checkManifest(): RefreshStats | undefined {
     const row = this.statements.manifest.get() as [string, Uint8Array, number] | undefined
@@ -311,9 +312,11 @@ export class KeywordIndex {
       const info = lstatSync(fullPath(names[i]), {throwIfNoEntry: false})
       if (!info?.isDirectory() || info.mtimeMs !== stats[i]) return undefined
     }
+    // The files through lstatInto: no fs.Stats and its four Dates per file (half of this loop at 10,000 files).
+    const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
     for (let i = dirCount, at = dirCount; i < names.length; i++, at += 3) {
-      const info = lstatSync(fullPath(names[i]), {throwIfNoEntry: false})
-      if (!info?.isFile() || info.size !== stats[at] || info.mtimeMs !== stats[at + 1] || info.ino !== stats[at + 2]) return undefined
+      const info = lstatInto(fullPath(names[i]), scratch)
+      if (!info?.isFile || info.size !== stats[at] || info.mtimeMs !== stats[at + 1] || info.ino !== stats[at + 2]) return undefined
     }
     const rebuilt = this.pendingRebuild
     this.pendingRebuild = false
