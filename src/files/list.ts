@@ -4,13 +4,10 @@
  * the listing cache (`.nexus/listing-cache.json`, store/listing-cache.ts) has no entry that still stands for it. What
  * was read is kept there for the next listing. Its own module: a listing loads none of the other tools' modules.
  */
-import {join} from 'node:path'
-
 import {readTextIfExists} from '../store/atomic.js'
 import {forEachConcurrently} from '../store/concurrency.js'
 import {type FileStat, lstatInto} from '../store/file-stat.js'
 import {ListingCache, type ListingFields} from '../store/listing-cache.js'
-import {memoryDir} from '../store/root.js'
 import {memoryFilePath, memoryFilePaths} from '../store/tree.js'
 import {listingOf} from './front-matter.js'
 import {checkLimit, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix} from './paths.js'
@@ -56,7 +53,7 @@ export async function listFiles(root: string, prefix?: string, limit?: number, o
   // The paths come from the walk, which never follows a symlink: read side by side, straight from .memory/.
   await forEachConcurrently(shown, LIST_CONCURRENCY, async (entry) => {
     if (entry.fields !== undefined) return
-    const text = await readTextIfExists(join(memoryDir(root), ...entry.path.split('/')))
+    const text = await readTextIfExists(memoryFilePath(root, entry.path))
     if (text === null) {
       gone.add(entry.path) // removed meanwhile
       return
