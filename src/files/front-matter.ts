@@ -5,6 +5,9 @@
 import {Document, isMap, isSeq, parseDocument} from 'yaml'
 
 import {SchemaError} from '../errors.js'
+import type {ListingFields} from '../store/listing-cache.js'
+
+export type {ListingFields} from '../store/listing-cache.js'
 
 export interface FrontMatter {
   title?: string
@@ -98,4 +101,18 @@ export function renderMemoryFile(frontMatter: FrontMatter, body: string): string
 /** The tags of a parsed file, always a list. */
 export function tagsOf(frontMatter: FrontMatter): string[] {
   return Array.isArray(frontMatter.tags) ? frontMatter.tags.filter((tag): tag is string => typeof tag === 'string') : []
+}
+
+/**
+ * What `memory ls` shows of a file: its front matter's own title and tags as written (no heading), or, when the front
+ * matter does not parse, why. Its parsed form too, for a caller that needs more of it (the search's documents).
+ */
+export function listingOf(path: string, text: string): {file?: MemoryFile; listing: ListingFields} {
+  try {
+    const file = parseMemoryFile(path, text)
+    const {title} = file.frontMatter
+    return {file, listing: {...(typeof title === 'string' ? {title} : {}), tags: tagsOf(file.frontMatter)}}
+  } catch (error) {
+    return {listing: {tags: [], problem: (error as Error).message}}
+  }
 }

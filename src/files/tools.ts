@@ -1,32 +1,22 @@
 /**
  * The memory-file tools of seed 004 §6: ls, read, write, edit, grep, delete. Every call goes through the store
- * (path guard, atomic writes) and holds the tree lock; every write is scanned for secrets and personal data first.
+ * (path guard, atomic writes) and, but for ls (list.ts: it writes no memory file and reads each one once, as the
+ * search does), holds the tree lock; every write is scanned for secrets and personal data first.
  */
-import {join} from 'node:path'
-
 import {assertCleanMemoryFile as assertClean} from '../events/index.js'
 import {BadInputError, ConflictLeftError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
-import {deleteMemoryFile, forEachConcurrently, formatJson, hashText, memoryDir, readBase, readMemoryFile, readNexusFile, readSyncState, readTextIfExists, statMemory, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
+import {deleteMemoryFile, formatJson, hashText, memoryFilePaths, readBase, readMemoryFile, readNexusFile, readSyncState, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
-import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
+import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile} from './front-matter.js'
 import {applyEdit, type FileEdit} from './patch.js'
-import {checkLimit, checkMemoryPath, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
+import {checkLimit, checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
 /** `.nexus/memory-access.json`: `{path: ISO time of the last read}`; local to this machine, never synced. */
 export const ACCESS_FILE = 'memory-access.json'
 export {DEFAULT_LIST_LIMIT} from './paths.js'
+export {listFiles, type ListedFile} from './list.js'
 export const DEFAULT_GREP_LIMIT = 100
-
-export interface ListedFile {
-  path: string
-  title?: string
-  tags: string[]
-  size: number
-  updatedAt: string
-  /** Set when the front matter does not parse: the file is listed, with the problem. */
-  problem?: string
-}
 
 export interface WriteOptions {
   title?: string
@@ -77,40 +67,6 @@ const lockOptions = (command: string) => ({command: `memory ${command}`})
 
 /** Refuses (exit 5) a text holding a secret or personal data, as every door that writes a memory file does. */
 export {assertClean}
-
-async function markdownFiles(root: string, prefix: string) {
-  // A listing needs sizes and times, never hashes: no file is read but the ones listed.
-  const found = await statMemory(root)
-  return [...found].filter(([path]) => path.endsWith('.md') && matchesPrefix(path, prefix))
-}
-
-/** Memory files under `prefix`, sorted by path, at most `limit`. A file with bad front matter is listed with its problem. */
-export async function listFiles(root: string, prefix?: string, limit?: number): Promise<ListedFile[]> {
-  const checkedPrefix = checkPrefix(prefix)
-  const max = checkLimit(limit, DEFAULT_LIST_LIMIT)
-  return withTreeLock(root, lockOptions('ls'), async () => {
-    const files = (await markdownFiles(root, checkedPrefix)).slice(0, max)
-    const listed: Array<ListedFile | null> = new Array(files.length).fill(null)
-    // The paths come from the scan, which never follows a symlink: read side by side, straight from .memory/.
-    await forEachConcurrently(files, LIST_CONCURRENCY, async ([path, stat], i) => {
-      const entry: ListedFile = {path, tags: [], size: stat.size, updatedAt: new Date(stat.mtimeMs).toISOString()}
-      const text = await readTextIfExists(join(memoryDir(root), ...path.split('/')))
-      if (text === null) return // removed meanwhile
-      try {
-        const {frontMatter} = parseMemoryFile(path, text)
-        if (typeof frontMatter.title === 'string') entry.title = frontMatter.title
-        entry.tags = tagsOf(frontMatter)
-      } catch (error) {
-        entry.problem = (error as Error).message
-      }
-      listed[i] = entry
-    })
-    return listed.filter((entry): entry is ListedFile => entry !== null)
-  })
-}
-
-/** Files read at once by `memory ls`. */
-const LIST_CONCURRENCY = 32
 
 async function readParsed(root: string, path: string): Promise<MemoryFile> {
   const text = await readMemoryFile(root, path)
@@ -237,7 +193,8 @@ export async function grepMemory(root: string, regex: string, prefix?: string, l
   const max = checkLimit(limit, DEFAULT_GREP_LIMIT)
   return withTreeLock(root, lockOptions('grep'), async () => {
     const hits: GrepHit[] = []
-    for (const [path] of await markdownFiles(root, checkedPrefix)) {
+    for (const path of memoryFilePaths(root)) {
+      if (!path.endsWith('.md') || !matchesPrefix(path, checkedPrefix)) continue
       const text = await readMemoryFile(root, path)
       if (text === null) continue
       hits.push(...grepLines([{path, text}], pattern.source, pattern.flags, max - hits.length))

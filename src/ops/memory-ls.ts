@@ -1,12 +1,12 @@
 /**
  * `jarvis memory ls`: the Markdown files under a prefix, sorted by path, with their front matter's title and tags.
- * Answered from the search index when it describes the tree as it is now (its manifest holds: one lstat per folder
- * and file, no file read or parsed; or a refresh re-indexing no more files than the listing shows brings it there);
- * otherwise, or when there is no index, by reading the files listed. Both give the same list, byte for byte
- * (test/search/listing.test.ts).
+ * A process that watches the tree (`jarvis mcp`, `sync --watch`) answers from its search index, which its watcher
+ * keeps; any other lists the files, reading only those the listing cache does not describe as they are now
+ * (files/list.ts). Both give the same list, byte for byte (test/search/listing.test.ts, test/files/list.test.ts).
  */
-import type {ListedFile} from '../files/tools.js'
+import {listedFile, type ListedFile, listFiles} from '../files/list.js'
 import {checkLimit, checkPrefix, DEFAULT_LIST_LIMIT, matchesPrefix} from '../files/paths.js'
+import {watchedTrees} from '../search/watched.js'
 import {findRoot} from '../store/root.js'
 
 export interface LsResult {
@@ -19,13 +19,11 @@ export async function memoryLs(options: {dir?: string; prefix?: string; limit?: 
   const root = findRoot(process.cwd(), options.dir)
   const prefix = checkPrefix(options.prefix)
   const max = checkLimit(options.limit, DEFAULT_LIST_LIMIT)
-  const {listIndexedFiles} = await import('../search/index.js')
-  const indexed = await listIndexedFiles(root, (path) => path.endsWith('.md') && matchesPrefix(path, prefix), max)
-  if (indexed !== undefined) {
-    // In the order listFiles makes its entries: the JSON output is the same, byte for byte.
-    const files = indexed.map(({path, title, tags, size, mtimeMs, problem}): ListedFile => ({path, tags, size, updatedAt: new Date(mtimeMs).toISOString(), ...(title === undefined ? {} : {title}), ...(problem === undefined ? {} : {problem})}))
-    return {prefix: options.prefix ?? '', files}
+  // Only a process that watches the tree has its index at hand (and registered it there): no import of the search.
+  const watched = watchedTrees.get(root)
+  if (watched !== undefined) {
+    const indexed = await watched.list((path) => path.endsWith('.md') && matchesPrefix(path, prefix), max)
+    return {prefix: options.prefix ?? '', files: indexed.map(({path, size, mtimeMs, ...fields}) => listedFile(path, size, mtimeMs, fields))}
   }
-  const {listFiles} = await import('../files/tools.js')
   return {prefix: options.prefix ?? '', files: await listFiles(root, options.prefix, options.limit)}
 }

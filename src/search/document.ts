@@ -3,7 +3,9 @@
  * as src/files parses it. Unlike the memory tools the search never throws on a malformed front matter: such a
  * file is still searchable, by its whole text (`jarvis memory read` is where the error is reported).
  */
-import {parseMemoryFile, tagsOf} from '../files/front-matter.js'
+import {type ListingFields, listingOf} from '../files/front-matter.js'
+
+export type {ListingFields} from '../files/front-matter.js'
 
 export interface SearchDocument {
   path: string
@@ -20,14 +22,6 @@ export interface SearchDocument {
   bodyStart: number
 }
 
-/** A file as `memory ls` lists it, from its front matter alone (no heading, tags as written). */
-export interface ListingFields {
-  title?: string
-  tags: string[]
-  /** The front matter's problem (SchemaError's message), when it does not parse. */
-  problem?: string
-}
-
 /** One line of at most this many characters says what a file is about (recall, an agent's prompt). */
 export const SUMMARY_CHARS = 160
 
@@ -40,14 +34,8 @@ function dateOf(value: unknown): string | undefined {
 }
 
 function splitFrontMatter(path: string, text: string): {data: Record<string, unknown>; body: string; listing: ListingFields} {
-  try {
-    const file = parseMemoryFile(path, text)
-    const tags = tagsOf(file.frontMatter)
-    const title = file.frontMatter.title
-    return {data: {...file.frontMatter, tags}, body: file.body, listing: {...(typeof title === 'string' ? {title} : {}), tags}}
-  } catch (error) {
-    return {data: {}, body: text, listing: {tags: [], problem: (error as Error).message}}
-  }
+  const {file, listing} = listingOf(path, text)
+  return file === undefined ? {data: {}, body: text, listing} : {data: {...file.frontMatter, tags: listing.tags}, body: file.body, listing}
 }
 
 export function toSearchDocument(path: string, text: string): SearchDocument {

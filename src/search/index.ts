@@ -5,20 +5,18 @@
  * the vector ranking too, fused with reciprocal rank fusion. The index is opened once per process, queried in
  * place, and brought up to date from content hashes on each search; see docs/decisions/search.md.
  */
-import {existsSync} from 'node:fs'
-import {join} from 'node:path'
 import {performance} from 'node:perf_hooks'
 
 import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
-import {nexusDir} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
-import {type ListingFields, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
+import {SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
-import {INDEX_FILE, type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
+import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore} from './semantic.js'
+import {type IndexedListing, type WatchedTree, watchedTrees} from './watched.js'
 
 export {embeddingsEndpoint, embeddingsFromEnv, type EmbeddingsConfig, vectorsFile} from './embeddings.js'
 export {BUILTIN_WEIGHTS, convexFusion, KEYWORD_WEIGHT, reciprocalRankFusion, RRF_K} from './fuse.js'
@@ -123,18 +121,6 @@ export async function refreshSearchIndex(root: string): Promise<RefreshStats> {
   return (await indexFor(root)).refresh()
 }
 
-/** What a file watcher on a tree's `.memory/` has reported since the last search (see watchSearchIndex). */
-interface WatchedTree {
-  /** Paths changed since the last search. */
-  changed: Set<string>
-  /** Re-scan everything at the next search: nothing seen yet, a directory came or went, or the watcher missed events. */
-  rescan: boolean
-  /** Resolves once every change made before the call was reported; false when that cannot be known (then: rescan). */
-  settle?: () => Promise<boolean>
-}
-
-const watchedTrees = new Map<string, WatchedTree>()
-
 export interface SearchIndexWatch {
   /** A file under `.memory/` was added, changed or removed (its path relative to `.memory/`). */
   changed(path: string): void
@@ -153,7 +139,16 @@ export interface SearchIndexWatch {
  * given, is awaited before each search: it proves the watcher has reported every change made before it.
  */
 export function watchSearchIndex(root: string, options: {settle?: () => Promise<boolean>} = {}): SearchIndexWatch {
-  const state: WatchedTree = {changed: new Set(), rescan: true, settle: options.settle}
+  const state: WatchedTree = {
+    changed: new Set(),
+    rescan: true,
+    settle: options.settle,
+    async list(accept, limit) {
+      const index = await indexFor(root)
+      await refreshBeforeSearch(root, index)
+      return index.listing(accept, limit).map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+    },
+  }
   watchedTrees.set(root, state)
   return {
     changed: (path) => void state.changed.add(path),
@@ -461,27 +456,16 @@ export async function searchMemoryFiles(root: string, query: string, options: Se
   return searchMemory(root, query, options)
 }
 
-/** A file as `jarvis memory ls` lists it, from the index. */
-export interface IndexedListing extends ListingFields {
-  path: string
-  size: number
-  mtimeMs: number
-}
+export type {IndexedListing} from './watched.js'
 
 /**
  * The files `accept` takes, sorted by path, at most `limit`, with what `memory ls` shows of each, from the search
- * index when it describes the tree as it is now (its manifest holds, or a refresh re-indexing at most `limit` files
- * brings it there); undefined otherwise, or when there is no index yet: the caller then reads the files. Never
- * builds the index, unless this process watches the tree (watchSearchIndex), which answers from its index always.
+ * index of a tree this process watches (watchSearchIndex): the files the watcher reported are brought in first, and
+ * the index is the tree. Undefined for a tree it does not watch: the listing is then made from the files and the
+ * listing cache (files/list.ts), which costs a new process less than opening the index.
  */
 export async function listIndexedFiles(root: string, accept: (path: string) => boolean, limit: number): Promise<IndexedListing[] | undefined> {
-  // A process that watches the tree knows what changed: it brings those files in, and the index is the tree.
-  const watched = watchedTrees.has(root)
-  if (!watched && !existsSync(join(nexusDir(root), INDEX_FILE))) return undefined
-  const index = await indexFor(root)
-  if (watched) await refreshBeforeSearch(root, index)
-  const rows = watched ? index.listing(accept, limit) : await index.listingIfFresh(accept, limit)
-  return rows?.map(({path, size, mtimeMs, listing}) => ({path, size, mtimeMs, ...listing}))
+  return watchedTrees.get(root)?.list(accept, limit)
 }
 
 export const RECALL_MAX_HITS = 10

@@ -14,6 +14,8 @@ export interface FileStat {
   size: number
   /** As `fs.Stats#mtimeMs` gives it (the same number: the stat cache compares it exactly). */
   mtimeMs: number
+  /** As `fs.Stats#ctimeMs` gives it: moves at every change of the file, and cannot be set back by hand as mtime can. */
+  ctimeMs: number
   ino: number
 }
 
@@ -28,6 +30,8 @@ const INO = 7
 const SIZE = 8
 const MTIME_SEC = 12
 const MTIME_NSEC = 13
+const CTIME_SEC = 14
+const CTIME_NSEC = 15
 const S_IFMT = 0o170000
 const S_IFREG = 0o100000
 
@@ -56,6 +60,7 @@ function fromBinding(fs: FsBinding, path: string, into: FileStat): FileStat | un
   into.ino = fields[INO]
   // Node's own formula for mtimeMs (msFromTimeSpec), so the number is the one fs.Stats gives.
   into.mtimeMs = fields[MTIME_SEC] * 1e3 + fields[MTIME_NSEC] / 1e6
+  into.ctimeMs = fields[CTIME_SEC] * 1e3 + fields[CTIME_NSEC] / 1e6
   return into
 }
 
@@ -66,6 +71,7 @@ function fromStats(path: string, into: FileStat): FileStat | undefined {
   into.size = info.size
   into.ino = info.ino
   into.mtimeMs = info.mtimeMs
+  into.ctimeMs = info.ctimeMs
   return into
 }
 
@@ -84,10 +90,10 @@ export function lstatInto(path: string, into: FileStat): FileStat | undefined {
   if (binding === null || path.includes('\0')) return fromStats(path, into)
   if (trusted) return fromBinding(binding, path, into)
   // Not trusted yet: both answers for the first file there is, the binding kept only when they agree.
-  const expected = fromStats(path, {isFile: false, size: 0, mtimeMs: 0, ino: 0})
+  const expected = fromStats(path, {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0})
   if (expected === undefined) return undefined
   const got = fromBinding(binding, path, into)
-  trusted = got !== undefined && got.isFile === expected.isFile && got.size === expected.size && got.ino === expected.ino && got.mtimeMs === expected.mtimeMs
+  trusted = got !== undefined && got.isFile === expected.isFile && got.size === expected.size && got.ino === expected.ino && got.mtimeMs === expected.mtimeMs && got.ctimeMs === expected.ctimeMs
   if (!trusted) binding = null
   return Object.assign(into, expected)
 }

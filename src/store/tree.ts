@@ -28,6 +28,15 @@ const debug = createDebug('jarvis:store')
  * size or mtime changing, so such entries are always re-hashed. Generous on purpose (FAT has 2 s mtimes).
  */
 export const RACY_WINDOW_MS = 2000
+
+/**
+ * The racy-git rule for any entry keyed by a stat: what was recorded of a file (or a folder) may stand for it only
+ * when its last change (`changedMs`: its mtime, or its ctime too) is older than the check that recorded it
+ * (`checkedAtMs`, taken before the stat) by RACY_WINDOW_MS.
+ */
+export function isSettled(changedMs: number, checkedAtMs: number | undefined): boolean {
+  return checkedAtMs !== undefined && changedMs < checkedAtMs - RACY_WINDOW_MS
+}
 const SCAN_CONCURRENCY = 32
 
 export interface MemoryFileStat {
@@ -144,7 +153,7 @@ function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: num
   if (cached.size !== size || cached.mtimeMs !== mtimeMs) return false
   if (cached.ino !== undefined && cached.ino !== ino) return false
   // Racy git: an mtime at or after (check time − window) proves nothing; re-hash.
-  if (cached.checkedAtMs === undefined || mtimeMs >= cached.checkedAtMs - RACY_WINDOW_MS) return false
+  if (!isSettled(mtimeMs, cached.checkedAtMs)) return false
   return typeof cached.hash === 'string' && cached.hash.length > 0
 }
 
@@ -159,7 +168,7 @@ export type DirCache = Record<string, DirStat>
 
 /** A directory's hint holds when its mtime is unchanged and older than the check that recorded it (racy-git rule). */
 function dirHintHolds(hint: DirStat | undefined, mtimeMs: number): hint is DirStat {
-  return hint !== undefined && hint.mtimeMs === mtimeMs && mtimeMs < hint.checkedAtMs - RACY_WINDOW_MS
+  return hint !== undefined && hint.mtimeMs === mtimeMs && isSettled(mtimeMs, hint.checkedAtMs)
 }
 
 /** The absolute path of the memory file at `rel` in `base` (`.memory/`): one string where the separator is "/". */
@@ -290,18 +299,17 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: File
   return {rels, known, temps}
 }
 
-/** Size and mtime of every memory file, sorted by path, without reading any: for listings, which need no hash. */
-export async function statMemory(root: string): Promise<Map<string, {size: number; mtimeMs: number}>> {
-  const base = memoryDir(root)
-  const {rels} = walkMemory(root)
-  const found: Array<[string, {size: number; mtimeMs: number}]> = []
-  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
-  for (const rel of rels) {
-    const info = lstatInto(fullOf(base, rel), scratch)
-    if (info?.isFile) found.push([rel, {size: info.size, mtimeMs: info.mtimeMs}])
-  }
-  found.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return new Map(found)
+/**
+ * The relative path of every memory file, sorted, from the walk alone (a folder's entries say which are files): no
+ * file is stat-ed or read. A listing stats only the files it shows (src/files/list.ts).
+ */
+export function memoryFilePaths(root: string): string[] {
+  return walkMemory(root).rels.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** The absolute path of the memory file at `rel` (relative, `/`), as a scan stats it. */
+export function memoryFilePath(root: string, rel: string): string {
+  return fullOf(memoryDir(root), rel)
 }
 
 /**
@@ -353,7 +361,7 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
   else if (statCache instanceof Map) for (const [rel, stat] of statCache) take(rel, stat)
   else for (const rel in statCache) take(rel, (statCache as Record<string, MemoryFileStat>)[rel])
   const toHash: ToHash[] = []
-  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
+  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
   for (const rel of [...changed, ...unstatted]) {
     const checkedAtMs = Date.now()
     const info = lstatInto(fullOf(base, rel), scratch)
@@ -396,7 +404,7 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
   // Synchronous on purpose: on a warm cache a stat is microseconds, and a promise per file through the thread
   // pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
   // One object the lstat of each file is written into (see lstatInto): no fs.Stats and four Dates per file.
-  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ino: 0}
+  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
   insideFolder(base, (relative) => {
     for (let i = 0; i < rels.length; i++) {
       const rel = rels[i]

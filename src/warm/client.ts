@@ -2,10 +2,9 @@
  * The client side of the warm path: ask the tree's warm server, if one runs, before doing the work here. Never
  * fails and never waits long: no socket, a stale one (its server was killed), a server of another protocol, an
  * error, a malformed answer or no answer within the timeout all give `undefined`, and the caller takes the cold
- * path at once. Loads node:net and the tree's protocol module only (no zod, no SQLite).
+ * path at once. Loads the tree's protocol module only (no zod, no SQLite), and node:net when there is a socket to ask.
  */
 import {lstatSync} from 'node:fs'
-import {createConnection} from 'node:net'
 
 import {answerEnvOf, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 
@@ -28,6 +27,8 @@ export async function askWarm<T>(root: string, op: WarmOp, input: Record<string,
     const real = realRoot(root)
     const socket = warmSocketOf(real, env)
     if (socket === undefined || (socket.privateDir !== undefined && !isPrivateDir(socket.privateDir))) return undefined
+    // No socket, no server (one makes its socket before it answers): nothing to connect to, node:net not even loaded.
+    if (lstatSync(socket.path, {throwIfNoEntry: false})?.isSocket() !== true) return undefined
     const request: WarmRequest = {v: WARM_PROTOCOL, op, root: real, env: answerEnvOf(env), input}
     const answer = await exchange(socket.path, `${JSON.stringify(request)}\n`, options.timeoutMs ?? WARM_TIMEOUT_MS)
     if (answer === undefined) return undefined
@@ -45,7 +46,8 @@ export function isPrivateDir(dir: string): boolean {
 }
 
 /** One line out, one line back; undefined on any error or when the answer is late. */
-function exchange(path: string, line: string, timeoutMs: number): Promise<string | undefined> {
+async function exchange(path: string, line: string, timeoutMs: number): Promise<string | undefined> {
+  const {createConnection} = await import('node:net')
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     const connection = createConnection(path)

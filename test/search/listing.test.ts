@@ -1,8 +1,8 @@
 /**
- * What the search index keeps of each file so that no front matter is parsed again: `jarvis memory ls` from its rows
- * when its manifest proves it describes the tree (no file read) must be what reading the files gives, byte for byte,
- * and an index that no longer describes the tree must never answer; the summaries and bodies of recall and the
- * prompt hook must be what parsing the texts gives.
+ * What the search index keeps of each file so that no front matter is parsed again: `jarvis memory ls` from its rows,
+ * in a process that watches the tree, must be what reading the files gives, byte for byte, and a process that does not
+ * watch it never lists from the index; the summaries and bodies of recall and the prompt hook must be what parsing the
+ * texts gives.
  */
 import {mkdir, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -13,7 +13,7 @@ import {listFiles} from '../../src/files/tools.js'
 import {memoryLs} from '../../src/ops/memory-ls.js'
 import {summaryOf, toSearchDocument} from '../../src/search/document.js'
 import {recallMemory} from '../../src/ops/recall.js'
-import {listIndexedFiles, resetSearchCache, searchDocuments, searchMemory} from '../../src/search/index.js'
+import {listIndexedFiles, resetSearchCache, searchDocuments, searchMemory, watchSearchIndex} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
@@ -50,49 +50,50 @@ async function settledTree() {
   return {root, memory}
 }
 
-describe('memory ls from the search index', () => {
+describe('memory ls from the search index of a watched tree', () => {
   it('lists what reading the files lists, byte for byte: titles, tags as written, problems, prefixes, limits', async () => {
     const {root} = await settledTree()
-    for (const [prefix, limit] of [[undefined, undefined], ['notes/', undefined], ['notes/b', 1], ['decisions', 5], ['nothing/', 3]] as const) {
-      const accept = (path: string) => path.endsWith('.md') && path.startsWith(prefix ?? '')
-      resetSearchCache()
-      expect(await listIndexedFiles(root, accept, limit ?? 100)).toBeDefined() // answered by the index
-      resetSearchCache()
-      const fromIndex = await memoryLs({dir: root, prefix, limit})
-      const fromFiles = await listFiles(root, prefix, limit)
-      expect(JSON.stringify(fromIndex.files)).toBe(JSON.stringify(fromFiles))
+    const watch = watchSearchIndex(root)
+    try {
+      for (const [prefix, limit] of [[undefined, undefined], ['notes/', undefined], ['notes/b', 1], ['decisions', 5], ['nothing/', 3]] as const) {
+        const accept = (path: string) => path.endsWith('.md') && path.startsWith(prefix ?? '')
+        expect(await listIndexedFiles(root, accept, limit ?? 100)).toBeDefined() // answered by the index
+        const fromIndex = await memoryLs({dir: root, prefix, limit})
+        const fromFiles = await listFiles(root, prefix, limit, {cache: false})
+        expect(JSON.stringify(fromIndex.files)).toBe(JSON.stringify(fromFiles))
+      }
+      const all = await memoryLs({dir: root})
+      expect(all.files.map((f) => f.path)).toEqual(['decisions/cache.md', 'decisions/db.md', 'notes/bad-tags.md', 'notes/broken.md', 'notes/never-closed.md', 'notes/plain.md', 'zz/last.md'])
+      expect(all.files.find((f) => f.path === 'decisions/db.md')).toMatchObject({title: 'Use Postgres', tags: ['Storage', 'ADR']})
+      expect(all.files.find((f) => f.path === 'notes/broken.md')?.problem).toMatch(/notes\/broken\.md/)
+    } finally {
+      await watch.stop()
     }
-    const all = await memoryLs({dir: root})
-    expect(all.files.map((f) => f.path)).toEqual(['decisions/cache.md', 'decisions/db.md', 'notes/bad-tags.md', 'notes/broken.md', 'notes/never-closed.md', 'notes/plain.md', 'zz/last.md'])
-    expect(all.files.find((f) => f.path === 'decisions/db.md')).toMatchObject({title: 'Use Postgres', tags: ['Storage', 'ADR']})
-    expect(all.files.find((f) => f.path === 'notes/broken.md')?.problem).toMatch(/notes\/broken\.md/)
   })
 
-  it('never answers from an index that no longer describes the tree: an edit in place is listed as it is now', async () => {
+  it('lists an edit in place the watcher reported as the file is now', async () => {
     const {root, memory} = await settledTree()
+    const watch = watchSearchIndex(root)
+    try {
+      await memoryLs({dir: root})
+      await writeFile(join(memory, 'decisions/db.md'), '---\ntitle: Use MySQL after all\n---\nChanged.\n')
+      watch.changed('decisions/db.md')
+      const listed = await memoryLs({dir: root, prefix: 'decisions/'})
+      expect(listed.files.find((f) => f.path === 'decisions/db.md')?.title).toBe('Use MySQL after all')
+      expect(JSON.stringify(listed.files)).toBe(JSON.stringify(await listFiles(root, 'decisions/', undefined, {cache: false})))
+    } finally {
+      await watch.stop()
+    }
+  })
+
+  it('is not used by a process that does not watch the tree, index or not: the files are listed as they are', async () => {
+    const {root, memory} = await settledTree()
+    // The index still says "Use Postgres": only a search would bring it up to date.
     await writeFile(join(memory, 'decisions/db.md'), '---\ntitle: Use MySQL after all\n---\nChanged.\n')
-    // One file changed: the index re-indexes it (no more reads than the listing itself) and answers.
+    expect(await listIndexedFiles(root, () => true, 100)).toBeUndefined()
     const listed = await memoryLs({dir: root, prefix: 'decisions/'})
     expect(listed.files.find((f) => f.path === 'decisions/db.md')?.title).toBe('Use MySQL after all')
-    expect(JSON.stringify(listed.files)).toBe(JSON.stringify(await listFiles(root, 'decisions/')))
-    // More files changed than the listing shows: the files are read, the index is left to the next search.
-    await writeFile(join(memory, 'notes/plain.md'), '# Plain note, edited\n')
-    await writeFile(join(memory, 'zz/last.md'), '---\ntitle: Last, edited\n---\n')
-    resetSearchCache()
-    expect(await listIndexedFiles(root, () => true, 1)).toBeUndefined()
-    resetSearchCache()
-    const limited = await memoryLs({dir: root, limit: 1})
-    expect(JSON.stringify(limited.files)).toBe(JSON.stringify(await listFiles(root, undefined, 1)))
-    expect((await memoryLs({dir: root, prefix: 'zz/'})).files.map((f) => f.title)).toEqual(['Last, edited'])
-  })
-
-  it('is not used where no index was built (nothing is built for a listing)', async () => {
-    const dir = await tempDir('jarvis-search-listing-none-')
-    dirs.push(dir)
-    const {root} = await initTree(dir, {})
-    await writeFile(join(root, '.memory', 'a.md'), '---\ntitle: A\n---\nA.\n')
-    expect(await listIndexedFiles(root, () => true, 100)).toBeUndefined()
-    expect((await memoryLs({dir: root})).files.map((f) => f.title)).toEqual(['A'])
+    expect(JSON.stringify(listed.files)).toBe(JSON.stringify(await listFiles(root, 'decisions/', undefined, {cache: false})))
   })
 })
 

@@ -8,7 +8,7 @@ import {type FileStat, type FsBinding, lstatInto, resetFileStat} from '../../src
 import {scanMemory, writeMemoryFile} from '../../src/store/index.js'
 import {tempDir, tempTree} from './helpers/temp.js'
 
-const blank = (): FileStat => ({isFile: false, size: 0, mtimeMs: 0, ino: 0})
+const blank = (): FileStat => ({isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0})
 /** A scan's files without their check times (taken when scanned). */
 const seen = (scan: Map<string, {hash: string; size: number; mtimeMs: number; ino?: number}>) => [...scan].map(([path, {hash, size, mtimeMs, ino}]) => ({path, hash, size, mtimeMs, ino}))
 const nodeBinding = () => (process as unknown as {binding(name: string): FsBinding}).binding('fs')
@@ -24,7 +24,7 @@ describe('lstatInto', () => {
     const paths = ['a.md', 'folder', 'link.md', 'missing.md'].map((name) => join(dir, name))
     const expected = paths.map((path) => {
       const info = lstatSync(path, {throwIfNoEntry: false})
-      return info && {isFile: info.isFile(), size: info.size, mtimeMs: info.mtimeMs, ino: info.ino}
+      return info && {isFile: info.isFile(), size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, ino: info.ino}
     })
     for (const use of [true, false]) {
       resetFileStat(use)
