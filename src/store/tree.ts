@@ -3,7 +3,7 @@
  * through the path guard. Backups and temp files are not memory files.
  */
 import {existsSync, lstatSync, readdirSync} from 'node:fs'
-import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
+import {lstat, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
 import createDebug from 'debug'
@@ -585,7 +585,8 @@ export async function sweepTempFiles(root: string, options: {everywhere?: boolea
   const walk = async (dir: string): Promise<void> => {
     let entries
     try {
-      entries = await readdir(dir, {withFileTypes: true})
+      // Synchronous, as the scan's walk: a promise per folder through the thread pool cost more than the listing.
+      entries = readdirSync(dir, {withFileTypes: true})
     } catch {
       return
     }
