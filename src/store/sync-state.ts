@@ -10,7 +10,7 @@ import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
 import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
-import {appendLineDurable, readTextIfExists, writeFileAtomic} from './atomic.js'
+import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
 import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
 
@@ -349,7 +349,7 @@ export const SYNC_RUNNING_FILE = '.nexus/sync-running'
 
 /** True when a sync left its marker behind: it did not finish. */
 export async function syncRunUnfinished(root: string): Promise<boolean> {
-  return (await readTextIfExists(join(root, SYNC_RUNNING_FILE))) !== null
+  return readTextIfExistsSync(join(root, SYNC_RUNNING_FILE)) !== null
 }
 
 /** Marks a sync as running, before its first write to the per-file folders. */
@@ -362,7 +362,7 @@ export async function endSyncRun(root: string): Promise<void> {
 }
 
 export async function readConfig(root: string): Promise<NexusConfig> {
-  const text = await readTextIfExists(configPath(root))
+  const text = readTextIfExistsSync(configPath(root))
   if (text === null) return nexusConfigSchema.parse({})
   return parseJsonFile(nexusConfigSchema, text, CONFIG_FILE)
 }
