@@ -74,13 +74,13 @@ const assertOnFailure = {
  * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
  * real module at its first read (yaml stays bundled, and so compiled once into the code cache).
  */
-const ON_USE = ['node:child_process', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
+const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
 const requireHere = createRequire(import.meta.url)
 const modulesOnUse = {
   name: 'modules-on-use',
   setup(bundle) {
     const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
-    bundle.onResolve({filter: /^(?:node:)?(?:child_process|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
+    bundle.onResolve({filter: /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
       namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
     )
     bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, ({path}) => {

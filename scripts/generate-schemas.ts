@@ -6,7 +6,7 @@ import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {renderJsonSchemas} from '../src/schemas/index.js'
+import {renderJsonSchemas} from '../src/schemas/json-schema.js'
 
 const outDir = fileURLToPath(new URL('../docs/schemas/', import.meta.url))
 const check = process.argv.includes('--check')

@@ -9,7 +9,6 @@
  * the compile. A cache is named after its bundle's content, and its folder after Node's version: V8 checks a cache
  * against the source's length only. A new build or a new Node gets new files; the old ones are removed.
  */
-import {createHash} from 'node:crypto'
 import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {homedir} from 'node:os'
@@ -65,8 +64,18 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
 function cacheFileOf(bundle: string, source: string, name: string): string | undefined {
   const content = /^\/\/ jarvis-bundle ([0-9a-f]{16})\n/.exec(source)?.[1]
   if (content === undefined) return undefined
-  const install = createHash('sha256').update(dirname(bundle)).digest('hex').slice(0, 16)
+  const install = folderTag(dirname(bundle))
   return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, install, `${name}.${content}.bin`)
+}
+
+/**
+ * 64-bit FNV-1a of `text` in 16 hex digits: a folder's name, not a secret. node:crypto (~4 ms to load) is not loaded
+ * for it at every call of the door; a no-op sync, `memory ls` and `recall` use no crypto of their own.
+ */
+export function folderTag(text: string): string {
+  let hash = 0xcbf29ce484222325n
+  for (let i = 0; i < text.length; i++) hash = ((hash ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n) & 0xffffffffffffffffn
+  return hash.toString(16).padStart(16, '0')
 }
 
 function readOrNothing(file: string): Buffer | undefined {

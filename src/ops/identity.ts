@@ -1,4 +1,4 @@
-import {readFile} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
@@ -43,7 +43,7 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
   const file = userConfigFile(env)
   let text: string
   try {
-    text = await readFile(file, 'utf8')
+    text = readFileSync(file, 'utf8')
   } catch {
     return {}
   }

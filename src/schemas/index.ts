@@ -1,6 +1,8 @@
 /**
  * The one import point of the schemas: on-disk formats, wire bodies, config, and the parse helpers.
- * Other folders import from here, never from the files behind it.
+ * Other folders import from here, never from the files behind it; but for json-schema.ts, the published JSON Schemas,
+ * which only scripts/generate-schemas.ts and the schema tests render: a module of the index is set up by every call
+ * that loads the schemas (a no-op sync), and that one named every published schema.
  *
  * A schema that a sync with nothing to do never reads is `z.lazy(() => …)`: zod builds it at its first parse, not when
  * this module loads. Building them all took ~4 ms of each `jarvis sync` (and of each other call of the fast door), a
@@ -10,7 +12,6 @@
  */
 export * from './common.js'
 export * from './events.js'
-export * from './json-schema.js'
 export * from './memory.js'
 export * from './nexus.js'
 export * from './parse.js'

@@ -41,9 +41,10 @@ export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexus
 export {cachedHash, cachedRev, cachedRevsInOrder, changedSinceCache, type CleanMark, readScanHead, readScanHints, readStatCache, type ScanHead, type ScanHints, statCacheHeadPath, statCachePath, WATCH_FULL_SCAN_MS, type WatchMark, watchMarkFresh, writeScanHead, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,
-  beginSyncRun,
   CONFIG_FILE,
   endSyncRun,
+  markSyncRunning,
+  syncRunUnfinished,
   SYNC_RUNNING_FILE,
   formatJson,
   readConfig,

@@ -1,5 +1,5 @@
 /** Reading the append-only JSON Lines files of `.nexus/` (outbox, audit). */
-import {readFile} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
 
 import createDebug from 'debug'
 import type {z} from 'zod'
@@ -17,7 +17,8 @@ const debug = createDebug('jarvis:store')
 export async function readJsonLines<S extends z.ZodType>(path: string, file: string, schema: S): Promise<Array<z.output<S>>> {
   let text: string
   try {
-    text = await readFile(path, 'utf8')
+    // In this thread: an outbox or audit log is read once, whole, before the work that needs it.
+    text = readFileSync(path, 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw error

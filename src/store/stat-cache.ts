@@ -5,7 +5,8 @@
  * it need not list a folder whose entries did not change. A hint only: a missing or unreadable cache is treated as
  * empty (every folder is listed and every file hashed), never as an error.
  */
-import {appendFile, readFile, rm} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
+import {appendFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import createDebug from 'debug'
@@ -561,7 +562,7 @@ async function writeHead(root: string, head: ScanHead | undefined): Promise<void
 export async function readScanHead(root: string): Promise<ScanHead | undefined> {
   let parsed: {cache?: unknown; journal?: unknown; clean?: unknown; watch?: unknown; backups?: unknown}
   try {
-    parsed = JSON.parse(await readFile(statCacheHeadPath(root), 'utf8')) as typeof parsed
+    parsed = JSON.parse(readFileSync(statCacheHeadPath(root), 'utf8')) as typeof parsed
   } catch {
     return undefined
   }

@@ -10,7 +10,7 @@ import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
 import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
-import {appendLineDurable, readTextIfExists, writeFileAtomic} from './atomic.js'
+import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
 import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
 
@@ -340,17 +340,21 @@ export function isWrittenEntry(path: string, entry: unknown): boolean {
 
 /** Missing → all defaults (a tree cloned without its `.nexus/` still works); malformed → SchemaError. */
 /**
- * `.nexus/sync-running`: present while a sync runs, so one left behind says the last sync did not finish (and may
- * have left temp files among the bases). Not fsynced: a marker lost in a power cut costs one deep sweep, no data.
+ * `.nexus/sync-running`: present while a sync that may write the per-file folders (bases, replica bases) runs, so one
+ * left behind says the last such sync did not finish (and may have left temp files among the bases). Written once a
+ * sync knows it has work, not by a no-op (which writes nothing there). Not fsynced: a marker lost in a power cut costs
+ * one deep sweep, no data.
  */
 export const SYNC_RUNNING_FILE = '.nexus/sync-running'
 
-/** Marks a sync as running; true when the last one did not finish. */
-export async function beginSyncRun(root: string): Promise<boolean> {
-  const path = join(root, SYNC_RUNNING_FILE)
-  const unfinished = (await readTextIfExists(path)) !== null
-  await writeFileAtomic(path, `${process.pid}\n`, {durable: false})
-  return unfinished
+/** True when a sync left its marker behind: it did not finish. */
+export async function syncRunUnfinished(root: string): Promise<boolean> {
+  return readTextIfExistsSync(join(root, SYNC_RUNNING_FILE)) !== null
+}
+
+/** Marks a sync as running, before its first write to the per-file folders. */
+export async function markSyncRunning(root: string): Promise<void> {
+  await writeFileAtomic(join(root, SYNC_RUNNING_FILE), `${process.pid}\n`, {durable: false})
 }
 
 export async function endSyncRun(root: string): Promise<void> {
@@ -358,7 +362,7 @@ export async function endSyncRun(root: string): Promise<void> {
 }
 
 export async function readConfig(root: string): Promise<NexusConfig> {
-  const text = await readTextIfExists(configPath(root))
+  const text = readTextIfExistsSync(configPath(root))
   if (text === null) return nexusConfigSchema.parse({})
   return parseJsonFile(nexusConfigSchema, text, CONFIG_FILE)
 }

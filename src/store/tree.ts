@@ -3,9 +3,8 @@
  * through the path guard. Backups and temp files are not memory files.
  */
 import {existsSync, lstatSync, readdirSync} from 'node:fs'
-import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
+import {lstat, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
-import {isMainThread} from 'node:worker_threads'
 
 import createDebug from 'debug'
 
@@ -466,8 +465,9 @@ async function hashFiles(base: string, toHash: readonly ToHash[], foundRels: str
 function insideFolder(folder: string, body: (relative: boolean) => void): void {
   let home: string | undefined
   try {
-    // process.cwd() may be a cached answer (graceful-fs caches it): the folder is looked at too.
-    if (isMainThread && isAbsolute(folder) && existsSync((home = process.cwd()))) process.chdir(folder)
+    // process.cwd() may be a cached answer (graceful-fs caches it): the folder is looked at too. A worker thread has no
+    // process.chdir (it throws ERR_WORKER_UNSUPPORTED_OPERATION): node:worker_threads (~1–2 ms) is not loaded to ask.
+    if (isAbsolute(folder) && existsSync((home = process.cwd()))) process.chdir(folder)
     else home = undefined
   } catch {
     home = undefined
@@ -593,7 +593,8 @@ export async function sweepTempFiles(root: string, options: {everywhere?: boolea
   const walk = async (dir: string): Promise<void> => {
     let entries
     try {
-      entries = await readdir(dir, {withFileTypes: true})
+      // Synchronous, as the scan's walk: a promise per folder through the thread pool cost more than the listing.
+      entries = readdirSync(dir, {withFileTypes: true})
     } catch {
       return
     }

@@ -5,7 +5,7 @@
  */
 import {BadInputError, JarvisError} from '../errors.js'
 import {modeOf} from '../protocol/client.js'
-import {appendAudit, BaseStore, beginSyncRun, cachedRevsInOrder, endSyncRun, findBackups, readSyncStateAs, sweepTempFiles, withPathGuardCache} from '../store/index.js'
+import {appendAudit, BaseStore, cachedRevsInOrder, endSyncRun, findBackups, markSyncRunning, readSyncStateAs, sweepTempFiles, syncRunUnfinished, withPathGuardCache} from '../store/index.js'
 import {writeScan} from './clean-mark.js'
 import {flushOutbox} from './outbox.js'
 import type {Plan, SyncMode} from './plan.js'
@@ -38,23 +38,31 @@ async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
 
   if (!options.dryRun) {
     // Only a sync writes the per-file folders of .nexus/ (bases, replica bases): walk them for a dead writer's temp
-    // files only when the last sync did not finish; the marker goes when this one ends, however it ends.
-    await sweepTempFiles(root, {everywhere: await beginSyncRun(root)})
+    // files only when the last sync did not finish. This one leaves its marker (sync-state.ts) once it knows it has
+    // work, before its first write there: a no-op writes nothing there, and no marker either. A marker left behind
+    // stays until this sync ends, however it ends.
+    let marked = await syncRunUnfinished(root)
+    await sweepTempFiles(root, {everywhere: marked})
+    const markRunning = async () => {
+      if (marked) return
+      await markSyncRunning(root)
+      marked = true
+    }
     try {
-      return await syncRounds(options, result, bases)
+      return await syncRounds(options, result, bases, markRunning)
     } finally {
       bases.close()
-      await endSyncRun(root).catch(() => {})
+      if (marked) await endSyncRun(root).catch(() => {})
     }
   }
   try {
-    return await syncRounds(options, result, bases)
+    return await syncRounds(options, result, bases, async () => {})
   } finally {
     bases.close()
   }
 }
 
-async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseStore): Promise<SyncResult> {
+async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseStore, markRunning: () => Promise<void>): Promise<SyncResult> {
   const {root, client, settings} = options
   const now = options.now ?? (() => new Date())
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
@@ -68,6 +76,7 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
     await appendAudit(root, {at: now().toISOString(), type: 'sync', server: client.server, mode: result.mode, pushed: 0, pulled: 0, merged: 0, deleted: 0, conflicts: 0, backups: 0, attempts: 1})
     return result
   }
+  await markRunning()
   // A few files changed since a clean sync: their entries come from the stat cache and the rest of the state from its
   // journal (stateView). Else the state is read, and not checked entry by entry again while it is as the sync that
   // left the clean mark wrote it.

@@ -6,7 +6,7 @@
  * preload that tells whether oclif was loaded, so that a call quietly falling back to oclif fails the test.
  */
 import {execFile} from 'node:child_process'
-import {mkdir, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, utimes, writeFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -143,6 +143,38 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     const files = (JSON.parse(answer.stdout) as {result: {files: Array<{path: string; title?: string; tags: string[]; problem?: string}>}}).result.files
     expect(files.find((file) => file.path === 'parsed/good.md')).toMatchObject({title: 'Parsed here', tags: ['yaml', 'lazy']})
     expect(files.find((file) => file.path === 'parsed/broken.md')?.problem).toMatch(/line 2/)
+  })
+
+  it('a no-op sync loads neither node:crypto nor node:worker_threads; a sync with an edit hashes it (crypto loaded on use) and pushes it', async () => {
+    const report = join(work, 'builtins.txt')
+    const tell = join(work, 'tell-builtins.cjs')
+    await writeFile(tell, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(report)}, process.moduleLoadList.filter((m) => m === 'NativeModule crypto' || m === 'NativeModule worker_threads').join('\\n')))`)
+    // A server of its own: files pulled from another test's tree would be new to the scan, and hashed.
+    const alone = await startTestServer()
+    const own = await makeClient(alone.url, 'claude')
+    const other = await makeClient(alone.url, 'gemini')
+    try {
+      // Written an hour ago: a scan trusts their cached hashes at once (a file changed within the last 2 s is hashed again).
+      const hourAgo = new Date(Date.now() - 3_600_000)
+      for (const name of ['a.md', 'b.md']) {
+        await writeFile(join(own.memory, name), `# ${name}\n`)
+        await utimes(join(own.memory, name), hourAgo, hourAgo)
+      }
+      const sync = async () => {
+        await run(process.execPath, ['--require', tell, runJs, 'sync', '--quiet'], {cwd: own.root, env})
+        return (await readFile(report, 'utf8')).split('\n').filter(Boolean)
+      }
+      await sync()
+      await sync()
+      expect(await sync()).toEqual([])
+      await writeFile(join(own.memory, 'hashed-on-use.md'), '# hashed on use\n')
+      expect(await sync()).toContain('NativeModule crypto')
+      await other.sync()
+      expect(await readFile(join(other.memory, 'hashed-on-use.md'), 'utf8')).toBe('# hashed on use\n')
+    } finally {
+      await alone.close()
+      await removeAll([own.root, other.root])
+    }
   })
 
   it('errors: the same message and exit code (bad field 2, secret 5, server down 3, not a tree 2)', async () => {

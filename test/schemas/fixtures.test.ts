@@ -1,6 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
-import {parseJsonFile, publishedSchemas} from '../../src/schemas/index.js'
+import {parseJsonFile} from '../../src/schemas/index.js'
+import {publishedSchemas} from '../../src/schemas/json-schema.js'
 import {makeAjv, seedFixtures} from './helpers.js'
 
 const ajv = makeAjv()

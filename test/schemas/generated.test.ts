@@ -1,7 +1,7 @@
 import {readdirSync, readFileSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 
-import {renderJsonSchemas} from '../../src/schemas/index.js'
+import {renderJsonSchemas} from '../../src/schemas/json-schema.js'
 import {docsDir} from './helpers.js'
 
 describe('published JSON Schemas', () => {

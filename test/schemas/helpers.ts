@@ -4,7 +4,7 @@ import {fileURLToPath} from 'node:url'
 // The named export: under Node16 resolution the default import of this CommonJS module is its namespace.
 import {Ajv2020} from 'ajv/dist/2020.js'
 
-import {type PublishedSchemaName, publishedSchemas} from '../../src/schemas/index.js'
+import {type PublishedSchemaName, publishedSchemas} from '../../src/schemas/json-schema.js'
 
 export const fixturesDir = fileURLToPath(new URL('../../fixtures/seeds/', import.meta.url))
 export const docsDir = fileURLToPath(new URL('../../docs/schemas/', import.meta.url))

@@ -3,7 +3,6 @@ import {describe, expect, it} from 'vitest'
 import {
   memoryEventSchema,
   nexusConfigSchema,
-  publishedSchemas,
   sessionRegistrySchema,
   statusResponseSchema,
   syncStateSchema,
@@ -11,6 +10,7 @@ import {
   workerMemorySchema,
   wsMessageSchema,
 } from '../../src/schemas/index.js'
+import {publishedSchemas} from '../../src/schemas/json-schema.js'
 import {seedFixtures} from './helpers.js'
 
 /** What a read-modify-write does: parse, then serialize as jarvis writes JSON. */
