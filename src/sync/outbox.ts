@@ -23,7 +23,11 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<{
   for (const entry of entries) {
     try {
       if (entry.kind === 'task-result') await client.syncTask(entry.payload, z.unknown())
-      else if (entry.kind === 'active-project') await client.switchProject(String((entry.payload as {projectId?: unknown}).projectId))
+      else if (entry.kind === 'active-project') {
+        // As the person switched: from this CLI, or from another client (the chat bot) while the server was away.
+        const {projectId, switchedBy} = entry.payload as {projectId?: unknown; switchedBy?: unknown}
+        await client.switchProject(String(projectId), switchedBy === 'user-web' ? 'user-web' : 'user-cli')
+      }
       else if (entry.kind === 'memory-event') {
         const event = parseWith(memoryEventSchema, entry.payload, `.nexus/outbox.jsonl entry ${entry.id}`)
         const answer = await events.append(event, entry.id)

@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {WebSocket} from 'undici'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
+import {switchProject} from '../../src/ops/task.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {initTree, readOutbox} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
@@ -107,6 +108,22 @@ describe('jarvis switch-project', () => {
     expect(sync.code, sync.stdout + sync.stderr).toBe(0)
     expect(await readOutbox(root)).toEqual([])
     expect(await activeProject(srv)).toMatchObject({projectId: 'proj-offline', switchedBy: 'user-cli'})
+  })
+
+  it('offline, a switch a person made elsewhere (the chat bot) is sent as theirs by the next sync', async () => {
+    await initTree(root, {server: `http://127.0.0.1:${await closedPort()}`, agent: 'claude'})
+    const previous = process.env.JARVIS_TOKEN
+    process.env.JARVIS_TOKEN = TOKENS.claude
+    try {
+      await expect(switchProject({dir: root, projectId: 'proj-web', switchedBy: 'user-web'})).rejects.toMatchObject({data: {queued: true}})
+    } finally {
+      if (previous === undefined) delete process.env.JARVIS_TOKEN
+      else process.env.JARVIS_TOKEN = previous
+    }
+    const srv = await server()
+    const sync = await runJarvis(['sync', '--dir', root, '--server', srv.url, '--json'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+    expect(await activeProject(srv)).toMatchObject({projectId: 'proj-web', switchedBy: 'user-web'})
   })
 
   it('a refused token is not queued: it would be refused again', async () => {
