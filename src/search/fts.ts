@@ -118,16 +118,17 @@ function piecesOf(word: string, count: number): string[] {
 export interface FtsHit {
   id: number
   score: number
-  /** The indexed words the file matched (query words, their fuzzy neighbours), for snippets. */
-  terms: string[]
 }
 
-/** One file's accumulated score while a query runs. */
-interface Accumulated {
-  score: number
-  terms: Set<string>
-  queryTerms: Set<string>
+/** A query's hits, best first, and what each matched. */
+export interface FtsResult {
+  hits: FtsHit[]
+  /** The indexed words file `id` matched (query words, their fuzzy neighbours), for snippets. */
+  termsOf(id: number): string[]
 }
+
+/** Groups of words (each FTS query run) whose matches a file records in its bit mask; later ones in a list of its own. */
+const MASK_GROUPS = 31
 
 /** The FTS5 tables of one database: add, remove, rank. The caller maps ids to paths and runs the transactions. */
 export class FtsEngine {
@@ -162,37 +163,66 @@ export class FtsEngine {
     this.deleteDoc.run(id)
   }
 
-  /** Every file matching any query word, best first, with its score; `accept` filters by id before ranking. */
-  search(query: string, accept: (id: number) => boolean): FtsHit[] {
-    const found = new Map<number, Accumulated>()
-    const collect = (match: string, weight: number, queryTerm: string, terms: string[]) => {
+  /**
+   * Every file matching any query word, best first, with its score; `accept` filters by id before ranking. A common
+   * word matches thousands of files: each is a slot of a few number arrays, not an object with two sets (which
+   * lived through the whole query and kept the garbage collector copying them).
+   */
+  search(query: string, accept: (id: number) => boolean): FtsResult {
+    const slots = new Map<number, number>()
+    const ids: number[] = []
+    const scores: number[] = []
+    /** Per slot: how many query words it matched, the last one (queries run word by word), its groups. */
+    const matched: number[] = []
+    const lastWord: number[] = []
+    const masks: number[] = []
+    const laterGroups = new Map<number, number[]>()
+    const groups: string[][] = []
+    const collect = (match: string, weight: number, word: number, terms: string[]) => {
+      const group = groups.push(terms) - 1
       for (const [id, bm25] of this.matchDocs.all(match) as Array<[number, number]>) {
-        let entry = found.get(id)
-        if (entry === undefined) {
+        let slot = slots.get(id)
+        if (slot === undefined) {
           if (!accept(id)) continue
-          found.set(id, (entry = {score: 0, terms: new Set(), queryTerms: new Set()}))
+          slots.set(id, (slot = ids.push(id) - 1))
+          scores.push(0)
+          matched.push(0)
+          lastWord.push(-1)
+          masks.push(0)
         }
-        entry.score += -bm25 * weight // bm25() is negative: lower is better
-        entry.queryTerms.add(queryTerm)
-        for (const term of terms) entry.terms.add(term)
+        scores[slot] += -bm25 * weight // bm25() is negative: lower is better
+        if (lastWord[slot] !== word) {
+          lastWord[slot] = word
+          matched[slot]++
+        }
+        if (group < MASK_GROUPS) masks[slot] |= 1 << group
+        else laterGroups.set(slot, [...(laterGroups.get(slot) ?? []), group])
       }
     }
-    for (const term of new Set(wordsOf(query))) {
-      collect(`"${term}"`, 1, term, [term])
-      if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, term, [term])
+    for (const [word, term] of [...new Set(wordsOf(query))].entries()) {
+      collect(`"${term}"`, 1, word, [term])
+      if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, word, [term])
       if (term.length >= PREFIX_MIN) {
         const forms = this.otherForms(term)
-        if (forms.length > 0) collect(forms.map((word) => `"${word}"`).join(' OR '), STEM_WEIGHT, term, forms)
+        if (forms.length > 0) collect(forms.map((form) => `"${form}"`).join(' OR '), STEM_WEIGHT, word, forms)
       }
       if (term.length >= FUZZY_MIN) {
         for (const [distance, neighbours] of this.fuzzyNeighbours(term)) {
-          collect(neighbours.map((word) => `"${word}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), term, neighbours)
+          collect(neighbours.map((neighbour) => `"${neighbour}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), word, neighbours)
         }
       }
     }
-    return [...found]
-      .map(([id, {score, terms, queryTerms}]) => ({id, score: score * queryTerms.size, terms: [...terms]}))
-      .sort((a, b) => b.score - a.score || a.id - b.id)
+    const hits = ids.map((id, slot) => ({id, score: scores[slot] * matched[slot]})).sort((a, b) => b.score - a.score || a.id - b.id)
+    const termsOf = (id: number): string[] => {
+      const slot = slots.get(id)
+      if (slot === undefined) return []
+      const terms = new Set<string>()
+      groups.forEach((words, group) => {
+        if (group < MASK_GROUPS ? (masks[slot] & (1 << group)) !== 0 : laterGroups.get(slot)?.includes(group)) for (const term of words) terms.add(term)
+      })
+      return [...terms]
+    }
+    return {hits, termsOf}
   }
 
   /**
