@@ -65,21 +65,60 @@ export interface Segment {
 
 /**
  * A file's vectors where its record lies: no typed array of its own (at 10,000 files, 30,000 views made and then
- * collected cost more than reading the log). `factors[c]` is `seg.f32[factorsAt + c]`, word `k` is
- * `seg.u32[wordsAt + k]`, chunk `c`'s row starts at `seg.i8[rowsAt + c * dims]`.
+ * collected cost more than reading the log), and no field but where the record starts: the rest is read from its
+ * head when asked (10,000 objects of a dozen fields, and their hashes as strings, kept the garbage collector
+ * copying them through a search that never looks at a hash). `factors[c]` is `seg.f32[factorsAt + c]`, word `k`
+ * is `seg.u32[wordsAt + k]`, chunk `c`'s row starts at `seg.i8[rowsAt + c * dims]`.
  */
-export interface FileVectors {
-  hash: string
-  seg: Segment
-  chunks: number
-  factorsAt: number
-  words: number
-  wordsAt: number
-  rowsAt: number
-  /** The record: its byte offset in `seg`, length, and CRC-32. */
-  start: number
-  length: number
-  crc: number
+export class FileVectors {
+  private decodedHash: string | undefined
+
+  constructor(
+    readonly seg: Segment,
+    /** The record's byte offset in `seg`. */
+    readonly start: number,
+    private readonly dims: number,
+  ) {}
+
+  /** The content hash the vectors were made from. */
+  get hash(): string {
+    if (this.decodedHash === undefined) {
+      const w = this.start >>> 2
+      const at = this.rowsAt + this.chunks * this.dims + this.seg.u32[w + 2]
+      this.decodedHash = new TextDecoder().decode(this.seg.bytes.subarray(at, at + this.seg.u32[w + 3]))
+    }
+    return this.decodedHash
+  }
+
+  get chunks(): number {
+    return this.seg.u32[(this.start >>> 2) + 4]
+  }
+
+  get words(): number {
+    return this.seg.u32[(this.start >>> 2) + 5]
+  }
+
+  get factorsAt(): number {
+    return (this.start >>> 2) + 6
+  }
+
+  get wordsAt(): number {
+    return (this.start >>> 2) + 6 + this.chunks
+  }
+
+  get rowsAt(): number {
+    return this.start + RECORD_HEAD + (this.chunks + this.words) * 4
+  }
+
+  /** The record's length in bytes. */
+  get length(): number {
+    return this.seg.u32[this.start >>> 2]
+  }
+
+  /** The record's CRC-32. */
+  get crc(): number {
+    return this.seg.u32[(this.start >>> 2) + 1]
+  }
 }
 
 /** `bytes` (4-byte aligned: copied when not) with its views. PURE. */
@@ -266,10 +305,7 @@ function recordAt(seg: Segment, at: number, dims: number, decoder: {decode(bytes
   if (pad4(RECORD_HEAD + dataBytes + pathBytes + hashBytes) !== length || (removed && words !== 0)) return undefined
   const text = at + RECORD_HEAD + dataBytes
   const path = decoder.decode(bytes.subarray(text, text + pathBytes))
-  if (removed) return {path, vectors: undefined}
-  const factorsAt = w + 6
-  const hash = decoder.decode(bytes.subarray(text + pathBytes, text + pathBytes + hashBytes))
-  return {path, vectors: {hash, seg, chunks, factorsAt, words, wordsAt: factorsAt + chunks, rowsAt: at + RECORD_HEAD + chunks * 4 + words * 4, start: at, length, crc}}
+  return {path, vectors: removed ? undefined : new FileVectors(seg, at, dims)}
 }
 
 /** A file's identity and size, to tell whether another process appended to it or replaced it. */
