@@ -60,6 +60,7 @@ const MAX_EDITS = 2
 const STEM_WEIGHT = 0.5
 /** At most this many indexed words sharing the stem's first letters are stemmed per query word. */
 const STEM_CANDIDATES = 500
+const ASCII_WORD = /^[a-z0-9]+$/
 /** Above every character: the end of a range of words that start alike. */
 const LAST_CHAR = String.fromCodePoint(0x10_ffff)
 
@@ -138,6 +139,7 @@ export class FtsEngine {
   private readonly matchDocs: RowStatement
   private readonly termsByLength: RowStatement
   private readonly termsStartingWith: RowStatement
+  private readonly longerTerm: RowStatement
 
   constructor(db: RowDatabase) {
     createFtsSchema(db)
@@ -148,6 +150,7 @@ export class FtsEngine {
     // A word within d edits of the query word holds one of d + 1 disjoint pieces of it unchanged (each edit breaks
     // at most one piece): SQLite keeps only such words, so few reach the edit distance computed here.
     this.termsStartingWith = db.prepare(`SELECT term FROM terms WHERE term >= ? AND term < ? LIMIT ${STEM_CANDIDATES}`)
+    this.longerTerm = db.prepare('SELECT 1 FROM terms WHERE term > ? AND term < ? LIMIT 1')
     this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))')
   }
 
@@ -178,9 +181,10 @@ export class FtsEngine {
     const masks: number[] = []
     const laterGroups = new Map<number, number[]>()
     const groups: string[][] = []
-    const collect = (match: string, weight: number, word: number, terms: string[]) => {
+    const rowsOf = (match: string) => this.matchDocs.all(match) as Array<[number, number]>
+    const collect = (rows: Array<[number, number]>, weight: number, word: number, terms: string[]) => {
       const group = groups.push(terms) - 1
-      for (const [id, bm25] of this.matchDocs.all(match) as Array<[number, number]>) {
+      for (const [id, bm25] of rows) {
         let slot = slots.get(id)
         if (slot === undefined) {
           if (!accept(id)) continue
@@ -200,15 +204,18 @@ export class FtsEngine {
       }
     }
     for (const [word, term] of [...new Set(wordsOf(query))].entries()) {
-      collect(`"${term}"`, 1, word, [term])
-      if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, word, [term])
+      const exact = rowsOf(`"${term}"`)
+      collect(exact, 1, word, [term])
+      // With no longer indexed word starting with it, the prefix query finds the same rows with the same bm25 (the
+      // vocabulary holds every indexed word); only for ASCII words, which FTS5 folds exactly as `processTerm` does.
+      if (term.length >= PREFIX_MIN) collect(ASCII_WORD.test(term) && !this.hasLongerTerm(term) ? exact : rowsOf(`"${term}"*`), PREFIX_WEIGHT, word, [term])
       if (term.length >= PREFIX_MIN) {
         const forms = this.otherForms(term)
-        if (forms.length > 0) collect(forms.map((form) => `"${form}"`).join(' OR '), STEM_WEIGHT, word, forms)
+        if (forms.length > 0) collect(rowsOf(forms.map((form) => `"${form}"`).join(' OR ')), STEM_WEIGHT, word, forms)
       }
       if (term.length >= FUZZY_MIN) {
         for (const [distance, neighbours] of this.fuzzyNeighbours(term)) {
-          collect(neighbours.map((neighbour) => `"${neighbour}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), word, neighbours)
+          collect(rowsOf(neighbours.map((neighbour) => `"${neighbour}"`).join(' OR ')), (FUZZY_WEIGHT * term.length) / (term.length + distance), word, neighbours)
         }
       }
     }
@@ -223,6 +230,11 @@ export class FtsEngine {
       return [...terms]
     }
     return {hits, termsOf}
+  }
+
+  /** Whether the vocabulary holds a word that starts with `term` and is longer. */
+  private hasLongerTerm(term: string): boolean {
+    return this.longerTerm.get(term, term + LAST_CHAR) !== undefined
   }
 
   /**
