@@ -48,6 +48,17 @@ function writeTree(root: string, tree: Tree, before: Tree = new Map()): Map<stri
   return new Map([...tree].map(([path, text]) => [path, {hash: createHash('sha256').update(text).digest('hex')}]))
 }
 
+/** Cuts the log at `file` short, or flips a byte of it, at `where` (0 to 1) of its length. */
+function damageLog(file: string, where: number, damage: 'cut' | 'flip'): void {
+  const bytes = readFileSync(file)
+  const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
+  if (damage === 'cut') truncateSync(file, at)
+  else {
+    bytes[at] ^= 0x5a
+    writeFileSync(file, bytes)
+  }
+}
+
 /** The CRC-32 field of each record of a log (after its header). */
 function readRecordCrcs(bytes: Buffer): number[] {
   const crcs: number[] = []
@@ -136,13 +147,7 @@ describe('the vectors log', () => {
         const current = writeTree(root, tree)
         await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)
         const file = join(root, '.nexus', VECTORS_FILE)
-        const bytes = readFileSync(file)
-        const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
-        if (damage === 'cut') truncateSync(file, at)
-        else {
-          bytes[at] ^= 0x5a
-          writeFileSync(file, bytes)
-        }
+        damageLog(file, where, damage)
         const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
         const embedded = await reader.update(current)
         expect(embedded).toBeGreaterThanOrEqual(1)
@@ -170,12 +175,7 @@ describe('the vectors log', () => {
         const mark = bytes.subarray(bytes.length - 40)
         expect([mark.readUInt32LE(0), mark.readUInt32LE(16), mark.readUInt32LE(20)]).toEqual([40, 0xfffffffe, 4])
         expect(mark.readUInt32LE(36)).toBe(crc32(bytes.subarray(0, bytes.length - 40)))
-        const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
-        if (damage === 'cut') truncateSync(file, at)
-        else {
-          bytes[at] ^= 0x5a
-          writeFileSync(file, bytes)
-        }
+        damageLog(file, where, damage)
         const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
         await reader.updateFrom(indexOf(current, 2))
         expect(rankings(reader)).toEqual(scratch.rankings)
