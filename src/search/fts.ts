@@ -60,6 +60,7 @@ const MAX_EDITS = 2
 const STEM_WEIGHT = 0.5
 /** At most this many indexed words sharing the stem's first letters are stemmed per query word. */
 const STEM_CANDIDATES = 500
+const ASCII_WORD = /^[a-z0-9]+$/
 /** Above every character: the end of a range of words that start alike. */
 const LAST_CHAR = String.fromCodePoint(0x10_ffff)
 
@@ -118,16 +119,17 @@ function piecesOf(word: string, count: number): string[] {
 export interface FtsHit {
   id: number
   score: number
-  /** The indexed words the file matched (query words, their fuzzy neighbours), for snippets. */
-  terms: string[]
 }
 
-/** One file's accumulated score while a query runs. */
-interface Accumulated {
-  score: number
-  terms: Set<string>
-  queryTerms: Set<string>
+/** A query's hits, best first, and what each matched. */
+export interface FtsResult {
+  hits: FtsHit[]
+  /** The indexed words file `id` matched (query words, their fuzzy neighbours), for snippets. */
+  termsOf(id: number): string[]
 }
+
+/** Groups of words (each FTS query run) whose matches a file records in its bit mask; later ones in a list of its own. */
+const MASK_GROUPS = 31
 
 /** The FTS5 tables of one database: add, remove, rank. The caller maps ids to paths and runs the transactions. */
 export class FtsEngine {
@@ -137,6 +139,7 @@ export class FtsEngine {
   private readonly matchDocs: RowStatement
   private readonly termsByLength: RowStatement
   private readonly termsStartingWith: RowStatement
+  private readonly longerTerm: RowStatement
 
   constructor(db: RowDatabase) {
     createFtsSchema(db)
@@ -147,6 +150,7 @@ export class FtsEngine {
     // A word within d edits of the query word holds one of d + 1 disjoint pieces of it unchanged (each edit breaks
     // at most one piece): SQLite keeps only such words, so few reach the edit distance computed here.
     this.termsStartingWith = db.prepare(`SELECT term FROM terms WHERE term >= ? AND term < ? LIMIT ${STEM_CANDIDATES}`)
+    this.longerTerm = db.prepare('SELECT 1 FROM terms WHERE term > ? AND term < ? LIMIT 1')
     this.termsByLength = db.prepare('SELECT term FROM terms WHERE len BETWEEN ? AND ? AND (instr(term, ?) OR instr(term, ?) OR instr(term, ?))')
   }
 
@@ -162,37 +166,75 @@ export class FtsEngine {
     this.deleteDoc.run(id)
   }
 
-  /** Every file matching any query word, best first, with its score; `accept` filters by id before ranking. */
-  search(query: string, accept: (id: number) => boolean): FtsHit[] {
-    const found = new Map<number, Accumulated>()
-    const collect = (match: string, weight: number, queryTerm: string, terms: string[]) => {
-      for (const [id, bm25] of this.matchDocs.all(match) as Array<[number, number]>) {
-        let entry = found.get(id)
-        if (entry === undefined) {
+  /**
+   * Every file matching any query word, best first, with its score; `accept` filters by id before ranking. A common
+   * word matches thousands of files: each is a slot of a few number arrays, not an object with two sets (which
+   * lived through the whole query and kept the garbage collector copying them).
+   */
+  search(query: string, accept: (id: number) => boolean): FtsResult {
+    const slots = new Map<number, number>()
+    const ids: number[] = []
+    const scores: number[] = []
+    /** Per slot: how many query words it matched, the last one (queries run word by word), its groups. */
+    const matched: number[] = []
+    const lastWord: number[] = []
+    const masks: number[] = []
+    const laterGroups = new Map<number, number[]>()
+    const groups: string[][] = []
+    const rowsOf = (match: string) => this.matchDocs.all(match) as Array<[number, number]>
+    const collect = (rows: Array<[number, number]>, weight: number, word: number, terms: string[]) => {
+      const group = groups.push(terms) - 1
+      for (const [id, bm25] of rows) {
+        let slot = slots.get(id)
+        if (slot === undefined) {
           if (!accept(id)) continue
-          found.set(id, (entry = {score: 0, terms: new Set(), queryTerms: new Set()}))
+          slots.set(id, (slot = ids.push(id) - 1))
+          scores.push(0)
+          matched.push(0)
+          lastWord.push(-1)
+          masks.push(0)
         }
-        entry.score += -bm25 * weight // bm25() is negative: lower is better
-        entry.queryTerms.add(queryTerm)
-        for (const term of terms) entry.terms.add(term)
+        scores[slot] += -bm25 * weight // bm25() is negative: lower is better
+        if (lastWord[slot] !== word) {
+          lastWord[slot] = word
+          matched[slot]++
+        }
+        if (group < MASK_GROUPS) masks[slot] |= 1 << group
+        else laterGroups.set(slot, [...(laterGroups.get(slot) ?? []), group])
       }
     }
-    for (const term of new Set(wordsOf(query))) {
-      collect(`"${term}"`, 1, term, [term])
-      if (term.length >= PREFIX_MIN) collect(`"${term}"*`, PREFIX_WEIGHT, term, [term])
+    for (const [word, term] of [...new Set(wordsOf(query))].entries()) {
+      const exact = rowsOf(`"${term}"`)
+      collect(exact, 1, word, [term])
+      // With no longer indexed word starting with it, the prefix query finds the same rows with the same bm25 (the
+      // vocabulary holds every indexed word); only for ASCII words, which FTS5 folds exactly as `processTerm` does.
+      if (term.length >= PREFIX_MIN) collect(ASCII_WORD.test(term) && !this.hasLongerTerm(term) ? exact : rowsOf(`"${term}"*`), PREFIX_WEIGHT, word, [term])
       if (term.length >= PREFIX_MIN) {
         const forms = this.otherForms(term)
-        if (forms.length > 0) collect(forms.map((word) => `"${word}"`).join(' OR '), STEM_WEIGHT, term, forms)
+        if (forms.length > 0) collect(rowsOf(forms.map((form) => `"${form}"`).join(' OR ')), STEM_WEIGHT, word, forms)
       }
       if (term.length >= FUZZY_MIN) {
         for (const [distance, neighbours] of this.fuzzyNeighbours(term)) {
-          collect(neighbours.map((word) => `"${word}"`).join(' OR '), (FUZZY_WEIGHT * term.length) / (term.length + distance), term, neighbours)
+          collect(rowsOf(neighbours.map((neighbour) => `"${neighbour}"`).join(' OR ')), (FUZZY_WEIGHT * term.length) / (term.length + distance), word, neighbours)
         }
       }
     }
-    return [...found]
-      .map(([id, {score, terms, queryTerms}]) => ({id, score: score * queryTerms.size, terms: [...terms]}))
-      .sort((a, b) => b.score - a.score || a.id - b.id)
+    const hits = ids.map((id, slot) => ({id, score: scores[slot] * matched[slot]})).sort((a, b) => b.score - a.score || a.id - b.id)
+    const termsOf = (id: number): string[] => {
+      const slot = slots.get(id)
+      if (slot === undefined) return []
+      const terms = new Set<string>()
+      groups.forEach((words, group) => {
+        if (group < MASK_GROUPS ? (masks[slot] & (1 << group)) !== 0 : laterGroups.get(slot)?.includes(group)) for (const term of words) terms.add(term)
+      })
+      return [...terms]
+    }
+    return {hits, termsOf}
+  }
+
+  /** Whether the vocabulary holds a word that starts with `term` and is longer. */
+  private hasLongerTerm(term: string): boolean {
+    return this.longerTerm.get(term, term + LAST_CHAR) !== undefined
   }
 
   /**

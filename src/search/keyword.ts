@@ -584,10 +584,11 @@ export class KeywordIndex {
       return path !== undefined && this.matches(path, filters)
     }
     const hits: KeywordHit[] = []
-    for (const {id, score, terms} of this.engine.search(query, accept)) {
+    const found = this.engine.search(query, accept)
+    for (const {id, score} of found.hits) {
       if (hits.length === limit) break
       const path = this.pathOf(id)
-      if (path !== undefined) hits.push({path, score, terms})
+      if (path !== undefined) hits.push({path, score, terms: found.termsOf(id)})
     }
     return hits
   }
@@ -706,10 +707,10 @@ export class MemoryTextIndex {
 
   search(query: string, filters: KeywordFilters, limit: number): KeywordHit[] {
     if (this.engine === undefined) return []
-    const hits = this.engine.search(query, (id) => {
+    const found = this.engine.search(query, (id) => {
       const path = this.ids.get(id)
       return path !== undefined && this.matches(path, filters)
     })
-    return hits.slice(0, limit).map(({id, score, terms}) => ({path: this.ids.get(id)!, score, terms}))
+    return found.hits.slice(0, limit).map(({id, score}) => ({path: this.ids.get(id)!, score, terms: found.termsOf(id)}))
   }
 }

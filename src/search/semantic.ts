@@ -8,6 +8,7 @@
 import {existsSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {crc32} from 'node:zlib'
 
 import createDebug from 'debug'
 
@@ -17,7 +18,7 @@ import {type SearchDocument, toSearchDocument} from './document.js'
 import {wordsOf} from './fts.js'
 import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
-import {appendLog, encodeMark, encodeRecord, type FileVectors, logHeader, type LogStamp, readLog, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
+import {appendLog, appendMark, encodeRecord, type FileVectors, logHeader, type LogCrc, type LogRead, type LogStamp, readLog, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -156,6 +157,8 @@ export class ChunkVectorStore {
   private crcSum = 0
   /** The digest of the keyword index's manifest the vectors are known to be up to date with (a sync mark's). */
   private syncedManifest: number | undefined
+  /** The sync mark read lacked the CRC-32 of the log before it (an older jarvis's), or it did not hold: one is appended. */
+  private markUnvouched = false
   /** Per word row, how many files hold it (the word-by-word match weighs a rare word more). */
   private readonly fileCounts: Uint32Array
   private loaded = false
@@ -164,6 +167,8 @@ export class ChunkVectorStore {
   private readonly file: string
   /** The log as this process last read or wrote it: whether another replaced it since, and where to read on from. */
   private stamp: LogStamp | undefined
+  /** The CRC-32 of the log as this process last read or wrote it (up to where), for the sync mark it appends. */
+  private known: LogCrc | undefined
   /** Write the log whole at the next save: missing, torn, another model's, or holding an older jarvis's vectors. */
   private rewrite = false
   /** An older jarvis's `vectors.sqlite` was read: removed once the log is written. */
@@ -192,17 +197,27 @@ export class ChunkVectorStore {
   async updateFrom(index: {readonly files: ReadonlyMap<string, {hash: string}>; readonly generation: number; readonly freshManifest: number | undefined}): Promise<number> {
     const manifest = index.freshManifest
     this.loadOnce()
-    if (manifest !== undefined && manifest === this.syncedManifest) return 0
+    if (manifest !== undefined && manifest === this.syncedManifest) {
+      // So that the next process checks one checksum, not one per record: once, and only with a CRC-32 to give.
+      if (this.markUnvouched && this.known !== undefined && this.writable) this.appendMark(manifest)
+      return 0
+    }
     const embedded = await this.update(index.files, index.generation)
     if (manifest !== undefined && this.writable && !this.rewrite) {
       this.syncedManifest = manifest
-      try {
-        appendLog(this.file, [encodeMark({manifest, files: this.files.size, crcSum: this.crcSum})])
-      } catch (error) {
-        debug('vectors sync mark not saved: %s', (error as Error).message)
-      }
+      this.appendMark(manifest)
     }
     return embedded
+  }
+
+  private appendMark(manifest: number): void {
+    this.markUnvouched = false
+    try {
+      const appended = appendMark(this.file, {manifest, files: this.files.size, crcSum: this.crcSum}, this.known)
+      if (appended) this.known = appended.known
+    } catch (error) {
+      debug('vectors sync mark not saved: %s', (error as Error).message)
+    }
   }
 
   /**
@@ -277,8 +292,12 @@ export class ChunkVectorStore {
     }
     const result = readRecords(read.bytes, 0, this.modelName, this.model.dims, (path, vectors) => this.keep(path, vectors))
     this.stamp = {ino: read.stamp.ino, size: result.end}
+    this.known = result.crc === undefined || result.torn ? undefined : {ino: read.stamp.ino, end: result.end, crc: result.crc}
     const {mark} = result
-    if (mark !== undefined && mark.files === this.files.size && mark.crcSum === this.crcSum) this.syncedManifest = mark.manifest
+    if (mark !== undefined && mark.files === this.files.size && mark.crcSum === this.crcSum) {
+      this.syncedManifest = mark.manifest
+      this.markUnvouched = !result.vouched
+    }
     if (result.foreign || result.torn) {
       debug('vectors log %s, written again', result.foreign ? 'of another model or format' : `torn at byte ${result.end}`)
       this.rewrite = true
@@ -300,10 +319,24 @@ export class ChunkVectorStore {
         if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors)
       })
       this.stamp = {ino: read.stamp.ino, size: from + result.end}
+      this.known = this.knownAfterCatchUp(read, from, result)
       if (result.foreign || result.torn) this.rewrite = true
     } catch (error) {
       debug('vectors of other processes not read: %s', (error as Error).message)
     }
+  }
+
+  /**
+   * The log's CRC-32 after reading `read` from `from`: carried on over what this process did not append itself (its
+   * own appends, which `stamp` does not count, are read again here), taken whole from a log read whole.
+   */
+  private knownAfterCatchUp(read: {bytes: Uint8Array; stamp: LogStamp}, from: number, result: LogRead): LogCrc | undefined {
+    const {ino} = read.stamp
+    if (result.torn) return undefined
+    if (from === 0) return result.crc === undefined ? undefined : {ino, end: result.end, crc: result.crc}
+    const known = this.known
+    if (known?.ino !== ino || known.end < from || known.end > from + result.end) return undefined
+    return {ino, end: from + result.end, crc: crc32(read.bytes.subarray(known.end - from, result.end), known.crc)}
   }
 
   /**
@@ -359,7 +392,9 @@ export class ChunkVectorStore {
   private async save(records: Uint8Array[]): Promise<void> {
     if (!this.writable || records.length === 0) return
     try {
-      if (this.rewrite || !appendLog(this.file, records)) await this.compact()
+      const appended = this.rewrite ? false : appendLog(this.file, records, this.known)
+      if (appended) this.known = appended.known
+      else await this.compact()
     } catch (error) {
       debug('vectors not saved: %s', (error as Error).message)
       this.writable = false
@@ -372,7 +407,9 @@ export class ChunkVectorStore {
     try {
       const records: Uint8Array[] = []
       for (const vectors of this.files.values()) records.push(recordOf(vectors))
-      this.stamp = await replaceLog(this.file, logHeader(this.modelName, this.model.dims), records)
+      const written = await replaceLog(this.file, logHeader(this.modelName, this.model.dims), records)
+      this.stamp = written.stamp
+      this.known = written.known
       this.rewrite = false
       if (this.legacy) removeNexusSqlite(this.root, LEGACY_VECTORS_FILE)
       this.legacy = false

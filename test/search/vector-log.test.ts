@@ -15,6 +15,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {KeywordIndex} from '../../src/search/keyword.js'
 import {BUILTIN_MODEL, builtinModel, ChunkVectorStore, VECTORS_FILE} from '../../src/search/semantic.js'
+import {encodeMark} from '../../src/search/vector-log.js'
 import {initTree} from '../../src/store/index.js'
 import {assertBuilt, runJs} from '../hook/helpers.js'
 import {removeAll, tempDir} from '../helpers/world.js'
@@ -45,6 +46,24 @@ function writeTree(root: string, tree: Tree, before: Tree = new Map()): Map<stri
     writeFileSync(join(root, '.memory', path), text)
   }
   return new Map([...tree].map(([path, text]) => [path, {hash: createHash('sha256').update(text).digest('hex')}]))
+}
+
+/** Cuts the log at `file` short, or flips a byte of it, at `where` (0 to 1) of its length. */
+function damageLog(file: string, where: number, damage: 'cut' | 'flip'): void {
+  const bytes = readFileSync(file)
+  const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
+  if (damage === 'cut') truncateSync(file, at)
+  else {
+    bytes[at] ^= 0x5a
+    writeFileSync(file, bytes)
+  }
+}
+
+/** The CRC-32 field of each record of a log (after its header). */
+function readRecordCrcs(bytes: Buffer): number[] {
+  const crcs: number[] = []
+  for (let at = 16 + ((bytes.readUInt32LE(12) + 3) & ~3); at < bytes.length; at += bytes.readUInt32LE(at)) crcs.push(bytes.readUInt32LE(at + 4))
+  return crcs
 }
 
 const rankings = (store: ChunkVectorStore) => QUERIES.map((query) => store.rank(model.embed(query), undefined, Infinity))
@@ -128,13 +147,7 @@ describe('the vectors log', () => {
         const current = writeTree(root, tree)
         await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)
         const file = join(root, '.nexus', VECTORS_FILE)
-        const bytes = readFileSync(file)
-        const at = Math.min(bytes.length - 1, Math.floor(where * bytes.length))
-        if (damage === 'cut') truncateSync(file, at)
-        else {
-          bytes[at] ^= 0x5a
-          writeFileSync(file, bytes)
-        }
+        damageLog(file, where, damage)
         const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
         const embedded = await reader.update(current)
         expect(embedded).toBeGreaterThanOrEqual(1)
@@ -144,6 +157,64 @@ describe('the vectors log', () => {
       }),
       {numRuns: 25},
     )
+  })
+
+  it('a sync mark carries the CRC-32 of the log before it; damage anywhere before or in it is still found', async () => {
+    const tree: Tree = new Map(PATHS.map((path, i) => [path, `# Note ${i}\n\n${WORDS.slice(i, i + 6).join(' ')}\n`]))
+    const scratch = await fromScratch(tree)
+    await fc.assert(
+      fc.asyncProperty(fc.double({min: 0, max: 1, noNaN: true}), fc.constantFrom('cut', 'flip'), fc.boolean(), async (where, damage, twoWriters) => {
+        const root = await emptyRoot()
+        const current = writeTree(root, tree)
+        const half = new Map([...current].slice(0, 2))
+        // One process's marks, or two processes' records and marks one after the other in the same log.
+        if (twoWriters) await new ChunkVectorStore(root, model, BUILTIN_MODEL).updateFrom(indexOf(half, 0))
+        await new ChunkVectorStore(root, model, BUILTIN_MODEL).updateFrom(indexOf(current, 1))
+        const file = join(root, '.nexus', VECTORS_FILE)
+        const bytes = readFileSync(file)
+        const mark = bytes.subarray(bytes.length - 40)
+        expect([mark.readUInt32LE(0), mark.readUInt32LE(16), mark.readUInt32LE(20)]).toEqual([40, 0xfffffffe, 4])
+        expect(mark.readUInt32LE(36)).toBe(crc32(bytes.subarray(0, bytes.length - 40)))
+        damageLog(file, where, damage)
+        const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+        await reader.updateFrom(indexOf(current, 2))
+        expect(rankings(reader)).toEqual(scratch.rankings)
+        expect(wordScores(reader, tree)).toEqual(scratch.words)
+        expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).updateFrom(indexOf(current, 3))).toBe(0)
+      }),
+      {numRuns: 40},
+    )
+  })
+
+  it("an older jarvis's sync mark, without the log's CRC-32, or a mark whose CRC-32 is wrong, still vouches for the files it counts", async () => {
+    for (const logCrc of [undefined, 12345]) {
+      const root = await emptyRoot()
+      const tree: Tree = new Map([
+        ['a.md', '# A\n\ndatabase failover\n'],
+        ['b.md', '# B\n\nholiday beach\n'],
+      ])
+      const current = writeTree(root, tree)
+      await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)
+      const file = join(root, '.nexus', VECTORS_FILE)
+      // The records' CRC-32s, as the mark sums them (the second uint32 of each record).
+      const records = readRecordCrcs(readFileSync(file))
+      const index = indexOf(current, 0)
+      writeFileSync(file, Buffer.concat([readFileSync(file), encodeMark({manifest: index.freshManifest, files: 2, crcSum: (records[0] + records[1]) >>> 0, ...(logCrc === undefined ? {} : {logCrc})})]))
+      const before = readFileSync(file)
+      const {ino} = statSync(file)
+      const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+      // Vouched for by the mark: not compared with the index's files (which hold no file at all here).
+      expect(await reader.updateFrom({...index, files: new Map()})).toBe(0)
+      expect(rankings(reader)).toEqual((await fromScratch(tree)).rankings)
+      // Read, not taken for a torn record (the log is not written again), and followed by a mark with the CRC-32.
+      const after = readFileSync(file)
+      expect(statSync(file).ino).toBe(ino)
+      expect(after.subarray(0, before.length).equals(before)).toBe(true)
+      expect(after.length).toBe(before.length + 40)
+      expect(after.readUInt32LE(after.length - 4)).toBe(crc32(before))
+      expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).updateFrom({...index, files: new Map()})).toBe(0)
+      expect(readFileSync(file).length).toBe(after.length)
+    }
   })
 
   it("another model's or format's log is replaced, not read", async () => {
