@@ -44,8 +44,9 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
   const event = door.name === 'hook' ? fastDoorOf(door.argv)?.name : undefined
   const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event}` : door.name)
   const cachedData = cacheFile ? readOrNothing(cacheFile) : undefined
-  // The wrapper of a CommonJS module: the bundle calls require() for Node's modules and the few packages it leaves out.
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: bundle, cachedData})
+  // The bundle is the function a CommonJS module is wrapped in (scripts/bundle.mjs writes it so: no copy of its text
+  // here); it calls require() for Node's modules and the few packages it leaves out.
+  const script = new Script(source, {filename: bundle, cachedData})
   const module = {exports: {} as {run: Door}}
   script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle))
   const answered = await module.exports.run(door.argv)

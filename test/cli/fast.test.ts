@@ -26,9 +26,9 @@ const run = promisify(execFile)
 const OCLIF_LOADED = 'jarvis-test: oclif was loaded'
 const oclifEntry = pathToFileURL(createRequire(import.meta.url).resolve('@oclif/core')).href
 
-/** bin/run.js without its fast door: oclif's `execute`, with the process's argv as bin/run.js would see it (oclif's help reads it). */
+/** bin/run.js without its fast door: oclif's `execute` from the package's root, with the process's argv as bin/run.js would see it (oclif's help reads it). */
 function throughOclif(args: string[]): string {
-  return `process.argv.splice(1, Infinity, ${JSON.stringify(runJs)}, ...${JSON.stringify(args)}); const {execute} = await import(${JSON.stringify(oclifEntry)}); await execute({dir: ${JSON.stringify(pathToFileURL(runJs).href)}})`
+  return `process.argv.splice(1, Infinity, ${JSON.stringify(runJs)}, ...${JSON.stringify(args)}); const {execute} = await import(${JSON.stringify(oclifEntry)}); await execute({dir: ${JSON.stringify(join(runJs, '..', '..'))}})`
 }
 
 /** The oclif command class of each fast action, to hold the two flag definitions to each other. */
@@ -145,10 +145,11 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     expect(files.find((file) => file.path === 'parsed/broken.md')?.problem).toMatch(/line 2/)
   })
 
-  it('a no-op sync loads neither node:crypto nor node:worker_threads; a sync with an edit hashes it (crypto loaded on use) and pushes it', async () => {
+  it('a no-op sync loads neither node:crypto nor node:worker_threads, nor runs an ES module (bin/run.js is CommonJS); a sync with an edit hashes it (crypto loaded on use) and pushes it', async () => {
     const report = join(work, 'builtins.txt')
     const tell = join(work, 'tell-builtins.cjs')
-    await writeFile(tell, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(report)}, process.moduleLoadList.filter((m) => m === 'NativeModule crypto' || m === 'NativeModule worker_threads').join('\\n')))`)
+    const watched = ['NativeModule crypto', 'NativeModule worker_threads', 'NativeModule internal/modules/esm/module_job']
+    await writeFile(tell, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(report)}, process.moduleLoadList.filter((m) => ${JSON.stringify(watched)}.includes(m)).join('\\n')))`)
     // A server of its own: files pulled from another test's tree would be new to the scan, and hashed.
     const alone = await startTestServer()
     const own = await makeClient(alone.url, 'claude')
