@@ -7,7 +7,7 @@
  */
 import {Buffer} from 'node:buffer'
 import {createHash} from 'node:crypto'
-import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join, sep} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
@@ -72,19 +72,27 @@ const assertOnFailure = {
  * `recall` and the prompt hook load with the search's documents but only parse with when a file is read again. Node
  * loads a module when a bundle's module that names it is set up, used or not, and a bundled yaml is set up with the
  * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
- * real module at its first read (yaml stays bundled, and so compiled once into the code cache).
+ * real module at its first read (yaml stays bundled, and so compiled once into the code cache). So do zod and our
+ * schemas (each file of src/schemas/, as the code outside that folder imports it): a sync with nothing to do reads
+ * its config as last parsed (`.nexus/config-read.json`), and its status and audit line by hand checks, and loads
+ * neither (zod's set-up was a third of such a sync's own work and most of its garbage). Nothing may use them at
+ * the top level of a module such a sync loads: a schema is built by a function, or in a module loaded on use.
  */
-const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
+const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml', 'zod']
 const requireHere = createRequire(import.meta.url)
 const modulesOnUse = {
   name: 'modules-on-use',
   setup(bundle) {
     const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
-    bundle.onResolve({filter: /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
+    bundle.onResolve({filter: /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$|^zod$/}, ({path, namespace}) =>
       namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
     )
-    bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, ({path}) => {
-      const names = Object.keys(requireHere(path))
+    // Our schemas (src/schemas/, and zod with them), from outside that folder.
+    bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace}) =>
+      namespace === 'modules-on-use' || importer.includes(`${sep}src${sep}schemas${sep}`) ? undefined : {path: join(importer, '..', path).replace(/\.js$/, '.ts'), namespace: 'modules-on-use'},
+    )
+    bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, async ({path}) => {
+      const names = path.endsWith('.ts') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice(join(root, 'src').length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
       const contents = [
         'let real',
         `const load = () => (real ??= require(${JSON.stringify(path)}))`,
@@ -152,6 +160,20 @@ const fastDoors = {
     bundle.onLoad({filter: /.*/, namespace: 'fast-door'}, ({path}) => ({contents: doorEntries[path], loader: 'js', resolveDir: root}))
   },
 }
+/**
+ * What a parse of the tree's config depends on: our schemas and zod. The door's bundles keep the config as they
+ * parsed it, under this tag (`.nexus/config-read.json`, src/store/sync-state.ts readConfig).
+ */
+const schemasTag = createHash('sha256')
+  .update(requireHere('zod/package.json').version)
+  .update(
+    readdirSync(join(root, 'src', 'schemas'))
+      .sort()
+      .map((file) => `${file}\0${readFileSync(join(root, 'src', 'schemas', file), 'utf8')}`)
+      .join('\0'),
+  )
+  .digest('hex')
+  .slice(0, 16)
 const doors = await build({
   absWorkingDir: root,
   entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
@@ -173,7 +195,7 @@ const doors = await build({
   // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
   minifyWhitespace: true,
   // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
-  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
+  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
   banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
   plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse],
   logLevel: 'warning',

@@ -11,7 +11,10 @@ import {parseJsonFile, type NexusConfig} from '../schemas/index.js'
  * The user's own settings, outside any tree: `$XDG_CONFIG_HOME/jarvis/config.json` (mode 0600).
  * The only place besides JARVIS_TOKEN where a token may live (contract §1: no secret in either tree).
  */
-export const userConfigSchema = z.looseObject({
+export const userConfigSchema = () => (userConfig ??= buildUserConfigSchema())
+let userConfig: ReturnType<typeof buildUserConfigSchema> | undefined
+// Built on first use: zod is not touched when this module loads (every sync loads it; scripts/bundle.mjs).
+const buildUserConfigSchema = () => z.looseObject({
   server: z.string().optional(),
   agentId: z.string().optional(),
   token: z.string().optional(),
@@ -22,7 +25,7 @@ export const userConfigSchema = z.looseObject({
    */
   tokens: z.record(z.string(), z.union([z.string(), z.record(z.string(), z.string())])).optional(),
 })
-export type UserConfig = z.output<typeof userConfigSchema>
+export type UserConfig = z.output<ReturnType<typeof userConfigSchema>>
 
 export function userConfigDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config'), 'jarvis')
@@ -47,7 +50,7 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
   } catch {
     return {}
   }
-  return parseJsonFile(userConfigSchema, text, file)
+  return parseJsonFile(userConfigSchema(), text, file)
 }
 
 /** Where a token came from, to name it in a message without ever showing it. */
