@@ -50,7 +50,34 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
   } catch {
     return {}
   }
+  // Most user configs (a server, an agent, tokens) pass a hand check: zod, and every schema, is then not loaded.
+  try {
+    const value: unknown = JSON.parse(text)
+    if (isPlainUserConfig(value)) return value
+  } catch {
+    // parseJsonFile says where
+  }
   return parseJsonFile(userConfigSchema(), text, file)
+}
+
+/** True only for what userConfigSchema reads unchanged (property-tested); anything else is zod's to read and name. */
+export function isPlainUserConfig(value: unknown): value is UserConfig {
+  if (!isPlainRecord(value)) return false
+  const {server, agentId, token, tokens} = value
+  if (![server, agentId, token].every((field) => field === undefined || typeof field === 'string')) return false
+  if (tokens === undefined) return true
+  if (!isPlainRecord(tokens)) return false
+  for (const key in tokens) {
+    const entry = tokens[key]
+    if (typeof entry === 'string') continue
+    if (!isPlainRecord(entry)) return false
+    for (const agent in entry) if (typeof entry[agent] !== 'string') return false
+  }
+  return true
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
 }
 
 /** Where a token came from, to name it in a message without ever showing it. */

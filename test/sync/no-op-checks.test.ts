@@ -1,13 +1,15 @@
 /**
  * What a sync with nothing to do reads and writes without zod (so that it loads none): a status that lists no file
- * (isEmptyStatus), its audit line, the dates of both (isWrittenDateTime). Each hand check accepts only what the
- * schema reads unchanged; anything else still goes through zod, which names the problem.
+ * (isEmptyStatus), its audit line, the dates of both (isWrittenDateTime), the user config (isPlainUserConfig). Each
+ * hand check accepts only what the schema reads unchanged; anything else still goes through zod, which names the
+ * problem.
  */
 import {readFile} from 'node:fs/promises'
 
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
+import {isPlainUserConfig, userConfigSchema} from '../../src/ops/identity.js'
 import {isEmptyStatus} from '../../src/protocol/client.js'
 import {isoDateTimeSchema} from '../../src/schemas/common.js'
 import {auditEntrySchema} from '../../src/schemas/nexus.js'
@@ -97,5 +99,26 @@ describe('a no-op sync’s reads and writes without zod', () => {
     } finally {
       await removeAll([work])
     }
+  })
+})
+
+describe('the user config without zod', () => {
+  it('is taken as it is only when userConfigSchema reads it unchanged', () => {
+    const tokens = fc.dictionary(fc.oneof(fc.webUrl(), fc.string()), fc.oneof(fc.string(), fc.dictionary(fc.string(), fc.oneof(fc.string(), anyValue), {maxKeys: 3}), anyValue), {maxKeys: 3})
+    const config = fc.record({server: fc.oneof(fc.webUrl(), anyValue), agentId: fc.oneof(fc.string(), anyValue), token: fc.oneof(fc.string(), anyValue), tokens: fc.oneof(tokens, anyValue), other: anyValue}, {requiredKeys: []})
+    let taken = 0
+    fc.assert(
+      fc.property(fc.oneof(config, anyValue), (value) => {
+        // As read from a file: JSON only.
+        const text = JSON.stringify(value)
+        if (text === undefined) return
+        const json: unknown = JSON.parse(text)
+        if (!isPlainUserConfig(json)) return
+        taken++
+        expect(zodReadsUnchanged(userConfigSchema(), json)).toBe(true)
+      }),
+      {numRuns: 20000},
+    )
+    expect(taken).toBeGreaterThan(100)
   })
 })
