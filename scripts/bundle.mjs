@@ -93,9 +93,15 @@ const modulesOnUse = {
     )
     bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, async ({path}) => {
       const names = path.endsWith('.ts') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice(join(root, 'src').length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
+      // A bundled module loaded on use is code the call's code cache may not hold yet: named in
+      // `globalThis.__jarvisLoadedOnUse`, so that src/cli/code-cache.ts writes the cache again to hold it.
+      const bundled = !path.startsWith('node:')
+      const tell = bundled ? `(globalThis.__jarvisLoadedOnUse ??= []).push(${JSON.stringify(path.startsWith(root) ? path.slice(root.length) : path)}), ` : ''
+      // zod as its ES module build, as an import finds it (its CommonJS build would bring back every locale).
+      const real = path === 'zod' ? fileURLToPath(import.meta.resolve('zod')) : path
       const contents = [
         'let real',
-        `const load = () => (real ??= require(${JSON.stringify(path)}))`,
+        `const load = () => (real ??= (${tell}require(${JSON.stringify(real)})))`,
         `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, {enumerable: true, get: () => load()[name]})`,
       ].join('\n')
       return {contents, loader: 'js', resolveDir: root}
