@@ -72,25 +72,29 @@ const assertOnFailure = {
  * `recall` and the prompt hook load with the search's documents but only parse with when a file is read again. Node
  * loads a module when a bundle's module that names it is set up, used or not, and a bundled yaml is set up with the
  * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
- * real module at its first read (yaml stays bundled, and so compiled once into the code cache). So do zod and our
- * schemas (each file of src/schemas/, as the code outside that folder imports it): a sync with nothing to do reads
- * its config as last parsed (`.nexus/config-read.json`), and its status and audit line by hand checks, and loads
- * neither (zod's set-up was a third of such a sync's own work and most of its garbage). Nothing may use them at
- * the top level of a module such a sync loads: a schema is built by a function, or in a module loaded on use.
+ * real module at its first read (yaml stays bundled, and so compiled once into the code cache). In the sync's
+ * bundle (`schemas`), so do zod and our schemas (each file of src/schemas/, as the code outside that folder imports
+ * it): a sync with nothing to do reads its config as last parsed (`.nexus/config-read.json`), and its status and
+ * audit line by hand checks, and loads neither (zod's set-up was a third of such a sync's own work and most of its
+ * garbage). Nothing may use them at the top level of a module such a sync loads: a schema is built by a function, or
+ * in a module loaded on use. Not in the other bundles, whose calls parse with zod anyway: each module importing a
+ * stand-in copies its every name (~7 ms of `memory snapshot`).
  */
-const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml', 'zod']
+const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
 const requireHere = createRequire(import.meta.url)
-const modulesOnUse = {
+const modulesOnUse = ({schemas}) => ({
   name: 'modules-on-use',
   setup(bundle) {
     const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
-    bundle.onResolve({filter: /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$|^zod$/}, ({path, namespace}) =>
+    bundle.onResolve({filter: schemas ? /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$|^zod$/ : /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
       namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
     )
     // Our schemas (src/schemas/, and zod with them), from outside that folder.
-    bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace}) =>
-      namespace === 'modules-on-use' || importer.includes(`${sep}src${sep}schemas${sep}`) ? undefined : {path: join(importer, '..', path).replace(/\.js$/, '.ts'), namespace: 'modules-on-use'},
-    )
+    if (schemas) {
+      bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace}) =>
+        namespace === 'modules-on-use' || importer.includes(`${sep}src${sep}schemas${sep}`) ? undefined : {path: join(importer, '..', path).replace(/\.js$/, '.ts'), namespace: 'modules-on-use'},
+      )
+    }
     bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, async ({path}) => {
       const names = path.endsWith('.ts') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice(join(root, 'src').length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
       // A bundled module loaded on use is code the call's code cache may not hold yet: named in
@@ -107,7 +111,7 @@ const modulesOnUse = {
       return {contents, loader: 'js', resolveDir: root}
     })
   },
-}
+})
 
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
@@ -180,36 +184,41 @@ const schemasTag = createHash('sha256')
   )
   .digest('hex')
   .slice(0, 16)
-const doors = await build({
-  absWorkingDir: root,
-  entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
-  write: false,
-  metafile: true,
-  outdir: 'dist/fast',
-  outExtension: {'.js': '.cjs'},
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  supported: {'dynamic-import': false},
-  mainFields: ['module', 'main'],
-  // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
-  external: external.filter((name) => name !== 'proper-lockfile'),
-  // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
-  charset: 'ascii',
-  // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
-  // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
-  minifyWhitespace: true,
-  // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
-  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
-  banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse],
-  logLevel: 'warning',
-})
+/** The door's bundles of `names`, in one build (modules shared by several are resolved once). */
+const buildDoors = (names, {schemas}) =>
+  build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(names.map((name) => [name, `fast-door:${name}`])),
+    write: false,
+    metafile: true,
+    outdir: 'dist/fast',
+    outExtension: {'.js': '.cjs'},
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    supported: {'dynamic-import': false},
+    mainFields: ['module', 'main'],
+    // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
+    external: external.filter((name) => name !== 'proper-lockfile'),
+    // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
+    charset: 'ascii',
+    // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
+    // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
+    minifyWhitespace: true,
+    // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
+    define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
+    banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
+    plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse({schemas})],
+    logLevel: 'warning',
+  })
+// The sync's bundle on its own: its zod and schemas are loaded on use (modulesOnUse).
+const doorBuilds = [await buildDoors(Object.keys(doorEntries).filter((name) => name !== 'sync'), {schemas: false}), await buildDoors(['sync'], {schemas: true})]
+const doors = {outputs: doorBuilds.flatMap((one) => Object.entries(one.metafile.outputs)), outputFiles: doorBuilds.flatMap((one) => one.outputFiles)}
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
 // Only an ES module's refusal counts here; a native module built for another Node falls back at run time.
 const requireFromDist = createRequire(join(root, 'dist', 'fast', 'index.cjs'))
-for (const [file, output] of Object.entries(doors.metafile.outputs)) {
+for (const [file, output] of doors.outputs) {
   for (const {path} of output.imports.filter((entry) => entry.external)) {
     try {
       requireFromDist(path)
