@@ -28,8 +28,9 @@ export default tseslint.config(
     languageOptions: {globals: {process: 'readonly', URL: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly'}},
   },
   {
-    files: ['**/*.cjs'],
-    languageOptions: {sourceType: 'commonjs', globals: {process: 'readonly', require: 'readonly'}},
+    // bin/ is CommonJS (bin/package.json).
+    files: ['**/*.cjs', 'bin/*.js'],
+    languageOptions: {sourceType: 'commonjs', globals: {process: 'readonly', require: 'readonly', __dirname: 'readonly'}},
     rules: {'@typescript-eslint/no-require-imports': 'off'},
   },
   {

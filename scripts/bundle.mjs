@@ -7,7 +7,7 @@
  */
 import {Buffer} from 'node:buffer'
 import {createHash} from 'node:crypto'
-import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join, sep} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
@@ -72,28 +72,46 @@ const assertOnFailure = {
  * `recall` and the prompt hook load with the search's documents but only parse with when a file is read again. Node
  * loads a module when a bundle's module that names it is set up, used or not, and a bundled yaml is set up with the
  * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
- * real module at its first read (yaml stays bundled, and so compiled once into the code cache).
+ * real module at its first read (yaml stays bundled, and so compiled once into the code cache). In the sync's
+ * bundle (`schemas`), so do zod and our schemas (each file of src/schemas/, as the code outside that folder imports
+ * it): a sync with nothing to do reads its config as last parsed (`.nexus/config-read.json`), and its status and
+ * audit line by hand checks, and loads neither (zod's set-up was a third of such a sync's own work and most of its
+ * garbage). Nothing may use them at the top level of a module such a sync loads: a schema is built by a function, or
+ * in a module loaded on use. Not in the other bundles, whose calls parse with zod anyway: each module importing a
+ * stand-in copies its every name (~7 ms of `memory snapshot`).
  */
 const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
 const requireHere = createRequire(import.meta.url)
-const modulesOnUse = {
+const modulesOnUse = ({schemas}) => ({
   name: 'modules-on-use',
   setup(bundle) {
     const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
-    bundle.onResolve({filter: /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
+    bundle.onResolve({filter: schemas ? /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$|^zod$/ : /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
       namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
     )
-    bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, ({path}) => {
-      const names = Object.keys(requireHere(path))
+    // Our schemas (src/schemas/, and zod with them), from outside that folder.
+    if (schemas) {
+      bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace}) =>
+        namespace === 'modules-on-use' || importer.includes(`${sep}src${sep}schemas${sep}`) ? undefined : {path: join(importer, '..', path).replace(/\.js$/, '.ts'), namespace: 'modules-on-use'},
+      )
+    }
+    bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, async ({path}) => {
+      const names = path.endsWith('.ts') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice(join(root, 'src').length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
+      // A bundled module loaded on use is code the call's code cache may not hold yet: named in
+      // `globalThis.__jarvisLoadedOnUse`, so that src/cli/code-cache.ts writes the cache again to hold it.
+      const bundled = !path.startsWith('node:')
+      const tell = bundled ? `(globalThis.__jarvisLoadedOnUse ??= []).push(${JSON.stringify(path.startsWith(root) ? path.slice(root.length) : path)}), ` : ''
+      // zod as its ES module build, as an import finds it (its CommonJS build would bring back every locale).
+      const real = path === 'zod' ? fileURLToPath(import.meta.resolve('zod')) : path
       const contents = [
         'let real',
-        `const load = () => (real ??= require(${JSON.stringify(path)}))`,
+        `const load = () => (real ??= (${tell}require(${JSON.stringify(real)})))`,
         `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, {enumerable: true, get: () => load()[name]})`,
       ].join('\n')
       return {contents, loader: 'js', resolveDir: root}
     })
   },
-}
+})
 
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
@@ -152,36 +170,55 @@ const fastDoors = {
     bundle.onLoad({filter: /.*/, namespace: 'fast-door'}, ({path}) => ({contents: doorEntries[path], loader: 'js', resolveDir: root}))
   },
 }
-const doors = await build({
-  absWorkingDir: root,
-  entryPoints: Object.fromEntries(Object.keys(doorEntries).map((name) => [name, `fast-door:${name}`])),
-  write: false,
-  metafile: true,
-  outdir: 'dist/fast',
-  outExtension: {'.js': '.cjs'},
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  supported: {'dynamic-import': false},
-  mainFields: ['module', 'main'],
-  // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
-  external: external.filter((name) => name !== 'proper-lockfile'),
-  // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
-  charset: 'ascii',
-  // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
-  // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
-  minifyWhitespace: true,
-  // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
-  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve'},
-  banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-  plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse],
-  logLevel: 'warning',
-})
+/**
+ * What a parse of the tree's config depends on: our schemas and zod. The door's bundles keep the config as they
+ * parsed it, under this tag (`.nexus/config-read.json`, src/store/sync-state.ts readConfig).
+ */
+const schemasTag = createHash('sha256')
+  .update(requireHere('zod/package.json').version)
+  .update(
+    readdirSync(join(root, 'src', 'schemas'))
+      .sort()
+      .map((file) => `${file}\0${readFileSync(join(root, 'src', 'schemas', file), 'utf8')}`)
+      .join('\0'),
+  )
+  .digest('hex')
+  .slice(0, 16)
+/** The door's bundles of `names`, in one build (modules shared by several are resolved once). */
+const buildDoors = (names, {schemas}) =>
+  build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(names.map((name) => [name, `fast-door:${name}`])),
+    write: false,
+    metafile: true,
+    outdir: 'dist/fast',
+    outExtension: {'.js': '.cjs'},
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    supported: {'dynamic-import': false},
+    mainFields: ['module', 'main'],
+    // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
+    external: external.filter((name) => name !== 'proper-lockfile'),
+    // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
+    charset: 'ascii',
+    // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
+    // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
+    minifyWhitespace: true,
+    // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
+    define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
+    banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
+    plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse({schemas})],
+    logLevel: 'warning',
+  })
+// The sync's bundle on its own: its zod and schemas are loaded on use (modulesOnUse).
+const doorBuilds = [await buildDoors(Object.keys(doorEntries).filter((name) => name !== 'sync'), {schemas: false}), await buildDoors(['sync'], {schemas: true})]
+const doors = {outputs: doorBuilds.flatMap((one) => Object.entries(one.metafile.outputs)), outputFiles: doorBuilds.flatMap((one) => one.outputFiles)}
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
 // Only an ES module's refusal counts here; a native module built for another Node falls back at run time.
 const requireFromDist = createRequire(join(root, 'dist', 'fast', 'index.cjs'))
-for (const [file, output] of Object.entries(doors.metafile.outputs)) {
+for (const [file, output] of doors.outputs) {
   for (const {path} of output.imports.filter((entry) => entry.external)) {
     try {
       requireFromDist(path)
@@ -192,11 +229,31 @@ for (const [file, output] of Object.entries(doors.metafile.outputs)) {
   }
 }
 // Each bundle's first line names its content, which is what its code cache is filed under (src/cli/code-cache.ts).
+// Then the function a CommonJS module is wrapped in, written here so that code-cache.ts compiles the text as read:
+// wrapped at run time, the 1.5 MB text was copied once more at every call.
 mkdirSync(join(root, 'dist', 'fast'), {recursive: true})
 for (const {path, contents} of doors.outputFiles) {
   const tag = createHash('sha256').update(contents).digest('hex').slice(0, 16)
-  writeFileSync(path, Buffer.concat([Buffer.from(`// jarvis-bundle ${tag}\n`), contents]))
+  writeFileSync(path, Buffer.concat([Buffer.from(`// jarvis-bundle ${tag}\n(function (exports, require, module, __filename, __dirname) {`), contents, Buffer.from('\n})')]))
 }
+
+/**
+ * bin/run.js is CommonJS (bin/package.json): Node sets up its ES module loader only for an ES module entry, ~15 ms
+ * of every call. What it runs first, the door (src/cli/code-cache.ts and door.ts), is one CommonJS file for it,
+ * `dist/cli/entry.cjs` (not in dist/fast/, where a command's name finds its bundle); a call the door leaves to oclif
+ * loads oclif and its ES module commands as before.
+ */
+await build({
+  absWorkingDir: root,
+  entryPoints: {entry: 'src/cli/code-cache.ts'},
+  outdir: 'dist/cli',
+  outExtension: {'.js': '.cjs'},
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+})
 
 // The web dashboard, served by `jarvis serve` at /.
 await buildDashboard()

@@ -43,15 +43,24 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
   // Each hook event runs code of its own (a session's start, every prompt): a cache each.
   const event = door.name === 'hook' ? fastDoorOf(door.argv)?.name : undefined
   const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event}` : door.name)
-  const cachedData = cacheFile ? readOrNothing(cacheFile) : undefined
-  // The wrapper of a CommonJS module: the bundle calls require() for Node's modules and the few packages it leaves out.
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: bundle, cachedData})
+  const cached = cacheFile ? readCache(cacheFile) : undefined
+  const cachedData = cached?.data
+  // The bundle is the function a CommonJS module is wrapped in (scripts/bundle.mjs writes it so: no copy of its text
+  // here); it calls require() for Node's modules and the few packages it leaves out.
+  const script = new Script(source, {filename: bundle, cachedData})
   const module = {exports: {} as {run: Door}}
   script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle))
   const answered = await module.exports.run(door.argv)
-  if (answered && cacheFile && (cachedData === undefined || script.cachedDataRejected)) {
-    // At exit, so that the cache holds every function the call compiled; only after a call that succeeded.
-    process.once('exit', (code) => code === 0 && writeCache(cacheFile, script))
+  if (answered && cacheFile) {
+    // At exit, so that the cache holds every function the call compiled; only after a call that succeeded. Written
+    // again when this call loaded a module of the bundle that the cache does not hold (a sync that pushed, after one
+    // with nothing to do wrote it: zod, the schemas; scripts/bundle.mjs): it then holds both calls' code.
+    process.once('exit', (code) => {
+      if (code !== 0) return
+      const loaded = (globalThis as {__jarvisLoadedOnUse?: string[]}).__jarvisLoadedOnUse ?? []
+      const kept = cached === undefined || script.cachedDataRejected ? undefined : cached.holds
+      if (kept === undefined || loaded.some((name) => !kept.includes(name))) writeCache(cacheFile, script, [...new Set([...(kept ?? []), ...loaded])])
+    })
   }
   return answered
 }
@@ -78,21 +87,30 @@ export function folderTag(text: string): string {
   return hash.toString(16).padStart(16, '0')
 }
 
-function readOrNothing(file: string): Buffer | undefined {
+/**
+ * A cache file: a line of JSON naming the modules of the bundle loaded on use that it holds (see runFastDoor), then
+ * what V8 gave. Undefined when missing or out of shape (V8 rejects data that is not its own).
+ */
+function readCache(file: string): {data: Buffer; holds: string[]} | undefined {
   try {
-    return readFileSync(file)
+    const bytes = readFileSync(file)
+    const end = bytes.indexOf(0x0a)
+    if (end < 0) return undefined
+    const holds: unknown = JSON.parse(bytes.toString('utf8', 0, end))
+    if (!Array.isArray(holds) || !holds.every((name) => typeof name === 'string')) return undefined
+    return {data: bytes.subarray(end + 1), holds}
   } catch {
     return undefined
   }
 }
 
 /** Written whole or not at all (a temp file renamed); the call's caches of older builds, and other Nodes', are removed. */
-function writeCache(file: string, script: Script): void {
+function writeCache(file: string, script: Script, holds: string[]): void {
   try {
     const folder = dirname(file)
     mkdirSync(folder, {recursive: true})
     const temp = `${file}.${process.pid}.tmp`
-    writeFileSync(temp, script.createCachedData())
+    writeFileSync(temp, Buffer.concat([Buffer.from(`${JSON.stringify(holds)}\n`), script.createCachedData()]))
     renameSync(temp, file)
     const name = basename(file).split('.')[0]
     for (const other of readdirSync(folder)) if (other.split('.')[0] === name && join(folder, other) !== file) rmSync(join(folder, other), {force: true})

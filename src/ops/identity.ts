@@ -11,7 +11,10 @@ import {parseJsonFile, type NexusConfig} from '../schemas/index.js'
  * The user's own settings, outside any tree: `$XDG_CONFIG_HOME/jarvis/config.json` (mode 0600).
  * The only place besides JARVIS_TOKEN where a token may live (contract §1: no secret in either tree).
  */
-export const userConfigSchema = z.looseObject({
+export const userConfigSchema = () => (userConfig ??= buildUserConfigSchema())
+let userConfig: ReturnType<typeof buildUserConfigSchema> | undefined
+// Built on first use: zod is not touched when this module loads (every sync loads it; scripts/bundle.mjs).
+const buildUserConfigSchema = () => z.looseObject({
   server: z.string().optional(),
   agentId: z.string().optional(),
   token: z.string().optional(),
@@ -22,7 +25,7 @@ export const userConfigSchema = z.looseObject({
    */
   tokens: z.record(z.string(), z.union([z.string(), z.record(z.string(), z.string())])).optional(),
 })
-export type UserConfig = z.output<typeof userConfigSchema>
+export type UserConfig = z.output<ReturnType<typeof userConfigSchema>>
 
 export function userConfigDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config'), 'jarvis')
@@ -47,7 +50,34 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
   } catch {
     return {}
   }
-  return parseJsonFile(userConfigSchema, text, file)
+  // Most user configs (a server, an agent, tokens) pass a hand check: zod, and every schema, is then not loaded.
+  try {
+    const value: unknown = JSON.parse(text)
+    if (isPlainUserConfig(value)) return value
+  } catch {
+    // parseJsonFile says where
+  }
+  return parseJsonFile(userConfigSchema(), text, file)
+}
+
+/** True only for what userConfigSchema reads unchanged (property-tested); anything else is zod's to read and name. */
+export function isPlainUserConfig(value: unknown): value is UserConfig {
+  if (!isPlainRecord(value)) return false
+  const {server, agentId, token, tokens} = value
+  if (![server, agentId, token].every((field) => field === undefined || typeof field === 'string')) return false
+  if (tokens === undefined) return true
+  if (!isPlainRecord(tokens)) return false
+  for (const key in tokens) {
+    const entry = tokens[key]
+    if (typeof entry === 'string') continue
+    if (!isPlainRecord(entry)) return false
+    for (const agent in entry) if (typeof entry[agent] !== 'string') return false
+  }
+  return true
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
 }
 
 /** Where a token came from, to name it in a message without ever showing it. */

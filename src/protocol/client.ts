@@ -8,9 +8,10 @@ import {
   pushResponseSchema,
   statusResponseSchema,
   formatIssues,
-  STATUS_TEXTS_HEADER,
   SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
+import {STATUS_TEXTS_HEADER} from '../schemas/protocol-headers.js'
+import {isWrittenDateTime} from '../store/written-date.js'
 import {type HttpAnswer, requestText} from './http.js'
 
 const debug = createDebug('jarvis:protocol')
@@ -39,28 +40,30 @@ export function pulledText(file: PullResponse['files'][string]): string {
 }
 /**
  * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything (the seed
- * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push
- * (z.lazy), as the schemas of src/schemas that a sync with nothing to do never reads (src/schemas/index.ts).
+ * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push,
+ * as the schemas of src/schemas that a sync with nothing to do never reads (src/schemas/index.ts): zod itself is
+ * not touched before (the fast door loads it on use, scripts/bundle.mjs).
  */
-const pushAnswerSchema = z.lazy(() =>
-  z.union([
+let pushAnswer: ReturnType<typeof buildPushAnswerSchema> | undefined
+const pushAnswerSchema = () => (pushAnswer ??= buildPushAnswerSchema())
+function buildPushAnswerSchema() {
+  return z.union([
     pushResponseSchema.unwrap(),
     z.looseObject({files: z.record(z.string(), z.looseObject({rev: z.number().optional(), hash: z.string().optional(), updatedAt: z.string().optional()})).optional()}),
-  ]),
-)
-export type PushResponse = z.output<typeof pushAnswerSchema>
+  ])
+}
+export type PushResponse = z.output<ReturnType<typeof pushAnswerSchema>>
 /**
  * A push without `base` goes to a seed-style server (timestamp mode), whose 2xx answer may be `{success: true}`, a
  * list of paths or no body at all. The push was accepted, so an answer the client cannot read is not an error:
  * the files are stored by then, and a failed command would only send them again.
  */
-const seedPushAnswerSchema = z.lazy(() =>
+const seedPushAnswerSchema = () =>
   z.unknown().transform((answer): PushResponse => {
-    const usable = pushAnswerSchema.safeParse(answer)
+    const usable = pushAnswerSchema().safeParse(answer)
     if (!usable.success) debug('push answer not used: %s', formatIssues(usable.error.issues).join('; '))
     return usable.success ? usable.data : {}
-  }),
-)
+  })
 
 /** The server refused a push because some `base` revisions are stale (HTTP 409). */
 export class StalePushError extends JarvisError {
@@ -110,8 +113,8 @@ export class MemoryClient {
    * server that does not know the header ignores it, and the client pulls them as before.
    */
   status(since?: number, onSent?: () => void): Promise<StatusResponse> {
-    if (since === undefined) return this.call('GET', '/api/memory/status', undefined, statusResponseSchema, {}, onSent)
-    return this.call('GET', `/api/memory/status?since=${since}`, undefined, statusResponseSchema, {[STATUS_TEXTS_HEADER]: String(STATUS_TEXTS_ASKED)}, onSent)
+    if (since === undefined) return this.call('GET', '/api/memory/status', undefined, () => statusResponseSchema, {}, onSent, isEmptyStatus)
+    return this.call('GET', `/api/memory/status?since=${since}`, undefined, () => statusResponseSchema, {[STATUS_TEXTS_HEADER]: String(STATUS_TEXTS_ASKED)}, onSent, isEmptyStatus)
   }
 
   pull(paths: string[], onSent?: () => void): Promise<PullResponse> {
@@ -124,7 +127,7 @@ export class MemoryClient {
     if (base && Object.keys(base).length > 0) body.base = base
     if (deletes && deletes.length > 0) body.deletes = deletes
     if (body.base !== undefined && merged && merged.length > 0) body.merged = merged
-    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema, {}, onSent)
+    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema() : pushAnswerSchema(), {}, onSent)
   }
 
   syncTask<S extends z.ZodType>(task: unknown, answer: S): Promise<z.output<S>> {
@@ -159,8 +162,11 @@ export class MemoryClient {
     return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal}
   }
 
-  /** One request: the error mapping of the contract, and the answer zod-parsed against `schema`. */
-  protected async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, extraHeaders: Record<string, string> = {}, onSent?: () => void): Promise<z.output<S>> {
+  /**
+   * One request: the error mapping of the contract, and the answer zod-parsed against `schema` (or the function that
+   * gives it, called only when needed) unless `asIs` says zod would read it unchanged.
+   */
+  protected async call<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S | (() => S), extraHeaders: Record<string, string> = {}, onSent?: () => void, asIs?: (json: unknown) => json is z.output<S>): Promise<z.output<S>> {
     const url = `${this.server}${path}`
     const payload = body === undefined ? undefined : JSON.stringify(body)
     const headers: Record<string, string> = {...extraHeaders, accept: 'application/json'}
@@ -195,12 +201,26 @@ export class MemoryClient {
       throw new SecretRefusedError(`the jarvis server refused ${method} ${path}: ${messageOf(json, text)}`, {findings: (json as {findings?: unknown}).findings})
     }
     if (statusCode >= 400) throw new BadInputError(`the jarvis server refused ${method} ${path} (HTTP ${statusCode}): ${messageOf(json, text)}`, {status: statusCode, answer: json})
-    const parsed = schema.safeParse(json)
+    if (asIs?.(json)) return json
+    const parsed = (typeof schema === 'function' ? schema() : schema).safeParse(json)
     if (!parsed.success) {
       throw new UnreachableError(`the jarvis server at ${this.server} answered ${method} ${path} with an unexpected body: ${formatIssues(parsed.error.issues).join('; ')}`, {server: this.server})
     }
     return parsed.data
   }
+}
+
+/**
+ * A status that lists no file, as `jarvis serve` answers the quick check of a sync with nothing to do: read as it
+ * is, since zod and the schemas (a third of such a sync's own work, and most of its garbage) would be loaded for it
+ * alone. True only for what `statusResponseSchema` reads unchanged (property-tested); anything else is zod's.
+ */
+export function isEmptyStatus(json: unknown): json is StatusResponse {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false
+  const {files, seq, serverTime, activeProjectId} = json as Record<string, unknown>
+  if (typeof files !== 'object' || files === null || Array.isArray(files) || Object.getPrototypeOf(files) !== Object.prototype) return false
+  for (const _ in files) return false
+  return (seq === undefined || (Number.isSafeInteger(seq) && (seq as number) >= 0)) && (serverTime === undefined || isWrittenDateTime(serverTime)) && (activeProjectId === undefined || activeProjectId === null || typeof activeProjectId === 'string')
 }
 
 function parseAnswer(text: string): unknown {

@@ -28,12 +28,7 @@ export const statusResponseSchema = z
   .meta({title: 'Status answer', description: 'Answer of GET /api/memory/status'})
 export type StatusResponse = z.output<typeof statusResponseSchema>
 
-/**
- * A request header of `GET /api/memory/status?since=`: the client takes the texts of the files the answer lists, up
- * to this many characters in all, in each entry's `content` (docs/protocol.md). A server that does not know it
- * ignores it; `jarvis serve` gives them for a listing of a few files.
- */
-export const STATUS_TEXTS_HEADER = 'x-jarvis-status-texts'
+export {STATUS_TEXTS_HEADER} from './protocol-headers.js'
 
 export const pullRequestSchema = z.lazy(() =>
   z

@@ -9,6 +9,7 @@ import {type AuditEntry, auditEntrySchema} from '../schemas/nexus.js'
 import {appendLineDurable} from './atomic.js'
 import {readJsonLines} from './jsonl.js'
 import {nexusDir} from './root.js'
+import {isWrittenDateTime} from './written-date.js'
 
 export const AUDIT_FILE = '.nexus/audit.jsonl'
 
@@ -21,7 +22,10 @@ export type AuditInput = Omit<AuditEntry, 'at'> & {at?: string; type: string}
 /** Appends one entry; `at` defaults to now (ISO). Returns the entry as written. */
 export async function appendAudit(root: string, entry: AuditInput): Promise<AuditEntry> {
   const {at, ...rest} = entry
-  const checked = parseWith(auditEntrySchema, {at: at ?? new Date().toISOString(), ...rest}, AUDIT_FILE)
+  const full = {at: at ?? new Date().toISOString(), ...rest}
+  // Our own lines (a date as we write it, a type) are what the schema reads unchanged: no zod for them, which a
+  // no-op sync would load for its audit line alone.
+  const checked = isWrittenDateTime(full.at) && typeof full.type === 'string' && full.type !== '' ? (full as AuditEntry) : parseWith(auditEntrySchema, full, AUDIT_FILE)
   await appendLineDurable(auditPath(root), JSON.stringify(checked))
   return checked
 }

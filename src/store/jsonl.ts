@@ -12,9 +12,10 @@ const debug = createDebug('jarvis:store')
 /**
  * Parses every line with `schema`. Blank lines are skipped. A final line without its newline is the trace of
  * an append interrupted by a crash (that append never reported success): it is ignored with a debug note
- * unless it is a complete, valid entry. Any other bad line → SchemaError `file: line N: …`.
+ * unless it is a complete, valid entry. Any other bad line → SchemaError `file: line N: …`. `schema` may be the
+ * function that gives it, called at the first line: a file that is missing or empty loads no schema (nor zod).
  */
-export async function readJsonLines<S extends z.ZodType>(path: string, file: string, schema: S): Promise<Array<z.output<S>>> {
+export async function readJsonLines<S extends z.ZodType>(path: string, file: string, schema: S | (() => S)): Promise<Array<z.output<S>>> {
   let text: string
   try {
     // In this thread: an outbox or audit log is read once, whole, before the work that needs it.
@@ -43,7 +44,7 @@ export async function readJsonLines<S extends z.ZodType>(path: string, file: str
       problems.push(`line ${lineNo}: invalid JSON: ${(error as Error).message.replace(/^JSON\.parse: /, '')}`)
       return
     }
-    const result = schema.safeParse(value)
+    const result = (typeof schema === 'function' ? (schema = schema()) : schema).safeParse(value)
     if (result.success) {
       out.push(result.data)
       return

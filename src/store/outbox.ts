@@ -26,7 +26,7 @@ export async function appendOutbox(root: string, entry: OutboxEntry): Promise<vo
 
 /** Every pending entry in append order. A torn last line is ignored; any other bad line → SchemaError with its line. */
 export async function readOutbox(root: string): Promise<OutboxEntry[]> {
-  return readJsonLines(outboxPath(root), OUTBOX_FILE, outboxEntrySchema)
+  return readJsonLines(outboxPath(root), OUTBOX_FILE, () => outboxEntrySchema)
 }
 
 /** Drops the entries with these ids (atomic rewrite); returns how many were removed. */

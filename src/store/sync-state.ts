@@ -13,6 +13,7 @@ import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} fr
 import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
 import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
+import {isWrittenDateTime} from './written-date.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
 export const SYNC_STATE_FILE = '.nexus/sync-state.json'
@@ -296,38 +297,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
-const WRITTEN_DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-
-/**
- * An ISO date-time as `Date.prototype.toISOString` prints it, and a real one (no 30 February). By its digits: the
- * round trip through Date (the same answer, property-tested) was a third of a 10,000-file push's own work, every
- * entry being checked at each of the state's writes.
- */
-function isWrittenDateTime(value: unknown): boolean {
-  if (typeof value !== 'string' || value.length !== 24) return false
-  // The files of one batch share their dates, to the millisecond: each is checked once.
-  if (writtenDates.has(value)) return true
-  if (!isWrittenDateTimeByDigits(value)) return false
-  if (writtenDates.size >= MAX_REMEMBERED_DATES) writtenDates.clear()
-  writtenDates.add(value)
-  return true
-}
-
-const writtenDates = new Set<string>()
-const MAX_REMEMBERED_DATES = 100_000
-
-function isWrittenDateTimeByDigits(value: string): boolean {
-  const found = WRITTEN_DATE_TIME.exec(value)
-  if (found === null) return false
-  const year = Number(found[1])
-  const month = Number(found[2])
-  const day = Number(found[3])
-  if (month < 1 || month > 12 || day < 1) return false
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
-  return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])
-}
-
 /** True only for `{hash, rev?, updatedAt?, syncedAt}` exactly as jarvis writes them (see checkSyncState). */
 export function isWrittenEntry(path: string, entry: unknown): boolean {
   if (path.length > MEMORY_PATH_MAX || !MEMORY_PATH_PATTERN.test(path) || !isRecord(entry)) return false
@@ -363,8 +332,42 @@ export async function endSyncRun(root: string): Promise<void> {
 
 export async function readConfig(root: string): Promise<NexusConfig> {
   const text = readTextIfExistsSync(configPath(root))
-  if (text === null) return nexusConfigSchema.parse({})
-  return parseJsonFile(nexusConfigSchema, text, CONFIG_FILE)
+  const known = SCHEMAS_TAG === undefined ? undefined : configAsRead(root, text, SCHEMAS_TAG)
+  if (known !== undefined) return known
+  const config = text === null ? nexusConfigSchema.parse({}) : parseJsonFile(nexusConfigSchema, text, CONFIG_FILE)
+  if (SCHEMAS_TAG !== undefined) {
+    // A cache: written atomically, not durably, and only into a .nexus/ that is there; one that cannot be written
+    // only means parsing again next time.
+    await writeFileAtomic(configReadPath(root), `${JSON.stringify({schemas: SCHEMAS_TAG, text, config})}\n`, {durable: false, makeFolders: false}).catch(() => {})
+  }
+  return config
+}
+
+/**
+ * Set by the build of the fast door's bundles (scripts/bundle.mjs): a hash of src/schemas/ and of zod's version,
+ * what the config's parse depends on. Undefined elsewhere (oclif's bundles, the sources), which parse every time.
+ */
+declare const __jarvisSchemasTag: string | undefined
+const SCHEMAS_TAG = typeof __jarvisSchemasTag === 'string' ? __jarvisSchemasTag : undefined
+
+/**
+ * `.nexus/config-read.json`: the config as the last read parsed it (zod's output, defaults filled in), beside the
+ * text it parsed (null: no config file) and the schemas it parsed it with. A read that finds the same text and the
+ * same schemas takes that answer: zod (a third of a no-op sync's own work, most of its garbage) is not loaded.
+ */
+export function configReadPath(root: string): string {
+  return join(nexusDir(root), 'config-read.json')
+}
+
+function configAsRead(root: string, text: string | null, schemas: string): NexusConfig | undefined {
+  try {
+    const read = JSON.parse(readTextIfExistsSync(configReadPath(root)) ?? 'null') as {schemas?: unknown; text?: unknown; config?: unknown} | null
+    if (read === null || typeof read !== 'object' || read.schemas !== schemas || read.text !== text) return undefined
+    const config = read.config
+    return typeof config === 'object' && config !== null && !Array.isArray(config) ? (config as NexusConfig) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const SECRET_KEY = /^(token|access_?token|auth_?token|secret|password|passwd|api_?key|bearer)$/i

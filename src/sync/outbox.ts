@@ -3,7 +3,6 @@ import {z} from 'zod'
 
 import {BadInputError, SchemaError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
-import {EventsClient} from '../protocol/events.js'
 import {memoryEventSchema, parseWith} from '../schemas/index.js'
 import {appendAudit, readOutbox, removeFromOutbox} from '../store/index.js'
 
@@ -17,6 +16,9 @@ const debug = createDebug('jarvis:outbox')
  */
 export async function flushOutbox(root: string, client: MemoryClient): Promise<{sent: number; left: number}> {
   const entries = await readOutbox(root)
+  if (entries.length === 0) return {sent: 0, left: 0}
+  // Loaded for an outbox to send only: its answers' schemas would load zod into every sync (scripts/bundle.mjs).
+  const {EventsClient} = await import('../protocol/events.js')
   const events = EventsClient.over(client)
   const sent: string[] = []
   let left = 0

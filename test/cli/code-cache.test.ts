@@ -83,6 +83,31 @@ describe('the fast door’s code cache', () => {
     expect(await cacheFiles(cacheHome)).toEqual([current, join(dirname(current), 'recall.0123456789abcdef.bin')].sort())
   })
 
+  it('is written again, once, by a call that loaded a module of its bundle the cache did not hold (yaml, read on use), and then holds it', async () => {
+    const cacheHome = join(work, 'cache-grows')
+    const tree = (await initTree(join(work, 'tree-grows'), {agent: 'claude'})).root
+    await writeFile(join(tree, '.memory', 'plain.md'), '# Plain\n\nNo front matter.\n')
+    const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}
+    const list = async () => {
+      const run = await runJarvisBuilt(['memory', 'ls'], {cwd: tree, env})
+      expect(run).toMatchObject({code: 0, stderr: ''})
+      const [file] = await cacheFiles(cacheHome)
+      const path = join(cacheHome, 'jarvis', 'code-cache', file)
+      return {mtimeMs: (await stat(path)).mtimeMs, holds: JSON.parse((await readFile(path, 'utf8')).split('\n')[0]) as string[]}
+    }
+    const first = await list()
+    expect(first.holds).not.toContain('yaml')
+    expect(await list()).toEqual(first)
+    // A front matter to parse: yaml is loaded on use, which the cache did not hold.
+    await writeFile(join(tree, '.memory', 'titled.md'), '---\ntitle: Titled\ntags: [a]\n---\nBody.\n')
+    const grown = await list()
+    expect(grown.holds).toEqual(expect.arrayContaining([...first.holds, 'yaml']))
+    expect(grown.mtimeMs).not.toBe(first.mtimeMs)
+    // Its file read again (the listing keeps what it read only past a racy window): yaml again, held already.
+    await writeFile(join(tree, '.memory', 'titled.md'), '---\ntitle: Titled again\n---\nBody.\n')
+    expect(await list()).toEqual(grown)
+  })
+
   it('no cache for a call that failed, one the door leaves to oclif, or with JARVIS_CODE_CACHE=off; a cache that cannot be written changes nothing', async () => {
     const cacheHome = join(work, 'cache-none')
     const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}

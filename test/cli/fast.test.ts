@@ -17,6 +17,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import type {ActionSpec} from '../../src/cli/actions/spec.js'
 import {FAST_ACTIONS} from '../../src/cli/fast.js'
+import {nexusConfigSchema} from '../../src/schemas/nexus.js'
 import {fakeGithubToken} from '../files/helpers.js'
 import {assertBuilt, runJs} from '../hook/helpers.js'
 import {largeCorpus, writeCorpusFast} from '../search/corpus.js'
@@ -26,9 +27,9 @@ const run = promisify(execFile)
 const OCLIF_LOADED = 'jarvis-test: oclif was loaded'
 const oclifEntry = pathToFileURL(createRequire(import.meta.url).resolve('@oclif/core')).href
 
-/** bin/run.js without its fast door: oclif's `execute`, with the process's argv as bin/run.js would see it (oclif's help reads it). */
+/** bin/run.js without its fast door: oclif's `execute` from the package's root, with the process's argv as bin/run.js would see it (oclif's help reads it). */
 function throughOclif(args: string[]): string {
-  return `process.argv.splice(1, Infinity, ${JSON.stringify(runJs)}, ...${JSON.stringify(args)}); const {execute} = await import(${JSON.stringify(oclifEntry)}); await execute({dir: ${JSON.stringify(pathToFileURL(runJs).href)}})`
+  return `process.argv.splice(1, Infinity, ${JSON.stringify(runJs)}, ...${JSON.stringify(args)}); const {execute} = await import(${JSON.stringify(oclifEntry)}); await execute({dir: ${JSON.stringify(join(runJs, '..', '..'))}})`
 }
 
 /** The oclif command class of each fast action, to hold the two flag definitions to each other. */
@@ -145,10 +146,12 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     expect(files.find((file) => file.path === 'parsed/broken.md')?.problem).toMatch(/line 2/)
   })
 
-  it('a no-op sync loads neither node:crypto nor node:worker_threads; a sync with an edit hashes it (crypto loaded on use) and pushes it', async () => {
+  it('a no-op sync loads neither node:crypto nor node:worker_threads, nor zod, nor runs an ES module (bin/run.js is CommonJS); a sync with an edit hashes it (crypto loaded on use) and pushes it', async () => {
     const report = join(work, 'builtins.txt')
     const tell = join(work, 'tell-builtins.cjs')
-    await writeFile(tell, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(report)}, process.moduleLoadList.filter((m) => m === 'NativeModule crypto' || m === 'NativeModule worker_threads').join('\\n')))`)
+    const watched = ['NativeModule crypto', 'NativeModule worker_threads', 'NativeModule internal/modules/esm/module_job']
+    // zod's global registry is made when zod loads.
+    await writeFile(tell, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(report)}, [...process.moduleLoadList.filter((m) => ${JSON.stringify(watched)}.includes(m)), ...(globalThis.__zod_globalRegistry ? ['zod'] : [])].join('\\n')))`)
     // A server of its own: files pulled from another test's tree would be new to the scan, and hashed.
     const alone = await startTestServer()
     const own = await makeClient(alone.url, 'claude')
@@ -174,6 +177,38 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     } finally {
       await alone.close()
       await removeAll([own.root, other.root])
+    }
+  })
+
+  it('keeps the config as zod parsed it (.nexus/config-read.json), taken only for the same text and schemas: an edit is read again', async () => {
+    const alone = await startTestServer()
+    const own = await makeClient(alone.url, 'claude')
+    try {
+      const sync = () => run(process.execPath, [runJs, 'sync', '--quiet'], {cwd: own.root, env}).then(() => 0, (error: {code: number; stderr: string}) => ({code: error.code, stderr: error.stderr}))
+      const configFile = join(own.root, '.nexus', 'config.json')
+      const keptFile = join(own.root, '.nexus', 'config-read.json')
+      expect(await sync()).toBe(0)
+      const kept = JSON.parse(await readFile(keptFile, 'utf8')) as {schemas: string; text: string; config: unknown}
+      const text = await readFile(configFile, 'utf8')
+      expect(kept.text).toBe(text)
+      expect(kept.config).toEqual(nexusConfigSchema.parse(JSON.parse(text)))
+      // Taken as it is: a kept answer that says otherwise than the file shows it is the one used.
+      const off = {...(JSON.parse(text) as Record<string, unknown>), sync: {enabled: false}}
+      await writeFile(keptFile, JSON.stringify({...kept, config: nexusConfigSchema.parse(off)}))
+      const refused = await sync()
+      expect(refused).toMatchObject({code: 2, stderr: expect.stringContaining('sync is switched off')})
+      // Another text, or other schemas: parsed again.
+      await writeFile(keptFile, JSON.stringify({...kept, text: `${text} `, config: nexusConfigSchema.parse(off)}))
+      expect(await sync()).toBe(0)
+      await writeFile(keptFile, JSON.stringify({...kept, schemas: '0000000000000000', config: nexusConfigSchema.parse(off)}))
+      expect(await sync()).toBe(0)
+      // An edit of the config is seen at once, whatever was kept.
+      await writeFile(configFile, JSON.stringify(off))
+      expect(await sync()).toMatchObject({code: 2, stderr: expect.stringContaining('sync is switched off')})
+      expect((JSON.parse(await readFile(keptFile, 'utf8')) as {text: string}).text).toBe(JSON.stringify(off))
+    } finally {
+      await alone.close()
+      await removeAll([own.root])
     }
   })
 

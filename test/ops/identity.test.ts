@@ -19,7 +19,7 @@ describe('resolveIdentity', () => {
   })
 
   it('several agents on one machine: the token stored for the agent that runs wins over JARVIS_TOKEN, which serves the others', () => {
-    const user = userConfigSchema.parse({token: tok('fallback'), tokens: {[server]: {claude: tok('claude'), gemini: tok('gemini')}}})
+    const user = userConfigSchema().parse({token: tok('fallback'), tokens: {[server]: {claude: tok('claude'), gemini: tok('gemini')}}})
     const as = (agent: string, vars: NodeJS.ProcessEnv = {}) => resolveIdentity({flags: {server, agent}, env: vars, user})
     // One exported token (claude's) and gemini's own in the user config: each agent reads as itself.
     expect(as('gemini', {JARVIS_TOKEN: tok('claude')})).toMatchObject({token: tok('gemini'), tokenFrom: {kind: 'agent', server, agent: 'gemini'}})
@@ -33,13 +33,13 @@ describe('resolveIdentity', () => {
   })
 
   it('one token for every agent of a server yields to JARVIS_TOKEN, as before', () => {
-    const single = userConfigSchema.parse({tokens: {[server]: tok('one')}})
+    const single = userConfigSchema().parse({tokens: {[server]: tok('one')}})
     expect(resolveIdentity({flags: {server, agent: 'gemini'}, env: {}, user: single})).toMatchObject({token: tok('one'), tokenFrom: {kind: 'server', server}})
     expect(resolveIdentity({flags: {server, agent: 'gemini'}, env: {JARVIS_TOKEN: tok('env')}, user: single})).toMatchObject({token: tok('env'), tokenFrom: {kind: 'env'}})
   })
 
   it('knows whose token JARVIS_TOKEN is when the user config stores it under an agent', () => {
-    const user = userConfigSchema.parse({tokens: {[server]: {claude: tok('claude')}}})
+    const user = userConfigSchema().parse({tokens: {[server]: {claude: tok('claude')}}})
     const gemini = resolveIdentity({flags: {server, agent: 'gemini'}, env: {JARVIS_TOKEN: tok('claude')}, user})
     expect(gemini).toMatchObject({token: tok('claude'), tokenFrom: {kind: 'env'}, tokenOwner: 'claude'})
     expect(resolveIdentity({flags: {server, agent: 'gemini'}, env: {JARVIS_TOKEN: tok('other')}, user}).tokenOwner).toBeUndefined()
@@ -58,7 +58,7 @@ describe('resolveIdentity', () => {
         maybeToken,
         (agent, perAgent, asMap, oneForServer, userToken, envToken) => {
           const entry = asMap ? perAgent : oneForServer
-          const user = userConfigSchema.parse({...(userToken ? {token: userToken} : {}), ...(entry === undefined ? {} : {tokens: {[server]: entry}})})
+          const user = userConfigSchema().parse({...(userToken ? {token: userToken} : {}), ...(entry === undefined ? {} : {tokens: {[server]: entry}})})
           const identity = resolveIdentity({flags: {server, agent}, env: envToken ? {JARVIS_TOKEN: envToken} : {}, user})
           const expected = (asMap ? perAgent[agent] : undefined) ?? envToken ?? (asMap ? undefined : oneForServer) ?? userToken
           expect(identity.token).toBe(expected)
@@ -70,7 +70,7 @@ describe('resolveIdentity', () => {
 })
 
 describe('the one sentence for a token of another agent', () => {
-  const user = userConfigSchema.parse({tokens: {[server]: {claude: tok('claude')}}})
+  const user = userConfigSchema().parse({tokens: {[server]: {claude: tok('claude')}}})
 
   it('is known before any request when the user config says whose token it is', () => {
     const gemini = resolveIdentity({flags: {server, agent: 'gemini'}, env: {JARVIS_TOKEN: tok('claude')}, user})
