@@ -236,15 +236,15 @@ export class ChunkVectorStore {
     const first = this.loadOnce()
     this.syncedManifest = undefined
     const staleOf = () => [...current].filter(([path, {hash}]) => this.files.get(path)?.hash !== hash).map(([path, {hash}]): [string, string] => [path, hash])
-    let stale = staleOf()
-    if (stale.length > 0 && !first) {
-      // Written by another process since this one read them: read, not embedded again.
-      this.catchUp(current)
-      stale = staleOf()
-    }
+    // What other processes appended since this one read the log: the vectors it lacks are read, not embedded again;
+    // and where the log's last word on a file is no longer what this process keeps for it (another process, whose
+    // tree was older, removed it or wrote an older version's vectors), this process's vectors are appended again,
+    // or a new process would find the file missing from the log and embed it again.
+    const behind = first ? [] : this.catchUp(current)
+    const stale = staleOf()
     const gone = [...this.files.keys()].filter((path) => !current.has(path))
     for (const path of gone) this.keep(path, undefined)
-    await this.save(gone.map((path) => encodeRecord(path, undefined)))
+    await this.save([...gone.map((path) => encodeRecord(path, undefined)), ...behind.map((vectors) => recordOf(vectors))])
     let embedded = 0
     for (let from = 0; from < stale.length; from += WRITE_BATCH) {
       const batch = stale.slice(from, from + WRITE_BATCH)
@@ -306,23 +306,36 @@ export class ChunkVectorStore {
 
   /**
    * What other processes appended to the log since this one read it (all of it when one replaced it): the vectors
-   * of `current`'s hashes that this process lacks are taken.
+   * of `current`'s hashes that this process lacks are taken. Returns the vectors this process keeps for `current`
+   * whose file the log's last record no longer gives them to (removed, another hash, or left out of a log written
+   * anew): the records to append again.
    */
-  private catchUp(current: ReadonlyMap<string, {hash: string}>): void {
+  private catchUp(current: ReadonlyMap<string, {hash: string}>): FileVectors[] {
     try {
       const now = stampOf(this.file)
-      if (now === undefined || (this.stamp !== undefined && now.ino === this.stamp.ino && now.size <= this.stamp.size)) return
+      if (now === undefined || (this.stamp !== undefined && now.ino === this.stamp.ino && now.size <= this.stamp.size)) return []
       const from = this.stamp !== undefined && now.ino === this.stamp.ino ? this.stamp.size : 0
       const read = readLog(this.file, from)
-      if (read === undefined) return
+      if (read === undefined) return []
+      /** Per file met, whether its last record read gives it the vectors of its hash in `current`. */
+      const lastAgrees = new Map<string, boolean>()
       const result = readRecords(read.bytes, from, this.modelName, this.model.dims, (path, vectors) => {
-        if (vectors !== undefined && current.get(path)?.hash === vectors.hash && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors)
+        const agrees = vectors !== undefined && current.get(path)?.hash === vectors.hash
+        lastAgrees.set(path, agrees)
+        if (agrees && this.files.get(path)?.hash !== vectors.hash) this.keep(path, vectors)
       })
       this.stamp = {ino: read.stamp.ino, size: from + result.end}
       this.known = this.knownAfterCatchUp(read, from, result)
       if (result.foreign || result.torn) this.rewrite = true
+      const behind: FileVectors[] = []
+      for (const path of from === 0 ? this.files.keys() : lastAgrees.keys()) {
+        const vectors = this.files.get(path)
+        if (vectors !== undefined && lastAgrees.get(path) !== true && current.get(path)?.hash === vectors.hash) behind.push(vectors)
+      }
+      return behind
     } catch (error) {
       debug('vectors of other processes not read: %s', (error as Error).message)
+      return []
     }
   }
 

@@ -120,6 +120,21 @@ describe('the vectors log', () => {
     )
   })
 
+  it('a file another process removed, written back as it was, is in the log again: a new process embeds nothing', async () => {
+    // The property above found it: the first process still held the file's vectors for the same text, so it had
+    // nothing to embed, and the log's last record of the file was the other process's removal.
+    const root = await emptyRoot()
+    const [first, other] = [new ChunkVectorStore(root, model, BUILTIN_MODEL), new ChunkVectorStore(root, model, BUILTIN_MODEL)]
+    const note: Tree = new Map([['notes/d.md', '# Note\n\ndatabase failover\n']])
+    let current = writeTree(root, note)
+    expect(await first.update(current)).toBe(1)
+    current = writeTree(root, new Map(), note)
+    await other.update(current)
+    current = writeTree(root, note, new Map())
+    expect(await first.update(current)).toBe(0)
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(0)
+  })
+
   it('embeds only what changed: a new file, an edited one; a removed file is dropped', async () => {
     const root = await emptyRoot()
     const tree: Tree = new Map([
