@@ -11,7 +11,7 @@ import {
   SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
 import {STATUS_TEXTS_HEADER} from '../schemas/protocol-headers.js'
-import {isWrittenDateTime} from '../store/written-date.js'
+import {isWrittenDateTime} from '../schemas/written-date.js'
 import {type HttpAnswer, requestText} from './http.js'
 
 const debug = createDebug('jarvis:protocol')

@@ -9,7 +9,7 @@ import {type AuditEntry, auditEntrySchema} from '../schemas/nexus.js'
 import {appendLineDurable} from './atomic.js'
 import {readJsonLines} from './jsonl.js'
 import {nexusDir} from './root.js'
-import {isWrittenDateTime} from './written-date.js'
+import {isWrittenDateTime} from '../schemas/written-date.js'
 
 export const AUDIT_FILE = '.nexus/audit.jsonl'
 

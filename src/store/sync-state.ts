@@ -13,7 +13,7 @@ import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} fr
 import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
 import {configPath, nexusDir} from './root.js'
 import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
-import {isWrittenDateTime} from './written-date.js'
+import {isWrittenDateTime} from '../schemas/written-date.js'
 
 export const CONFIG_FILE = '.nexus/config.json'
 export const SYNC_STATE_FILE = '.nexus/sync-state.json'

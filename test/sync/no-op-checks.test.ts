@@ -15,7 +15,7 @@ import {isoDateTimeSchema} from '../../src/schemas/common.js'
 import {auditEntrySchema} from '../../src/schemas/nexus.js'
 import {statusResponseSchema} from '../../src/schemas/protocol.js'
 import {appendAudit, auditPath, initTree} from '../../src/store/index.js'
-import {isWrittenDateTime} from '../../src/store/written-date.js'
+import {isWrittenDateTime} from '../../src/schemas/written-date.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 const two = (n: number) => String(n).padStart(2, '0')
