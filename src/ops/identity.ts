@@ -76,8 +76,9 @@ export function isPlainUserConfig(value: unknown): value is UserConfig {
   return true
 }
 
+/** A JSON object zod copies key for key: it drops a `__proto__` key, which JSON.parse makes an own property. */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype && !Object.hasOwn(value, '__proto__')
 }
 
 /** Where a token came from, to name it in a message without ever showing it. */

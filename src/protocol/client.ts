@@ -216,7 +216,8 @@ export class MemoryClient {
  * alone. True only for what `statusResponseSchema` reads unchanged (property-tested); anything else is zod's.
  */
 export function isEmptyStatus(json: unknown): json is StatusResponse {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false
+  // zod drops a `__proto__` key, which JSON.parse makes an own property: such an answer is zod's to read.
+  if (typeof json !== 'object' || json === null || Array.isArray(json) || Object.hasOwn(json, '__proto__')) return false
   const {files, seq, serverTime, activeProjectId} = json as Record<string, unknown>
   if (typeof files !== 'object' || files === null || Array.isArray(files) || Object.getPrototypeOf(files) !== Object.prototype) return false
   for (const _ in files) return false

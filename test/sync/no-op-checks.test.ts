@@ -60,7 +60,7 @@ describe('a no-op sync’s reads and writes without zod', () => {
       },
       {requiredKeys: []},
     )
-    const answers = fc.oneof(status, status.map((s) => ({...s, files: {}})), anyValue)
+    const answers = fc.oneof(status, status.map((s) => ({...s, files: {}})), anyValue, fc.constant({["__proto__"]: [], files: {}}))
     let taken = 0
     fc.assert(
       fc.property(answers, (answer) => {
@@ -108,7 +108,7 @@ describe('the user config without zod', () => {
     const config = fc.record({server: fc.oneof(fc.webUrl(), anyValue), agentId: fc.oneof(fc.string(), anyValue), token: fc.oneof(fc.string(), anyValue), tokens: fc.oneof(tokens, anyValue), other: anyValue}, {requiredKeys: []})
     let taken = 0
     fc.assert(
-      fc.property(fc.oneof(config, anyValue), (value) => {
+      fc.property(fc.oneof(config, anyValue, fc.constant({["__proto__"]: []})), (value) => {
         // As read from a file: JSON only.
         const text = JSON.stringify(value)
         if (text === undefined) return
