@@ -462,7 +462,7 @@ async function hashFiles(base: string, toHash: readonly ToHash[], foundRels: str
  * guard) touches no file. The one way back can fail: the working directory removed by another process during
  * `body`; the process then stays in `folder`, where every absolute path still means what it meant.
  */
-function insideFolder(folder: string, body: (relative: boolean) => void): void {
+export function insideFolder(folder: string, body: (relative: boolean) => void): void {
   let home: string | undefined
   try {
     // process.cwd() may be a cached answer (graceful-fs caches it): the folder is looked at too. A worker thread has no
