@@ -6,7 +6,7 @@
  */
 import {readTextIfExists} from '../store/atomic.js'
 import {forEachConcurrently} from '../store/concurrency.js'
-import {type FileStat, lstatInto} from '../store/file-stat.js'
+import {blankStat, type FileStat, lstatInto} from '../store/file-stat.js'
 import {ListingCache, type ListingFields} from '../store/listing-cache.js'
 import {memoryFilePath, memoryFilePaths} from '../store/tree.js'
 import {listingOf} from './front-matter.js'
@@ -45,7 +45,7 @@ export async function listFiles(root: string, prefix?: string, limit?: number, o
   for (const path of paths) {
     if (shown.length === max) break
     if (!path.endsWith('.md') || !matchesPrefix(path, checkedPrefix)) continue
-    const stat = lstatInto(memoryFilePath(root, path), {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0})
+    const stat = lstatInto(memoryFilePath(root, path), blankStat())
     if (!stat?.isFile) continue // removed (or replaced by a folder) since the walk
     shown.push({path, stat, fields: cache?.fieldsOf(path, stat)})
   }

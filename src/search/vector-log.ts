@@ -85,7 +85,7 @@ export class FileVectors {
     if (this.decodedHash === undefined) {
       const w = this.start >>> 2
       const at = this.rowsAt + this.chunks * this.dims + this.seg.u32[w + 2]
-      this.decodedHash = new TextDecoder().decode(this.seg.bytes.subarray(at, at + this.seg.u32[w + 3]))
+      this.decodedHash = newDecoder().decode(this.seg.bytes.subarray(at, at + this.seg.u32[w + 3]))
     }
     return this.decodedHash
   }
@@ -144,6 +144,12 @@ export const recordOf = (v: FileVectors): Uint8Array => v.seg.bytes.subarray(v.s
 
 const pad4 = (n: number) => (n + 3) & ~3
 const encoder = new TextEncoder()
+/**
+ * The paths and hashes of records: a leading U+FEFF is kept, as `encoder` wrote it (a TextDecoder drops it by
+ * default, and a file whose name starts with one had its vectors filed under another name: embedded again by every
+ * new process).
+ */
+const newDecoder = () => new TextDecoder('utf-8', {ignoreBOM: true})
 
 /** The log's header for `model` of `dims` dimensions. PURE. */
 export function logHeader(model: string, dims: number): Uint8Array {
@@ -235,7 +241,7 @@ export function readRecords(bytes: Uint8Array, from: number, model: string, dims
   }
   const checked = from === 0 ? checkedPrefix(seg, at) : undefined
   const trusted = checked?.end ?? 0
-  const decoder = new TextDecoder()
+  const decoder = newDecoder()
   let mark: LogMark | undefined
   while (at < end) {
     const record = recordAt(seg, at, dims, decoder, at < trusted)
@@ -276,7 +282,7 @@ function checkedPrefix(seg: Segment, first: number): {end: number; markAt: numbe
 
 /** The vectors of a record just made (encodeRecord), as the store keeps them. PURE. */
 export function vectorsOfRecord(record: Uint8Array, dims: number): FileVectors {
-  const read = recordAt(segmentOf(record), 0, dims, new TextDecoder(), false)
+  const read = recordAt(segmentOf(record), 0, dims, newDecoder(), false)
   if (read === undefined || 'manifest' in read || read.vectors === undefined) throw new Error('not the record of a file\'s vectors')
   return read.vectors
 }

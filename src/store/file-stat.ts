@@ -8,9 +8,11 @@
  */
 import {lstatSync} from 'node:fs'
 
-/** What a scan needs of a file's lstat. */
+/** What a scan needs of a file's (or a folder's) lstat. */
 export interface FileStat {
   isFile: boolean
+  /** A folder (never a symlink to one: nothing is followed). The search's manifest check stats its folders too. */
+  isDirectory: boolean
   size: number
   /** As `fs.Stats#mtimeMs` gives it (the same number: the stat cache compares it exactly). */
   mtimeMs: number
@@ -34,6 +36,7 @@ const CTIME_SEC = 14
 const CTIME_NSEC = 15
 const S_IFMT = 0o170000
 const S_IFREG = 0o100000
+const S_IFDIR = 0o040000
 
 /**
  * The binding, where it may be used: POSIX (Windows paths need Node's namespacing first), no permission model
@@ -56,6 +59,7 @@ function fromBinding(fs: FsBinding, path: string, into: FileStat): FileStat | un
   const fields = fs.lstat(path, false, undefined, false)
   if (fields === undefined) return undefined
   into.isFile = (fields[MODE] & S_IFMT) === S_IFREG
+  into.isDirectory = (fields[MODE] & S_IFMT) === S_IFDIR
   into.size = fields[SIZE]
   into.ino = fields[INO]
   // Node's own formula for mtimeMs (msFromTimeSpec), so the number is the one fs.Stats gives.
@@ -68,11 +72,17 @@ function fromStats(path: string, into: FileStat): FileStat | undefined {
   const info = lstatSync(path, {throwIfNoEntry: false})
   if (info === undefined) return undefined
   into.isFile = info.isFile()
+  into.isDirectory = info.isDirectory()
   into.size = info.size
   into.ino = info.ino
   into.mtimeMs = info.mtimeMs
   into.ctimeMs = info.ctimeMs
   return into
+}
+
+/** An object for `lstatInto` to write into. */
+export function blankStat(): FileStat {
+  return {isFile: false, isDirectory: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
 }
 
 /** undefined: not looked for yet; null: not to be used. */
@@ -81,7 +91,7 @@ let binding: FsBinding | null | undefined
 let trusted = false
 
 /**
- * lstat of `path` (never following a symlink) written into `into`, which is returned; undefined when nothing is
+ * lstat of `path` (a file or a folder, never following a symlink) written into `into`, which is returned; undefined when nothing is
  * there. Errors other than "no such file" are thrown, as `fs.lstatSync` throws them. One object for a whole scan.
  */
 export function lstatInto(path: string, into: FileStat): FileStat | undefined {
@@ -90,10 +100,10 @@ export function lstatInto(path: string, into: FileStat): FileStat | undefined {
   if (binding === null || path.includes('\0')) return fromStats(path, into)
   if (trusted) return fromBinding(binding, path, into)
   // Not trusted yet: both answers for the first file there is, the binding kept only when they agree.
-  const expected = fromStats(path, {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0})
+  const expected = fromStats(path, blankStat())
   if (expected === undefined) return undefined
   const got = fromBinding(binding, path, into)
-  trusted = got !== undefined && got.isFile === expected.isFile && got.size === expected.size && got.ino === expected.ino && got.mtimeMs === expected.mtimeMs && got.ctimeMs === expected.ctimeMs
+  trusted = got !== undefined && got.isFile === expected.isFile && got.isDirectory === expected.isDirectory && got.size === expected.size && got.ino === expected.ino && got.mtimeMs === expected.mtimeMs && got.ctimeMs === expected.ctimeMs
   if (!trusted) binding = null
   return Object.assign(into, expected)
 }

@@ -12,7 +12,7 @@ import {BadInputError} from '../errors.js'
 import {type AtomicBatch, fsyncDir, readTextIfExists, type StagedFile, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {HASH_HEX_LENGTH, hashBytes} from './hash.js'
-import {type FileStat, lstatInto} from './file-stat.js'
+import {blankStat, lstatInto} from './file-stat.js'
 import {forgetGuardedFolders, realTreeRoot, resolveInside} from './inside.js'
 import {checkRelativePath, isBackupName, isTempName, TEMP_NAME} from './paths.js'
 import {pidAlive} from './pid.js'
@@ -360,7 +360,7 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
   else if (statCache instanceof Map) for (const [rel, stat] of statCache) take(rel, stat)
   else for (const rel in statCache) take(rel, (statCache as Record<string, MemoryFileStat>)[rel])
   const toHash: ToHash[] = []
-  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
+  const scratch = blankStat()
   for (const rel of [...changed, ...unstatted]) {
     const checkedAtMs = Date.now()
     const info = lstatInto(fullOf(base, rel), scratch)
@@ -403,7 +403,7 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
   // Synchronous on purpose: on a warm cache a stat is microseconds, and a promise per file through the thread
   // pool cost more than the stat itself (120 ms of a 10,000-file no-op sync).
   // One object the lstat of each file is written into (see lstatInto): no fs.Stats and four Dates per file.
-  const scratch: FileStat = {isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0}
+  const scratch = blankStat()
   insideFolder(base, (relative) => {
     for (let i = 0; i < rels.length; i++) {
       const rel = rels[i]
@@ -462,7 +462,7 @@ async function hashFiles(base: string, toHash: readonly ToHash[], foundRels: str
  * guard) touches no file. The one way back can fail: the working directory removed by another process during
  * `body`; the process then stays in `folder`, where every absolute path still means what it meant.
  */
-function insideFolder(folder: string, body: (relative: boolean) => void): void {
+export function insideFolder(folder: string, body: (relative: boolean) => void): void {
   let home: string | undefined
   try {
     // process.cwd() may be a cached answer (graceful-fs caches it): the folder is looked at too. A worker thread has no

@@ -5,19 +5,21 @@
  * a removal.
  */
 import {mkdir, rename, rm, stat, utimes, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {join, resolve} from 'node:path'
 
 import Database from 'better-sqlite3'
-import {afterAll, beforeEach, describe, expect, it} from 'vitest'
+import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
 
 import {INDEX_FILE, resetSearchCache, searchMemory} from '../../src/search/index.js'
 import {KeywordIndex} from '../../src/search/keyword.js'
+import {type FsBinding, resetFileStat} from '../../src/store/file-stat.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 const dirs: string[] = []
 afterAll(async () => removeAll(dirs))
 beforeEach(() => resetSearchCache())
+afterEach(() => resetFileStat(true))
 
 const DAY_AGO = new Date(Date.now() - 86_400_000)
 
@@ -160,5 +162,52 @@ describe('a long-lived process whose manifest holds while another process re-ind
     } finally {
       for (const index of opened) index.close()
     }
+  })
+})
+
+describe('the manifest check\'s lstat of each folder and file', () => {
+  it('asks Node\'s binding for every folder and file (no fs.Stats and its four Dates per entry)', async () => {
+    const {root, memory} = await settledTree()
+    const real = (process as unknown as {binding(name: string): FsBinding}).binding('fs')
+    const asked: string[] = []
+    resetFileStat({
+      lstat(path, bigint, request, throwIfNoEntry) {
+        asked.push(path)
+        return real.lstat(path, bigint, request, throwIfNoEntry)
+      },
+    })
+    const cwd = process.cwd()
+    expect((await searchAsNewProcess(root, 'crane')).stats).toMatchObject({indexed: 0, files: 12})
+    // Named from inside .memory/ where the process may move there (back where it was after), else absolute.
+    expect(process.cwd()).toBe(cwd)
+    const full = asked.map((path) => resolve(memory, path))
+    for (const folder of ['', 'notes', 'notes/0', 'notes/1', 'notes/2']) expect(full).toContain(join(memory, folder))
+    expect(full.filter((path) => path.endsWith('.md'))).toHaveLength(12)
+  })
+
+  it('finds a folder replaced by a file of its name, and a new folder, through the binding and through fs.lstatSync alone', async () => {
+    for (const binding of [true, false]) {
+      resetFileStat(binding)
+      const {root, memory, paths} = await settledTree()
+      // notes/2 becomes a file: its folder's entries go, a file of its name comes.
+      await rm(join(memory, 'notes', '2'), {recursive: true})
+      await writeFile(join(memory, 'notes', '2'), 'not a note')
+      await mkdir(join(memory, 'notes', '1', 'deeper'))
+      await writeFile(join(memory, 'notes', '1', 'deeper', 'gull.md'), '# Gull\n\nThe gull landed on the crane.\n')
+      const result = await searchAsNewProcess(root, 'gull')
+      expect(result.hits.map((h) => h.path)).toEqual(['notes/1/deeper/gull.md'])
+      // The file notes/2 is indexed too (a memory file needs no .md).
+      expect(result.stats).toMatchObject({indexed: 2, removed: paths.filter((path) => path.startsWith('notes/2/')).length, files: 10})
+    }
+  })
+
+  it('finds an edit in place of the same size, through fs.lstatSync alone', async () => {
+    resetFileStat(false)
+    const {root, memory, paths} = await settledTree()
+    const path = paths[5]
+    const before = await stat(join(memory, path))
+    await writeFile(join(memory, path), '# Note 5\n\nThe harbour puffin number 5 was serviced.\n'.slice(0, Number(before.size)).padEnd(Number(before.size), 'x'))
+    const result = await searchAsNewProcess(root, 'puffin')
+    expect(result.hits.map((h) => h.path)).toEqual([path])
   })
 })

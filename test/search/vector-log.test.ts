@@ -135,6 +135,21 @@ describe('the vectors log', () => {
     expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(0)
   })
 
+  it('reads each path back as written, a leading U+FEFF and other non-ASCII names included: a new process embeds nothing', async () => {
+    // A TextDecoder drops a leading byte order mark: the file's vectors were read under another name, and embedded again.
+    const root = await emptyRoot()
+    const tree: Tree = new Map([
+      ['\uFEFFbom.md', '# Bom\n\ndatabase failover\n'],
+      ['notes/café-über.md', '# Café\n\nholiday beach hotel\n'],
+      ['plain.md', '# Plain\n\nrelease checklist\n'],
+    ])
+    const current = writeTree(root, tree)
+    expect(await new ChunkVectorStore(root, model, BUILTIN_MODEL).update(current)).toBe(3)
+    const again = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    expect(await again.update(current)).toBe(0)
+    expect(rankings(again)[0].map((hit) => hit.path).sort()).toEqual([...tree.keys()].sort())
+  })
+
   it('embeds only what changed: a new file, an edited one; a removed file is dropped', async () => {
     const root = await emptyRoot()
     const tree: Tree = new Map([

@@ -4,11 +4,10 @@ import {join} from 'node:path'
 
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {type FileStat, type FsBinding, lstatInto, resetFileStat} from '../../src/store/file-stat.js'
+import {blankStat, type FsBinding, lstatInto, resetFileStat} from '../../src/store/file-stat.js'
 import {scanMemory, writeMemoryFile} from '../../src/store/index.js'
 import {tempDir, tempTree} from './helpers/temp.js'
 
-const blank = (): FileStat => ({isFile: false, size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0})
 /** A scan's files without their check times (taken when scanned). */
 const seen = (scan: Map<string, {hash: string; size: number; mtimeMs: number; ino?: number}>) => [...scan].map(([path, {hash, size, mtimeMs, ino}]) => ({path, hash, size, mtimeMs, ino}))
 const nodeBinding = () => (process as unknown as {binding(name: string): FsBinding}).binding('fs')
@@ -16,7 +15,7 @@ const nodeBinding = () => (process as unknown as {binding(name: string): FsBindi
 afterEach(() => resetFileStat(true))
 
 describe('lstatInto', () => {
-  it('answers what fs.lstatSync answers, through Node\'s binding or without it: a file, a folder, a symlink (not followed), nothing', async () => {
+  it('answers what fs.lstatSync answers, through Node\'s binding or without it: a file, a folder (and that it is one), a symlink (not followed), nothing', async () => {
     const dir = await tempDir()
     await writeFile(join(dir, 'a.md'), 'some text\n')
     await mkdir(join(dir, 'folder'))
@@ -24,16 +23,16 @@ describe('lstatInto', () => {
     const paths = ['a.md', 'folder', 'link.md', 'missing.md'].map((name) => join(dir, name))
     const expected = paths.map((path) => {
       const info = lstatSync(path, {throwIfNoEntry: false})
-      return info && {isFile: info.isFile(), size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, ino: info.ino}
+      return info && {isFile: info.isFile(), isDirectory: info.isDirectory(), size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, ino: info.ino}
     })
     for (const use of [true, false]) {
       resetFileStat(use)
       expect(paths.map((path) => {
-        const info = lstatInto(path, blank())
+        const info = lstatInto(path, blankStat())
         return info && {...info}
       })).toEqual(expected)
     }
-    expect(() => lstatInto(join(dir, 'a\0.md'), blank())).toThrow(/null bytes/)
+    expect(() => lstatInto(join(dir, 'a\0.md'), blankStat())).toThrow(/null bytes/)
   })
 
   it('drops a binding that answers otherwise than fs.lstatSync after the first file, and answers as fs.lstatSync from then on', async () => {
