@@ -92,10 +92,28 @@ export function appendWarnings(event: MemoryEvent, log: readonly StoredMemoryEve
   return warnings
 }
 
+/**
+ * Date.parse of the times compared lately. A sort compares each event's time many times (a server's snapshot of ~60
+ * events parsed ~700 times, a third of its CPU); a look-up is cheaper than a parse. Bounded: emptied when full.
+ */
+const parsedTimes = new Map<string, number>()
+const PARSED_TIMES_MAX = 4096
+
+function timeOf(createdAt: string | undefined): number {
+  if (!createdAt) return Number.NEGATIVE_INFINITY
+  let time = parsedTimes.get(createdAt)
+  if (time === undefined) {
+    if (parsedTimes.size >= PARSED_TIMES_MAX) parsedTimes.clear()
+    time = Date.parse(createdAt)
+    parsedTimes.set(createdAt, time)
+  }
+  return time
+}
+
 /** Orders events oldest first: by created_at (missing sorts first), then event_id, so any order of input agrees. */
 export function compareEvents(a: Pick<StoredMemoryEvent, 'created_at' | 'event_id'>, b: Pick<StoredMemoryEvent, 'created_at' | 'event_id'>): number {
-  const ta = a.created_at ? Date.parse(a.created_at) : Number.NEGATIVE_INFINITY
-  const tb = b.created_at ? Date.parse(b.created_at) : Number.NEGATIVE_INFINITY
+  const ta = timeOf(a.created_at)
+  const tb = timeOf(b.created_at)
   if (ta !== tb) return ta < tb ? -1 : 1
   return a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0
 }

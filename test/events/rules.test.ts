@@ -139,6 +139,29 @@ describe('compareEvents', () => {
     expect(compareEvents(a, c)).toBeLessThan(0)
     expect(compareEvents(stored({event_id: 'z', created_at: undefined}), a)).toBeLessThan(0)
   })
+
+  // compareEvents keeps the times it parsed (a bounded cache): its answers must stay those of parsing every time,
+  // through cache hits, times that do not parse, and the cache emptied when full (more distinct times than it holds).
+  it('answers as parsing both times at every comparison would', () => {
+    const reference = (x: {created_at?: string; event_id: string}, y: {created_at?: string; event_id: string}) => {
+      const tx = x.created_at ? Date.parse(x.created_at) : Number.NEGATIVE_INFINITY
+      const ty = y.created_at ? Date.parse(y.created_at) : Number.NEGATIVE_INFINITY
+      if (tx !== ty) return tx < ty ? -1 : 1
+      return x.event_id < y.event_id ? -1 : x.event_id > y.event_id ? 1 : 0
+    }
+    const time = fc.oneof(
+      fc.date({min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true}).map((date) => date.toISOString()),
+      fc.constantFrom('2026-02-02T19:00:00+09:00', '2026-02-02T10:00:00Z', 'not a time', '2026-13-40T00:00:00Z', ''),
+      fc.constant(undefined),
+    )
+    const event = fc.record({created_at: time, event_id: fc.constantFrom('a', 'b', 'c')})
+    fc.assert(
+      fc.property(fc.array(fc.tuple(event, event), {minLength: 1, maxLength: 300}), (pairs) => {
+        for (const [x, y] of pairs) expect(Math.sign(compareEvents(x, y))).toBe(reference(x, y))
+      }),
+      {numRuns: 60},
+    )
+  })
 })
 
 describe('appendWarnings', () => {

@@ -1,5 +1,6 @@
 /** The memory protocol against a real server on 127.0.0.1: push, pull, status, revisions, tombstones, refusals. */
 import {createHash} from 'node:crypto'
+import {PassThrough} from 'node:stream'
 
 import {afterEach, describe, expect, it} from 'vitest'
 
@@ -344,6 +345,31 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(redactUrl('/ws/memory?token=abc&x=1')).toBe('/ws/memory?token=[redacted]&x=1')
       expect(redactUrl('/ws/memory?a=1&TOKEN=abc')).toBe('/ws/memory?a=1&TOKEN=[redacted]')
       expect(redactUrl('/api/memory/status?since=3')).toBe('/api/memory/status?since=3')
+    })
+
+    // The per-request logger and the request line are made cheaply (app.ts): the lines must stay what they were.
+    it('writes one line per request at info, with its id, and none at warn', async () => {
+      const linesAt = async (logLevel: 'info' | 'warn') => {
+        const stream = new PassThrough()
+        const chunks: string[] = []
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')))
+        const h = await harness(cleanup, {logLevel, logStream: stream})
+        expect((await h.status(0)).status).toBe(200)
+        expect((await h.call('GET', '/api/memory/status?since=x')).status).toBe(400)
+        await h.stop()
+        return chunks.join('').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Record<string, unknown>)
+      }
+      const info = await linesAt('info')
+      const requests = info.filter((line) => line.msg === 'request')
+      expect(requests).toEqual([
+        expect.objectContaining({level: 30, reqId: expect.any(String), method: 'GET', url: '/api/memory/status?since=0', status: 200, workspace: 'default', agent: 'claude', ms: expect.any(Number)}),
+        expect.objectContaining({level: 30, reqId: expect.any(String), method: 'GET', url: '/api/memory/status?since=x', status: 400, agent: 'claude'}),
+      ])
+      expect(requests[0].reqId).not.toBe(requests[1].reqId)
+      // A line written while the request runs carries the same id as its request line.
+      const refused = info.find((line) => line.msg === 'request refused')
+      expect(refused).toMatchObject({reqId: requests[1].reqId, error: 'bad_request'})
+      expect((await linesAt('warn')).filter((line) => line.msg === 'request' || line.msg === 'request refused')).toEqual([])
     })
   })
 })

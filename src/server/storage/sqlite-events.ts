@@ -155,6 +155,8 @@ export class SqliteEventLog {
   private flushScheduled = false
   /** One append; a savepoint when called inside a transaction (group commit, consolidation). */
   private readonly appendOne: Database.Transaction<(request: AppendEventRequest) => AppendEventOutcome>
+  /** Made once, as appendOne: better-sqlite3's `transaction()` builds four wrapper functions at each call. */
+  private readonly snapshotRead: (scopes: readonly string[], limitRecent: number, maxPinsPerScope: number) => SnapshotRows
 
   /**
    * `groupCommit` (default true): batch appends as described above. `walSync`: flush the WAL after each batch and
@@ -165,6 +167,7 @@ export class SqliteEventLog {
     this.groupCommit = options.groupCommit ?? true
     this.walSync = options.walSync ?? null
     this.appendOne = db.transaction((request: AppendEventRequest) => this.appendSteps(request))
+    this.snapshotRead = db.transaction((scopes: readonly string[], limitRecent: number, maxPinsPerScope: number) => this.snapshotSteps(scopes, limitRecent, maxPinsPerScope)).deferred
     this.s = {
       insert: db.prepare(
         `INSERT INTO memory_events (event_id, agent_id, run_id, scope, kind, dedupe_key, confidence, content_md, source, supersedes,
@@ -387,25 +390,26 @@ export class SqliteEventLog {
   }
 
   snapshot(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): SnapshotRows {
-    const read = this.db.transaction((): SnapshotRows => {
-      const pinned: EventRecord[] = []
-      const recent: EventRecord[] = []
-      const contenders: EventRecord[] = []
-      for (const scope of new Set(scopes)) {
-        for (const row of this.s.pinnedOf.all(scope, maxPinsPerScope)) {
-          const record = toRecord(row)
-          pinned.push(record)
-          const conflictKey = record.kind === 'conflict_resolution' ? record.source.conflict_key : undefined
-          if (typeof conflictKey === 'string') {
-            for (const contender of this.s.newestPerAgent.all(scope, conflictKey)) contenders.push(toRecord(contender))
-          }
+    return this.snapshotRead(scopes, limitRecent, maxPinsPerScope)
+  }
+
+  private snapshotSteps(scopes: readonly string[], limitRecent: number, maxPinsPerScope: number): SnapshotRows {
+    const pinned: EventRecord[] = []
+    const recent: EventRecord[] = []
+    const contenders: EventRecord[] = []
+    for (const scope of new Set(scopes)) {
+      for (const row of this.s.pinnedOf.all(scope, maxPinsPerScope)) {
+        const record = toRecord(row)
+        pinned.push(record)
+        const conflictKey = record.kind === 'conflict_resolution' ? record.source.conflict_key : undefined
+        if (typeof conflictKey === 'string') {
+          for (const contender of this.s.newestPerAgent.all(scope, conflictKey)) contenders.push(toRecord(contender))
         }
-        for (const row of this.s.recentOf.all(scope, limitRecent)) recent.push(toRecord(row))
       }
-      recent.sort((a, b) => b.seq - a.seq)
-      return {pinned, recent: recent.slice(0, limitRecent), contenders}
-    })
-    return read.deferred()
+      for (const row of this.s.recentOf.all(scope, limitRecent)) recent.push(toRecord(row))
+    }
+    recent.sort((a, b) => b.seq - a.seq)
+    return {pinned, recent: recent.slice(0, limitRecent), contenders}
   }
 
   query(query: EventQuery): EventQueryResult {

@@ -179,6 +179,13 @@ export class SqliteStorage implements ServerStorage {
   private readonly audit: SqliteAuditLog
   readonly oauth: SqliteOAuthStore
   private readonly walSync: WalSync | null
+  /**
+   * The transactions every request runs, made once: better-sqlite3's `transaction()` builds four wrapper functions
+   * and their properties at each call.
+   */
+  private readonly statusRead: (after: number | undefined, alsoRead: readonly string[]) => StatusSnapshot
+  private readonly pathsRead: (paths: readonly string[]) => Map<string, FileRecord>
+  private readonly commitRun: (request: CommitRequest, author: string, now: string) => CommitOutcome
 
   constructor(options: SqliteStorageOptions) {
     mkdirSync(options.dataDir, {recursive: true, mode: 0o700})
@@ -254,6 +261,9 @@ export class SqliteStorage implements ServerStorage {
     this.keys = new SqliteKeyStore(this.db)
     this.audit = new SqliteAuditLog(this.db)
     this.oauth = new SqliteOAuthStore(this.db)
+    this.statusRead = this.db.transaction((after: number | undefined, alsoRead: readonly string[]) => this.statusSteps(after, alsoRead)).deferred
+    this.pathsRead = this.db.transaction((paths: readonly string[]) => this.readSteps(paths)).deferred
+    this.commitRun = this.db.transaction((request: CommitRequest, author: string, now: string) => this.commitSteps(request, author, now)).immediate
   }
 
   private migrate(): void {
@@ -290,31 +300,33 @@ export class SqliteStorage implements ServerStorage {
   }
 
   async status(since?: number, alsoRead: readonly string[] = []): Promise<StatusSnapshot> {
-    const read = this.db.transaction((after: number | undefined): StatusSnapshot => {
-      const seq = this.currentSeq()
-      const serverId = this.statements.serverId.get()?.server_id ?? ''
-      // A since beyond the seq comes from another database (wiped, restored): answer everything.
-      const full = after === undefined || after > seq
-      const records = new Map<string, FileRecord>()
-      for (const path of alsoRead) {
-        const row = this.statements.one.get(path)
-        if (row) records.set(path, toRecord(row))
-      }
-      return {seq, serverId, full, files: this.statements.metaSince.all(full ? -1 : after).map(toMeta), read: records}
-    })
-    return read.deferred(since)
+    return this.statusRead(since, alsoRead)
+  }
+
+  private statusSteps(after: number | undefined, alsoRead: readonly string[]): StatusSnapshot {
+    const seq = this.currentSeq()
+    const serverId = this.statements.serverId.get()?.server_id ?? ''
+    // A since beyond the seq comes from another database (wiped, restored): answer everything.
+    const full = after === undefined || after > seq
+    const records = new Map<string, FileRecord>()
+    for (const path of alsoRead) {
+      const row = this.statements.one.get(path)
+      if (row) records.set(path, toRecord(row))
+    }
+    return {seq, serverId, full, files: this.statements.metaSince.all(full ? -1 : after).map(toMeta), read: records}
   }
 
   async read(paths: readonly string[]): Promise<Map<string, FileRecord>> {
-    const read = this.db.transaction(() => {
-      const found = new Map<string, FileRecord>()
-      for (const path of paths) {
-        const row = this.statements.one.get(path)
-        if (row) found.set(path, toRecord(row))
-      }
-      return found
-    })
-    return read.deferred()
+    return this.pathsRead(paths)
+  }
+
+  private readSteps(paths: readonly string[]): Map<string, FileRecord> {
+    const found = new Map<string, FileRecord>()
+    for (const path of paths) {
+      const row = this.statements.one.get(path)
+      if (row) found.set(path, toRecord(row))
+    }
+    return found
   }
 
   async seq(): Promise<number> {
@@ -326,28 +338,11 @@ export class SqliteStorage implements ServerStorage {
   }
 
   async commit(request: CommitRequest, author: string, now: string): Promise<CommitOutcome> {
-    const run = this.db.transaction((): CommitOutcome => {
-      const seqBefore = this.currentSeq()
-      if (request.idempotencyKey !== undefined && this.statements.hasKey.get(request.idempotencyKey)) {
-        return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
-      }
-      const current = new Map<string, FileMeta>()
-      for (const path of [...request.writes.keys(), ...request.deletes]) {
-        const row = this.statements.one.get(path)
-        if (row) current.set(path, toMeta(row))
-      }
-      const plan = planCommit(request, current, seqBefore, author, now)
-      if (!plan.ok) return this.withAudit(request, plan, author, now)
-      for (const row of plan.rows) this.statements.upsert.run(row.path, row.content, row.hash, row.rev, now, author, plan.result.seq, row.deleted ? 1 : 0)
-      if (plan.rows.length > 0) this.statements.setSeq.run(plan.result.seq)
-      if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
-      return this.withAudit(request, plan.result, author, now)
-    })
-    if (this.walSync === null) return run.immediate()
+    if (this.walSync === null) return this.commitRun(request, author, now)
     this.statements.syncNormal.run()
     let outcome: CommitOutcome
     try {
-      outcome = run.immediate()
+      outcome = this.commitRun(request, author, now)
     } finally {
       this.statements.syncFull.run()
     }
@@ -355,6 +350,25 @@ export class SqliteStorage implements ServerStorage {
     // with the error, and the client's retry finds its base stale (or its idempotency key taken) and pulls.
     await this.walSync.sync()
     return outcome
+  }
+
+  /** One commit, inside its transaction. */
+  private commitSteps(request: CommitRequest, author: string, now: string): CommitOutcome {
+    const seqBefore = this.currentSeq()
+    if (request.idempotencyKey !== undefined && this.statements.hasKey.get(request.idempotencyKey)) {
+      return {ok: true, seq: seqBefore, duplicate: true, written: [], deleted: [], unchanged: [], unknown: []}
+    }
+    const current = new Map<string, FileMeta>()
+    for (const path of [...request.writes.keys(), ...request.deletes]) {
+      const row = this.statements.one.get(path)
+      if (row) current.set(path, toMeta(row))
+    }
+    const plan = planCommit(request, current, seqBefore, author, now)
+    if (!plan.ok) return this.withAudit(request, plan, author, now)
+    for (const row of plan.rows) this.statements.upsert.run(row.path, row.content, row.hash, row.rev, now, author, plan.result.seq, row.deleted ? 1 : 0)
+    if (plan.rows.length > 0) this.statements.setSeq.run(plan.result.seq)
+    if (request.idempotencyKey !== undefined) this.statements.addKey.run(request.idempotencyKey, plan.result.seq, now)
+    return this.withAudit(request, plan.result, author, now)
   }
 
   /** Records the commit's audit entries (if any) in the running transaction, and answers the outcome with them. */
