@@ -9,7 +9,7 @@ import {Buffer} from 'node:buffer'
 import {createHash} from 'node:crypto'
 import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import {join, sep} from 'node:path'
+import {join, relative, sep} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
 import {build} from 'esbuild'
@@ -68,48 +68,122 @@ const assertOnFailure = {
 /**
  * Modules that a call of the door may use and most calls do not, loaded when first used: Node's node:zlib (the search's
  * vector log), node:worker_threads (the scan's `isMainThread`), node:perf_hooks and node:child_process (a watch
- * started on demand, a `syncfs`), ~1–3 ms each with the modules they load; and yaml (~1 ms), which `memory ls`,
- * `recall` and the prompt hook load with the search's documents but only parse with when a file is read again. Node
- * loads a module when a bundle's module that names it is set up, used or not, and a bundled yaml is set up with the
- * module that imports it. The door's bundles get each as an object of the same names whose every property loads the
- * real module at its first read (yaml stays bundled, and so compiled once into the code cache). In the sync's
- * bundle (`schemas`), so do zod and our schemas (each file of src/schemas/, as the code outside that folder imports
- * it): a sync with nothing to do reads its config as last parsed (`.nexus/config-read.json`), and its status and
- * audit line by hand checks, and loads neither (zod's set-up was a third of such a sync's own work and most of its
- * garbage). Nothing may use them at the top level of a module such a sync loads: a schema is built by a function, or
- * in a module loaded on use. Not in the other bundles, whose calls parse with zod anyway: each module importing a
- * stand-in copies its every name (~7 ms of `memory snapshot`).
+ * started on demand, a `syncfs`), ~1–3 ms each with the modules they load. Node loads a module when a bundle's module
+ * that names it is set up, used or not. The door's bundles get each as an object of the same names whose every
+ * property loads the real module at its first read.
  */
-const ON_USE = ['node:child_process', 'node:crypto', 'node:perf_hooks', 'node:worker_threads', 'node:zlib', 'yaml']
+const NODE_ON_USE = /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$/
 const requireHere = createRequire(import.meta.url)
-const modulesOnUse = ({schemas}) => ({
+/**
+ * Our schemas that run zod when set up: those that import it, and those that import them. The others (constants, hand
+ * checks, the parse helpers) are plain code a sync with nothing to do may run, and stay in the bundle.
+ */
+const schemasOfZod = (() => {
+  const texts = new Map(readdirSync(join(root, 'src', 'schemas')).filter((file) => file.endsWith('.ts')).map((file) => [`src/schemas/${file}`, readFileSync(join(root, 'src', 'schemas', file), 'utf8')]))
+  const ofZod = new Set([...texts].filter(([, text]) => /^import (?!type )[^;]*from 'zod'/m.test(text)).map(([file]) => file))
+  for (let grew = true; grew; ) {
+    grew = false
+    for (const [file, text] of texts) {
+      if (ofZod.has(file) || ![...text.matchAll(/from '\.\/([a-z-]+)\.js'/g)].some(([, name]) => ofZod.has(`src/schemas/${name}.ts`))) continue
+      ofZod.add(file)
+      grew = true
+    }
+  }
+  return [...ofZod].sort()
+})()
+/**
+ * Code that a call of the door may run and most calls do not, in scripts of their own, `dist/fast/on-use/<name>.cjs`,
+ * each compiled through a code cache of its own when first used (src/cli/code-cache.ts): a call reads, deserializes
+ * and declares only the code it runs, and its cache holds only that. V8 declares every function a script holds, and a
+ * cache written after a call that used such code holds it too: before, the sync's cache held zod after a push, and
+ * every later sync with nothing to do read it. Each entry names the modules a script holds, as they are imported:
+ * - yaml (~170 KB), which `memory ls`, `recall`, the hook and the sync load with the search's documents, but parse with
+ *   only when a file's front matter is read again;
+ * - in the sync's bundle, secretlint's preset (~470 KB) and moment (~100 KB), which only a push runs (the scan for
+ *   secrets, a daily note of an Obsidian replica);
+ * - in the sync's bundle, zod and our schemas (each file of src/schemas/ that sets zod up, as the code outside that
+ *   folder imports it): a sync with nothing to do reads its config as last parsed (`.nexus/config-read.json`), and its
+ *   status and audit line by hand checks, and loads neither. Nothing may use them at the top level of a module such a
+ *   sync loads: a schema is built by a function, or in a module loaded on use. Not in the other bundles, whose calls
+ *   parse with zod anyway: each module importing a stand-in copies its every name (~7 ms of `memory snapshot`).
+ * A script holds packages and its own files only: a module of ours it imports from elsewhere (src/schemas/parse.ts,
+ * which throws src/errors.ts's classes that `instanceof` checks) is the one of the bundle that loads it, handed over
+ * at its load (onUseHost).
+ */
+const ON_USE_SCRIPTS = {
+  yaml: ['yaml'],
+  secretlint: ['@secretlint/core', '@secretlint/profiler', '@secretlint/secretlint-rule-preset-recommend'],
+  moment: ['moment'],
+  schemas: ['zod', ...schemasOfZod],
+}
+/**
+ * The on-use scripts of each bundle of the door (others: yaml only). Not the hook's secretlint and moment, which a
+ * prompt never runs either: a prompt hook measured the same without them (docs/decisions/startup.md).
+ */
+const SCRIPTS_OF = {sync: ['yaml', 'secretlint', 'moment', 'schemas']}
+const scriptsOf = (name) => SCRIPTS_OF[name] ?? ['yaml']
+/** The modules of ours each on-use script takes from the bundle that loads it, found by its build (onUseHost). */
+const hostModules = Object.fromEntries(Object.keys(ON_USE_SCRIPTS).map((name) => [name, new Set()]))
+/** zod as its ES module build, as an import finds it (its CommonJS build would bring back every locale). */
+const realPath = (key) => (key === 'zod' ? fileURLToPath(import.meta.resolve('zod')) : key.startsWith('src/') ? join(root, key) : key)
+
+/**
+ * The door's stand-ins for what a bundle loads on use: Node's modules above, and the modules of its on-use scripts,
+ * which it asks for as `require('jarvis:on-use/<name>')` (src/cli/code-cache.ts answers that). A static import gets
+ * an object whose every name loads the module at its first read; a dynamic `import()` (a `require()` in the bundle)
+ * loads it there.
+ */
+const modulesOnUse = ({scripts}) => ({
   name: 'modules-on-use',
   setup(bundle) {
-    const specifierOf = (path) => (ON_USE.includes(`node:${path}`) ? `node:${path}` : path)
-    bundle.onResolve({filter: schemas ? /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$|^zod$/ : /^(?:node:)?(?:child_process|crypto|perf_hooks|worker_threads|zlib)$|^yaml$/}, ({path, namespace}) =>
-      namespace === 'modules-on-use' ? undefined : {path: specifierOf(path), namespace: 'modules-on-use'},
-    )
-    // Our schemas (src/schemas/, and zod with them), from outside that folder.
-    if (schemas) {
-      bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace}) =>
-        namespace === 'modules-on-use' || importer.includes(`${sep}src${sep}schemas${sep}`) ? undefined : {path: join(importer, '..', path).replace(/\.js$/, '.ts'), namespace: 'modules-on-use'},
-      )
+    const scriptOf = new Map(scripts.flatMap((script) => ON_USE_SCRIPTS[script].map((key) => [key, script])))
+    const standIn = (key, kind) => ({path: key, namespace: kind === 'dynamic-import' || kind === 'require-call' ? 'modules-at-import' : 'modules-on-use'})
+    bundle.onResolve({filter: NODE_ON_USE}, ({path, namespace, kind}) => (namespace.startsWith('modules-') ? undefined : standIn(`node:${path.replace(/^node:/, '')}`, kind)))
+    bundle.onResolve({filter: /^[@a-z]/}, ({path, namespace, kind}) => (scriptOf.has(path) && !namespace.startsWith('modules-') ? standIn(path, kind) : undefined))
+    // Our schemas, from outside their folder.
+    bundle.onResolve({filter: /\/schemas\/[a-z-]+\.js$/}, ({path, importer, namespace, kind}) => {
+      if (namespace.startsWith('modules-') || importer.includes(`${sep}src${sep}schemas${sep}`)) return undefined
+      const key = relative(root, join(importer, '..', path)).split(sep).join('/').replace(/\.js$/, '.ts')
+      return scriptOf.has(key) ? standIn(key, kind) : undefined
+    })
+    bundle.onResolve({filter: /^jarvis:on-use\//}, ({path}) => ({path, external: true}))
+    const load = (key) => {
+      if (key.startsWith('node:')) return `require(${JSON.stringify(key)})`
+      const script = scriptOf.get(key)
+      const host = [...hostModules[script]].map((module) => `${JSON.stringify(module)}: () => require(${JSON.stringify(join(root, module))})`)
+      return `require(${JSON.stringify(`jarvis:on-use/${script}`)})({${host.join(', ')}})[${JSON.stringify(key)}]()`
     }
+    bundle.onLoad({filter: /.*/, namespace: 'modules-at-import'}, ({path}) => ({contents: `module.exports = ${load(path)}`, loader: 'js', resolveDir: root}))
     bundle.onLoad({filter: /.*/, namespace: 'modules-on-use'}, async ({path}) => {
-      const names = path.endsWith('.ts') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice(join(root, 'src').length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
-      // A bundled module loaded on use is code the call's code cache may not hold yet: named in
-      // `globalThis.__jarvisLoadedOnUse`, so that src/cli/code-cache.ts writes the cache again to hold it.
-      const bundled = !path.startsWith('node:')
-      const tell = bundled ? `(globalThis.__jarvisLoadedOnUse ??= []).push(${JSON.stringify(path.startsWith(root) ? path.slice(root.length) : path)}), ` : ''
-      // zod as its ES module build, as an import finds it (its CommonJS build would bring back every locale).
-      const real = path === 'zod' ? fileURLToPath(import.meta.resolve('zod')) : path
+      const names = path.startsWith('src/') ? Object.keys(await import(pathToFileURL(join(root, 'dist', path.slice('src/'.length).replace(/\.ts$/, '.js'))).href)) : Object.keys(requireHere(path))
       const contents = [
         'let real',
-        `const load = () => (real ??= (${tell}require(${JSON.stringify(real)})))`,
+        `const load = () => (real ??= ${load(path)})`,
         `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, {enumerable: true, get: () => load()[name]})`,
       ].join('\n')
       return {contents, loader: 'js', resolveDir: root}
     })
+  },
+})
+
+/**
+ * In an on-use script's build: each module of ours outside the script's own, as one the loading bundle hands over
+ * (modulesOnUse passes them as `{path: () => module}`), so that the process has one of each.
+ */
+const onUseHost = (name) => ({
+  name: 'on-use-host',
+  setup(bundle) {
+    const own = new Set(ON_USE_SCRIPTS[name])
+    bundle.onResolve({filter: /^\.\.?\//}, ({path, importer}) => {
+      if (!importer.startsWith(join(root, 'src') + sep)) return undefined
+      const key = relative(root, join(importer, '..', path)).split(sep).join('/').replace(/\.js$/, '.ts')
+      if (own.has(key)) return undefined
+      hostModules[name].add(key)
+      return {path: key, namespace: 'on-use-host'}
+    })
+    bundle.onResolve({filter: /^jarvis-on-use-host$/}, () => ({path: 'host', namespace: 'on-use-host-modules'}))
+    bundle.onLoad({filter: /.*/, namespace: 'on-use-host-modules'}, () => ({contents: 'let host = {}\nexports.set = (given) => { host = given }\nexports.get = (key) => host[key]()', loader: 'js'}))
+    bundle.onLoad({filter: /.*/, namespace: 'on-use-host'}, ({path}) => ({contents: `module.exports = require('jarvis-on-use-host').get(${JSON.stringify(path)})`, loader: 'js', resolveDir: root}))
   },
 })
 
@@ -184,42 +258,88 @@ const schemasTag = createHash('sha256')
   )
   .digest('hex')
   .slice(0, 16)
+/** Options shared by the door's bundles and their on-use scripts. */
+const doorOptions = {
+  absWorkingDir: root,
+  write: false,
+  metafile: true,
+  outExtension: {'.js': '.cjs'},
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  supported: {'dynamic-import': false},
+  mainFields: ['module', 'main'],
+  // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
+  external: external.filter((name) => name !== 'proper-lockfile'),
+  // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
+  charset: 'ascii',
+  // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
+  // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
+  minifyWhitespace: true,
+  // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
+  define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
+  banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
+  logLevel: 'warning',
+}
+/**
+ * Each on-use script exports a function of the modules of ours it takes from the bundle that loads it, which gives
+ * the loaders of its modules by the names of ON_USE_SCRIPTS: its modules are set up when first asked for.
+ */
+const onUseBuilds = await Promise.all(
+  Object.entries(ON_USE_SCRIPTS).map(([name, keys]) =>
+    build({
+      ...doorOptions,
+      entryPoints: {[name]: `on-use-entry:${name}`},
+      outdir: 'dist/fast/on-use',
+      plugins: [
+        {
+          name: 'on-use-entry',
+          setup(bundle) {
+            bundle.onResolve({filter: /^on-use-entry:/}, ({path}) => ({path, namespace: 'on-use-entry'}))
+            bundle.onLoad({filter: /.*/, namespace: 'on-use-entry'}, () => ({
+              contents: [
+                "const host = require('jarvis-on-use-host')",
+                `module.exports = (given) => (host.set(given), {${keys.map((key) => `${JSON.stringify(key)}: () => require(${JSON.stringify(realPath(key))})`).join(', ')}})`,
+              ].join('\n'),
+              loader: 'js',
+              resolveDir: root,
+            }))
+          },
+        },
+        zodEnglishOnly,
+        debugWhenAsked,
+        assertOnFailure,
+        onUseHost(name),
+        modulesOnUse({scripts: []}),
+      ],
+    }),
+  ),
+)
 /** The door's bundles of `names`, in one build (modules shared by several are resolved once). */
-const buildDoors = (names, {schemas}) =>
+const buildDoors = (names) =>
   build({
-    absWorkingDir: root,
+    ...doorOptions,
     entryPoints: Object.fromEntries(names.map((name) => [name, `fast-door:${name}`])),
-    write: false,
-    metafile: true,
     outdir: 'dist/fast',
-    outExtension: {'.js': '.cjs'},
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    supported: {'dynamic-import': false},
-    mainFields: ['module', 'main'],
-    // proper-lockfile (and graceful-fs) too, compiled once into the cache instead of at every call.
-    external: external.filter((name) => name !== 'proper-lockfile'),
-    // code-cache.ts reads a bundle as latin1: it must hold ASCII only (esbuild's default, said here because it matters).
-    charset: 'ascii',
-    // A third smaller without its indentation and line breaks: each call reads and V8 takes in the whole text (~0.6 ms
-    // of sync's 1.9 MB). Names stay, so a stack trace still says which function.
-    minifyWhitespace: true,
-    // import.meta.resolve is only called when running from the TypeScript sources (tests), never in a bundle.
-    define: {'import.meta.url': '__jarvisBundleUrl', 'import.meta.resolve': '__jarvisResolve', __jarvisSchemasTag: JSON.stringify(schemasTag)},
-    banner: {js: "var __jarvisBundleUrl = require('node:url').pathToFileURL(__filename).href; var __jarvisResolve = (specifier) => require.resolve(specifier);"},
-    plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse({schemas})],
-    logLevel: 'warning',
+    plugins: [zodEnglishOnly, fastDoors, debugWhenAsked, assertOnFailure, modulesOnUse({scripts: scriptsOf(names[0])})],
   })
-// The sync's bundle on its own: its zod and schemas are loaded on use (modulesOnUse).
-const doorBuilds = [await buildDoors(Object.keys(doorEntries).filter((name) => name !== 'sync'), {schemas: false}), await buildDoors(['sync'], {schemas: true})]
-const doors = {outputs: doorBuilds.flatMap((one) => Object.entries(one.metafile.outputs)), outputFiles: doorBuilds.flatMap((one) => one.outputFiles)}
+// One build per set of on-use scripts.
+const doorNames = Object.keys(doorEntries)
+const doorBuilds = await Promise.all(Object.keys(SCRIPTS_OF).concat('').map((name) => buildDoors(name ? [name] : doorNames.filter((door) => !(door in SCRIPTS_OF)))))
+// A bundle that holds a module of one of its on-use scripts would set up a second copy of it.
+for (const [name, scripts] of doorNames.map((door) => [door, scriptsOf(door)])) {
+  const inputs = Object.keys(doorBuilds.flatMap((one) => Object.entries(one.metafile.outputs)).find(([file]) => file === `dist/fast/${name}.cjs`)[1].inputs)
+  const twice = inputs.filter((input) => scripts.some((script) => ON_USE_SCRIPTS[script].some((key) => input === key || input.startsWith(`node_modules/${key}/`))))
+  if (twice.length > 0) throw new Error(`dist/fast/${name}.cjs holds ${twice.join(', ')}, which its on-use scripts hold (scripts/bundle.mjs)`)
+}
+const allBuilds = [...onUseBuilds, ...doorBuilds]
+const doors = {outputs: allBuilds.flatMap((one) => Object.entries(one.metafile.outputs)), outputFiles: allBuilds.flatMap((one) => one.outputFiles)}
 // Code from a code cache cannot call import(), so a bundle require()s what it leaves out: each must load that way.
 // Only an ES module's refusal counts here; a native module built for another Node falls back at run time.
 const requireFromDist = createRequire(join(root, 'dist', 'fast', 'index.cjs'))
 for (const [file, output] of doors.outputs) {
-  for (const {path} of output.imports.filter((entry) => entry.external)) {
+  for (const {path} of output.imports.filter((entry) => entry.external && !entry.path.startsWith('jarvis:on-use/'))) {
     try {
       requireFromDist(path)
     } catch (error) {
@@ -231,7 +351,7 @@ for (const [file, output] of doors.outputs) {
 // Each bundle's first line names its content, which is what its code cache is filed under (src/cli/code-cache.ts).
 // Then the function a CommonJS module is wrapped in, written here so that code-cache.ts compiles the text as read:
 // wrapped at run time, the 1.5 MB text was copied once more at every call.
-mkdirSync(join(root, 'dist', 'fast'), {recursive: true})
+mkdirSync(join(root, 'dist', 'fast', 'on-use'), {recursive: true})
 for (const {path, contents} of doors.outputFiles) {
   const tag = createHash('sha256').update(contents).digest('hex').slice(0, 16)
   writeFileSync(path, Buffer.concat([Buffer.from(`// jarvis-bundle ${tag}\n(function (exports, require, module, __filename, __dirname) {`), contents, Buffer.from('\n})')]))

@@ -3,7 +3,8 @@
  * V8's code cache. Node 20 caches no compiled code for ES modules or `require()`: every process parses and compiles
  * the code it runs again, about a fifth of a hot command's time. A `vm.Script` takes the code V8 compiled in an
  * earlier run (`cachedData`) and skips that work. Each call of the door has its bundle, `dist/fast/<name>.cjs`, and
- * its cache, written after the first run that the door answered, so that it holds the functions that call runs.
+ * its cache, written after the first run that the door answered, so that it holds the functions that call runs. Code
+ * most calls do not run is in on-use scripts (`dist/fast/on-use/`), each with a cache of its own (doorScripts).
  *
  * A cache is never needed: one that is missing, unreadable, rejected by V8 (another Node) or unwritable only costs
  * the compile. A cache is named after its bundle's content, and its folder after Node's version: V8 checks a cache
@@ -32,37 +33,61 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
   if (printVersion(argv, packageRoot)) return true
   const door = fastDoorOf(argv)
   if (door === undefined) return false
-  const bundle = fileURLToPath(new URL(`dist/fast/${door.name}.cjs`, packageRoot))
-  let source: string
-  try {
-    // esbuild writes ASCII only (scripts/bundle.mjs), so latin1 reads the same text as UTF-8, faster.
-    source = readFileSync(bundle, 'latin1')
-  } catch {
-    return false
-  }
+  const scripts = doorScripts(fileURLToPath(new URL('dist/fast', packageRoot)))
   // Each hook event runs code of its own (a session's start, every prompt): a cache each.
   const event = door.name === 'hook' ? fastDoorOf(door.argv)?.name : undefined
-  const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(bundle, source, event ? `hook-${event}` : door.name)
-  const cached = cacheFile ? readCache(cacheFile) : undefined
-  const cachedData = cached?.data
-  // The bundle is the function a CommonJS module is wrapped in (scripts/bundle.mjs writes it so: no copy of its text
-  // here); it calls require() for Node's modules and the few packages it leaves out.
-  const script = new Script(source, {filename: bundle, cachedData})
-  const module = {exports: {} as {run: Door}}
-  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle))
-  const answered = await module.exports.run(door.argv)
-  if (answered && cacheFile) {
-    // At exit, so that the cache holds every function the call compiled; only after a call that succeeded. Written
-    // again when this call loaded a module of the bundle that the cache does not hold (a sync that pushed, after one
-    // with nothing to do wrote it: zod, the schemas; scripts/bundle.mjs): it then holds both calls' code.
-    process.once('exit', (code) => {
-      if (code !== 0) return
-      const loaded = (globalThis as {__jarvisLoadedOnUse?: string[]}).__jarvisLoadedOnUse ?? []
-      const kept = cached === undefined || script.cachedDataRejected ? undefined : cached.holds
-      if (kept === undefined || loaded.some((name) => !kept.includes(name))) writeCache(cacheFile, script, [...new Set([...(kept ?? []), ...loaded])])
-    })
-  }
+  const bundle = scripts.run(`${door.name}.cjs`, event ? `hook-${event}` : door.name) as {run: Door} | undefined
+  if (bundle === undefined) return false
+  const answered = await bundle.run(door.argv)
+  // At exit, so that each cache holds every function the call compiled; only after a call that succeeded.
+  if (answered) process.once('exit', (code) => code === 0 && scripts.writeCaches())
   return answered
+}
+
+/**
+ * The scripts of one call: its bundle, and the on-use scripts (`dist/fast/on-use/<name>.cjs`, scripts/bundle.mjs) it
+ * asks for as `require('jarvis:on-use/<name>')` when it first runs their code, each run once, through a cache of its
+ * own (`on-use-<name>`): a call that runs none of them reads none of them, and its bundle's cache holds none of their
+ * code. A cache is written for each script that had none, or one V8 rejected.
+ */
+function doorScripts(folder: string): {run: (file: string, cacheName: string) => unknown; writeCaches: () => void} {
+  const uncached: {script: Script; cacheFile: string}[] = []
+  const onUse = new Map<string, unknown>()
+  const requireOf = (file: string): NodeJS.Require => {
+    const nodeRequire = createRequire(file)
+    return Object.assign((id: string) => (id.startsWith(ON_USE) ? onUseScript(id.slice(ON_USE.length)) : nodeRequire(id)), nodeRequire)
+  }
+  const onUseScript = (name: string): unknown => {
+    if (!onUse.has(name)) onUse.set(name, run(join('on-use', `${name}.cjs`), `on-use-${name}`) ?? missing(name))
+    return onUse.get(name)
+  }
+  const run = (path: string, cacheName: string): unknown => {
+    const file = join(folder, path)
+    let source: string
+    try {
+      // esbuild writes ASCII only (scripts/bundle.mjs), so latin1 reads the same text as UTF-8, faster.
+      source = readFileSync(file, 'latin1')
+    } catch {
+      return undefined
+    }
+    const cacheFile = process.env.JARVIS_CODE_CACHE === 'off' ? undefined : cacheFileOf(folder, source, cacheName)
+    const cachedData = cacheFile ? readCache(cacheFile) : undefined
+    // The script is the function a CommonJS module is wrapped in (scripts/bundle.mjs writes it so: no copy of its text
+    // here); it calls require() for Node's modules, the few packages it leaves out and its on-use scripts.
+    const script = new Script(source, {filename: file, cachedData})
+    if (cacheFile && (cachedData === undefined || script.cachedDataRejected)) uncached.push({script, cacheFile})
+    const module = {exports: {}}
+    ;(script.runInThisContext() as (...args: unknown[]) => void)(module.exports, requireOf(file), module, file, dirname(file))
+    return module.exports
+  }
+  return {run, writeCaches: () => uncached.forEach(({script, cacheFile}) => writeCache(cacheFile, script))}
+}
+
+/** How a bundle names an on-use script. */
+const ON_USE = 'jarvis:on-use/'
+
+function missing(name: string): never {
+  throw new Error(`jarvis: dist/fast/on-use/${name}.cjs is missing: build jarvis again (npm run build)`)
 }
 
 /**
@@ -70,10 +95,10 @@ export async function runFastDoor(argv: string[], packageRoot: URL): Promise<boo
  * (two copies of jarvis on one machine keep their own caches) and `<content>` is the hash of the bundle written on
  * its first line by the build (V8 checks a cache against the source's length only): a new build is a new file.
  */
-function cacheFileOf(bundle: string, source: string, name: string): string | undefined {
+function cacheFileOf(folder: string, source: string, name: string): string | undefined {
   const content = /^\/\/ jarvis-bundle ([0-9a-f]{16})\n/.exec(source)?.[1]
   if (content === undefined) return undefined
-  const install = folderTag(dirname(bundle))
+  const install = folderTag(folder)
   return join(codeCacheRoot(), `node${process.versions.node}-${process.arch}`, install, `${name}.${content}.bin`)
 }
 
@@ -87,30 +112,22 @@ export function folderTag(text: string): string {
   return hash.toString(16).padStart(16, '0')
 }
 
-/**
- * A cache file: a line of JSON naming the modules of the bundle loaded on use that it holds (see runFastDoor), then
- * what V8 gave. Undefined when missing or out of shape (V8 rejects data that is not its own).
- */
-function readCache(file: string): {data: Buffer; holds: string[]} | undefined {
+/** What V8 gave, or undefined when missing (V8 rejects data that is not its own). */
+function readCache(file: string): Buffer | undefined {
   try {
-    const bytes = readFileSync(file)
-    const end = bytes.indexOf(0x0a)
-    if (end < 0) return undefined
-    const holds: unknown = JSON.parse(bytes.toString('utf8', 0, end))
-    if (!Array.isArray(holds) || !holds.every((name) => typeof name === 'string')) return undefined
-    return {data: bytes.subarray(end + 1), holds}
+    return readFileSync(file)
   } catch {
     return undefined
   }
 }
 
 /** Written whole or not at all (a temp file renamed); the call's caches of older builds, and other Nodes', are removed. */
-function writeCache(file: string, script: Script, holds: string[]): void {
+function writeCache(file: string, script: Script): void {
   try {
     const folder = dirname(file)
     mkdirSync(folder, {recursive: true})
     const temp = `${file}.${process.pid}.tmp`
-    writeFileSync(temp, Buffer.concat([Buffer.from(`${JSON.stringify(holds)}\n`), script.createCachedData()]))
+    writeFileSync(temp, script.createCachedData())
     renameSync(temp, file)
     const name = basename(file).split('.')[0]
     for (const other of readdirSync(folder)) if (other.split('.')[0] === name && join(folder, other) !== file) rmSync(join(folder, other), {force: true})

@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {initTree} from '../../src/store/index.js'
 import {assertBuilt, runJarvisBuilt} from '../hook/helpers.js'
-import {removeAll, tempDir} from '../helpers/world.js'
+import {makeClient, removeAll, startTestServer, tempDir, TOKENS} from '../helpers/world.js'
 
 describe('the fast door’s code cache', () => {
   let work: string
@@ -83,29 +83,81 @@ describe('the fast door’s code cache', () => {
     expect(await cacheFiles(cacheHome)).toEqual([current, join(dirname(current), 'recall.0123456789abcdef.bin')].sort())
   })
 
-  it('is written again, once, by a call that loaded a module of its bundle the cache did not hold (yaml, read on use), and then holds it', async () => {
-    const cacheHome = join(work, 'cache-grows')
-    const tree = (await initTree(join(work, 'tree-grows'), {agent: 'claude'})).root
+  /** The cache files, by the name before their content's hash (`memory-ls`, `on-use-yaml`), and when each was written. */
+  async function cachesByName(cacheHome: string): Promise<Record<string, number>> {
+    const files = await cacheFiles(cacheHome)
+    return Object.fromEntries(await Promise.all(files.map(async (file) => [file.split('/').at(-1)!.split('.')[0], (await stat(join(cacheHome, 'jarvis', 'code-cache', file))).mtimeMs] as const)))
+  }
+
+  it('yaml, read only with a front matter, is a script of its own with its own cache: the call’s cache is written once and never holds it', async () => {
+    const cacheHome = join(work, 'cache-yaml')
+    const tree = (await initTree(join(work, 'tree-yaml'), {agent: 'claude'})).root
     await writeFile(join(tree, '.memory', 'plain.md'), '# Plain\n\nNo front matter.\n')
     const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}
     const list = async () => {
-      const run = await runJarvisBuilt(['memory', 'ls'], {cwd: tree, env})
+      const run = await runJarvisBuilt(['memory', 'ls', '--json'], {cwd: tree, env})
       expect(run).toMatchObject({code: 0, stderr: ''})
-      const [file] = await cacheFiles(cacheHome)
-      const path = join(cacheHome, 'jarvis', 'code-cache', file)
-      return {mtimeMs: (await stat(path)).mtimeMs, holds: JSON.parse((await readFile(path, 'utf8')).split('\n')[0]) as string[]}
+      return {caches: await cachesByName(cacheHome), files: (JSON.parse(run.stdout) as {result: {files: Array<{path: string; title?: string}>}}).result.files}
     }
     const first = await list()
-    expect(first.holds).not.toContain('yaml')
+    expect(Object.keys(first.caches)).toEqual(['memory-ls'])
     expect(await list()).toEqual(first)
-    // A front matter to parse: yaml is loaded on use, which the cache did not hold.
+    // A front matter to parse: yaml is loaded, from its own script, through its own cache.
     await writeFile(join(tree, '.memory', 'titled.md'), '---\ntitle: Titled\ntags: [a]\n---\nBody.\n')
-    const grown = await list()
-    expect(grown.holds).toEqual(expect.arrayContaining([...first.holds, 'yaml']))
-    expect(grown.mtimeMs).not.toBe(first.mtimeMs)
-    // Its file read again (the listing keeps what it read only past a racy window): yaml again, held already.
+    const parsed = await list()
+    expect(parsed.files.find((file) => file.path === 'titled.md')?.title).toBe('Titled')
+    expect(parsed.caches).toEqual({'memory-ls': first.caches['memory-ls'], 'on-use-yaml': expect.any(Number)})
+    // Its file read again (the listing keeps what it read only past a racy window): both caches taken as they are.
     await writeFile(join(tree, '.memory', 'titled.md'), '---\ntitle: Titled again\n---\nBody.\n')
-    expect(await list()).toEqual(grown)
+    const again = await list()
+    expect(again.files.find((file) => file.path === 'titled.md')?.title).toBe('Titled again')
+    expect(again.caches).toEqual(parsed.caches)
+  })
+
+  it('a sync that pushes runs zod, the schemas and secretlint from on-use scripts through caches of their own; a no-op sync reads none of them, and its cache stays as a no-op wrote it', async () => {
+    const cacheHome = join(work, 'cache-sync')
+    const server = await startTestServer()
+    const own = await makeClient(server.url, 'claude')
+    const other = await makeClient(server.url, 'gemini')
+    const env = {...process.env, XDG_CACHE_HOME: cacheHome, XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_TOKEN: TOKENS.claude, JARVIS_WATCHER: 'off', JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}
+    const sync = async (extra: NodeJS.ProcessEnv = {}) => {
+      const run = await runJarvisBuilt(['sync', '--quiet'], {cwd: own.root, env: {...env, ...extra}})
+      expect(run).toMatchObject({code: 0, stderr: ''})
+      return cachesByName(cacheHome)
+    }
+    try {
+      // The first syncs read the config with zod (and keep it as parsed): without a cache, so that a no-op writes it.
+      await sync({JARVIS_CODE_CACHE: 'off'})
+      await sync({JARVIS_CODE_CACHE: 'off'})
+      const noOp = await sync()
+      expect(Object.keys(noOp)).toEqual(['sync'])
+      await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nA note that a sync sends.\n')
+      const pushed = await sync()
+      expect(pushed).toEqual({sync: noOp.sync, 'on-use-schemas': expect.any(Number), 'on-use-secretlint': expect.any(Number)})
+      // Without the on-use scripts' caches: a no-op would write again any it ran.
+      for (const file of await cacheFiles(cacheHome)) if (file.includes('/on-use-')) await rm(join(cacheHome, 'jarvis', 'code-cache', file))
+      expect(await sync()).toEqual({sync: noOp.sync})
+      await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nEdited, sent again.\n')
+      const again = await sync()
+      expect(Object.keys(again).sort()).toEqual(['on-use-schemas', 'on-use-secretlint', 'sync'])
+      // Taken as they are by the next push.
+      await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nA third time.\n')
+      expect(await sync()).toEqual(again)
+      // A broken cache of an on-use script only costs its compile: the push answers the same, and writes it again.
+      const [schemas] = (await cacheFiles(cacheHome)).filter((file) => file.includes('/on-use-schemas.'))
+      const path = join(cacheHome, 'jarvis', 'code-cache', schemas)
+      const garbage = Buffer.alloc((await stat(path)).size, 7)
+      await writeFile(path, garbage)
+      await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nAfter a broken cache.\n')
+      await sync()
+      expect((await readFile(path)).equals(garbage)).toBe(false)
+      await other.sync()
+      expect(await readFile(join(other.memory, 'pushed.md'), 'utf8')).toBe('# Pushed\n\nAfter a broken cache.\n')
+      expect((await cachesByName(cacheHome)).sync).toBe(noOp.sync)
+    } finally {
+      await server.close()
+      await removeAll([own.root, other.root])
+    }
   })
 
   it('no cache for a call that failed, one the door leaves to oclif, or with JARVIS_CODE_CACHE=off; a cache that cannot be written changes nothing', async () => {

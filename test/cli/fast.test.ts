@@ -234,6 +234,29 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     expect(outside.oclif).toBe(false)
   })
 
+  it('a sync that finds a secret, or a config zod refuses, answers as oclif does: what the on-use scripts throw is the bundle’s own error', async () => {
+    // A server of its own: the refused file stays in the tree.
+    const alone = await startTestServer()
+    const own = await makeClient(alone.url, 'claude')
+    try {
+      await writeFile(join(own.memory, 'leak.md'), `# Leak\n\nThe token is ${fakeGithubToken()}.\n`)
+      const secret = await bothDoors(['sync'], own.root)
+      expect(secret.code).toBe(5)
+      expect(secret.stderr).toContain('leak.md')
+      expect(secret.oclif).toBe(false)
+
+      const configFile = join(own.root, '.nexus', 'config.json')
+      await writeFile(configFile, JSON.stringify({...(JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>), server: 'ftp://127.0.0.1'}))
+      const refused = await bothDoors(['sync'], own.root)
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain('must be an http(s) URL')
+      expect(refused.oclif).toBe(false)
+    } finally {
+      await alone.close()
+      await removeAll([own.root])
+    }
+  })
+
   it('DEBUG=jarvis:* prints the debug lines through the fast door, and nothing without it', async () => {
     const withDebug = async (DEBUG: string) =>
       run(process.execPath, ['--require', preload, runJs, 'sync', '--quiet'], {cwd: client.root, env: {...env, DEBUG}}).then(({stderr}) => stderr)
