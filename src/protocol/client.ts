@@ -11,6 +11,7 @@ import {
   SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
 import {STATUS_TEXTS_HEADER} from '../schemas/protocol-headers.js'
+import {isMemoryPath, isPlainRecord, isRevision, isSha256Hex} from '../schemas/plain-fields.js'
 import {isWrittenDateTime} from '../schemas/written-date.js'
 import {type HttpAnswer, requestText} from './http.js'
 
@@ -40,12 +41,13 @@ export function pulledText(file: PullResponse['files'][string]): string {
 }
 /**
  * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything (the seed
- * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push,
- * as the schemas of src/schemas that a sync with nothing to do never reads (src/schemas/index.ts): zod itself is
- * not touched before (the fast door loads it on use, scripts/bundle.mjs).
+ * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push
+ * whose answer isPlainPushAnswer does not take as it is, as the schemas of src/schemas that a sync with nothing to
+ * do never reads (src/schemas/index.ts): zod itself is not touched before (the fast door loads it on use,
+ * scripts/bundle.mjs). Exported for the property test of isPlainPushAnswer.
  */
 let pushAnswer: ReturnType<typeof buildPushAnswerSchema> | undefined
-const pushAnswerSchema = () => (pushAnswer ??= buildPushAnswerSchema())
+export const pushAnswerSchema = () => (pushAnswer ??= buildPushAnswerSchema())
 function buildPushAnswerSchema() {
   return z.union([
     pushResponseSchema.unwrap(),
@@ -88,7 +90,7 @@ export interface ClientOptions {
   explainRefusal?: (status: 401 | 403, serverMessage: string) => Error | undefined
 }
 
-/** A small client for the memory protocol (contract §3); every answer is zod-checked here. */
+/** A small client for the memory protocol (contract §3); every answer is checked here: by zod, or by a hand check that accepts only what zod reads unchanged. */
 export class MemoryClient {
   readonly server: string
   private readonly token?: string
@@ -113,8 +115,8 @@ export class MemoryClient {
    * server that does not know the header ignores it, and the client pulls them as before.
    */
   status(since?: number, onSent?: () => void): Promise<StatusResponse> {
-    if (since === undefined) return this.call('GET', '/api/memory/status', undefined, () => statusResponseSchema, {}, onSent, isEmptyStatus)
-    return this.call('GET', `/api/memory/status?since=${since}`, undefined, () => statusResponseSchema, {[STATUS_TEXTS_HEADER]: String(STATUS_TEXTS_ASKED)}, onSent, isEmptyStatus)
+    if (since === undefined) return this.call('GET', '/api/memory/status', undefined, () => statusResponseSchema, {}, onSent, isPlainStatus)
+    return this.call('GET', `/api/memory/status?since=${since}`, undefined, () => statusResponseSchema, {[STATUS_TEXTS_HEADER]: String(STATUS_TEXTS_ASKED)}, onSent, isPlainStatus)
   }
 
   pull(paths: string[], onSent?: () => void): Promise<PullResponse> {
@@ -127,7 +129,8 @@ export class MemoryClient {
     if (base && Object.keys(base).length > 0) body.base = base
     if (deletes && deletes.length > 0) body.deletes = deletes
     if (body.base !== undefined && merged && merged.length > 0) body.merged = merged
-    return this.call('POST', '/api/memory/push', body, body.base === undefined ? seedPushAnswerSchema() : pushAnswerSchema(), {}, onSent)
+    const answer: () => z.ZodType<PushResponse> = body.base === undefined ? seedPushAnswerSchema : pushAnswerSchema
+    return this.call('POST', '/api/memory/push', body, answer, {}, onSent, isPlainPushAnswer)
   }
 
   syncTask<S extends z.ZodType>(task: unknown, answer: S): Promise<z.output<S>> {
@@ -211,17 +214,42 @@ export class MemoryClient {
 }
 
 /**
- * A status that lists no file, as `jarvis serve` answers the quick check of a sync with nothing to do: read as it
- * is, since zod and the schemas (a third of such a sync's own work, and most of its garbage) would be loaded for it
- * alone. True only for what `statusResponseSchema` reads unchanged (property-tested); anything else is zod's.
+ * A status as `jarvis serve` answers it (the quick check of a sync with nothing to do lists no file; a sync's after
+ * another machine pushed a few lists those, with their texts): read as it is, since zod and the schemas (a third of
+ * such a sync's own work, and most of its garbage) would be loaded for it alone. True only for what
+ * `statusResponseSchema` reads unchanged (property-tested); anything else is zod's.
  */
-export function isEmptyStatus(json: unknown): json is StatusResponse {
-  // zod drops a `__proto__` key, which JSON.parse makes an own property: such an answer is zod's to read.
-  if (typeof json !== 'object' || json === null || Array.isArray(json) || Object.hasOwn(json, '__proto__')) return false
-  const {files, seq, serverTime, activeProjectId} = json as Record<string, unknown>
-  if (typeof files !== 'object' || files === null || Array.isArray(files) || Object.getPrototypeOf(files) !== Object.prototype) return false
-  for (const _ in files) return false
-  return (seq === undefined || (Number.isSafeInteger(seq) && (seq as number) >= 0)) && (serverTime === undefined || isWrittenDateTime(serverTime)) && (activeProjectId === undefined || activeProjectId === null || typeof activeProjectId === 'string')
+export function isPlainStatus(json: unknown): json is StatusResponse {
+  if (!isPlainRecord(json)) return false
+  const {files, seq, serverTime, activeProjectId} = json
+  if (!isPlainRecord(files)) return false
+  for (const path in files) if (!isMemoryPath(path) || !isPlainStatusFile(files[path])) return false
+  return (seq === undefined || isRevision(seq)) && (serverTime === undefined || isWrittenDateTime(serverTime)) && (activeProjectId === undefined || activeProjectId === null || typeof activeProjectId === 'string')
+}
+
+/** An entry of a status (statusFileSchema) as `jarvis serve` writes it; any other field (a text) is kept as it is. */
+function isPlainStatusFile(file: unknown): boolean {
+  if (!isPlainRecord(file)) return false
+  const {updatedAt, hash, rev, deleted} = file
+  return isWrittenDateTime(updatedAt) && (hash === undefined || isSha256Hex(hash)) && (rev === undefined || isRevision(rev)) && (deleted === undefined || typeof deleted === 'boolean')
+}
+
+/**
+ * A push answer as `jarvis serve` writes it, read as it is (the union of pushAnswerSchema takes it by its first
+ * member unchanged): a sync that pushed a few files would load zod for it alone. Property-tested like isPlainStatus.
+ */
+export function isPlainPushAnswer(json: unknown): json is PushResponse {
+  if (!isPlainRecord(json)) return false
+  const {files, deleted, seq} = json
+  if (!isPlainRecord(files) || !(deleted === undefined || isPlainRecord(deleted)) || !(seq === undefined || isRevision(seq))) return false
+  for (const path in files) if (!isMemoryPath(path) || !isPlainPushed(files[path], true)) return false
+  for (const path in deleted) if (!isMemoryPath(path) || !isPlainPushed(deleted[path], false)) return false
+  return true
+}
+
+/** An entry of a push answer's `files` (`{rev, hash, updatedAt}`) or `deleted` (`{rev, updatedAt}`); other fields kept. */
+function isPlainPushed(file: unknown, withHash: boolean): boolean {
+  return isPlainRecord(file) && isRevision(file.rev) && isWrittenDateTime(file.updatedAt) && (!withHash || isSha256Hex(file.hash))
 }
 
 function parseAnswer(text: string): unknown {

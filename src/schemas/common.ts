@@ -4,6 +4,8 @@
  */
 import {z} from 'zod'
 
+import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN, SHA256_HEX_PATTERN} from './plain-fields.js'
+
 /** Keeps zod's own message for a wrong type or a missing field, and replaces only the format message. */
 function formatError(message: string) {
   return (issue: {code?: string}) => (issue.code === 'invalid_format' ? message : undefined)
@@ -19,16 +21,15 @@ export const isoDateTimeSchema = z.iso.datetime({
 })
 
 /** sha256 of a file's bytes, lowercase hex, as `node:crypto` prints it. */
-export const sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, {error: 'must be a sha256 digest in lowercase hex (64 characters)'})
+export const sha256HexSchema = z.string().regex(SHA256_HEX_PATTERN, {error: 'must be a sha256 digest in lowercase hex (64 characters)'})
 
 /**
  * A path relative to `.memory/` in its normal form (CONTRACT §3): `/` separators, no leading or trailing `/`,
  * no empty, `.` or `..` segment, no backslash or control character. store/paths.ts applies the same rule to
  * the file system; checking it here too means a bad path in any body is refused before it reaches the store.
+ * The pattern is plain-fields.ts's, where the sync checks some paths without zod.
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what a path may not hold
-export const MEMORY_PATH_PATTERN = /^(?!\/)(?!.*\/$)(?!.*\/\/)(?!(?:.*\/)?\.{1,2}(?:\/|$))[^\\\u0000-\u001f]+$/
-export const MEMORY_PATH_MAX = 1024
+export {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from './plain-fields.js'
 export const memoryPathSchema = z
   .string()
   .max(MEMORY_PATH_MAX, {error: 'a path is at most 1024 characters'})

@@ -7,7 +7,7 @@ import {rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
-import {MEMORY_PATH_MAX, MEMORY_PATH_PATTERN} from '../schemas/common.js'
+import {isMemoryPath, isPlainRecord, isRevision, isSha256Hex} from '../schemas/plain-fields.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
 import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
@@ -266,9 +266,32 @@ function checkedByHand(value: unknown, checkedBefore = false): SyncState | undef
   return {...checkedRest(rest), files: files as SyncState['files']}
 }
 
-/** Everything of the state but its entries, by the schema (small). */
+/**
+ * Everything of the state but its entries: by hand when jarvis wrote it (isWrittenRest), else by the schema. A sync of
+ * a few files reads and writes the state through its journal, and would load zod and build the state's schema only
+ * for these few fields.
+ */
 function checkedRest(rest: Record<string, unknown>): SyncState {
-  return parseWith(syncStateSchema, {...rest, files: {}}, SYNC_STATE_FILE)
+  const state = {...rest, files: {}}
+  return isWrittenRest(state) ? state : parseWith(syncStateSchema, state, SYNC_STATE_FILE)
+}
+
+/**
+ * True only for a state without entries that syncStateSchema reads unchanged (property-tested): every field the
+ * schema knows as jarvis writes it; others (the schema keeps them) any JSON value.
+ */
+export function isWrittenRest(state: Record<string, unknown>): state is SyncState {
+  if (!isPlainRecord(state) || !isPlainRecord(state.files)) return false
+  for (const _ in state.files) return false
+  const {version, server, seq, mode, lastSyncAt, sessions} = state
+  return (
+    version === 1 &&
+    (server === undefined || typeof server === 'string') &&
+    (seq === undefined || isRevision(seq)) &&
+    (mode === undefined || mode === 'revision' || mode === 'timestamp') &&
+    (lastSyncAt === undefined || isWrittenDateTime(lastSyncAt)) &&
+    (sessions === undefined || isPlainRecord(sessions))
+  )
 }
 
 /**
@@ -295,15 +318,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/
-
 /** True only for `{hash, rev?, updatedAt?, syncedAt}` exactly as jarvis writes them (see checkSyncState). */
 export function isWrittenEntry(path: string, entry: unknown): boolean {
-  if (path.length > MEMORY_PATH_MAX || !MEMORY_PATH_PATTERN.test(path) || !isRecord(entry)) return false
+  if (!isMemoryPath(path) || !isRecord(entry)) return false
   for (const key in entry) if (key !== 'hash' && key !== 'rev' && key !== 'updatedAt' && key !== 'syncedAt') return false
   const {hash, rev, updatedAt, syncedAt} = entry
-  if (typeof hash !== 'string' || !SHA256_HEX.test(hash) || !isWrittenDateTime(syncedAt)) return false
-  if (rev !== undefined && !(typeof rev === 'number' && Number.isSafeInteger(rev) && rev >= 0)) return false
+  if (!isSha256Hex(hash) || !isWrittenDateTime(syncedAt)) return false
+  if (rev !== undefined && !isRevision(rev)) return false
   return updatedAt === undefined || isWrittenDateTime(updatedAt)
 }
 
