@@ -114,7 +114,7 @@ describe('the fast door’s code cache', () => {
     expect(again.caches).toEqual(parsed.caches)
   })
 
-  it('a sync that pushes runs zod, the schemas and secretlint from on-use scripts through caches of their own; a no-op sync reads none of them, and its cache stays as a no-op wrote it', async () => {
+  it('a sync that pushes runs secretlint, and one that reads a changed config zod and the schemas, from on-use scripts through caches of their own; a no-op sync reads none of them, and its cache stays as a no-op wrote it', async () => {
     const cacheHome = join(work, 'cache-sync')
     const server = await startTestServer()
     const own = await makeClient(server.url, 'claude')
@@ -131,21 +131,29 @@ describe('the fast door’s code cache', () => {
       await sync({JARVIS_CODE_CACHE: 'off'})
       const noOp = await sync()
       expect(Object.keys(noOp)).toEqual(['sync'])
+      // A push of a few files scans for secrets; its answer passes a hand check, so zod is not run.
       await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nA note that a sync sends.\n')
       const pushed = await sync()
-      expect(pushed).toEqual({sync: noOp.sync, 'on-use-schemas': expect.any(Number), 'on-use-secretlint': expect.any(Number)})
+      expect(pushed).toEqual({sync: noOp.sync, 'on-use-secretlint': expect.any(Number)})
       // Without the on-use scripts' caches: a no-op would write again any it ran.
       for (const file of await cacheFiles(cacheHome)) if (file.includes('/on-use-')) await rm(join(cacheHome, 'jarvis', 'code-cache', file))
       expect(await sync()).toEqual({sync: noOp.sync})
       await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nEdited, sent again.\n')
       const again = await sync()
-      expect(Object.keys(again).sort()).toEqual(['on-use-schemas', 'on-use-secretlint', 'sync'])
+      expect(Object.keys(again).sort()).toEqual(['on-use-secretlint', 'sync'])
       // Taken as they are by the next push.
       await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nA third time.\n')
       expect(await sync()).toEqual(again)
+      // A config whose text changed is parsed by zod: the schemas' script, through its own cache, taken by the next.
+      const configFile = join(own.root, '.nexus', 'config.json')
+      await writeFile(configFile, `${await readFile(configFile, 'utf8')}\n`)
+      const configRead = await sync()
+      expect(configRead).toEqual({...again, 'on-use-schemas': expect.any(Number)})
+      await writeFile(configFile, `${await readFile(configFile, 'utf8')}\n`)
+      expect(await sync()).toEqual(configRead)
       // A broken cache of an on-use script only costs its compile: the push answers the same, and writes it again.
-      const [schemas] = (await cacheFiles(cacheHome)).filter((file) => file.includes('/on-use-schemas.'))
-      const path = join(cacheHome, 'jarvis', 'code-cache', schemas)
+      const [secretlint] = (await cacheFiles(cacheHome)).filter((file) => file.includes('/on-use-secretlint.'))
+      const path = join(cacheHome, 'jarvis', 'code-cache', secretlint)
       const garbage = Buffer.alloc((await stat(path)).size, 7)
       await writeFile(path, garbage)
       await writeFile(join(own.memory, 'pushed.md'), '# Pushed\n\nAfter a broken cache.\n')
