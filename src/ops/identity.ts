@@ -6,6 +6,7 @@ import {z} from 'zod'
 
 import {BadInputError, SchemaError, UnreachableError} from '../errors.js'
 import {parseJsonFile, type NexusConfig} from '../schemas/index.js'
+import {isPlainRecord} from '../schemas/plain-fields.js'
 
 /**
  * The user's own settings, outside any tree: `$XDG_CONFIG_HOME/jarvis/config.json` (mode 0600).
@@ -74,11 +75,6 @@ export function isPlainUserConfig(value: unknown): value is UserConfig {
     for (const agent in entry) if (typeof entry[agent] !== 'string') return false
   }
   return true
-}
-
-/** A JSON object zod copies key for key: it drops a `__proto__` key, which JSON.parse makes an own property. */
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype && !Object.hasOwn(value, '__proto__')
 }
 
 /** Where a token came from, to name it in a message without ever showing it. */
