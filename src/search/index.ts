@@ -346,12 +346,14 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
   if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`--limit must be a positive integer, got ${limit}`)
   const filters = filtersOf(options)
   const index = await indexFor(root)
+  const provider = semanticProvider(options.embeddings)
+  // A first search in this process: the vectors are read on the thread pool while this thread checks the tree.
+  if (provider.kind === 'builtin' && options.refresh !== false) builtinStore(root)?.prefetch()
   const refresh = options.refresh === false ? {indexed: 0, removed: 0, files: index.files.size, rebuilt: false} : await refreshBeforeSearch(root, index)
   const started = performance.now()
 
   const keyword = index.search(query, filters, Math.max(limit, FUSION_DEPTH))
   const termsOf = new Map(keyword.map((hit) => [hit.path, hit.terms]))
-  const provider = semanticProvider(options.embeddings)
   let mode: SearchResult['mode'] = 'keyword'
   let model: string | undefined
   let note: string | undefined

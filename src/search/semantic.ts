@@ -18,7 +18,7 @@ import {type SearchDocument, toSearchDocument} from './document.js'
 import {wordsOf} from './fts.js'
 import {readAll} from './keyword.js'
 import {StaticModel} from './static-model.js'
-import {appendLog, appendMark, encodeRecord, type FileVectors, logHeader, type LogCrc, type LogRead, type LogStamp, readLog, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
+import {appendLog, appendMark, encodeRecord, type FileVectors, logHeader, type LogCrc, type LogRead, type LogStamp, readLog, readLogInBackground, readRecords, recordOf, replaceLog, stampOf, vectorsOfRecord} from './vector-log.js'
 
 const debug = createDebug('jarvis:search')
 
@@ -162,6 +162,10 @@ export class ChunkVectorStore {
   /** Per word row, how many files hold it (the word-by-word match weighs a rare word more). */
   private readonly fileCounts: Uint32Array
   private loaded = false
+  /** The first load under way: calls made meanwhile wait for the same one. */
+  private loading: Promise<void> | undefined
+  /** The log's read started by prefetch, until the load takes it. */
+  private ahead: Promise<{read: ReturnType<typeof readLog>} | {error: unknown}> | undefined
   /** The keyword index's generation the vectors were last brought up to date with (KeywordIndex.generation). */
   private syncedWith: number | undefined
   private readonly file: string
@@ -196,7 +200,7 @@ export class ChunkVectorStore {
    */
   async updateFrom(index: {readonly files: ReadonlyMap<string, {hash: string}>; readonly generation: number; readonly freshManifest: number | undefined}): Promise<number> {
     const manifest = index.freshManifest
-    this.loadOnce()
+    await this.loadOnce()
     if (manifest !== undefined && manifest === this.syncedManifest) {
       // So that the next process checks one checksum, not one per record: once, and only with a CRC-32 to give.
       if (this.markUnvouched && this.known !== undefined && this.writable) this.appendMark(manifest)
@@ -233,7 +237,7 @@ export class ChunkVectorStore {
   }
 
   private async updateNow(current: ReadonlyMap<string, {hash: string}>): Promise<number> {
-    const first = this.loadOnce()
+    const first = await this.loadOnce()
     this.syncedManifest = undefined
     const staleOf = () => [...current].filter(([path, {hash}]) => this.files.get(path)?.hash !== hash).map(([path, {hash}]): [string, string] => [path, hash])
     // What other processes appended since this one read the log: the vectors it lacks are read, not embedded again;
@@ -269,19 +273,43 @@ export class ChunkVectorStore {
     return embedded
   }
 
+  /**
+   * Starts reading the log on the thread pool, for a first search whose own thread checks the tree meanwhile (a new
+   * process: one `lstat` per file and folder); the load takes what it read. Nothing once the vectors are loaded.
+   */
+  prefetch(): void {
+    if (this.loaded || this.loading !== undefined || this.ahead !== undefined) return
+    this.ahead = readLogInBackground(this.file).then(
+      (read) => ({read}),
+      (error: unknown) => ({error}),
+    )
+  }
+
   /** Loads the vectors at the first call; true when this call did. */
-  private loadOnce(): boolean {
+  private async loadOnce(): Promise<boolean> {
     if (this.loaded) return false
-    this.load()
-    this.loaded = true
-    return true
+    const first = this.loading === undefined
+    this.loading ??= this.load().then(
+      () => void (this.loaded = true),
+      (error: unknown) => {
+        // Tried again by the next call, as before the load was shared.
+        this.loading = undefined
+        throw error
+      },
+    )
+    await this.loading
+    return first
   }
 
   /** Reads the log (or, with none, an older jarvis's database): the last record of each path wins. */
-  private load(): void {
+  private async load(): Promise<void> {
     let read: ReturnType<typeof readLog>
     try {
-      read = readLog(this.file)
+      const ahead = await this.ahead
+      this.ahead = undefined
+      if (ahead !== undefined && 'error' in ahead) throw ahead.error
+      // Read ahead, and grown or replaced since (another process wrote to it): read again.
+      read = ahead === undefined || !sameLog(ahead.read?.stamp, stampOf(this.file)) ? readLog(this.file) : ahead.read
     } catch (error) {
       debug('vectors unreadable, embedding again: %s', (error as Error).message)
     }
@@ -476,39 +504,98 @@ export class ChunkVectorStore {
 
   /**
    * The files with a vector that `accept` takes, scored by their best chunk's cosine similarity to `query` (a unit
-   * vector): the best `limit`, best first, then those of `also` that are not among them.
+   * vector): the best `limit`, best first (equal scores by path), then those of `also` that are not among them.
+   *
+   * A new process runs this loop in V8's interpreter for most of its one search, where every floating-point value is
+   * a heap object: scored in floats, 10,000 files made ~15 MB of garbage. So each file is first screened with the query
+   * in integers (queryInIntegers: small integers are not heap objects), and scored in floats only when its screened
+   * score, widened by how far the integer query can be off, could pass the floor: the answer is the floats' own.
    */
   rank(query: Float32Array, accept: ((path: string) => boolean) | undefined, limit: number, also: ReadonlySet<string> = new Set()): Array<{path: string; score: number}> {
     const dims = this.model.dims
+    const screen = queryInIntegers(query)
     const top: Array<{path: string; score: number}> = []
     const extra: Array<{path: string; score: number}> = []
-    let floor = -Infinity
-    for (const [path, file] of this.files) {
-      if (accept && !accept(path)) continue
-      const {i8: rows, f32: factors} = file.seg
-      const {factorsAt, chunks} = file
-      let best = -Infinity
-      for (let c = 0, from = file.rowsAt; c < chunks; c++, from += dims) {
-        let dot = 0
-        for (let i = 0; i < dims; i += 4) dot += query[i] * rows[from + i] + query[i + 1] * rows[from + i + 1] + query[i + 2] * rows[from + i + 2] + query[i + 3] * rows[from + i + 3]
-        const score = dot * factors[factorsAt + c]
-        if (score > best) best = score
-      }
-      if (best === -Infinity) continue
-      if (best > floor) {
-        top.push({path, score: best})
-        // Kept short: sorted and cut back to `limit` whenever it doubles; the cut's last score is the new floor.
+    // The last of the best `limit` at the latest cut: a file must rank before it (byScore) to be kept.
+    let floor: {path: string; score: number} = {path: '', score: -Infinity}
+    // forEach, not for-of: no [path, file] pair per file.
+    this.files.forEach((file, path) => {
+      if (accept && !accept(path)) return
+      if (floor.score !== -Infinity && !also.has(path) && screenedBest(screen, file, dims) < floor.score) return
+      const best = bestChunkScore(query, file, dims)
+      if (best === -Infinity) return
+      const hit = {path, score: best}
+      if (byScore(hit, floor) < 0) {
+        top.push(hit)
+        // Kept short: sorted and cut back to `limit` whenever it doubles; the cut's last one is the new floor.
         if (top.length >= 2 * limit) {
           top.sort(byScore)
           for (const dropped of top.splice(limit)) if (also.has(dropped.path)) extra.push(dropped)
-          floor = top[top.length - 1].score
+          floor = top[top.length - 1]
         }
-      } else if (also.has(path)) extra.push({path, score: best})
-    }
+      } else if (also.has(path)) extra.push(hit)
+    })
     top.sort(byScore)
     for (const dropped of top.splice(limit)) if (also.has(dropped.path)) extra.push(dropped)
     return [...top, ...extra]
   }
+}
+
+/** Whether two stamps of the log (undefined: none) are of the same file at the same size. */
+function sameLog(a: LogStamp | undefined, b: LogStamp | undefined): boolean {
+  return a === undefined ? b === undefined : b !== undefined && a.ino === b.ino && a.size === b.size
+}
+
+/** A file's best chunk score: each chunk's int8 row · the query, times the chunk's scale. -Infinity: no chunk. */
+export function bestChunkScore(query: Float32Array, file: FileVectors, dims: number): number {
+  const {i8: rows, f32: factors} = file.seg
+  const {factorsAt, chunks} = file
+  let best = -Infinity
+  for (let c = 0, from = file.rowsAt; c < chunks; c++, from += dims) {
+    let dot = 0
+    for (let i = 0; i < dims; i += 4) dot += query[i] * rows[from + i] + query[i + 1] * rows[from + i + 1] + query[i + 2] * rows[from + i + 2] + query[i + 3] * rows[from + i + 3]
+    const score = dot * factors[factorsAt + c]
+    if (score > best) best = score
+  }
+  return best
+}
+
+/** The query scaled to integers, and by how much each chunk's dot product with it can differ from the floats'. */
+interface IntegerQuery {
+  values: Int32Array
+  scale: number
+  /** The most |Σ qᵢ·rᵢ − Σ round(qᵢ·scale)·rᵢ / scale| can be over a row of int8 values: ½ · 128 · dims / scale. */
+  slack: number
+}
+
+/** Integers below 2³⁰ stay small integers to V8: a dot product of `dims` int8 values with the scaled query must too. */
+export function queryInIntegers(query: Float32Array): IntegerQuery {
+  const dims = query.length
+  let largest = 0
+  for (let i = 0; i < dims; i++) largest = Math.max(largest, Math.abs(query[i]))
+  // |Σ qᵢ·rᵢ| ≤ dims · 128 · max|qᵢ|·scale < 2³⁰.
+  const scale = largest === 0 ? 1 : Math.floor((2 ** 30 - 1) / (dims * 128 * largest))
+  const values = new Int32Array(dims)
+  for (let i = 0; i < dims; i++) values[i] = Math.round(query[i] * scale)
+  return {values, scale, slack: (64 * dims) / scale}
+}
+
+/**
+ * An upper bound of bestChunkScore from the integer query: each chunk's integer dot product, scaled back, widened by
+ * the query's rounding (`slack`) and a margin for the floats' own rounding, times the chunk's scale.
+ */
+export function screenedBest({values, scale, slack}: IntegerQuery, file: FileVectors, dims: number): number {
+  const {i8: rows, f32: factors} = file.seg
+  const {factorsAt, chunks} = file
+  let best = -Infinity
+  for (let c = 0, from = file.rowsAt; c < chunks; c++, from += dims) {
+    let dot = 0
+    for (let i = 0; i < dims; i += 4) dot += values[i] * rows[from + i] + values[i + 1] * rows[from + i + 1] + values[i + 2] * rows[from + i + 2] + values[i + 3] * rows[from + i + 3]
+    const factor = factors[factorsAt + c]
+    const bound = (dot / scale) * factor + (slack + 1e-6) * Math.abs(factor)
+    if (bound > best) best = bound
+  }
+  return best
 }
 
 const byScore = (a: {path: string; score: number}, b: {path: string; score: number}) => b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)

@@ -10,9 +10,10 @@
  * may also carry the CRC-32 of every byte of the log before it: the records up to a mark that checks out are read
  * without checking each one's own (one checksum over 6 MB, not 10,000 calls of one each).
  *
- * PURE but for `readLog`/`appendLog`/`replaceLog` at the end, which do the file's I/O.
+ * PURE but for the functions at the end (`readLog`, `readLogInBackground`, `stampOf`, `appendLog`, `replaceLog`…),
+ * which do the file's I/O.
  */
-import {closeSync, constants, fstatSync, openSync, readSync, writeSync} from 'node:fs'
+import {closeSync, constants, fstatSync, openSync, read, readSync, writeSync} from 'node:fs'
 import {mkdir} from 'node:fs/promises'
 import {dirname} from 'node:path'
 import {crc32} from 'node:zlib'
@@ -320,8 +321,8 @@ export interface LogStamp {
   size: number
 }
 
-/** The bytes of the log at `file` from `from` (all of it when 0), and its stamp; undefined when there is no file. */
-export function readLog(file: string, from = 0): {bytes: Uint8Array; stamp: LogStamp} | undefined {
+/** The log at `file` open for reading, with its inode and size; undefined when there is none. */
+function openLog(file: string): {fd: number; ino: number; size: number} | undefined {
   let fd: number
   try {
     fd = openSync(file, 'r')
@@ -331,34 +332,65 @@ export function readLog(file: string, from = 0): {bytes: Uint8Array; stamp: LogS
   }
   try {
     const {ino, size} = fstatSync(fd)
-    // One read into one fresh buffer (aligned, not from Node's pool): the views of every file's vectors point into it.
-    const bytes = new Uint8Array(new ArrayBuffer(Math.max(0, size - from)))
-    let got = 0
-    while (got < bytes.length) {
-      const n = readSync(fd, bytes, got, bytes.length - got, from + got)
-      if (n === 0) break
-      got += n
-    }
-    return {bytes: bytes.subarray(0, got), stamp: {ino, size: from + got}}
-  } finally {
+    return {fd, ino, size}
+  } catch (error) {
     closeSync(fd)
+    throw error
   }
 }
 
-/** The stamp of the log at `file` now; undefined when there is none. */
-export function stampOf(file: string): LogStamp | undefined {
-  let fd: number
+/** The bytes of the log at `file` from `from` (all of it when 0), and its stamp; undefined when there is no file. */
+export function readLog(file: string, from = 0): {bytes: Uint8Array; stamp: LogStamp} | undefined {
+  const log = openLog(file)
+  if (log === undefined) return undefined
   try {
-    fd = openSync(file, 'r')
+    // One read into one fresh buffer (aligned, not from Node's pool): the views of every file's vectors point into it.
+    const bytes = new Uint8Array(new ArrayBuffer(Math.max(0, log.size - from)))
+    let got = 0
+    while (got < bytes.length) {
+      const n = readSync(log.fd, bytes, got, bytes.length - got, from + got)
+      if (n === 0) break
+      got += n
+    }
+    return {bytes: bytes.subarray(0, got), stamp: {ino: log.ino, size: from + got}}
+  } finally {
+    closeSync(log.fd)
+  }
+}
+
+/**
+ * readLog of the whole log, its read on the thread pool: for a caller with other work to do on its own thread
+ * meanwhile (ChunkVectorStore.prefetch). The file is opened and sized here, then read by one job of the pool: a job
+ * per step would wait for this thread, busy, between two steps.
+ */
+export async function readLogInBackground(file: string): Promise<{bytes: Uint8Array; stamp: LogStamp} | undefined> {
+  const log = openLog(file)
+  if (log === undefined) return undefined
+  try {
+    const bytes = new Uint8Array(new ArrayBuffer(log.size))
+    let got = 0
+    while (got < bytes.length) {
+      const n = await new Promise<number>((resolve, reject) => read(log.fd, bytes, got, bytes.length - got, got, (error, bytesRead) => (error ? reject(error) : resolve(bytesRead))))
+      if (n === 0) break
+      got += n
+    }
+    return {bytes: bytes.subarray(0, got), stamp: {ino: log.ino, size: got}}
+  } finally {
+    closeSync(log.fd)
+  }
+}
+
+/** The stamp of the log at `file` now; undefined when there is none (or it cannot be opened). */
+export function stampOf(file: string): LogStamp | undefined {
+  let log: ReturnType<typeof openLog>
+  try {
+    log = openLog(file)
   } catch {
     return undefined
   }
-  try {
-    const {ino, size} = fstatSync(fd)
-    return {ino, size}
-  } finally {
-    closeSync(fd)
-  }
+  if (log === undefined) return undefined
+  closeSync(log.fd)
+  return {ino: log.ino, size: log.size}
 }
 
 /**

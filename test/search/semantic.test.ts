@@ -6,14 +6,15 @@ import {readdir, rm, utimes, writeFile} from 'node:fs/promises'
 import {existsSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import fc from 'fast-check'
 import {afterAll, afterEach, describe, expect, it, vi} from 'vitest'
 
 import Database from 'better-sqlite3'
 
 import {BUILTIN_MODEL, convexFusion, resetSearchCache, searchMemory, VECTORS_FILE} from '../../src/search/index.js'
 import {KeywordIndex} from '../../src/search/keyword.js'
-import {builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, LEGACY_VECTORS_FILE, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
-import {readRecords, vectorsData, type VectorsData} from '../../src/search/vector-log.js'
+import {bestChunkScore, builtinModel, CHUNK_WORDS, ChunkVectorStore, chunksOf, LEGACY_VECTORS_FILE, queryInIntegers, screenedBest, WORD_MATCH_FLOOR} from '../../src/search/semantic.js'
+import {encodeRecord, readRecords, vectorsData, type VectorsData, vectorsOfRecord} from '../../src/search/vector-log.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {corpusFiles, QUERIES, writeCorpus} from './corpus.js'
@@ -86,6 +87,27 @@ describe('search by meaning, with nothing configured', () => {
     expect(removed.hits.map((h) => h.path)).not.toContain(HOLIDAY)
     resetSearchCache()
     expect((await searchMemory(root, 'skiing in the Alps')).stats.embedded).toBe(0)
+  })
+
+  it('a read of the vectors started ahead is read again when another process wrote to them meanwhile: nothing is embedded twice', async () => {
+    const root = await tree()
+    const model = builtinModel()!
+    const hashes = new Map([...corpusFiles().keys(), HOLIDAY].map((path) => [path, {hash: path}]))
+    const writer = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    await writer.update(hashes)
+
+    // A new process starts reading the vectors before its search checks the tree...
+    const reader = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    reader.prefetch()
+    // ...while another one embeds an edited file and appends its vectors.
+    await writeFile(join(root, '.memory', HOLIDAY), '# Holiday plans\n\nA week of skiing in the Alps in February.\n')
+    hashes.set(HOLIDAY, {hash: 'skiing'})
+    expect(await writer.update(hashes)).toBe(1)
+
+    expect(await reader.update(hashes)).toBe(0)
+    expect(reader.rank(model.embed('skiing in the Alps'), undefined, 1)[0].path).toBe(HOLIDAY)
+    writer.close()
+    reader.close()
   })
 
   /** The vectors of `root` as an older jarvis kept them: one SQLite row per file in `vectors.sqlite`, the log removed. */
@@ -225,6 +247,62 @@ describe('word-by-word match', () => {
     expect(scores.get('post.md')).toBeCloseTo(idf(0) * mailToEmail)
     expect(scores.get('other.md')).toBe(0)
     expect(store.wordMatch('zzqx', files.keys()).size).toBe(0) // no word the model holds
+    store.close()
+  })
+})
+
+describe('ranking by the best chunk', () => {
+  /** A unit vector of `dims` floats, as the model's embed gives. */
+  const unitVector = (dims: number) =>
+    fc.array(fc.float({min: -1, max: 1, noNaN: true}), {minLength: dims, maxLength: dims}).map((values) => {
+      const length = Math.hypot(...values) || 1
+      return Float32Array.from(values, (value) => value / length)
+    })
+
+  it('screens no file out that the floats would score above the floor: the integer query bounds every chunk from above', () => {
+    const file = (dims: number) =>
+      fc
+        .array(fc.tuple(fc.array(fc.integer({min: -128, max: 127}), {minLength: dims, maxLength: dims}), fc.float({min: Math.fround(1e-4), max: 1, noNaN: true})), {minLength: 1, maxLength: 5})
+        .map((chunks) => vectorsOfRecord(encodeRecord('a.md', {hash: 'h', factors: Float32Array.from(chunks, ([, factor]) => factor), rows: Int8Array.from(chunks.flatMap(([row]) => row)), words: new Uint32Array(0)}), dims))
+    fc.assert(
+      fc.property(
+        fc.integer({min: 1, max: 96}).chain((quarter) => fc.tuple(unitVector(quarter * 4), file(quarter * 4))),
+        ([query, vectors]) => {
+          const exact = bestChunkScore(query, vectors, query.length)
+          expect(screenedBest(queryInIntegers(query), vectors, query.length)).toBeGreaterThanOrEqual(exact)
+        },
+      ),
+      {numRuns: 300},
+    )
+  })
+
+  it('gives the answer of scoring every file in floats, for any query, depth and set of files kept beside the best', async () => {
+    const root = await tree()
+    const model = builtinModel()!
+    const store = new ChunkVectorStore(root, model, BUILTIN_MODEL)
+    const files = corpusFiles()
+    await store.update(new Map([...files.keys()].map((path) => [path, {hash: path}])))
+    const paths = [...files.keys()]
+    // Every file scored in floats: no floor is ever set when every file is kept.
+    const everyFile = (query: Float32Array) => store.rank(query, undefined, Infinity)
+    const words = [...new Set([...files.values()].join(' ').toLowerCase().match(/[a-z]+/g) ?? [])]
+    const query = fc.oneof(
+      fc.array(fc.constantFrom(...words), {minLength: 1, maxLength: 6}).map((picked) => model.embed(picked.join(' '))),
+      unitVector(model.dims),
+    )
+    fc.assert(
+      fc.property(query, fc.integer({min: 1, max: 12}), fc.subarray(paths, {maxLength: 20}), (vector, limit, kept) => {
+        const all = everyFile(vector)
+        const ranked = store.rank(vector, undefined, limit, new Set(kept))
+        const top = all.slice(0, limit)
+        expect(ranked.slice(0, top.length)).toEqual(top)
+        const inTop = new Set(top.map((hit) => hit.path))
+        const byPath = (a: {path: string}, b: {path: string}) => (a.path < b.path ? -1 : 1)
+        expect(ranked.slice(top.length).sort(byPath)).toEqual(all.filter((hit) => kept.includes(hit.path) && !inTop.has(hit.path)).sort(byPath))
+      }),
+      {numRuns: 200},
+    )
+    expect(paths.length).toBeGreaterThan(24)
     store.close()
   })
 })
