@@ -1,5 +1,5 @@
 /**
- * Fields of the sync's formats checked by hand, without zod: where a sync of a few files would load zod and build
+ * Values checked by hand, without zod, and fields of the sync's formats so checked: where a sync of a few files would load zod and build
  * its schemas only to read a few entries (the sync state's, a status or push answer's). Each check accepts only
  * what its schema in common.ts reads unchanged (property-tested, test/sync/no-op-checks.test.ts); anything else goes
  * through zod, which names the problem. This module imports no zod.
@@ -34,4 +34,9 @@ export function isRevision(value: unknown): value is number {
  */
 export function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype && !Object.hasOwn(value, '__proto__')
+}
+
+/** Any object but an array: what JSON.parse makes of a JSON object, whatever its keys (`__proto__` included). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -2,7 +2,7 @@
  * The rules a written transcript must follow for its tool to resume it (research §1.8, §1.12, §2.3, §2.5,
  * §5.3), checked on the file text. Each function returns the problems found, [] when the file is fine.
  */
-import {isRecord} from './universal.js'
+import {isRecord} from '../schemas/plain-fields.js'
 
 type Rec = Record<string, unknown>
 

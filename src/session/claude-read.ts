@@ -10,12 +10,12 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 import {readTranscriptFile} from './files.js'
 import {stripInjected} from './injected.js'
 import {
   type Draft,
   imageRef,
-  isRecord,
   type JsonLine,
   parseLine,
   REASONING_PREFIX,

@@ -11,6 +11,7 @@ import {basename, join} from 'node:path'
 
 import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 import {assertUnchangedSince} from './files.js'
 import {claudeProjectDir} from './claude-paths.js'
 import {CLAUDE_CONVERSATION_TYPES, readClaudeChain} from './claude-read.js'
@@ -19,7 +20,6 @@ import {
   imageData,
   IncreasingClock,
   INTERRUPTED_RESULT,
-  isRecord,
   NotCarried,
   originalsByKey,
   planTurns,

@@ -12,6 +12,7 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning} from '../schemas/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 import {codexRolloutId} from './codex-paths.js'
 import {readTranscriptFile} from './files.js'
 import {stripInjected} from './injected.js'
@@ -20,7 +21,6 @@ import {
   dataUrlParts,
   type Draft,
   imageRef,
-  isRecord,
   parseLine,
   REASONING_PREFIX,
   type SessionTranscript,

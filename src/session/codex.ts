@@ -3,10 +3,11 @@ import {createReadStream} from 'node:fs'
 import {resolve} from 'node:path'
 import {createInterface} from 'node:readline'
 
+import {isRecord} from '../schemas/plain-fields.js'
 import {codexRolloutFiles} from './codex-paths.js'
 import {readCodexSession} from './codex-read.js'
 import {summarize} from './files.js'
-import {isRecord, type SessionSummary} from './universal.js'
+import type {SessionSummary} from './universal.js'
 
 export {codexHome, codexRolloutFiles, codexRolloutId, codexRolloutPath, uuidV7} from './codex-paths.js'
 export {type CodexRollout, isCodexContextText, parseCodexRollout, readCodexRollout, readCodexSession} from './codex-read.js'

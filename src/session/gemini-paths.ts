@@ -3,8 +3,8 @@ import {createHash} from 'node:crypto'
 import {homedir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
 
+import {isRecord} from '../schemas/plain-fields.js'
 import {readTextIfExists} from '../store/index.js'
-import {isRecord} from './universal.js'
 
 /** `$GEMINI_CLI_HOME/.gemini` (GEMINI_CLI_HOME replaces the home directory), else `~/.gemini`. */
 export function geminiHome(env: NodeJS.ProcessEnv = process.env): string {

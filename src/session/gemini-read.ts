@@ -11,6 +11,7 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import type {UniversalImageRef, UniversalReasoning, UniversalSource} from '../schemas/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 import {readTranscriptFile} from './files.js'
 import {stripInjected} from './injected.js'
 import {geminiProjectRootOf} from './gemini-paths.js'
@@ -18,7 +19,6 @@ import {toolFromProvider} from './tools.js'
 import {
   type Draft,
   imageRef,
-  isRecord,
   NO_REPLY_TEXT,
   parseLine,
   type SessionTranscript,

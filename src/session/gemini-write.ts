@@ -14,6 +14,7 @@ import {join} from 'node:path'
 
 import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 import {assertUnchangedSince} from './files.js'
 import {geminiProjectDirs, geminiProjectHash} from './gemini-paths.js'
 import {isGeminiContextText, parseGeminiText} from './gemini-read.js'
@@ -22,7 +23,6 @@ import {
   clockOf,
   imageData,
   INTERRUPTED_RESULT,
-  isRecord,
   NO_REPLY_TEXT,
   NotCarried,
   originalsByKey,

@@ -6,6 +6,7 @@
  * tool without a counterpart is carried as a generic call: its own name, its input untouched.
  */
 import type {Provider} from '../schemas/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 
 export interface MappedTool {
   name: string
@@ -51,10 +52,6 @@ const asMapping = (m: (typeof CODEX_TOOL_MAPPINGS)[number]): ToolMapping => ({cl
 const tables: Record<OtherProvider, {byClaude: Map<string, ToolMapping>; byOwn: Map<string, ToolMapping>}> = {
   gemini: {byClaude: new Map(TOOL_MAPPINGS.map((m) => [m.claude, m])), byOwn: new Map(TOOL_MAPPINGS.map((m) => [m.gemini, m]))},
   codex: {byClaude: new Map(CODEX_TOOL_MAPPINGS.map((m) => [m.claude, asMapping(m)])), byOwn: new Map(CODEX_TOOL_MAPPINGS.map((m) => [m.codex, asMapping(m)]))},
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** Renames keys `from` → `to` keeping key order; undefined when a target key is already taken (not a bijection then). */

@@ -9,6 +9,7 @@
 import {createHash, randomUUID} from 'node:crypto'
 
 import type {Provider, UniversalImageRef, UniversalMessage, UniversalMetadata, UniversalSource} from '../schemas/index.js'
+import {isRecord} from '../schemas/plain-fields.js'
 
 export type {Provider, UniversalImageRef, UniversalMessage, UniversalMetadata, UniversalReasoning, UniversalSource} from '../schemas/index.js'
 
@@ -57,10 +58,6 @@ export const REASONING_PREFIX = '[reasoning carried over by jarvis]\n'
 export const NO_REPLY_TEXT = '[jarvis] No reply was recorded for this turn.'
 /** The result jarvis gives a tool call that has none, the text Claude Code itself uses for an interrupted call. */
 export const INTERRUPTED_RESULT = '[Request interrupted by user for tool use]'
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 export function stringOr(value: unknown, fallback: string): string {
   return typeof value === 'string' ? value : fallback

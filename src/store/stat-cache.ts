@@ -11,6 +11,7 @@ import {join} from 'node:path'
 
 import createDebug from 'debug'
 
+import {isRecord} from '../schemas/plain-fields.js'
 import {writeFileAtomic} from './atomic.js'
 import {nexusDir} from './root.js'
 import {type FileStamp, readStamped, sameStamp, stampOf} from './stamp.js'
@@ -439,7 +440,7 @@ function applyCacheJournal(parsed: Columns & Record<string, unknown>, text: stri
   const dirs = (parsed.dirs !== null && typeof parsed.dirs === 'object' ? parsed.dirs : (parsed.dirs = {})) as Record<string, unknown>
   for (let at = 1; at < lines.length; at++) {
     const line = JSON.parse(lines[at]!) as {f?: unknown; d?: unknown; r?: unknown}
-    if (line === null || typeof line !== 'object' || !isPlainRecord(line.f) || !isPlainRecord(line.d) || !isPlainRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
+    if (line === null || typeof line !== 'object' || !isRecord(line.f) || !isRecord(line.d) || !isRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
     for (const path in line.f) {
       const row = line.f[path]
       if (row !== null && !isCacheRow(row)) throw new Error(`stat cache journal line ${at + 1}: ${path}: not an entry`)
@@ -522,10 +523,6 @@ function positionOf(paths: readonly string[], path: string): number | undefined 
   }
   const found = paths.indexOf(path)
   return found < 0 ? undefined : found
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 function isCacheRow(value: unknown): value is CacheRow {

@@ -7,7 +7,7 @@ import {rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {JarvisError, SchemaError, SecretRefusedError} from '../errors.js'
-import {isMemoryPath, isPlainRecord, isRevision, isSha256Hex} from '../schemas/plain-fields.js'
+import {isMemoryPath, isPlainRecord, isRecord, isRevision, isSha256Hex} from '../schemas/plain-fields.js'
 import {parseJsonFile, parseJsonText, parseWith} from '../schemas/parse.js'
 import {type NexusConfig, nexusConfigSchema, type SyncState, syncStateSchema} from '../schemas/nexus.js'
 import {appendLineDurable, readTextIfExistsSync, writeFileAtomic} from './atomic.js'
@@ -312,10 +312,6 @@ function isCheckedEntry(path: string, entry: unknown, checkedBefore = false): bo
   if (!(checkedBefore && isRecord(entry)) && !isWrittenEntry(path, entry)) return false
   checkedEntries.set(Object.freeze(entry as object), path)
   return true
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** True only for `{hash, rev?, updatedAt?, syncedAt}` exactly as jarvis writes them (see checkSyncState). */
