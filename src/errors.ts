@@ -114,6 +114,22 @@ export class LockedError extends JarvisError {
   }
 }
 
+/**
+ * An install of jarvis without a file of its own (a build stopped halfway, a file deleted): jarvis's problem, never a
+ * memory file's. Told by its code, not its class: the fast door's bundles each hold a copy of this module.
+ */
+export class IncompleteInstallError extends JarvisError {
+  constructor(file: string) {
+    super(`this install of jarvis is incomplete: ${file} is missing (run \`npm run build\` in its folder, or install it again)`, {code: INCOMPLETE_INSTALL, exit: ExitCode.failed, data: {file}})
+  }
+}
+
+const INCOMPLETE_INSTALL = 'INCOMPLETE_INSTALL'
+
+export function isIncompleteInstall(error: unknown): boolean {
+  return error instanceof Error && (error as {code?: unknown}).code === INCOMPLETE_INSTALL
+}
+
 export function isJarvisError(error: unknown): error is JarvisError {
   return error instanceof JarvisError
 }

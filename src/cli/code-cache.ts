@@ -17,6 +17,7 @@ import {basename, dirname, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {Script} from 'node:vm'
 
+import {IncompleteInstallError} from '../errors.js'
 import {fastDoorOf, printVersion} from './door.js'
 
 /** What each bundle exports: its door, given the arguments after the command words; false: run oclif. */
@@ -87,7 +88,7 @@ function doorScripts(folder: string): {run: (file: string, cacheName: string) =>
 const ON_USE = 'jarvis:on-use/'
 
 function missing(name: string): never {
-  throw new Error(`jarvis: dist/fast/on-use/${name}.cjs is missing: build jarvis again (npm run build)`)
+  throw new IncompleteInstallError(`dist/fast/on-use/${name}.cjs`)
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import {Document, isMap, isSeq, parseDocument} from 'yaml'
 
-import {SchemaError} from '../errors.js'
+import {isIncompleteInstall, SchemaError} from '../errors.js'
 import type {ListingFields} from '../store/listing-cache.js'
 
 export type {ListingFields} from '../store/listing-cache.js'
@@ -113,6 +113,8 @@ export function listingOf(path: string, text: string): {file?: MemoryFile; listi
     const {title} = file.frontMatter
     return {file, listing: {...(typeof title === 'string' ? {title} : {}), tags: tagsOf(file.frontMatter)}}
   } catch (error) {
+    // The file's problem, shown beside it (and kept with it by the listing and the index): not one of this install.
+    if (isIncompleteInstall(error)) throw error
     return {listing: {tags: [], problem: (error as Error).message}}
   }
 }

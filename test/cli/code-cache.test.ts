@@ -3,13 +3,13 @@
  * that succeeded, uses it on the next, and answers the same with a cache that is missing, broken, stale or cannot be
  * written. What a user would notice: the same output and exit code every time, and no cache piling up.
  */
-import {mkdir, readdir, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {cp, mkdir, readdir, readFile, rm, stat, symlink, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {initTree} from '../../src/store/index.js'
-import {assertBuilt, runJarvisBuilt} from '../hook/helpers.js'
+import {assertBuilt, repoRoot, runJarvisBuilt} from '../hook/helpers.js'
 import {makeClient, removeAll, startTestServer, tempDir, TOKENS} from '../helpers/world.js'
 
 describe('the fast door’s code cache', () => {
@@ -112,6 +112,31 @@ describe('the fast door’s code cache', () => {
     const again = await list()
     expect(again.files.find((file) => file.path === 'titled.md')?.title).toBe('Titled again')
     expect(again.caches).toEqual(parsed.caches)
+  })
+
+  it('an install missing an on-use script says so when a call needs it, without a stack trace; calls that do not need it still answer', async () => {
+    // The built package as an install has it, without its yaml script (a build stopped halfway, a file deleted).
+    const install = join(work, 'install')
+    for (const part of ['bin', 'dist', 'assets', 'package.json', 'oclif.manifest.json']) await cp(join(repoRoot, part), join(install, part), {recursive: true})
+    await symlink(join(repoRoot, 'node_modules'), join(install, 'node_modules'))
+    await rm(join(install, 'dist', 'fast', 'on-use', 'yaml.cjs'))
+    const tree = (await initTree(join(work, 'tree-incomplete'), {agent: 'claude'})).root
+    await writeFile(join(tree, '.memory', 'plain.md'), '# Plain\n\nNo front matter.\n')
+    const env = {...process.env, XDG_CACHE_HOME: join(work, 'cache-incomplete'), XDG_CONFIG_HOME: join(work, 'xdg'), JARVIS_AGENT: '', JARVIS_SERVER: '', JARVIS_DIR: '', JARVIS_CODE_CACHE: '', NO_COLOR: '1'}
+    const list = () => runJarvisBuilt(['memory', 'ls'], {cwd: tree, env, bin: join(install, 'bin', 'run.js')})
+
+    expect(await list()).toMatchObject({code: 0, stderr: '', stdout: expect.stringContaining('plain.md')})
+    // A front matter to parse needs yaml.
+    await writeFile(join(tree, '.memory', 'titled.md'), '---\ntitle: Titled\n---\nBody.\n')
+    const failed = await list()
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toBe('jarvis: this install of jarvis is incomplete: dist/fast/on-use/yaml.cjs is missing (run `npm run build` in its folder, or install it again)\n')
+    expect(failed.stdout).toBe('')
+    // Nothing of it was kept as the file's problem: the install made whole again, the file lists with its title.
+    await cp(join(repoRoot, 'dist', 'fast', 'on-use', 'yaml.cjs'), join(install, 'dist', 'fast', 'on-use', 'yaml.cjs'))
+    const whole = await list()
+    expect(whole).toMatchObject({code: 0, stderr: ''})
+    expect(whole.stdout).toMatch(/titled\.md +Titled/)
   })
 
   it('a sync that pushes runs secretlint, and one that reads a changed config zod and the schemas, from on-use scripts through caches of their own; a no-op sync reads none of them, and its cache stays as a no-op wrote it', async () => {

@@ -45,10 +45,10 @@ export function runHook(event: string, agent: string, input: unknown, options: {
 }
 
 /** Runs any jarvis command with the built binary; `input` is written to its stdin. */
-export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string}): Promise<HookRun> {
+export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string}): Promise<HookRun> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [runJs, ...args], {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [options.bin ?? runJs, ...args], {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
     child.stdin.on('error', () => {})
     child.stdin.end(options.input ?? '')
     let stdout = ''
