@@ -114,6 +114,8 @@ export class LockedError extends JarvisError {
   }
 }
 
+const INCOMPLETE_INSTALL = 'INCOMPLETE_INSTALL'
+
 /**
  * An install of jarvis without a file of its own (a build stopped halfway, a file deleted): jarvis's problem, never a
  * memory file's. Told by its code, not its class: the fast door's bundles each hold a copy of this module.
@@ -123,8 +125,6 @@ export class IncompleteInstallError extends JarvisError {
     super(`this install of jarvis is incomplete: ${file} is missing (run \`npm run build\` in its folder, or install it again)`, {code: INCOMPLETE_INSTALL, exit: ExitCode.failed, data: {file}})
   }
 }
-
-const INCOMPLETE_INSTALL = 'INCOMPLETE_INSTALL'
 
 export function isIncompleteInstall(error: unknown): boolean {
   return error instanceof Error && (error as {code?: unknown}).code === INCOMPLETE_INSTALL
