@@ -1,8 +1,8 @@
 /**
- * Values checked by hand, without zod, and fields of the sync's formats so checked: where a sync of a few files would load zod and build
- * its schemas only to read a few entries (the sync state's, a status or push answer's). Each check accepts only
- * what its schema in common.ts reads unchanged (property-tested, test/sync/no-op-checks.test.ts); anything else goes
- * through zod, which names the problem. This module imports no zod.
+ * Values checked by hand, without zod, and fields of the sync's formats so checked: where a sync of a few files would
+ * load zod and build its schemas only to read a few entries (the sync state's, a status or push answer's). Each
+ * check of a format's field accepts only what its schema in common.ts reads unchanged (property-tested,
+ * test/sync/no-op-checks.test.ts); anything else goes through zod, which names the problem. This module imports no zod.
  */
 
 /**

@@ -582,7 +582,9 @@ export function queryInIntegers(query: Float32Array): IntegerQuery {
 
 /**
  * An upper bound of bestChunkScore from the integer query: each chunk's integer dot product, scaled back, widened by
- * the query's rounding (`slack`) and a margin for the floats' own rounding, times the chunk's scale.
+ * the query's rounding (`slack`) and a margin for the floats' own rounding, times the chunk's scale. The loop is
+ * bestChunkScore's on purpose, not shared with it: one function taking both array types would make V8's optimized
+ * code handle both, slower for each.
  */
 export function screenedBest({values, scale, slack}: IntegerQuery, file: FileVectors, dims: number): number {
   const {i8: rows, f32: factors} = file.seg

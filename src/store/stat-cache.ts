@@ -440,7 +440,7 @@ function applyCacheJournal(parsed: Columns & Record<string, unknown>, text: stri
   const dirs = (parsed.dirs !== null && typeof parsed.dirs === 'object' ? parsed.dirs : (parsed.dirs = {})) as Record<string, unknown>
   for (let at = 1; at < lines.length; at++) {
     const line = JSON.parse(lines[at]!) as {f?: unknown; d?: unknown; r?: unknown}
-    if (line === null || typeof line !== 'object' || !isRecord(line.f) || !isRecord(line.d) || !isRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
+    if (!isRecord(line) || !isRecord(line.f) || !isRecord(line.d) || !isRecord(line.r)) throw new Error(`stat cache journal line ${at + 1}: not an entry`)
     for (const path in line.f) {
       const row = line.f[path]
       if (row !== null && !isCacheRow(row)) throw new Error(`stat cache journal line ${at + 1}: ${path}: not an entry`)
