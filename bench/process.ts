@@ -10,6 +10,8 @@ import {performance} from 'node:perf_hooks'
 import {fileURLToPath} from 'node:url'
 
 export const jarvisBin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+/** `jarvis` as npm installs it (package.json's bin): bin/run.js, or the call handed whole to a watch of the tree. */
+export const installedJarvis = fileURLToPath(new URL('../bin/jarvis', import.meta.url))
 const peakPreload = fileURLToPath(new URL('peak-rss.cjs', import.meta.url))
 let peakFiles = 0
 
@@ -49,6 +51,11 @@ export async function runJarvis(args: string[], options: RunOptions): Promise<Pr
   } finally {
     rmSync(peakFile, {force: true})
   }
+}
+
+/** `jarvis <args>` as a shell runs the installed command: its duration only (the peak needs Node's own flags). */
+export function runInstalledJarvis(args: string[], options: RunOptions): Promise<ProcessRun> {
+  return runProcess(installedJarvis, args, options)
 }
 
 /** A `jarvis sync --watch` running in the tree (it answers the warm path's calls), until `stop()`. */

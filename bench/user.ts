@@ -1,6 +1,6 @@
 /**
  * The calls a user (or a git hook, or an agent's hook) makes most, each as a whole process of the built clone
- * (`node bin/run.js`), side by side in one run with and without a watch of the tree, against what a user would run
+ * (`bin/jarvis`, the command npm installs), side by side in one run with and without a watch of the tree, against what a user would run
  * instead: `node -e 0` (the floor of any Node command), git over `git daemon`, `grep -ril`.
  *
  * "Without a watch": a tree where none runs (`JARVIS_WATCHER=off`: no call starts one), so each call looks at every
@@ -16,7 +16,7 @@ import {fileURLToPath} from 'node:url'
 
 import {readScanHints} from '../src/store/index.js'
 import {askWarm} from '../src/warm/client.js'
-import {runJarvis, runProcess, type ProcessRun} from './process.js'
+import {runInstalledJarvis, runJarvis, runProcess, type ProcessRun} from './process.js'
 import {median, ms, table, timeRuns, type BenchSection} from './stats.js'
 import {editTen, git, LARGE_FILE_BYTES, LARGE_FILES, newPair, type Pair, startGitDaemon, TOKEN, treeDigest} from './sync.js'
 
@@ -70,7 +70,7 @@ export async function benchUser(): Promise<BenchSection> {
   const base = {...process.env, JARVIS_TOKEN: TOKEN, JARVIS_WARM: '', JARVIS_WATCHER_MIN_FILES: '', NO_COLOR: '1', DEBUG: ''}
   const coldEnv = {...base, JARVIS_WATCHER: 'off'}
   const watchedEnv = {...base, JARVIS_WATCHER: ''}
-  const jarvis = (cwd: string, env: NodeJS.ProcessEnv, ...args: string[]): Promise<ProcessRun> => runJarvis(args, {cwd, env})
+  const jarvis = (cwd: string, env: NodeJS.ProcessEnv, ...args: string[]): Promise<ProcessRun> => runInstalledJarvis(args, {cwd, env})
   const servers: Array<{close(): Promise<void>}> = []
   const watched: string[] = []
   const rows: string[][] = []
@@ -184,7 +184,8 @@ export async function benchUser(): Promise<BenchSection> {
         const pair = await newPair(work, url, 'large', `user-${run}`)
         servers.push(pair.server)
         const [j] = await timeRuns(1, async () => {
-          for (const root of [pair.ja, pair.jb]) peak = Math.max(peak, (await jarvis(root, coldEnv, 'sync', '--quiet')).peakMiB ?? 0)
+          // bin/run.js itself here: the client's peak memory is read through Node's --require.
+          for (const root of [pair.ja, pair.jb]) peak = Math.max(peak, (await runJarvis(['sync', '--quiet'], {cwd: root, env: coldEnv})).peakMiB ?? 0)
         })
         const [g] = await timeRuns(1, async () => {
           await git(pair.ga, 'add', '-A')
@@ -219,7 +220,7 @@ export async function benchUser(): Promise<BenchSection> {
     await rm(work, {recursive: true, force: true})
   }
   const markdown = [
-    'Each call a whole process of the built clone (`node bin/run.js`), as a user, a git hook or an agent\'s hook runs it, alternated run by run with the other columns; every figure is a median. Without a watch: `JARVIS_WATCHER=off`, no watch runs in the tree, each call looks at every file. With a watch: the watch a call starts on demand in a tree of 500+ files, once it answers (its own trees and server). jarvis talks to a real `jarvis serve` on 127.0.0.1, git to `git daemon` on 127.0.0.1.',
+    'Each call a whole process of the built clone as a user\'s shell runs it (`bin/jarvis`, the command npm installs; the 96 MiB row runs `node bin/run.js` itself, to read its peak memory), alternated run by run with the other columns; every figure is a median. Without a watch: `JARVIS_WATCHER=off`, no watch runs in the tree, each call looks at every file (`bin/jarvis` runs `node bin/run.js`). With a watch: the watch a call starts on demand in a tree of 500+ files, once it answers (its own trees and server); `bin/jarvis` hands it the call whole (bin/warm-call.pl), no Node process starts. jarvis talks to a real `jarvis serve` on 127.0.0.1, git to `git daemon` on 127.0.0.1.',
     '',
     table(['call', 'jarvis, no watch', 'jarvis, watched', 'what a user would run instead', 'no watch vs it', 'watched vs it', 'target'], rows),
   ].join('\n')

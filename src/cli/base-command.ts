@@ -3,6 +3,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {isJarvisError} from '../errors.js'
 import {errorEnvelope, errorLines, exitCodeOf, hasOclifExit, isUsageError, type JsonEnvelope, successEnvelope} from './envelope.js'
 import type {CommandOutput} from './actions/output.js'
+import {progressLine} from './progress.js'
 
 export type JarvisFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof JarvisCommand)['baseFlags'] & T['flags']>
 export type JarvisArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -48,7 +49,7 @@ export abstract class JarvisCommand<T extends typeof Command> extends Command {
 
   /** What an action (cli/actions/) prints through, the same whichever door runs it. */
   protected get output(): CommandOutput {
-    return {json: this.jsonEnabled(), log: (text) => this.log(text), logToStderr: (text) => this.logToStderr(text), warn: (message) => this.warn(message)}
+    return {json: this.jsonEnabled(), log: (text) => this.log(text), logToStderr: (text) => this.logToStderr(text), warn: (message) => this.warn(message), progress: process.stderr.isTTY ? progressLine : undefined}
   }
 
   protected toSuccessJson(result: unknown): JsonEnvelope<unknown> {

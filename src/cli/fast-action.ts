@@ -5,6 +5,7 @@
 import {format} from 'node:util'
 
 import type {CommandOutput} from './actions/output.js'
+import {progressLine} from './progress.js'
 import type {ActionSpec, ParsedFlags} from './actions/spec.js'
 
 export interface FastAction {
@@ -15,14 +16,32 @@ export interface FastAction {
 export async function runAction(action: FastAction, argv: string[]): Promise<boolean> {
   // oclif reads JARVIS_CONTENT_TYPE=json as --json: rare enough to leave to it.
   if (process.env.JARVIS_CONTENT_TYPE !== undefined) return false
-  const [{parseActionArgv}, {errorEnvelope, errorLines, exitCodeOf, jsonText, successEnvelope}] = await Promise.all([import('./actions/spec.js'), import('./envelope.js')])
-  const input = parseActionArgv(action.spec, argv, process.env)
+  const input = (await import('./actions/spec.js')).parseActionArgv(action.spec, argv, process.env)
   if (input === undefined) return false
+  process.exitCode = await runParsedAction(action, input, {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    progress: process.stderr.isTTY ? progressLine : undefined,
+  })
+  return true
+}
+
+/** Where a parsed call prints: this process's streams, or a warm server's client (cli/warm-call.ts). */
+export interface ActionStreams {
+  stdout(text: string): void
+  stderr(text: string): void
+  /** Set when stderr is a terminal: a long sync counts its files there. */
+  progress?: (done: number, total: number) => void
+}
+
+/** Runs a call its spec parsed, printing as oclif prints; its exit code. */
+export async function runParsedAction(action: FastAction, input: {flags: ParsedFlags; args: Record<string, string>}, streams: ActionStreams): Promise<number> {
+  const {errorEnvelope, errorLines, exitCodeOf, jsonText, successEnvelope} = await import('./envelope.js')
   const json = input.flags.json === true
   const warnings: string[] = []
   // oclif prints each line as util.format(line) and a newline; so does this.
-  const stdout = (text: string) => process.stdout.write(`${format(text)}\n`)
-  const stderr = (text: string) => process.stderr.write(`${format(text)}\n`)
+  const stdout = (text: string) => streams.stdout(`${format(text)}\n`)
+  const stderr = (text: string) => streams.stderr(`${format(text)}\n`)
   const output: CommandOutput = {
     json,
     log: (text) => json || stdout(text),
@@ -31,14 +50,15 @@ export async function runAction(action: FastAction, argv: string[]): Promise<boo
       warnings.push(message)
       if (!json) stderr(`warning: ${message}`)
     },
+    progress: streams.progress,
   }
   try {
     const result = await action.run(input, output)
     if (json) stdout(jsonText(successEnvelope(result, warnings)))
+    return 0
   } catch (error) {
-    process.exitCode = exitCodeOf(error)
     if (json) stdout(jsonText(errorEnvelope(error, warnings)))
     else for (const line of errorLines(error instanceof Error ? error : new Error(String(error)))) stderr(line)
+    return exitCodeOf(error)
   }
-  return true
 }

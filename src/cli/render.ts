@@ -1,14 +1,6 @@
 import type {SyncOnceResult} from '../ops/sync.js'
 import {renderReplicaReport} from './replica-render.js'
 
-const PROGRESS_THRESHOLD = 50
-
-/** A one-line progress counter on stderr, only when enough files move to be worth watching. */
-export function progressLine(done: number, total: number): void {
-  if (total < PROGRESS_THRESHOLD) return
-  process.stderr.write(`\rsyncing ${done}/${total}${done === total ? '\n' : ''}`)
-}
-
 /** `  <label> <n>:` and the first ten paths, one per line. */
 export function pathList(label: string, paths: string[]): string[] {
   if (paths.length === 0) return []

@@ -15,9 +15,21 @@ export const WARM_PROTOCOL = 1
 /** The calls a warm server answers, each the operation the cold path runs (src/cli/warm.ts). */
 export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes'
 
+/**
+ * `op: 'call'`: a whole jarvis call, from bin/warm-call.pl (cli/warm-call.ts runs it). Its `root` and `env` are
+ * empty: the server finds the tree from the call's folder and compares the call's environment itself. It is answered
+ * in frames, not in one JSON line, each a header line and, when the header gives a byte count, that many bytes:
+ * - `declined <why>`: nothing was done; the client runs the call itself (a server without calls answers an error line);
+ * - `accepted`: the call runs; the client waits for its end, however long;
+ * - `err <bytes>`: stderr, printed at once (warnings, a sync's progress);
+ * - `exit <code> <bytes>`: the whole stdout, then the connection ends. A connection that ends before this frame
+ *   (the server was killed) leaves the client to run the call itself.
+ */
+export const CALL_OP = 'call' as const
+
 export interface WarmRequest {
   v: number
-  op: WarmOp
+  op: WarmOp | typeof CALL_OP
   /** The tree as the client found it (real path): a server answers for its own tree only. */
   root: string
   /** What of the client's environment changes an answer (the embeddings provider), as a fingerprint. */

@@ -10,8 +10,9 @@ import {createConnection, createServer, type Server, type Socket} from 'node:net
 
 import createDebug from 'debug'
 
+import type {CallFrames} from '../cli/warm-call.js'
 import {isPrivateDir} from './client.js'
-import {answerEnvOf, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
+import {answerEnvOf, CALL_OP, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 import type {FreshTree} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
@@ -81,30 +82,60 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
       if (size > MAX_REQUEST_BYTES) return void connection.destroy()
       if (end < 0) return
       connection.removeAllListeners('data')
-      void respond(Buffer.concat(chunks).toString('utf8')).then((reply) => connection.end(`${JSON.stringify(reply)}\n`))
+      const request = requestOf(Buffer.concat(chunks).toString('utf8'))
+      if (request?.v === WARM_PROTOCOL && request.op === CALL_OP && typeof request.input === 'object' && request.input !== null) return void runCall(connection, request.input)
+      void respond(request).then((reply) => connection.end(`${JSON.stringify(reply)}\n`))
     })
   })
 
-  async function respond(line: string): Promise<WarmAnswer> {
+  async function respond(request: WarmRequest | undefined): Promise<WarmAnswer> {
     const refuse = (error: string): WarmAnswer => ({v: WARM_PROTOCOL, ok: false, error})
-    let request: WarmRequest
-    try {
-      request = JSON.parse(line) as WarmRequest
-    } catch {
-      return refuse('not a request')
-    }
+    if (request === undefined) return refuse('not a request')
     if (request.v !== WARM_PROTOCOL) return refuse(`protocol ${request.v} asked, this server speaks ${WARM_PROTOCOL}`)
     if (request.root !== real) return refuse(`this server answers for ${real}, not ${request.root}`)
     // Which files changed does not depend on the embeddings provider; a search does.
     if (request.env !== serverEnv && request.op !== 'changes') return refuse('another embeddings provider than this server')
-    if (!OPS.has(request.op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${request.op}`)
+    const op = request.op
+    if (!isWarmOp(op) || typeof request.input !== 'object' || request.input === null) return refuse(`unknown call ${op}`)
     try {
       // Each operation's search settles the tree first (tree-watch.ts): it sees every change made before this request.
-      const result = await answer(request.op, request.input)
+      const result = await answer(op, request.input)
       debug('answered %s ', request.op)
       return {v: WARM_PROTOCOL, ok: true, result}
     } catch (error) {
       return refuse(error instanceof Error ? error.message : String(error))
+    }
+  }
+
+  /** A whole call (protocol.ts's CALL_OP), answered in frames; the connection simply ends if it fails after `accepted`. */
+  async function runCall(connection: Socket, input: Record<string, unknown>): Promise<void> {
+    const header = (line: string, body = '') => connection.write(`${line}\n${body}`)
+    let accepted = false
+    const frames: CallFrames = {
+      declined(reason) {
+        debug('declined a call: %s', reason)
+        connection.end(`declined ${reason.replaceAll('\n', ' ')}\n`)
+      },
+      accepted() {
+        accepted = true
+        debug('running a call')
+        header('accepted')
+      },
+      stderr: (text) => header(`err ${Buffer.byteLength(text)}`, text),
+      done(stdout, exit) {
+        debug('ran a call, exit %d', exit)
+        connection.end(`exit ${exit} ${Buffer.byteLength(stdout)}\n${stdout}`)
+      },
+    }
+    try {
+      // The command line's actions load only when a whole call comes: most servers answer the other calls alone.
+      const {answerCall, warmCallOf} = await import('../cli/warm-call.js')
+      const call = warmCallOf(input)
+      if (call === undefined) return frames.declined('not a call')
+      await answerCall(call, real, frames)
+    } catch (error) {
+      if (accepted) connection.destroy()
+      else frames.declined((error as Error).message)
     }
   }
 
@@ -144,5 +175,16 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     await closed
     // Only our own socket: a server that replaced it (after this one was thought gone) keeps its own.
     if (lstatSync(socket!.path, {throwIfNoEntry: false})?.ino === ours) rmSync(socket!.path, {force: true})
+  }
+}
+
+const isWarmOp = (op: string): op is WarmOp => OPS.has(op)
+
+function requestOf(line: string): WarmRequest | undefined {
+  try {
+    const request = JSON.parse(line) as unknown
+    return typeof request === 'object' && request !== null ? (request as WarmRequest) : undefined
+  } catch {
+    return undefined
   }
 }

@@ -14,6 +14,8 @@ import {tempDir, TOKENS} from '../helpers/world.js'
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
 /** The built binary, as the installed hooks run it: `"<node>" "<abs>/bin/run.js" hook <event> --agent <agent>`. */
 export const runJs = join(repoRoot, 'bin', 'run.js')
+/** `jarvis` as npm installs it (package.json's bin): a shell script that runs bin/run.js, or hands the call to a watch. */
+export const installedJarvis = join(repoRoot, 'bin', 'jarvis')
 
 export function assertBuilt(): void {
   if (!existsSync(join(repoRoot, 'dist', 'commands', 'hook.js')) || !existsSync(join(repoRoot, 'dist', 'hook', 'background-sync.js'))) {
@@ -45,10 +47,12 @@ export function runHook(event: string, agent: string, input: unknown, options: {
 }
 
 /** Runs any jarvis command with the built binary; `input` is written to its stdin. */
-export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string}): Promise<HookRun> {
+export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string; installed?: boolean}): Promise<HookRun> {
   const started = Date.now()
+  // `installed`: bin/jarvis run as a shell runs a command, which then finds `node` on the PATH.
+  const [file, argv] = options.installed ? [installedJarvis, args] : [process.execPath, [options.bin ?? runJs, ...args]]
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [options.bin ?? runJs, ...args], {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(file, argv, {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
     child.stdin.on('error', () => {})
     child.stdin.end(options.input ?? '')
     let stdout = ''

@@ -5,58 +5,32 @@
  * or of another protocol never fails or stalls a call. Which calls the server answered is read from its debug log
  * (`DEBUG=jarvis:warm`): one "answered <call>" line each.
  */
-import {spawn, type ChildProcess} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {writeFileSync} from 'node:fs'
 import {mkdir, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {createServer, type Server} from 'node:net'
 import {join} from 'node:path'
 
-import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it} from 'vitest'
 
 import {askWarm} from '../../src/warm/client.js'
 import {warmSocketOf, realRoot} from '../../src/warm/protocol.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
-import {assertBuilt, runHook, runJarvisBuilt, runJs} from '../hook/helpers.js'
-import {makeClient, removeAll, startTestServer, tempDir, TOKENS, type TestServer, until} from '../helpers/world.js'
+import {runHook, runJarvisBuilt, runJs} from '../hook/helpers.js'
+import {makeClient, tempDir, TOKENS, until} from '../helpers/world.js'
+import {startWatchProcess, warmWorld, type WatchProcess} from './world.js'
 
-interface Watch {
-  child: ChildProcess
-  /** Everything the watch printed on stderr so far (its debug lines included). */
-  stderr(): string
+interface Watch extends WatchProcess {
   /** How many calls of `op` it answered so far. */
   answered(op: string): number
-  exited: Promise<number | null>
 }
 
 describe('the warm path: jarvis sync --watch answers recall, memory search and ls, and the prompt hook', () => {
-  let server: TestServer
-  const dirs: string[] = []
-  const children: ChildProcess[] = []
-
-  beforeAll(async () => {
-    assertBuilt()
-    server = await startTestServer()
-    dirs.push(server.dataDir)
-  })
-
-  afterEach(async () => {
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        child.kill('SIGKILL')
-        await exited
-      }
-    }
-  })
-
-  afterAll(async () => {
-    await server.close()
-    await removeAll(dirs)
-  })
+  const world = warmWorld()
 
   async function tree(parent?: string) {
-    const made = parent ? await makeClientUnder(parent) : await makeClient(server.url, 'claude')
-    dirs.push(made.root)
+    const made = parent ? await makeClientUnder(parent) : await makeClient(world.server.url, 'claude')
+    world.dirs.push(made.root)
     const env = cleanEnv(made.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', DEBUG: ''})
     return {...made, env}
   }
@@ -66,19 +40,13 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
     const {initTree} = await import('../../src/store/index.js')
     const deep = join(parent, 'a-folder-name-long-enough-to-push-the-socket-path-past-what-sun-path-holds', 'project')
     await mkdir(deep, {recursive: true})
-    const {root} = await initTree(deep, {server: server.url, agent: 'claude'})
+    const {root} = await initTree(deep, {server: world.server.url, agent: 'claude'})
     return {root, memory: join(root, '.memory'), agent: 'claude'}
   }
 
   async function startWatch(root: string, env: NodeJS.ProcessEnv): Promise<Watch> {
-    const child = spawn(process.execPath, [runJs, 'sync', '--watch', '--dir', root], {cwd: root, env: {...env, DEBUG: 'jarvis:warm'}, stdio: ['ignore', 'pipe', 'pipe']})
-    children.push(child)
-    let stderr = ''
-    child.stdout!.resume()
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    await until('the watch to start', () => (stderr.includes('Ctrl-C to stop') ? true : child.exitCode !== null ? Promise.reject(new Error(stderr)) : undefined))
-    return {child, exited, stderr: () => stderr, answered: (op) => stderr.split('\n').filter((line) => line.includes(`answered ${op} `)).length}
+    const watch = await startWatchProcess(world, [runJs, 'sync', '--watch', '--dir', root], root, {...env, DEBUG: 'jarvis:warm'}, 'Ctrl-C to stop')
+    return {...watch, answered: (op) => watch.stderr().split('\n').filter((line) => line.includes(`answered ${op} `)).length}
   }
 
   const run = (args: string[], cwd: string, env: NodeJS.ProcessEnv) => runJarvisBuilt(args, {cwd, env})
@@ -211,7 +179,7 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
 
   it('a tree whose path is too long for a socket gets one in a private folder of the user', async () => {
     const parent = await tempDir('jarvis-warm-long-')
-    dirs.push(parent)
+    world.dirs.push(parent)
     const t = await tree(parent)
     const runtime = join(parent, 'run')
     await mkdir(runtime, {mode: 0o700})
@@ -232,7 +200,7 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
     const t = await tree()
     await writeFile(join(t.memory, 'deploy.md'), '# Deploy\n\nkamal to the hetzner box\n')
     const mcp = spawn(process.execPath, [runJs, 'mcp', '--dir', t.root], {cwd: t.root, env: {...t.env, DEBUG: 'jarvis:warm'}, stdio: ['pipe', 'pipe', 'pipe']})
-    children.push(mcp)
+    world.children.push(mcp)
     let stderr = ''
     mcp.stdout!.resume()
     mcp.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
@@ -254,7 +222,7 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
     await writeFile(join(t.memory, 'deploy.md'), '# Deploy\n\nkamal to the hetzner box\n')
     const watch = await startWatch(t.root, t.env)
     const mcp = spawn(process.execPath, [runJs, 'mcp', '--dir', t.root], {cwd: t.root, env: {...t.env, DEBUG: 'jarvis:warm'}, stdio: ['pipe', 'pipe', 'pipe']})
-    children.push(mcp)
+    world.children.push(mcp)
     let stderr = ''
     mcp.stdout!.resume()
     mcp.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))

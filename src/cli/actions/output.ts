@@ -6,4 +6,6 @@ export interface CommandOutput {
   logToStderr(text: string): void
   /** `warning: …` on stderr for people, and into the envelope's warnings for scripts. */
   warn(message: string): void
+  /** Set when stderr is a terminal: a long sync counts its files there (cli/progress.ts). */
+  progress?: (done: number, total: number) => void
 }

@@ -1,7 +1,7 @@
 /** One `jarvis sync` (not `--watch`) once its flags are parsed: run by its oclif command and by the fast door. */
 import {ConflictLeftError} from '../../errors.js'
 import {syncOnce, type SyncOnceResult} from '../../ops/sync.js'
-import {progressLine, renderSync} from '../render.js'
+import {renderSync} from '../render.js'
 import {treeWatchOf} from '../warm.js'
 import type {CommandOutput} from './output.js'
 import {type ActionSpec, serverFlagSpecs} from './spec.js'
@@ -28,7 +28,7 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
     agent: flags.agent,
     dryRun: flags['dry-run'],
     force: flags.force,
-    onProgress: !flags.quiet && !output.json && process.stderr.isTTY ? progressLine : undefined,
+    onProgress: !flags.quiet && !output.json ? output.progress : undefined,
     // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
     watch: (root) => treeWatchOf(root),
   })

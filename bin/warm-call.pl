@@ -1,0 +1,97 @@
+#!/usr/bin/perl
+# The client of a whole call answered by a watch of the tree (bin/jarvis starts it; docs/decisions/warm-client.md):
+#   perl warm-call.pl <socket> <working folder> <jarvis's arguments…>
+# It sends the call over the tree's socket and prints what comes back (src/warm/protocol.ts, CALL_OP). Whenever the
+# watch does not run the call — it declines, speaks another protocol, does not answer within a second, or ends before
+# the call's end (it was killed) — this process becomes bin/run.js with the same arguments, and jarvis runs it
+# itself. Perl's own builtins only, not even strict and warnings (3 ms of a 10 ms call): Linux's socket constants,
+# JSON written by hand; the tests check it under both.
+
+my ($socket_path, $cwd, @argv) = @ARGV;
+(my $bin = $0) =~ s{/[^/]*\z}{};
+
+sub run_jarvis_here {
+  close(SOCKET);
+  exec('node', "$bin/run.js", @argv) or die "jarvis: cannot start node ($!): is Node on your PATH?\n";
+}
+
+sub json_string {
+  my ($text) = @_;
+  $text =~ s/(["\\])/\\$1/g;
+  $text =~ s/([\x00-\x1f\x7f])/sprintf('\\u%04x', ord $1)/ge;
+  return "\"$text\"";
+}
+
+run_jarvis_here() unless $^O eq 'linux' && defined $cwd;
+# AF_UNIX and SOCK_STREAM are 1 on Linux; a sockaddr_un is the family then the path.
+socket(SOCKET, 1, 1, 0) or run_jarvis_here();
+connect(SOCKET, pack('S Z*', 1, $socket_path)) or run_jarvis_here();
+
+my $env = join(',', map { json_string($_) . ':' . json_string($ENV{$_}) } sort keys %ENV);
+my $request = '{"v":1,"op":"call","root":"","env":"","input":{'
+  . '"argv":[' . join(',', map { json_string($_) } @argv) . '],'
+  . '"cwd":' . json_string($cwd) . ','
+  . '"env":{' . $env . '},'
+  . '"stderrTTY":' . (-t STDERR ? 'true' : 'false') . "}}\n";
+while (length $request) {
+  my $written = syswrite(SOCKET, $request);
+  run_jarvis_here() unless defined $written;
+  substr($request, 0, $written, '');
+}
+
+my $received = '';
+# More bytes into $received; false at the end of the connection, an error, or when $timeout seconds pass first.
+sub receive {
+  my ($timeout) = @_;
+  if (defined $timeout) {
+    my $ready = '';
+    vec($ready, fileno(SOCKET), 1) = 1;
+    return 0 unless select($ready, undef, undef, $timeout) > 0;
+  }
+  my $read = sysread(SOCKET, $received, 65536, length $received);
+  return defined $read && $read > 0;
+}
+
+# One header line, or undef when the connection ends (or the first answer is late) without one.
+sub header {
+  my ($timeout) = @_;
+  while ((my $end = index($received, "\n")) < 0) {
+    return undef unless receive($timeout);
+  }
+  my $end = index($received, "\n");
+  my $line = substr($received, 0, $end);
+  substr($received, 0, $end + 1, '');
+  return $line;
+}
+
+sub body {
+  my ($bytes) = @_;
+  while (length($received) < $bytes) {
+    run_jarvis_here() unless receive();
+  }
+  return substr($received, 0, $bytes, '');
+}
+
+sub print_all {
+  my ($fd, $text) = @_;
+  while (length $text) {
+    my $written = syswrite($fd, $text);
+    exit 1 unless defined $written;
+    substr($text, 0, $written, '');
+  }
+}
+
+my $first = header(1);
+run_jarvis_here() unless defined $first && $first eq 'accepted';
+while (defined(my $line = header())) {
+  if ($line =~ /\Aerr (\d+)\z/) {
+    print_all(\*STDERR, body($1));
+  } elsif ($line =~ /\Aexit (\d+) (\d+)\z/) {
+    my $code = $1;
+    print_all(\*STDOUT, body($2));
+    exit $code;
+  } else {
+    last;
+  }
+}
+run_jarvis_here();

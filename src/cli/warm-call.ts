@@ -1,0 +1,93 @@
+/**
+ * A whole call answered by a watch of the tree (docs/decisions/warm-client.md): `bin/jarvis` hands `memory ls`,
+ * `memory search`, `recall` and a one-shot `sync` to the tree's warm server through bin/warm-call.pl, so that no
+ * Node process starts for them. The server runs the call as the fast door would (the same parse, the same action,
+ * the same output and exit code) and streams it back in frames (warm/protocol.ts). Anything it cannot run exactly as
+ * the client's own process would — another command, a flag the door leaves to oclif, another tree, an environment
+ * that would change the answer — it declines before doing anything, and the client runs jarvis itself.
+ */
+import {fastDoorOf} from './door.js'
+import {FAST_ACTIONS} from './fast.js'
+import {runParsedAction} from './fast-action.js'
+import {progressText} from './progress.js'
+import {parseActionArgv} from './actions/spec.js'
+import {findRoot} from '../store/root.js'
+import {realRoot} from '../warm/protocol.js'
+
+/** The commands a warm server runs whole: each reads the tree, or syncs it as the client would. */
+const WARM_DOORS: ReadonlySet<string> = new Set(['memory-ls', 'memory-search', 'recall', 'sync'])
+
+/** A client's call: its arguments, its working folder (a real path), its environment, and whether its stderr is a terminal. */
+export interface WarmCall {
+  argv: string[]
+  cwd: string
+  env: Record<string, string>
+  stderrTTY: boolean
+}
+
+/** How the server answers a call, frame by frame (warm/protocol.ts names the frames). */
+export interface CallFrames {
+  /** Not run here: the client runs it itself. Only before `accepted`. */
+  declined(reason: string): void
+  /** Runs here: from now on the client waits for the end, however long a sync takes. */
+  accepted(): void
+  stderr(text: string): void
+  /** The whole stdout and the exit code, once the call is done. */
+  done(stdout: string, exit: number): void
+}
+
+/**
+ * The variables that may change what a call does or prints: jarvis's own, where users and agents keep their
+ * settings, Node's and the network's, the locale and the debug switch. A call whose values differ from the server's
+ * is declined: the server's process runs with its own.
+ */
+const CALL_ENV_PREFIXES = ['JARVIS_', 'XDG_', 'NODE_', 'LC_', 'CLAUDE_', 'GEMINI_', 'CODEX_']
+const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR'])
+
+const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
+
+/** The first variable that matters and differs between the client's environment and the server's; undefined: none. */
+export function envDifference(client: Record<string, string | undefined>, server: NodeJS.ProcessEnv): string | undefined {
+  const names = new Set([...Object.keys(client), ...Object.keys(server)].filter(mattersToCall))
+  for (const name of names) if ((client[name] ?? '') !== (server[name] ?? '')) return name
+  return undefined
+}
+
+/** The call in a request's input, or undefined when it is not one. */
+export function warmCallOf(input: Record<string, unknown>): WarmCall | undefined {
+  const {argv, cwd, env, stderrTTY} = input
+  if (!Array.isArray(argv) || !argv.every((arg) => typeof arg === 'string') || typeof cwd !== 'string' || typeof stderrTTY !== 'boolean') return undefined
+  if (typeof env !== 'object' || env === null || !Object.values(env).every((value) => typeof value === 'string')) return undefined
+  return {argv: argv as string[], cwd, env: env as Record<string, string>, stderrTTY}
+}
+
+/** Runs `call` for the tree at `real` (the server's real root), or declines it; a throw before `accepted` is a decline. */
+export async function answerCall(call: WarmCall, real: string, frames: CallFrames): Promise<void> {
+  const door = fastDoorOf(call.argv)
+  if (door === undefined || !WARM_DOORS.has(door.name)) return frames.declined('not a call a watch runs')
+  // oclif reads JARVIS_CONTENT_TYPE=json as --json: the fast door leaves it to oclif, and so does this.
+  if (call.env.JARVIS_CONTENT_TYPE !== undefined) return frames.declined('JARVIS_CONTENT_TYPE is set')
+  const different = envDifference(call.env, process.env)
+  if (different !== undefined) return frames.declined(`${different} differs from the watch's`)
+  const action = await FAST_ACTIONS[door.name]()
+  const input = parseActionArgv(action.spec, door.argv, call.env)
+  if (input === undefined) return frames.declined('flags the fast door leaves to oclif')
+  let root: string
+  try {
+    root = findRoot(call.cwd, input.flags.dir as string | undefined)
+  } catch {
+    return frames.declined('not in a tree') // the client's own process says what is wrong
+  }
+  if (realRoot(root) !== real) return frames.declined(`another tree than ${real}`)
+  frames.accepted()
+  let stdout = ''
+  const progress = call.stderrTTY
+    ? (done: number, total: number) => {
+        const text = progressText(done, total)
+        if (text) frames.stderr(text)
+      }
+    : undefined
+  // `--dir` the tree itself: the action's own look-ups then find it from any working folder, this process's too.
+  const exit = await runParsedAction(action, {flags: {...input.flags, dir: root}, args: input.args}, {stdout: (text) => (stdout += text), stderr: frames.stderr, progress})
+  frames.done(stdout, exit)
+}

@@ -1,0 +1,189 @@
+/**
+ * `jarvis` as installed (bin/jarvis) hands `memory ls`, `memory search`, `recall` and a one-shot `sync` whole to a
+ * watch of the tree (bin/warm-call.pl, src/cli/warm-call.ts), so that no Node process starts for them. What a user
+ * would notice: the same stdout, stderr and exit code as jarvis run by itself (`JARVIS_WARM=off`), byte for byte; a
+ * call the watch must not run (another environment, a flag the fast door leaves to oclif, another tree) is run by
+ * jarvis itself, as is any call whose watch was killed, before or during it. Which calls the watch ran and which it
+ * declined is read from its debug log (`DEBUG=jarvis:warm`).
+ */
+import {execFileSync, spawn} from 'node:child_process'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
+import {envDifference} from '../../src/cli/warm-call.js'
+import {cleanEnv} from '../cli/memory-helpers.js'
+import {installedJarvis, runJarvisBuilt, runJs} from '../hook/helpers.js'
+import {makeClient, startTestServer, type TestServer, TOKENS, until} from '../helpers/world.js'
+import {startWatchProcess, warmWorld} from './world.js'
+
+const warmCallScript = join(installedJarvis, '..', 'warm-call.pl')
+const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'warm', 'watcher.js')
+
+describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and sync whole', () => {
+  const world = warmWorld()
+  const servers: TestServer[] = []
+  afterAll(async () => {
+    for (const server of servers.splice(0)) await server.close()
+  })
+
+  /**
+   * A tree with a server of its own (the tests' syncs would meet each other's files in a shared one), and the
+   * environment of both its watch and its calls (the shell finds node and perl on PATH).
+   */
+  async function tree() {
+    const server = await startTestServer()
+    servers.push(server)
+    world.dirs.push(server.dataDir)
+    const made = await makeClient(server.url, 'claude')
+    world.dirs.push(made.root)
+    const env = cleanEnv(made.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', DEBUG: 'jarvis:warm', PATH: process.env.PATH ?? ''})
+    await mkdir(join(made.memory, 'ops'), {recursive: true})
+    await writeFile(join(made.memory, 'ops', 'deploy.md'), '---\ntitle: Deploy\ntags: [ops]\n---\nWe deploy with kamal to the hetzner box.\n')
+    await writeFile(join(made.memory, 'gateway.md'), '# Gateway\n\nThe gateway deploy runs after the database migration.\n')
+    return {...made, env, server}
+  }
+
+  /** `jarvis sync --watch`, or the watch a call starts on demand (which answers only: it does not sync by itself). */
+  async function startWatch(root: string, env: NodeJS.ProcessEnv, kind: 'sync --watch' | 'on demand' = 'sync --watch') {
+    const args = kind === 'sync --watch' ? [runJs, 'sync', '--watch', '--dir', root] : [onDemandWatcher, root]
+    const watch = await startWatchProcess(world, args, root, env, kind === 'sync --watch' ? 'Ctrl-C to stop' : 'answering at')
+    const lines = (text: string) => watch.stderr().split('\n').filter((line) => line.includes(text))
+    return {...watch, running: () => lines('running a call').length, ran: () => lines('ran a call').length, declined: () => lines('declined a call').map((line) => line.replace(/.*declined a call: /, ''))}
+  }
+
+  const installed = (args: string[], cwd: string, env: NodeJS.ProcessEnv) => runJarvisBuilt(args, {cwd, env, installed: true})
+  const byItself = (args: string[], cwd: string, env: NodeJS.ProcessEnv) => runJarvisBuilt(args, {cwd, env: {...env, JARVIS_WARM: 'off'}})
+  const runProcessOf = (file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) =>
+    new Promise<{code: number | null; stdout: string}>((resolve, reject) => {
+      const child = spawn(file, args, {cwd, env, stdio: ['ignore', 'pipe', 'inherit']})
+      let stdout = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+      child.on('error', reject)
+      child.on('close', (code) => resolve({code, stdout}))
+    })
+  const seen = ({code, stdout, stderr}: {code: number | null; stdout: string; stderr: string}) => ({code, stdout, stderr})
+
+  it('prints what jarvis prints by itself and exits as it does, from the root or a folder below it', async () => {
+    const t = await tree()
+    const watch = await startWatch(t.root, t.env)
+    const calls = [
+      ['memory', 'ls'],
+      ['memory', 'ls', 'ops/', '--json'],
+      ['recall', 'deploy'],
+      ['recall', 'deploy', '--limit', '1', '--tag', 'ops', '--json'],
+      ['memory', 'search', 'deploy'],
+      ['memory', 'search', 'kamal', '--prefix', 'ops/', '--json'],
+      ['sync'],
+      ['sync', '--json'],
+      // A bad value the action itself refuses: exit 2 and its message, from the watch.
+      ['memory', 'search', 'deploy', '--since', 'last tuesday'],
+    ]
+    for (const [index, args] of calls.entries()) {
+      const cwd = index % 2 === 0 ? t.root : t.memory
+      const warm = seen(await installed(args, cwd, t.env))
+      expect(warm, args.join(' ')).toEqual(seen(await byItself(args, cwd, t.env)))
+    }
+    expect(watch.ran()).toBe(calls.length)
+    expect(watch.declined()).toEqual([])
+    expect((await installed(['memory', 'search', 'deploy', '--since', 'last tuesday'], t.root, t.env)).code).toBe(2)
+  })
+
+  it('a sync run by the watch pushes an edit made the moment before, and pulls what another machine pushed', async () => {
+    const t = await tree()
+    const other = await makeClient(t.server.url, 'claude')
+    world.dirs.push(other.root)
+    const watch = await startWatch(t.root, t.env, 'on demand')
+    await writeFile(join(t.memory, 'gateway.md'), '# Gateway\n\nThe gateway deploy now runs before the migration.\n')
+    const pushed = await installed(['sync'], t.root, t.env)
+    expect(pushed.code, pushed.stderr).toBe(0)
+    const otherEnv = {...t.env, DEBUG: '', JARVIS_WARM: 'off'}
+    expect((await runJarvisBuilt(['sync'], {cwd: other.root, env: otherEnv})).code).toBe(0)
+    expect(await readFile(join(other.memory, 'gateway.md'), 'utf8')).toContain('now runs before')
+    await writeFile(join(other.memory, 'ops', 'rollback.md'), '# Rollback\n\nkamal rollback to the previous image.\n')
+    expect((await runJarvisBuilt(['sync'], {cwd: other.root, env: otherEnv})).code).toBe(0)
+    const pulled = await installed(['sync', '--json'], t.root, t.env)
+    expect(JSON.parse(pulled.stdout).result.pulled).toContain('ops/rollback.md')
+    expect(await readFile(join(t.memory, 'ops', 'rollback.md'), 'utf8')).toContain('kamal rollback')
+    expect(watch.ran()).toBe(2)
+  })
+
+  it('a sync at a terminal counts its files there, as jarvis does by itself', async () => {
+    const t = await tree()
+    const watch = await startWatch(t.root, t.env, 'on demand')
+    await mkdir(join(t.memory, 'bulk'))
+    await Promise.all(Array.from({length: 60}, (_, i) => writeFile(join(t.memory, 'bulk', `n${i}.md`), `# Note ${i}\n`)))
+    // util-linux's script gives the call a terminal for its stdout and stderr.
+    const atTerminal = await runProcessOf('script', ['-qec', `${installedJarvis} sync`, '/dev/null'], t.root, t.env)
+    expect(atTerminal.code, atTerminal.stdout).toBe(0)
+    // The 60 and the tree's first two files, each counted.
+    expect(atTerminal.stdout).toContain('\rsyncing 1/62\rsyncing 2/62')
+    expect(atTerminal.stdout).toContain('\rsyncing 62/62')
+    expect(watch.ran()).toBe(1)
+  })
+
+  it('leaves to jarvis what the watch must not run: another environment, flags for oclif, another tree, no tree', async () => {
+    const t = await tree()
+    const other = await tree()
+    const watch = await startWatch(t.root, t.env)
+    const cases: Array<{args: string[]; env?: NodeJS.ProcessEnv; cwd?: string; why: string}> = [
+      {args: ['recall', 'deploy'], env: {...t.env, JARVIS_EMBEDDINGS: 'off'}, why: 'JARVIS_EMBEDDINGS differs'},
+      {args: ['memory', 'ls'], env: {...t.env, JARVIS_CONTENT_TYPE: 'json'}, why: 'JARVIS_CONTENT_TYPE is set'},
+      {args: ['recall', 'deploy', '--limit', '11'], why: 'flags the fast door leaves to oclif'},
+      {args: ['memory', 'ls', '--help'], why: 'flags the fast door leaves to oclif'},
+      {args: ['memory', 'ls', '--dir', other.root], why: 'another tree'},
+      {args: ['memory', 'ls', '--dir', join(t.root, 'nowhere')], why: 'not in a tree'},
+    ]
+    for (const {args, env = t.env, cwd = t.root} of cases) {
+      const warm = seen(await installed(args, cwd, env))
+      expect(warm, args.join(' ')).toEqual(seen(await byItself(args, cwd, env)))
+    }
+    expect(watch.ran()).toBe(0)
+    expect(watch.declined().map((why, index) => why.startsWith(cases[index].why))).toEqual(cases.map(() => true))
+    // Commands it never runs are not even sent.
+    expect((await installed(['status'], t.root, t.env)).code).toBe(0)
+    expect(watch.declined().length).toBe(cases.length)
+  })
+
+  it('a watch killed with SIGKILL, before a call or while it runs one, leaves the call to jarvis: nothing lost', async () => {
+    const t = await tree()
+    const first = await startWatch(t.root, t.env)
+    first.child.kill('SIGKILL')
+    await first.exited
+    // A socket nobody answers at.
+    expect(seen(await installed(['memory', 'ls'], t.root, t.env))).toEqual(seen(await byItself(['memory', 'ls'], t.root, t.env)))
+
+    // A sync of 300 new files, the watch killed once it runs the call: whenever it dies, the call ends as jarvis's own.
+    const watch = await startWatch(t.root, t.env)
+    await mkdir(join(t.memory, 'bulk'))
+    await Promise.all(Array.from({length: 300}, (_, i) => writeFile(join(t.memory, 'bulk', `n${i}.md`), `# Note ${i}\n\n${'words '.repeat(200)}\n`)))
+    const call = installed(['sync'], t.root, t.env)
+    await until('the watch to run the call', () => (watch.running() > 0 ? true : undefined))
+    watch.child.kill('SIGKILL')
+    await watch.exited
+    const synced = await call
+    expect(synced.code, synced.stderr).toBe(0)
+    const after = await byItself(['sync', '--json'], t.root, t.env)
+    expect(JSON.parse(after.stdout).result).toMatchObject({pushed: [], pulled: []})
+    const other = await makeClient(t.server.url, 'claude')
+    world.dirs.push(other.root)
+    expect((await runJarvisBuilt(['sync'], {cwd: other.root, env: {...t.env, DEBUG: '', JARVIS_WARM: 'off'}})).code).toBe(0)
+    expect(await readFile(join(other.memory, 'bulk', 'n299.md'), 'utf8')).toContain('# Note 299')
+  })
+
+  it('the client script speaks the protocol the server does, and passes Perl’s strict and warnings', async () => {
+    const script = await readFile(warmCallScript, 'utf8')
+    expect(script).toContain(`'{"v":${WARM_PROTOCOL},"op":"call"`)
+    expect(execFileSync('perl', ['-Mstrict', '-Mwarnings', '-c', warmCallScript], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})).toBe('')
+  })
+
+  it('compares only the variables that change a call, a missing one as an empty one', () => {
+    expect(envDifference({PATH: '/a', JARVIS_TOKEN: 'x', TERM: 'xterm'}, {PATH: '/b', JARVIS_TOKEN: 'x'})).toBeUndefined()
+    expect(envDifference({JARVIS_AGENT: ''}, {})).toBeUndefined()
+    expect(envDifference({}, {JARVIS_AGENT: 'gemini'})).toBe('JARVIS_AGENT')
+    expect(envDifference({HOME: '/home/a'}, {HOME: '/home/b'})).toBe('HOME')
+    expect(envDifference({DEBUG: 'jarvis:*'}, {})).toBe('DEBUG')
+  })
+})
