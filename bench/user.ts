@@ -154,7 +154,7 @@ export async function benchUser(): Promise<BenchSection> {
       rows.push(['10 files changed (A syncs, B syncs), 1,000 files', ms(tc), ms(tw), `${ms(tg)} (git commit, push; pull)`, times(tc, tg), times(tw, tg), '≤ 1.5×'])
     }
 
-    // 10,000 files: a no-op sync, `memory search`.
+    // 10,000 files: a no-op sync, `memory search`, `recall`.
     {
       const cold = await syncedPair(10_000, 'cold', true)
       const warm = await syncedPair(10_000, 'watched', false)
@@ -164,16 +164,19 @@ export async function benchUser(): Promise<BenchSection> {
       await jarvis(cold.ja, coldEnv, 'memory', 'search', queries[0])
       await jarvis(warm.ja, watchedEnv, 'memory', 'search', queries[0])
       await until('the watch to search', () => askWarm(warm.ja, 'memory-search-files', {query: queries[0]}, {env: watchedEnv}))
-      const runs: number[][] = [[], [], []]
-      for (let round = 0; round < 2; round++) {
-        for (const query of queries) {
-          runs[0].push((await jarvis(cold.ja, coldEnv, 'memory', 'search', query)).ms)
-          runs[1].push((await jarvis(warm.ja, watchedEnv, 'memory', 'search', query)).ms)
-          runs[2].push((await runProcess('grep', ['-ril', '-F', ...query.split(' ').flatMap((word) => ['-e', word]), join(cold.ja, '.memory')], {cwd: cold.ja, alsoFine: [1]})).ms)
+      // `memory search` (memory files and the server's event log) and `recall` (memory files only), each against grep.
+      for (const command of [['memory', 'search'], ['recall']]) {
+        const runs: number[][] = [[], [], []]
+        for (let round = 0; round < 2; round++) {
+          for (const query of queries) {
+            runs[0].push((await jarvis(cold.ja, coldEnv, ...command, query)).ms)
+            runs[1].push((await jarvis(warm.ja, watchedEnv, ...command, query)).ms)
+            runs[2].push((await runProcess('grep', ['-ril', '-F', ...query.split(' ').flatMap((word) => ['-e', word]), join(cold.ja, '.memory')], {cwd: cold.ja, alsoFine: [1]})).ms)
+          }
         }
+        const [c, w, g] = runs.map(median)
+        rows.push([`\`${command.join(' ')}\`, 10,000 files (${queries.length} queries × 2)`, ms(c), ms(w), `${ms(g)} (\`grep -ril\`)`, times(c, g), times(w, g), command[0] === 'recall' ? '—, ≤ 1×' : '≤ 2×, ≤ 1×'])
       }
-      const [c, w, g] = runs.map(median)
-      rows.push([`\`memory search\`, 10,000 files (${queries.length} queries × 2)`, ms(c), ms(w), `${ms(g)} (\`grep -ril\`)`, times(c, g), times(w, g), '≤ 2×, ≤ 1×'])
     }
 
     // 96 MiB: A's tree to B, each from nothing (a new server, trees and repository per run).

@@ -12,7 +12,7 @@ import {runParsedAction} from './fast-action.js'
 import {progressText} from './progress.js'
 import {parseActionArgv} from './actions/spec.js'
 import {findRoot} from '../store/root.js'
-import {realRoot} from '../warm/protocol.js'
+import {type CallFrames, type CallRunner, realRoot} from '../warm/protocol.js'
 
 /** The commands a warm server runs whole: each reads the tree, or syncs it as the client would. */
 const WARM_DOORS: ReadonlySet<string> = new Set(['memory-ls', 'memory-search', 'recall', 'sync'])
@@ -23,17 +23,6 @@ export interface WarmCall {
   cwd: string
   env: Record<string, string>
   stderrTTY: boolean
-}
-
-/** How the server answers a call, frame by frame (warm/protocol.ts names the frames). */
-export interface CallFrames {
-  /** Not run here: the client runs it itself. Only before `accepted`. */
-  declined(reason: string): void
-  /** Runs here: from now on the client waits for the end, however long a sync takes. */
-  accepted(): void
-  stderr(text: string): void
-  /** The whole stdout and the exit code, once the call is done. */
-  done(stdout: string, exit: number): void
 }
 
 /**
@@ -59,6 +48,12 @@ export function warmCallOf(input: Record<string, unknown>): WarmCall | undefined
   if (!Array.isArray(argv) || !argv.every((arg) => typeof arg === 'string') || typeof cwd !== 'string' || typeof stderrTTY !== 'boolean') return undefined
   if (typeof env !== 'object' || env === null || !Object.values(env).every((value) => typeof value === 'string')) return undefined
   return {argv: argv as string[], cwd, env: env as Record<string, string>, stderrTTY}
+}
+
+/** The command line's runner of whole calls, which `jarvis sync --watch`, `jarvis mcp` and the watch on demand give their warm server. */
+export const runWarmCall: CallRunner = async (input, real, frames) => {
+  const call = warmCallOf(input)
+  return call === undefined ? frames.declined('not a call') : answerCall(call, real, frames)
 }
 
 /** Runs `call` for the tree at `real` (the server's real root), or declines it; a throw before `accepted` is a decline. */

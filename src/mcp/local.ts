@@ -14,6 +14,7 @@ import {recallMemory} from '../ops/recall.js'
 import {searchMemory} from '../ops/search.js'
 import {syncOnce} from '../ops/sync.js'
 import {hashText} from '../store/index.js'
+import type {CallRunner} from '../warm/protocol.js'
 import type {EditCall, GrepQuery} from './arguments.js'
 import {type McpBackend, ReadTexts} from './backend.js'
 import {eventOf} from './events.js'
@@ -29,6 +30,8 @@ export interface LocalBackendOptions {
   server?: string
   /** Watch `.memory/` so a search re-reads only what changed (default true). */
   watch?: boolean
+  /** Given by `jarvis mcp`: the session's watch also runs bin/jarvis's whole calls in the tree (cli/warm-call.ts). */
+  runCall?: CallRunner
 }
 
 export class LocalBackend implements McpBackend {
@@ -45,7 +48,7 @@ export class LocalBackend implements McpBackend {
   static async open(options: LocalBackendOptions): Promise<LocalBackend> {
     const tree = await openTreeIfAny(options.dir)
     const backend = new LocalBackend(options, tree?.root)
-    if (tree && options.watch !== false) backend.watcher = await watchMemory(tree.root)
+    if (tree && options.watch !== false) backend.watcher = await watchMemory(tree.root, {runCall: options.runCall})
     return backend
   }
 

@@ -8,6 +8,7 @@
 import createDebug from 'debug'
 
 import {answerFor} from '../warm/answers.js'
+import type {CallRunner} from '../warm/protocol.js'
 import {serveWarm} from '../warm/server.js'
 import {watchTreeFresh} from '../warm/tree-watch.js'
 
@@ -18,9 +19,9 @@ export interface MemoryWatch {
   close(): Promise<void>
 }
 
-export async function watchMemory(root: string): Promise<MemoryWatch> {
+export async function watchMemory(root: string, options: {runCall?: CallRunner} = {}): Promise<MemoryWatch> {
   const tree = watchTreeFresh(root)
-  const server = await serveWarm(root, tree, answerFor(root, tree)).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
+  const server = await serveWarm(root, tree, answerFor(root, tree), options).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   return {
     async close() {
       await server?.close()

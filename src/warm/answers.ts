@@ -8,7 +8,7 @@ import {memoryLs} from '../ops/memory-ls.js'
 import {recallMemory} from '../ops/recall.js'
 import type {MemoryFileHits} from '../ops/search.js'
 import {searchMemoryFiles} from '../search/index.js'
-import type {WarmOp} from './protocol.js'
+import type {CallRunner, WarmOp} from './protocol.js'
 import {serveWarm} from './server.js'
 import {type FreshTree, watchTreeFresh} from './tree-watch.js'
 
@@ -52,9 +52,9 @@ export interface TreeService {
  * A long-lived jarvis in the tree at `root` answers the other jarvis processes of the tree (`jarvis sync --watch`):
  * watching the tree only when it answers (no warm path here, or another process answers: nothing to do).
  */
-export async function serveTree(root: string): Promise<TreeService> {
+export async function serveTree(root: string, options: {runCall?: CallRunner} = {}): Promise<TreeService> {
   const tree = watchTreeFresh(root)
-  const server = await serveWarm(root, tree, answerFor(root, tree)).catch(() => undefined)
+  const server = await serveWarm(root, tree, answerFor(root, tree), options).catch(() => undefined)
   if (server === undefined) await tree.close()
   return {
     socket: server?.path,

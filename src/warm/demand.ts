@@ -64,9 +64,9 @@ export async function startWatcher(root: string, env: NodeJS.ProcessEnv = proces
   try {
     const {spawn} = await import('node:child_process')
     const self = fileURLToPath(import.meta.url)
-    // From the sources (tests, bin/dev.js) the script is watcher.ts run through tsx; built, dist/warm/watcher.js.
+    // From the sources (tests, bin/dev.js) the script is cli/on-demand-watch.ts run through tsx; built, its .js in dist/.
     const fromSources = self.endsWith('.ts')
-    const script = fromSources ? join(self, '..', 'watcher.ts') : join(jarvisPackageRoot(import.meta.url), 'dist', 'warm', 'watcher.js')
+    const script = fromSources ? join(self, '..', '..', 'cli', 'on-demand-watch.ts') : join(jarvisPackageRoot(import.meta.url), 'dist', 'cli', 'on-demand-watch.js')
     const loader = fromSources ? ['--import', import.meta.resolve('tsx'), '--no-warnings=ExperimentalWarning'] : []
     const child = spawn(process.execPath, [...loader, script, root], {detached: true, stdio: 'ignore', env, cwd: root})
     child.on('error', () => {})

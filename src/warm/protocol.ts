@@ -27,6 +27,24 @@ export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-re
  */
 export const CALL_OP = 'call' as const
 
+/** How a server answers a whole call, frame by frame (above). */
+export interface CallFrames {
+  /** Not run here: the client runs it itself. Only before `accepted`. */
+  declined(reason: string): void
+  /** Runs here: from now on the client waits for the end, however long a sync takes. */
+  accepted(): void
+  stderr(text: string): void
+  /** The whole stdout and the exit code, once the call is done. */
+  done(stdout: string, exit: number): void
+}
+
+/**
+ * Runs a whole call (the request's input) for the tree at `real`, or declines it; a throw before `accepted` is a
+ * decline. The command line's (cli/warm-call.ts), handed to the server by the process that starts it: the server
+ * itself knows no command.
+ */
+export type CallRunner = (input: Record<string, unknown>, real: string, frames: CallFrames) => Promise<void>
+
 export interface WarmRequest {
   v: number
   op: WarmOp | typeof CALL_OP

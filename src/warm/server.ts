@@ -10,9 +10,8 @@ import {createConnection, createServer, type Server, type Socket} from 'node:net
 
 import createDebug from 'debug'
 
-import type {CallFrames} from '../cli/warm-call.js'
 import {isPrivateDir} from './client.js'
-import {answerEnvOf, CALL_OP, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
+import {answerEnvOf, CALL_OP, type CallFrames, type CallRunner, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 import type {FreshTree} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
@@ -23,6 +22,12 @@ const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory
 
 /** Answers one request with the operation's result (plain JSON data); a throw becomes an error answer. */
 export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promise<unknown>
+
+export interface WarmServerOptions {
+  env?: NodeJS.ProcessEnv
+  /** Runs the whole calls of bin/jarvis; without it they are declined (the client then runs jarvis itself). */
+  runCall?: CallRunner
+}
 
 export interface WarmServer {
   /** The socket it listens on. */
@@ -48,7 +53,7 @@ export function probeSocket(path: string): Promise<'live' | 'stale' | 'none'> {
  * undefined when there is no warm path here (Windows, no socket path that fits, a folder not the user's own) or
  * another server answers for the tree.
  */
-export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandler, options: {env?: NodeJS.ProcessEnv} = {}): Promise<WarmServer | undefined> {
+export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandler, options: WarmServerOptions = {}): Promise<WarmServer | undefined> {
   const env = options.env ?? process.env
   const real = realRoot(root)
   const socket = warmSocketOf(real, env)
@@ -128,11 +133,8 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
       },
     }
     try {
-      // The command line's actions load only when a whole call comes: most servers answer the other calls alone.
-      const {answerCall, warmCallOf} = await import('../cli/warm-call.js')
-      const call = warmCallOf(input)
-      if (call === undefined) return frames.declined('not a call')
-      await answerCall(call, real, frames)
+      if (options.runCall === undefined) return frames.declined('this process runs no whole calls')
+      await options.runCall(input, real, frames)
     } catch (error) {
       if (accepted) connection.destroy()
       else frames.declined((error as Error).message)

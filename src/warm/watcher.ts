@@ -1,7 +1,7 @@
 /**
- * The watch of a tree started on demand (demand.ts), run as its own detached process:
+ * The watch of a tree started on demand (demand.ts), run as its own detached process by cli/on-demand-watch.ts:
  *
- *     node watcher.js <root>
+ *     node on-demand-watch.js <root>
  *
  * It watches `.memory/` and answers the other jarvis processes of the tree over the warm path's socket, as
  * `jarvis sync --watch` and `jarvis mcp` do (answers.ts): recall, memory search and ls, the prompt hook, and which
@@ -11,13 +11,13 @@
  * taken over, or on SIGTERM / SIGINT. Killed, it leaves a socket nobody answers at: every call then does its own work
  * (and may start another watch, whose clocks are not the dead one's: the first sync after it looks at every file).
  */
-import {lstatSync, realpathSync} from 'node:fs'
+import {lstatSync} from 'node:fs'
 import {join} from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import createDebug from 'debug'
 
 import {answerFor} from './answers.js'
+import type {CallRunner} from './protocol.js'
 import {serveWarm} from './server.js'
 import {watchTreeFresh} from './tree-watch.js'
 
@@ -27,7 +27,7 @@ const debug = createDebug('jarvis:warm')
 export const WATCHER_IDLE_MS = 10 * 60_000
 
 /** Runs the watch of the tree at `root` until it leaves (see above); resolves with why it left. */
-export async function runWatcher(root: string, options: {idleMs?: number; env?: NodeJS.ProcessEnv} = {}): Promise<string> {
+export async function runWatcher(root: string, options: {idleMs?: number; env?: NodeJS.ProcessEnv; runCall?: CallRunner} = {}): Promise<string> {
   const env = options.env ?? process.env
   const idleMs = options.idleMs ?? (Number(env.JARVIS_WATCHER_IDLE_MS) || WATCHER_IDLE_MS)
   const tree = watchTreeFresh(root)
@@ -40,7 +40,7 @@ export async function runWatcher(root: string, options: {idleMs?: number; env?: 
     } finally {
       lastCall = Date.now()
     }
-  }, {env}).catch((error: unknown) => {
+  }, {env, runCall: options.runCall}).catch((error: unknown) => {
     debug('watcher: no socket: %s', (error as Error).message)
     return undefined
   })
@@ -68,21 +68,4 @@ export async function runWatcher(root: string, options: {idleMs?: number; env?: 
   await server.close()
   await tree.close()
   return why
-}
-
-/** The real path of the script this process was started with, if any. */
-function mainScript(): string | undefined {
-  try {
-    return process.argv[1] === undefined ? undefined : realpathSync(process.argv[1])
-  } catch {
-    return undefined
-  }
-}
-
-// Run as a script (demand.ts), whatever symlink its path went through; imported (tests), nothing starts.
-if (fileURLToPath(import.meta.url) === mainScript()) {
-  const root = process.argv[2]
-  if (root === undefined) process.exit(2)
-  await runWatcher(root)
-  process.exit(0)
 }

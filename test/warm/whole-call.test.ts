@@ -20,7 +20,7 @@ import {makeClient, startTestServer, type TestServer, TOKENS, until} from '../he
 import {startWatchProcess, warmWorld} from './world.js'
 
 const warmCallScript = join(installedJarvis, '..', 'warm-call.pl')
-const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'warm', 'watcher.js')
+const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'cli', 'on-demand-watch.js')
 
 describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and sync whole', () => {
   const world = warmWorld()
@@ -46,10 +46,10 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and 
     return {...made, env, server}
   }
 
-  /** `jarvis sync --watch`, or the watch a call starts on demand (which answers only: it does not sync by itself). */
-  async function startWatch(root: string, env: NodeJS.ProcessEnv, kind: 'sync --watch' | 'on demand' = 'sync --watch') {
-    const args = kind === 'sync --watch' ? [runJs, 'sync', '--watch', '--dir', root] : [onDemandWatcher, root]
-    const watch = await startWatchProcess(world, args, root, env, kind === 'sync --watch' ? 'Ctrl-C to stop' : 'answering at')
+  /** `jarvis sync --watch`, the watch a call starts on demand (which answers only: it does not sync by itself), or an agent's `jarvis mcp`. */
+  async function startWatch(root: string, env: NodeJS.ProcessEnv, kind: 'sync --watch' | 'on demand' | 'mcp' = 'sync --watch') {
+    const args = kind === 'sync --watch' ? [runJs, 'sync', '--watch', '--dir', root] : kind === 'mcp' ? [runJs, 'mcp', '--dir', root] : [onDemandWatcher, root]
+    const watch = await startWatchProcess(world, args, root, env, kind === 'sync --watch' ? 'Ctrl-C to stop' : 'answering at', kind === 'mcp' ? 'pipe' : 'ignore')
     const lines = (text: string) => watch.stderr().split('\n').filter((line) => line.includes(text))
     return {...watch, running: () => lines('running a call').length, ran: () => lines('ran a call').length, declined: () => lines('declined a call').map((line) => line.replace(/.*declined a call: /, ''))}
   }
@@ -108,6 +108,15 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and 
     expect(JSON.parse(pulled.stdout).result.pulled).toContain('ops/rollback.md')
     expect(await readFile(join(t.memory, 'ops', 'rollback.md'), 'utf8')).toContain('kamal rollback')
     expect(watch.ran()).toBe(2)
+  })
+
+  it('an agent’s jarvis mcp session runs them too', async () => {
+    const t = await tree()
+    const session = await startWatch(t.root, t.env, 'mcp')
+    for (const args of [['memory', 'ls'], ['recall', 'kamal', '--json']]) {
+      expect(seen(await installed(args, t.memory, t.env)), args.join(' ')).toEqual(seen(await byItself(args, t.memory, t.env)))
+    }
+    expect(session.ran()).toBe(2)
   })
 
   it('a sync at a terminal counts its files there, as jarvis does by itself', async () => {

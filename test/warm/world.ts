@@ -46,9 +46,12 @@ export interface WatchProcess {
   exited: Promise<number | null>
 }
 
-/** `node <args>` in `root`, a process that watches the tree, once its stderr shows `ready`; stopped after the test. */
-export async function startWatchProcess(world: WarmWorld, args: string[], root: string, env: NodeJS.ProcessEnv, ready: string): Promise<WatchProcess> {
-  const child = spawn(process.execPath, args, {cwd: root, env, stdio: ['ignore', 'pipe', 'pipe']})
+/**
+ * `node <args>` in `root`, a process that watches the tree, once its stderr shows `ready`; stopped after the test.
+ * `stdin: 'pipe'` for `jarvis mcp`, whose session ends with its stdin.
+ */
+export async function startWatchProcess(world: WarmWorld, args: string[], root: string, env: NodeJS.ProcessEnv, ready: string, stdin: 'ignore' | 'pipe' = 'ignore'): Promise<WatchProcess> {
+  const child = spawn(process.execPath, args, {cwd: root, env, stdio: [stdin, 'pipe', 'pipe']})
   world.children.push(child)
   let stderr = ''
   child.stdout!.resume()
