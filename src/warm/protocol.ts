@@ -19,7 +19,8 @@ export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-re
  * `op: 'call'`: a whole jarvis call, from bin/warm-call.pl (cli/warm-call.ts runs it). Its `root` and `env` are
  * empty: the server finds the tree from the call's folder and compares the call's environment itself. It is answered
  * in frames, not in one JSON line, each a header line and, when the header gives a byte count, that many bytes:
- * - `declined <why>`: nothing was done; the client runs the call itself (a server without calls answers an error line);
+ * - `declined <why>`: nothing was done; the client runs the call itself (so it does when an older server answers an
+ *   error line);
  * - `accepted`: the call runs; the client waits for its end, however long;
  * - `err <bytes>`: stderr, printed at once (warnings, a sync's progress);
  * - `exit <code> <bytes>`: the whole stdout, then the connection ends. A connection that ends before this frame
