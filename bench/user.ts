@@ -1,7 +1,7 @@
 /**
  * The calls a user (or a git hook, or an agent's hook) makes most, each as a whole process of the built clone
- * (`bin/jarvis`, the command npm installs), side by side in one run with and without a watch of the tree, against what a user would run
- * instead: `node -e 0` (the floor of any Node command), git over `git daemon`, `grep -ril`.
+ * (`bin/jarvis`, the command npm installs), side by side in one run with and without a watch of the tree, against
+ * what a user would run instead: `node -e 0` (the floor of any Node command), git over `git daemon`, `grep -ril`.
  *
  * "Without a watch": a tree where none runs (`JARVIS_WATCHER=off`: no call starts one), so each call looks at every
  * file. "With a watch": the watch a call starts on demand in a tree of 500+ files (src/warm/demand.ts), once it

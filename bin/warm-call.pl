@@ -55,7 +55,7 @@ sub receive {
 # One header line, or undef when the connection ends (or the first answer is late) without one.
 sub header {
   my ($timeout) = @_;
-  while ((my $end = index($received, "\n")) < 0) {
+  while (index($received, "\n") < 0) {
     return undef unless receive($timeout);
   }
   my $end = index($received, "\n");

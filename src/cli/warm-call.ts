@@ -50,7 +50,7 @@ export function warmCallOf(input: Record<string, unknown>): WarmCall | undefined
   return {argv: argv as string[], cwd, env: env as Record<string, string>, stderrTTY}
 }
 
-/** The command line's runner of whole calls, which `jarvis sync --watch`, `jarvis mcp` and the watch on demand give their warm server. */
+/** The command line's runner of whole calls (cli/warm-call-on-use.ts hands it to the processes that start a warm server). */
 export const runWarmCall: CallRunner = async (input, real, frames) => {
   const call = warmCallOf(input)
   return call === undefined ? frames.declined('not a call') : answerCall(call, real, frames)

@@ -9,7 +9,7 @@ import {assertSyncEnabled} from '../ops/sync.js'
 import {connect, openTree} from '../ops/context.js'
 import {renderSync} from './render.js'
 import {treeWatchOf} from './warm.js'
-import {runWarmCall} from './warm-call.js'
+import {runWarmCallOnUse} from './warm-call-on-use.js'
 import type {SyncOnceOptions} from '../ops/sync.js'
 
 const debug = createDebug('jarvis:watch')
@@ -80,7 +80,7 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
   })
   // Recall, search, ls and the prompt hook of other jarvis processes in this tree are answered from here (src/warm/).
   const warm = import('../warm/answers.js')
-    .then(({serveTree}) => serveTree(tree.root, {runCall: runWarmCall}))
+    .then(({serveTree}) => serveTree(tree.root, {runCall: runWarmCallOnUse}))
     .catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   let stoppedBy: string
   try {

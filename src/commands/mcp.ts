@@ -1,6 +1,6 @@
 import {JarvisCommand} from '../cli/base-command.js'
 import {serverFlags} from '../cli/flags.js'
-import {runWarmCall} from '../cli/warm-call.js'
+import {runWarmCallOnUse} from '../cli/warm-call-on-use.js'
 import {serveStdio} from '../mcp/stdio.js'
 
 export default class Mcp extends JarvisCommand<typeof Mcp> {
@@ -12,6 +12,6 @@ A refused call (a secret, a private scope, a locked tree, the server away) is a 
   static flags = {...serverFlags}
 
   async run(): Promise<void> {
-    await serveStdio({dir: this.flags.dir, agent: this.flags.agent, server: this.flags.server, version: this.config.version, runCall: runWarmCall})
+    await serveStdio({dir: this.flags.dir, agent: this.flags.agent, server: this.flags.server, version: this.config.version, runCall: runWarmCallOnUse})
   }
 }
