@@ -16,7 +16,7 @@ import {fileURLToPath} from 'node:url'
 
 import {readScanHints} from '../src/store/index.js'
 import {askWarm} from '../src/warm/client.js'
-import {runInstalledJarvis, runJarvis, runProcess, type ProcessRun} from './process.js'
+import {jarvisBin, runInstalledJarvis, runJarvis, runProcess, type ProcessRun} from './process.js'
 import {median, ms, table, timeRuns, type BenchSection} from './stats.js'
 import {editTen, git, LARGE_FILE_BYTES, LARGE_FILES, newPair, type Pair, startGitDaemon, TOKEN, treeDigest} from './sync.js'
 
@@ -177,6 +177,22 @@ export async function benchUser(): Promise<BenchSection> {
         const [c, w, g] = runs.map(median)
         rows.push([`\`${command.join(' ')}\`, 10,000 files (${queries.length} queries × 2)`, ms(c), ms(w), `${ms(g)} (\`grep -ril\`)`, times(c, g), times(w, g), command[0] === 'recall' ? '—, ≤ 1×' : '≤ 2×, ≤ 1×'])
       }
+      // An agent's prompt hook, its input on stdin as the agent writes it, beside `node -e 0` (the floor of a hook run
+      // by Node). With a watch, bin/jarvis hands it whole to the watch, as `jarvis agents install` wires it.
+      // Also the watched hook as it was wired before (`node bin/run.js hook …`): a Node process that asks the watch.
+      const hookRuns: number[][] = [[], [], [], []]
+      const hookArgs = ['hook', 'prompt', '--agent', 'claude']
+      const hookInput = (root: string, query: string) => JSON.stringify({session_id: 'bench', hook_event_name: 'UserPromptSubmit', cwd: root, prompt: `What do we know about ${query}?`})
+      for (let round = 0; round < 2; round++) {
+        for (const query of queries) {
+          hookRuns[0].push((await runInstalledJarvis(hookArgs, {cwd: cold.ja, env: coldEnv, input: hookInput(cold.ja, query)})).ms)
+          hookRuns[1].push((await runInstalledJarvis(hookArgs, {cwd: warm.ja, env: watchedEnv, input: hookInput(warm.ja, query)})).ms)
+          hookRuns[2].push((await runProcess(process.execPath, [jarvisBin, ...hookArgs], {cwd: warm.ja, env: watchedEnv, input: hookInput(warm.ja, query)})).ms)
+          hookRuns[3].push((await runProcess(process.execPath, ['-e', '0'], {cwd: cold.ja})).ms)
+        }
+      }
+      const [hc, hw, hNode, hn] = hookRuns.map(median)
+      rows.push([`\`hook prompt\` (an agent's prompt on stdin), 10,000 files (${queries.length} prompts × 2; watched through \`node bin/run.js\`: ${ms(hNode)})`, ms(hc), ms(hw), `${ms(hn)} (\`node -e 0\`)`, times(hc, hn), times(hw, hn), '—'])
     }
 
     // 96 MiB: A's tree to B, each from nothing (a new server, trees and repository per run).

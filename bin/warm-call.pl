@@ -6,13 +6,48 @@
 # the call's end (it was killed) — this process becomes bin/run.js with the same arguments, and jarvis runs it
 # itself. Perl's own builtins only, not even strict and warnings (3 ms of a 10 ms call): Linux's socket constants,
 # JSON written by hand; the tests check it under both.
+#
+# A hook (`hook prompt`) sends what the agent wrote on stdin with the call, and is bounded in time: when the watch
+# has not answered within HOOK_SECONDS, jarvis runs it itself. Whenever jarvis runs a hook itself, it gets the same
+# stdin through a pipe.
 
 my ($socket_path, $cwd, @argv) = @ARGV;
 (my $bin = $0) =~ s{/[^/]*\z}{};
+# A watch that closes the connection while the call is written must not kill this process: it runs jarvis instead.
+$SIG{PIPE} = 'IGNORE';
+
+my $is_hook = @argv && $argv[0] eq 'hook';
+# What `jarvis hook` reads (src/hook/input.ts): all of stdin unless it is a terminal, up to its end or 3 seconds.
+my $HOOK_STDIN_SECONDS = 3;
+# A larger stdin is not sent: jarvis reads it itself.
+my $HOOK_STDIN_SENT = 512 * 1024;
+my $HOOK_SECONDS = 5;
+my $stdin;
 
 sub run_jarvis_here {
   close(SOCKET);
-  exec('node', "$bin/run.js", @argv) or die "jarvis: cannot start node ($!): is Node on your PATH?\n";
+  if (!defined $stdin) {
+    exec('node', "$bin/run.js", @argv) or die "jarvis: cannot start node ($!): is Node on your PATH?\n";
+  }
+  # The stdin this process read, handed on to jarvis as the agent wrote it.
+  open(my $pipe, '|-', 'node', "$bin/run.js", @argv) or die "jarvis: cannot start node ($!): is Node on your PATH?\n";
+  print $pipe $stdin;
+  close($pipe);
+  exit($? & 127 ? 128 + ($? & 127) : $? >> 8);
+}
+
+sub read_hook_stdin {
+  my $read = '';
+  return $read if -t STDIN;
+  my $until = time + $HOOK_STDIN_SECONDS;
+  while ((my $left = $until - time) >= 0) {
+    my $ready = '';
+    vec($ready, fileno(STDIN), 1) = 1;
+    last unless select($ready, undef, undef, $left) > 0;
+    my $got = sysread(STDIN, $read, 65536, length $read);
+    last unless defined $got && $got > 0;
+  }
+  return $read;
 }
 
 sub json_string {
@@ -22,6 +57,10 @@ sub json_string {
   return "\"$text\"";
 }
 
+if ($is_hook) {
+  $stdin = read_hook_stdin();
+  run_jarvis_here() if length($stdin) > $HOOK_STDIN_SENT;
+}
 run_jarvis_here() unless $^O eq 'linux' && defined $cwd;
 # AF_UNIX and SOCK_STREAM are 1 on Linux; a sockaddr_un is the family then the path.
 socket(SOCKET, 1, 1, 0) or run_jarvis_here();
@@ -32,7 +71,10 @@ my $request = '{"v":1,"op":"call","root":"","env":"","input":{'
   . '"argv":[' . join(',', map { json_string($_) } @argv) . '],'
   . '"cwd":' . json_string($cwd) . ','
   . '"env":{' . $env . '},'
-  . '"stderrTTY":' . (-t STDERR ? 'true' : 'false') . "}}\n";
+  . '"stderrTTY":' . (-t STDERR ? 'true' : 'false')
+  . (defined $stdin ? ',"stdin":' . json_string($stdin) : '') . "}}\n";
+# A hook's answer is waited for until then; anything else's as long as it takes (a large sync).
+my $deadline = $is_hook ? time + $HOOK_SECONDS : undef;
 while (length $request) {
   my $written = syswrite(SOCKET, $request);
   run_jarvis_here() unless defined $written;
@@ -40,9 +82,15 @@ while (length $request) {
 }
 
 my $received = '';
-# More bytes into $received; false at the end of the connection, an error, or when $timeout seconds pass first.
+# More bytes into $received; false at the end of the connection, an error, or when $timeout seconds (or the
+# deadline) pass first.
 sub receive {
   my ($timeout) = @_;
+  if (defined $deadline) {
+    my $left = $deadline - time;
+    $left = 0 if $left < 0;
+    $timeout = $left if !defined $timeout || $left < $timeout;
+  }
   if (defined $timeout) {
     my $ready = '';
     vec($ready, fileno(SOCKET), 1) = 1;

@@ -2,9 +2,9 @@
  * How another program (a git hook, an agent's MCP registration or hook) starts this jarvis: the running binary
  * with this node, by absolute path, so that it works without `jarvis` on PATH and from any directory.
  */
-import {readFileSync} from 'node:fs'
+import {accessSync, constants, readFileSync, realpathSync, statSync} from 'node:fs'
 import {realpath} from 'node:fs/promises'
-import {basename, dirname, join} from 'node:path'
+import {basename, delimiter, dirname, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 /** A program and its arguments, never through a shell. */
@@ -45,6 +45,40 @@ export async function jarvisInvocation(argv1: string | undefined = process.argv[
     return {command: process.execPath, args: ['--import', tsx, '--no-warnings=ExperimentalWarning', script]}
   } catch {
     return undefined
+  }
+}
+
+/**
+ * `bin/jarvis` beside the `bin/run.js` of `invocation` (what npm installs as `jarvis`), for an agent's prompt hook:
+ * it hands the call to a watch of the tree when one runs, and starts no Node process then. Only when the `node` it
+ * would otherwise run, the first on `env.PATH`, is the node of `invocation` (another version might not run this
+ * jarvis); undefined otherwise, and the hook keeps `node <abs>/bin/run.js`.
+ */
+export function shellClientOf(invocation: Invocation, env: NodeJS.ProcessEnv): string | undefined {
+  const [script] = invocation.args
+  if (invocation.args.length !== 1 || basename(script) !== 'run.js') return undefined
+  const client = join(dirname(script), 'jarvis')
+  if (!isExecutable(client)) return undefined
+  try {
+    const ours = realpathSync(invocation.command)
+    for (const dir of (env.PATH ?? '').split(delimiter)) {
+      const node = join(dir || '.', 'node')
+      if (!isExecutable(node)) continue
+      return realpathSync(node) === ours ? client : undefined
+    }
+  } catch {
+    // a node that cannot be resolved
+  }
+  return undefined
+}
+
+/** A file this process may run. */
+export function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return statSync(path).isFile()
+  } catch {
+    return false
   }
 }
 

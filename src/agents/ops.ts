@@ -23,7 +23,7 @@ import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord}
 import {AGENT_LABELS, type Change, isJarvisHookGroup, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
-import {type Invocation, jarvisInvocation, shellLine} from '../invocation.js'
+import {type Invocation, jarvisInvocation, shellClientOf, shellLine} from '../invocation.js'
 import {readTextIfExists, writeFileAtomic} from '../store/index.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {openTreeIfAny, type TreeContext} from '../ops/context.js'
@@ -81,6 +81,7 @@ interface Context {
   codexHome?: string
   gitRepo: boolean
   jarvis: Invocation
+  shellClient?: string
   env: NodeJS.ProcessEnv
 }
 
@@ -88,13 +89,15 @@ async function agentsContext(options: AgentsContextOptions): Promise<Context> {
   const env = options.env ?? process.env
   const tree = await openTreeIfAny(options.dir)
   const root = tree ? await realpath(tree.root) : undefined
+  const jarvis = options.jarvis ?? (await jarvisInvocation()) ?? {command: 'jarvis', args: []}
   return {
     root,
     tree,
     home: env.HOME || homedir(),
     codexHome: env.CODEX_HOME || undefined,
     gitRepo: root ? insideGitRepo(root) : false,
-    jarvis: options.jarvis ?? (await jarvisInvocation()) ?? {command: 'jarvis', args: []},
+    jarvis,
+    shellClient: shellClientOf(jarvis, env),
     env,
   }
 }
@@ -109,7 +112,7 @@ function insideGitRepo(dir: string): boolean {
 /** `withText: false` (status, which only looks for the block): the instruction text is not built. */
 async function wiringInput(context: Context, agent: HookAgent, scope: Scope, withText = true): Promise<WiringInput> {
   const instructions = withText ? (await agentPrompt({dir: context.root, agent: agentIdOf(agent), bin: 'jarvis'})).text : ''
-  return {agent, scope, root: context.root, home: context.home, codexHome: context.codexHome, jarvis: context.jarvis, gitRepo: context.gitRepo, instructions, openclawWorkspace: existsSync(join(context.home, '.openclaw', 'workspace', 'AGENTS.md'))}
+  return {agent, scope, root: context.root, home: context.home, codexHome: context.codexHome, jarvis: context.jarvis, shellClient: context.shellClient, gitRepo: context.gitRepo, instructions, openclawWorkspace: existsSync(join(context.home, '.openclaw', 'workspace', 'AGENTS.md'))}
 }
 
 function describe(change: Change): string {

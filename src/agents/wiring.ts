@@ -30,6 +30,8 @@ export interface WiringInput {
   /** `$CODEX_HOME`, default `~/.codex`. */
   codexHome?: string
   jarvis: Invocation
+  /** `bin/jarvis` beside `jarvis`, when the prompt hook may run it (invocation.ts, `shellClientOf`). */
+  shellClient?: string
   /** Whether `root` is in a git repository (elsewhere Claude Code honours settings.local.json only in a folder it trusts). */
   gitRepo: boolean
   /** The instruction text (`jarvis prompt`); no block when undefined. */
@@ -66,13 +68,18 @@ export function serverInvocation(jarvis: Invocation, agent: HookAgent, root: str
   return {command: jarvis.command, args: [...jarvis.args, 'mcp', '--agent', agentIdOf(agent), ...(root ? ['--dir', root] : [])]}
 }
 
-export function hookCommand(jarvis: Invocation, agent: HookAgent, event: HookEvent): string {
-  return shellLine({command: jarvis.command, args: [...jarvis.args, 'hook', event, '--agent', agent]})
+/**
+ * The command of one hook. The prompt hook, which the agent waits for at every prompt, runs the shell client when
+ * there is one: with a watch of the tree running (`jarvis mcp` is one), the watch answers it and no Node starts.
+ */
+export function hookCommand(jarvis: Invocation, agent: HookAgent, event: HookEvent, shellClient?: string): string {
+  const tail = ['hook', event, '--agent', agent]
+  return shellLine(event === 'prompt' && shellClient ? {command: shellClient, args: tail} : {command: jarvis.command, args: [...jarvis.args, ...tail]})
 }
 
 function hookChanges(input: WiringInput, agent: 'claude' | 'gemini' | 'codex', file: string): Change[] {
   return HOOK_EVENTS[agent].map(([event, native, timeout]) => {
-    const command = hookCommand(input.jarvis, agent, event)
+    const command = hookCommand(input.jarvis, agent, event, input.shellClient)
     const hook = agent === 'gemini' ? {type: 'command', name: `jarvis-${event}`, command, timeout} : {type: 'command', command, timeout}
     return {kind: 'hook', file, event, path: ['hooks', native], entry: {hooks: [hook]}}
   })

@@ -15,20 +15,30 @@ export interface HookArgs {
   dir?: string
 }
 
-/** `jarvis hook <event> --agent …` read with `node:util` for its four flags; false for anything unusual (help, a bad value): oclif answers it. */
-export async function runHookDoor(argv: string[]): Promise<boolean> {
+/**
+ * `hook <event> --agent … [--max-tokens N] [--dir D]` read with `node:util` for its four flags (`--dir` defaults to
+ * `JARVIS_DIR`); undefined for anything unusual (help, a bad value), which oclif answers.
+ */
+export function parseHookArgv(argv: string[], env: NodeJS.ProcessEnv): HookArgs | undefined {
   let parsed
   try {
     parsed = parseArgs({args: argv, allowPositionals: true, strict: true, options: {agent: {type: 'string'}, 'max-tokens': {type: 'string'}, dir: {type: 'string'}}})
   } catch {
-    return false
+    return undefined
   }
   const {positionals, values} = parsed
   const maxTokens = values['max-tokens'] === undefined ? undefined : Number(values['max-tokens'])
-  if (positionals.length !== 1 || values.agent === undefined || (maxTokens !== undefined && !Number.isInteger(maxTokens))) return false
-  if (maxTokens !== undefined && maxTokens < MIN_MAX_TOKENS) return false
+  if (positionals.length !== 1 || values.agent === undefined || (maxTokens !== undefined && !Number.isInteger(maxTokens))) return undefined
+  if (maxTokens !== undefined && maxTokens < MIN_MAX_TOKENS) return undefined
+  return {event: positionals[0], agent: values.agent, maxTokens: maxTokens ?? DEFAULT_MAX_TOKENS, dir: values.dir ?? (env.JARVIS_DIR || undefined)}
+}
+
+/** `jarvis hook …` without oclif; false when `parseHookArgv` leaves the call to oclif. */
+export async function runHookDoor(argv: string[]): Promise<boolean> {
+  const args = parseHookArgv(argv, process.env)
+  if (args === undefined) return false
   try {
-    await answerHook({event: positionals[0], agent: values.agent, maxTokens: maxTokens ?? DEFAULT_MAX_TOKENS, dir: values.dir ?? (process.env.JARVIS_DIR || undefined)})
+    await answerHook(args)
   } catch (error) {
     await hookFailed(error instanceof Error ? error : new Error(String(error)))
   }

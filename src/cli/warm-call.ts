@@ -1,10 +1,11 @@
 /**
  * A whole call answered by a watch of the tree (docs/decisions/warm-client.md): `bin/jarvis` hands `memory ls`,
- * `memory search`, `recall` and a one-shot `sync` to the tree's warm server through bin/warm-call.pl, so that no
- * Node process starts for them. The server runs the call as the fast door would (the same parse, the same action,
- * the same output and exit code) and streams it back in frames (warm/protocol.ts). Anything it cannot run exactly as
- * the client's own process would — another command, a flag the door leaves to oclif, another tree, an environment
- * that would change the answer — it declines before doing anything, and the client runs jarvis itself.
+ * `memory search`, `recall`, a one-shot `sync` and an agent's prompt hook (`hook prompt`, its stdin with it) to the
+ * tree's warm server through bin/warm-call.pl, so that no Node process starts for them. The server runs the call as
+ * the fast door would (the same parse, the same action, the same output and exit code) and streams it back in
+ * frames (warm/protocol.ts). Anything it cannot run exactly as the client's own process would — another command, a
+ * flag the door leaves to oclif, another tree, an environment that would change the answer — it declines before
+ * doing anything, and the client runs jarvis itself.
  */
 import {fastDoorOf} from './door.js'
 import {FAST_ACTIONS} from './fast.js'
@@ -17,12 +18,16 @@ import {type CallFrames, type CallRunner, realRoot} from '../warm/protocol.js'
 /** The commands a warm server runs whole: each reads the tree, or syncs it as the client would. */
 const WARM_DOORS: ReadonlySet<string> = new Set(['memory-ls', 'memory-search', 'recall', 'sync'])
 
-/** A client's call: its arguments, its working folder (a real path), its environment, and whether its stderr is a terminal. */
+/**
+ * A client's call: its arguments, its working folder (a real path), its environment, whether its stderr is a
+ * terminal, and for a hook what the agent wrote on its stdin.
+ */
 export interface WarmCall {
   argv: string[]
   cwd: string
   env: Record<string, string>
   stderrTTY: boolean
+  stdin?: string
 }
 
 /**
@@ -33,21 +38,31 @@ export interface WarmCall {
 const CALL_ENV_PREFIXES = ['JARVIS_', 'XDG_', 'NODE_', 'LC_', 'CLAUDE_', 'GEMINI_', 'CODEX_']
 const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR'])
 
+/**
+ * The agents' own variables (the project folder, the session): a hook is handed the call's environment and reads
+ * them from it, never from this process's, so they may differ.
+ */
+const AGENT_ENV_PREFIXES = ['CLAUDE_', 'GEMINI_', 'CODEX_']
+
 const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
 
-/** The first variable that matters and differs between the client's environment and the server's; undefined: none. */
-export function envDifference(client: Record<string, string | undefined>, server: NodeJS.ProcessEnv): string | undefined {
-  const names = new Set([...Object.keys(client), ...Object.keys(server)].filter(mattersToCall))
+/**
+ * The first variable that matters and differs between the client's environment and the server's, those starting
+ * with one of `unless` aside; undefined: none.
+ */
+export function envDifference(client: Record<string, string | undefined>, server: NodeJS.ProcessEnv, unless: readonly string[] = []): string | undefined {
+  const names = new Set([...Object.keys(client), ...Object.keys(server)].filter((name) => mattersToCall(name) && !unless.some((prefix) => name.startsWith(prefix))))
   for (const name of names) if ((client[name] ?? '') !== (server[name] ?? '')) return name
   return undefined
 }
 
 /** The call in a request's input, or undefined when it is not one. */
 export function warmCallOf(input: Record<string, unknown>): WarmCall | undefined {
-  const {argv, cwd, env, stderrTTY} = input
+  const {argv, cwd, env, stderrTTY, stdin} = input
   if (!Array.isArray(argv) || !argv.every((arg) => typeof arg === 'string') || typeof cwd !== 'string' || typeof stderrTTY !== 'boolean') return undefined
   if (typeof env !== 'object' || env === null || !Object.values(env).every((value) => typeof value === 'string')) return undefined
-  return {argv: argv as string[], cwd, env: env as Record<string, string>, stderrTTY}
+  if (stdin !== undefined && typeof stdin !== 'string') return undefined
+  return {argv: argv as string[], cwd, env: env as Record<string, string>, stderrTTY, ...(stdin === undefined ? {} : {stdin})}
 }
 
 /** The command line's runner of whole calls (cli/warm-call-on-use.ts hands it to the processes that start a warm server). */
@@ -59,6 +74,7 @@ export const runWarmCall: CallRunner = async (input, real, frames) => {
 /** Runs `call` for the tree at `real` (the server's real root), or declines it; a throw before `accepted` is a decline. */
 export async function answerCall(call: WarmCall, real: string, frames: CallFrames): Promise<void> {
   const door = fastDoorOf(call.argv)
+  if (door?.name === 'hook') return answerHookCall(call, door.argv, real, frames)
   if (door === undefined || !WARM_DOORS.has(door.name)) return frames.declined('not a call a watch runs')
   // oclif reads JARVIS_CONTENT_TYPE=json as --json: the fast door leaves it to oclif, and so does this.
   if (call.env.JARVIS_CONTENT_TYPE !== undefined) return frames.declined('JARVIS_CONTENT_TYPE is set')
@@ -85,4 +101,25 @@ export async function answerCall(call: WarmCall, real: string, frames: CallFrame
   // `--dir` the tree itself: the action's own look-ups then find it from any working folder, this process's too.
   const exit = await runParsedAction(action, {flags: {...input.flags, dir: root}, args: input.args}, {stdout: (text) => (stdout += text), stderr: frames.stderr, progress})
   frames.done(stdout, exit)
+}
+
+/**
+ * An agent's prompt hook, run here as `jarvis hook` would run it in the client's process: the same arguments, its
+ * stdin, working folder and environment handed to `runHook`, its answer on stdout, exit 0. Declined: another event
+ * (the recording ones read whole transcripts, which would hold up this process's other answers), arguments the door
+ * leaves to oclif, a session in another tree, or a difference in the variables that matter besides the agents' own.
+ */
+async function answerHookCall(call: WarmCall, argv: string[], real: string, frames: CallFrames): Promise<void> {
+  const [{parseHookArgv}, {parseHookEvent}, {findHookTree, parseHookInput}] = await Promise.all([import('./hook-door.js'), import('../hook/events.js'), import('../hook/input.js')])
+  const args = parseHookArgv(argv, call.env)
+  if (args === undefined || parseHookEvent(args.event) !== 'prompt' || call.stdin === undefined) return frames.declined('not a hook a watch runs')
+  const different = envDifference(call.env, process.env, AGENT_ENV_PREFIXES)
+  if (different !== undefined) return frames.declined(`${different} differs from the watch's`)
+  const stdin = call.stdin
+  const root = findHookTree({dir: args.dir, input: parseHookInput(stdin).input, agent: args.agent, env: call.env, processCwd: call.cwd})
+  if (root === undefined || realRoot(root) !== real) return frames.declined(`the session is not in ${real}`)
+  frames.accepted()
+  const {runHook} = await import('../hook/ops.js')
+  const result = await runHook({event: args.event, agent: args.agent, stdin, env: call.env, cwd: call.cwd, dir: args.dir, maxTokens: args.maxTokens})
+  frames.done(result.stdout, 0)
 }

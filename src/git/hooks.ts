@@ -15,14 +15,13 @@
  *   and a caller that reads git's output would wait for the sync after all. A down server costs git nothing;
  *   the sync's own timeouts end the background process.
  */
-import {constants} from 'node:fs'
-import {access, chmod, mkdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
 
 import createDebug from 'debug'
 
 import {BadInputError, NotATreeError} from '../errors.js'
-import {type Invocation, jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
+import {type Invocation, isExecutable, jarvisInvocation, shellLine, shellQuote} from '../invocation.js'
 import {findRoot, readTextIfExists} from '../store/index.js'
 
 const debug = createDebug('jarvis:hooks')
@@ -158,15 +157,6 @@ async function writeHook(path: string, text: string, mode: number): Promise<void
   await rename(temp, target)
 }
 
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** Where this repository's hooks live, absolute. BadInputError outside a git repository. */
 export async function hooksDirectory(cwd: string): Promise<{hooksDir: string; topLevel: string | null}> {
   // simple-git is loaded by the commands that use git, not at every start.
@@ -252,7 +242,7 @@ export async function installHooks(options: HooksOptions = {}): Promise<HooksRes
       result.installed.push(name)
       debug('%s: %s', text === null ? 'created' : 'updated', path)
     }
-    if (text !== null && !(await isExecutable(path))) {
+    if (text !== null && !isExecutable(path)) {
       result.warnings.push(`${name} is not executable, so git does not run it (nor the jarvis block): \`chmod +x ${path}\` to enable it`)
     } else if (text !== null && endsWithExit(withoutBlock(text))) {
       result.warnings.push(`${name} ends with \`exit\` before the jarvis block, which therefore never runs: move the block above it`)

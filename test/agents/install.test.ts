@@ -7,13 +7,14 @@
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
-import {isAbsolute, join, relative} from 'node:path'
+import {delimiter, dirname, isAbsolute, join, relative} from 'node:path'
 
 import {afterAll, beforeEach, describe, expect, it} from 'vitest'
 
 import {initTree} from '../../src/store/index.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
+import {installedJarvis, runJarvisBuilt, runJs} from '../hook/helpers.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 
 const dirs: string[] = []
@@ -176,6 +177,27 @@ describe('jarvis agents install', () => {
     expect((await jarvis(['agents', 'install', '--agent', 'claude', '--scope', 'user', '--uninstall'])).code).toBe(0)
     // Nothing of Claude's is left; jarvis's own config folder (XDG_CONFIG_HOME here) keeps its settings.
     expect((await readdir(home)).filter((name) => name !== 'xdg')).toEqual([])
+  })
+
+  it('the prompt hook runs bin/jarvis when the node on PATH is this node, which a watch can answer without Node; else node bin/run.js', async () => {
+    const hooksWith = async (path: string) => {
+      const run = await runJarvisBuilt(['agents', 'install', '--agent', 'claude'], {cwd: root, env: {...env, PATH: path}})
+      expect(run.code, run.stderr).toBe(0)
+      const hooks = (await readJson(join(root, '.claude', 'settings.json'))).hooks as Record<string, Array<{hooks: Array<{command: string}>}>>
+      return (event: string) => hooks[event][0].hooks[0].command
+    }
+    const ours = await hooksWith(`${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`)
+    expect(ours('UserPromptSubmit')).toBe(`${installedJarvis} hook prompt --agent claude`)
+    // The other hooks read whole transcripts, which no watch runs: they start this node, as before.
+    expect(ours('Stop')).toBe(`${process.execPath} ${runJs} hook stop --agent claude`)
+    expect(ours('SessionStart')).toBe(`${process.execPath} ${runJs} hook session-start --agent claude`)
+
+    // Another node first on the PATH (another version, say): bin/jarvis would run it, so the hook does not.
+    const elsewhere = join(home, 'other-node')
+    await mkdir(elsewhere)
+    await writeFile(join(elsewhere, 'node'), '#!/bin/sh\nexit 1\n', {mode: 0o755})
+    const theirs = await hooksWith(`${elsewhere}${delimiter}${dirname(process.execPath)}`)
+    expect(theirs('UserPromptSubmit')).toBe(`${process.execPath} ${runJs} hook prompt --agent claude`)
   })
 
   it('project scope outside a jarvis tree, or an unknown agent, is exit 2 with what to do', async () => {

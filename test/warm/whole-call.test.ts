@@ -1,13 +1,15 @@
 /**
- * `jarvis` as installed (bin/jarvis) hands `memory ls`, `memory search`, `recall` and a one-shot `sync` whole to a
- * watch of the tree (bin/warm-call.pl, src/cli/warm-call.ts), so that no Node process starts for them. What a user
- * would notice: the same stdout, stderr and exit code as jarvis run by itself (`JARVIS_WARM=off`), byte for byte; a
- * call the watch must not run (another environment, a flag the fast door leaves to oclif, another tree) is run by
- * jarvis itself, as is any call whose watch was killed, before or during it. Which calls the watch ran and which it
+ * `jarvis` as installed (bin/jarvis) hands `memory ls`, `memory search`, `recall`, a one-shot `sync` and an agent's
+ * prompt hook whole to a watch of the tree (bin/warm-call.pl, src/cli/warm-call.ts), so that no Node process starts
+ * for them. What a user would notice: the same stdout, stderr and exit code as jarvis run by itself
+ * (`JARVIS_WARM=off`), byte for byte; a call the watch must not run (another environment, a flag the fast door
+ * leaves to oclif, another tree) is run by jarvis itself, as is any call whose watch was killed, before or during
+ * it, or stopped answering — a hook with the stdin the agent wrote. Which calls the watch ran and which it
  * declined is read from its debug log (`DEBUG=jarvis:warm`).
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from 'vitest'
@@ -188,11 +190,87 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and 
     expect(execFileSync('perl', ['-Mstrict', '-Mwarnings', '-c', warmCallScript], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})).toBe('')
   })
 
+  /** An agent's prompt hook as Claude Code runs it: its input on stdin, its project folder in CLAUDE_PROJECT_DIR. */
+  const promptHook = ['hook', 'prompt', '--agent', 'claude']
+  const hookInput = (cwd: string, prompt = 'How do we deploy with “kamal”? A \\ backslash,\na second line\tand a tab.') =>
+    JSON.stringify({session_id: 'session-1', hook_event_name: 'UserPromptSubmit', cwd, transcript_path: join(cwd, 'none.jsonl'), prompt})
+  const hookBy = (how: 'installed' | 'itself', cwd: string, env: NodeJS.ProcessEnv, input: string, args = promptHook) =>
+    runJarvisBuilt(args, {cwd, env: how === 'itself' ? {...env, JARVIS_WARM: 'off'} : env, input, installed: how === 'installed'})
+
+  it('an agent’s prompt hook: the watch answers from the stdin the agent wrote what jarvis answers by itself', async () => {
+    const t = await tree()
+    const session = await startWatch(t.root, t.env, 'mcp')
+    // The agent's own variables are the hook's, not the watch's: they may differ.
+    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root}
+    const input = hookInput(t.root)
+    const warm = seen(await hookBy('installed', t.memory, env, input))
+    expect(warm.stdout).toContain('[MEMORY CONTEXT]')
+    expect(warm.stdout).toContain('ops/deploy.md')
+    expect(warm).toEqual(seen(await hookBy('itself', t.memory, env, input)))
+    expect(session.ran()).toBe(1)
+    expect(session.declined()).toEqual([])
+  })
+
+  it('leaves a hook to jarvis, with the same stdin, when the watch must not run it, is killed or stops answering', async () => {
+    const t = await tree()
+    const other = await tree()
+    const watch = await startWatch(t.root, t.env)
+    const cases: Array<{args?: string[]; env?: NodeJS.ProcessEnv; input?: string; why: string}> = [
+      {env: {...t.env, JARVIS_EMBEDDINGS: 'off'}, why: 'JARVIS_EMBEDDINGS differs'},
+      // The session is in another tree than the one the shell found from its working folder.
+      {input: hookInput(other.root, 'Where is the gateway deploy?'), why: 'the session is not in'},
+      {args: [...promptHook, '--help'], why: 'not a hook a watch runs'},
+    ]
+    for (const {args = promptHook, env = t.env, input = hookInput(t.root)} of cases) {
+      const warm = seen(await hookBy('installed', t.root, env, input, args))
+      expect(warm, args.join(' ')).toEqual(seen(await hookBy('itself', t.root, env, input, args)))
+      expect(warm.stdout.length, args.join(' ')).toBeGreaterThan(0)
+    }
+    expect(watch.ran()).toBe(0)
+    expect(watch.declined().map((why, index) => why.startsWith(cases[index].why))).toEqual(cases.map(() => true))
+
+    const input = hookInput(t.root)
+    const answer = seen(await hookBy('itself', t.root, t.env, input))
+    expect(answer.stdout).toContain('ops/deploy.md')
+    // Stopped: it takes the connection but never answers it.
+    watch.child.kill('SIGSTOP')
+    try {
+      expect(seen(await hookBy('installed', t.root, t.env, input))).toEqual(answer)
+    } finally {
+      watch.child.kill('SIGCONT')
+    }
+    watch.child.kill('SIGKILL')
+    await watch.exited
+    expect(seen(await hookBy('installed', t.root, t.env, input))).toEqual(answer)
+  })
+
+  it('a hook the watch took and then never answered is run by jarvis itself, in seconds', async () => {
+    const t = await tree()
+    // A watch hung after taking the call, which no real one can be made to do on demand: a socket that says
+    // `accepted` and nothing more.
+    const hung = createServer((connection) => {
+      connection.on('error', () => {})
+      connection.once('data', () => connection.write('accepted\n'))
+    })
+    await new Promise<void>((resolve) => hung.listen(join(t.root, '.nexus', 'warm.sock'), resolve))
+    try {
+      const input = hookInput(t.root)
+      const answer = seen(await hookBy('itself', t.root, t.env, input))
+      expect(answer.stdout).toContain('ops/deploy.md')
+      expect(seen(await hookBy('installed', t.root, t.env, input))).toEqual(answer)
+    } finally {
+      await new Promise((resolve) => hung.close(resolve))
+    }
+  })
+
   it('compares only the variables that change a call, a missing one as an empty one', () => {
     expect(envDifference({PATH: '/a', JARVIS_TOKEN: 'x', TERM: 'xterm'}, {PATH: '/b', JARVIS_TOKEN: 'x'})).toBeUndefined()
     expect(envDifference({JARVIS_AGENT: ''}, {})).toBeUndefined()
     expect(envDifference({}, {JARVIS_AGENT: 'gemini'})).toBe('JARVIS_AGENT')
     expect(envDifference({HOME: '/home/a'}, {HOME: '/home/b'})).toBe('HOME')
     expect(envDifference({DEBUG: 'jarvis:*'}, {})).toBe('DEBUG')
+    expect(envDifference({CLAUDE_PROJECT_DIR: '/a'}, {})).toBe('CLAUDE_PROJECT_DIR')
+    // A hook reads the agents' own variables from its call.
+    expect(envDifference({CLAUDE_PROJECT_DIR: '/a', GEMINI_SESSION_ID: 's'}, {}, ['CLAUDE_', 'GEMINI_', 'CODEX_'])).toBeUndefined()
   })
 })
