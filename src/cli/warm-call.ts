@@ -44,6 +44,15 @@ const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HT
  */
 const AGENT_ENV_PREFIXES = ['CLAUDE_', 'GEMINI_', 'CODEX_']
 
+/**
+ * What a prompt hook's answer does not depend on, besides the agents' variables: it reads the tree's files only and
+ * never talks to the server (docs/hooks.md), so the server, the agent's identity, its tokens and the user's folders
+ * for settings, data and sockets (`XDG_*`; the hook found this watch in the tree) play no part. Gemini CLI strips
+ * `*TOKEN*` from the environment of the `jarvis mcp` it starts, and Codex passes it a dozen variables: their hooks
+ * and their watch would otherwise rarely match.
+ */
+const PROMPT_HOOK_ASIDE = [...AGENT_ENV_PREFIXES, 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
+
 const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
 
 /**
@@ -107,13 +116,13 @@ export async function answerCall(call: WarmCall, real: string, frames: CallFrame
  * An agent's prompt hook, run here as `jarvis hook` would run it in the client's process: the same arguments, its
  * stdin, working folder and environment handed to `runHook`, its answer on stdout, exit 0. Declined: another event
  * (the recording ones read whole transcripts, which would hold up this process's other answers), arguments the door
- * leaves to oclif, a session in another tree, or a difference in the variables that matter besides the agents' own.
+ * leaves to oclif, a session in another tree, or a difference in the variables that matter to it (PROMPT_HOOK_ASIDE).
  */
 async function answerHookCall(call: WarmCall, argv: string[], real: string, frames: CallFrames): Promise<void> {
   const [{parseHookArgv}, {parseHookEvent}, {findHookTree, parseHookInput}] = await Promise.all([import('./hook-door.js'), import('../hook/events.js'), import('../hook/input.js')])
   const args = parseHookArgv(argv, call.env)
   if (args === undefined || parseHookEvent(args.event) !== 'prompt' || call.stdin === undefined) return frames.declined('not a hook a watch runs')
-  const different = envDifference(call.env, process.env, AGENT_ENV_PREFIXES)
+  const different = envDifference(call.env, process.env, PROMPT_HOOK_ASIDE)
   if (different !== undefined) return frames.declined(`${different} differs from the watch's`)
   const stdin = call.stdin
   const root = findHookTree({dir: args.dir, input: parseHookInput(stdin).input, agent: args.agent, env: call.env, processCwd: call.cwd})

@@ -200,8 +200,9 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and 
   it('an agent’s prompt hook: the watch answers from the stdin the agent wrote what jarvis answers by itself', async () => {
     const t = await tree()
     const session = await startWatch(t.root, t.env, 'mcp')
-    // The agent's own variables are the hook's, not the watch's: they may differ.
-    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root}
+    // The agent's own variables are the hook's, not the watch's: they may differ; so may its token, which a prompt
+    // hook never uses (an agent may start its jarvis mcp without the token its hooks get).
+    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root, JARVIS_TOKEN: `${TOKENS.claude}-not-the-watch's`, XDG_RUNTIME_DIR: join(t.root, 'run')}
     const input = hookInput(t.root)
     const warm = seen(await hookBy('installed', t.memory, env, input))
     expect(warm.stdout).toContain('[MEMORY CONTEXT]')
