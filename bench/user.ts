@@ -10,12 +10,13 @@
  */
 import {type ChildProcess} from 'node:child_process'
 import {readFileSync} from 'node:fs'
-import {mkdir, rm} from 'node:fs/promises'
+import {mkdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {readScanHints} from '../src/store/index.js'
 import {askWarm} from '../src/warm/client.js'
+import {claudeTranscript, type Turn} from '../test/hook/helpers.js'
 import {jarvisBin, runInstalledJarvis, runJarvis, runProcess, type ProcessRun} from './process.js'
 import {median, ms, table, timeRuns, type BenchSection} from './stats.js'
 import {editTen, git, LARGE_FILE_BYTES, LARGE_FILES, newPair, type Pair, startGitDaemon, TOKEN, treeDigest} from './sync.js'
@@ -193,6 +194,28 @@ export async function benchUser(): Promise<BenchSection> {
       }
       const [hc, hw, hNode, hn] = hookRuns.map(median)
       rows.push([`\`hook prompt\` (an agent's prompt on stdin), 10,000 files (${queries.length} prompts × 2; watched through \`node bin/run.js\`: ${ms(hNode)})`, ms(hc), ms(hw), `${ms(hn)} (\`node -e 0\`)`, times(hc, hn), times(hw, hn), '—'])
+
+      // Claude Code's stop hook at the end of a turn of a 60-turn session: the episode read from its transcript (the
+      // first run of each tree writes it; the runs measured find it written).
+      const turns: Turn[] = Array.from({length: 60}, (_, i) => ({
+        prompt: `Change the retry policy of service ${i}, and say why`,
+        tools: [['Read', {file_path: `src/service-${i}.ts`}], ['Edit', {file_path: `src/service-${i}.ts`, old_string: 'retry(3)', new_string: 'retry(5)'}]],
+        answer: `Done: service ${i} now retries five times. We decided on exponential backoff with jitter, because the upstream throttles bursts. `.repeat(3),
+      }))
+      const stopOf = async (root: string) => {
+        const transcript = join(root, '..', `${root.split('/').at(-1)}-session.jsonl`)
+        await writeFile(transcript, claudeTranscript('bench-stop', root, turns))
+        return JSON.stringify({session_id: 'bench-stop', hook_event_name: 'Stop', cwd: root, transcript_path: transcript, stop_hook_active: false})
+      }
+      const stopArgs = ['hook', 'stop', '--agent', 'claude']
+      const [coldStop, warmStop] = [await stopOf(cold.ja), await stopOf(warm.ja)]
+      const [sc, sw, sNode, sn] = await sideBySide(12, [
+        () => runInstalledJarvis(stopArgs, {cwd: cold.ja, env: coldEnv, input: coldStop}),
+        () => runInstalledJarvis(stopArgs, {cwd: warm.ja, env: watchedEnv, input: warmStop}),
+        () => runProcess(process.execPath, [jarvisBin, ...stopArgs], {cwd: warm.ja, env: watchedEnv, input: warmStop}),
+        () => runProcess(process.execPath, ['-e', '0'], {cwd: cold.ja}),
+      ])
+      rows.push([`\`hook stop\` (a turn's end; a 60-turn Claude Code transcript), 10,000 files (median of 12; watched through \`node bin/run.js\`: ${ms(sNode)})`, ms(sc), ms(sw), `${ms(sn)} (\`node -e 0\`)`, times(sc, sn), times(sw, sn), '—'])
     }
 
     // 96 MiB: A's tree to B, each from nothing (a new server, trees and repository per run).

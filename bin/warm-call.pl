@@ -7,9 +7,9 @@
 # itself. Perl's own builtins only, not even strict and warnings (3 ms of a 10 ms call): Linux's socket constants,
 # JSON written by hand; the tests check it under both.
 #
-# A hook (`hook prompt`) sends what the agent wrote on stdin with the call, and is bounded in time: when the watch
-# has not answered within HOOK_SECONDS, jarvis runs it itself. Whenever jarvis runs a hook itself, it gets the same
-# stdin through a pipe.
+# A hook (`hook prompt`, `hook stop`, …) sends what the agent wrote on stdin with the call, and is bounded in time:
+# when the watch has not answered within HOOK_SECONDS, jarvis runs it itself (a recording hook run twice updates
+# the same episode). Whenever jarvis runs a hook itself, it gets the same stdin through a pipe.
 
 my ($socket_path, $cwd, @argv) = @ARGV;
 (my $bin = $0) =~ s{/[^/]*\z}{};

@@ -5,7 +5,7 @@
  */
 import {join} from 'node:path'
 
-import {agentIdOf, type HookAgent, type HookEvent} from '../hook/events.js'
+import {agentIdOf, type HookAgent, type HookEvent, WATCHED_HOOK_EVENTS} from '../hook/events.js'
 import {type Invocation, shellLine} from '../invocation.js'
 
 export const SERVER_NAME = 'jarvis'
@@ -30,7 +30,7 @@ export interface WiringInput {
   /** `$CODEX_HOME`, default `~/.codex`. */
   codexHome?: string
   jarvis: Invocation
-  /** `bin/jarvis` beside `jarvis`, when the prompt hook may run it (invocation.ts, `shellClientOf`). */
+  /** `bin/jarvis` beside `jarvis`, when the hooks may run it (invocation.ts, `shellClientOf`). */
   shellClient?: string
   /** Whether `root` is in a git repository (elsewhere Claude Code honours settings.local.json only in a folder it trusts). */
   gitRepo: boolean
@@ -69,12 +69,13 @@ export function serverInvocation(jarvis: Invocation, agent: HookAgent, root: str
 }
 
 /**
- * The command of one hook. The prompt hook, which the agent waits for at every prompt, runs the shell client when
- * there is one: with a watch of the tree running (`jarvis mcp` is one), the watch answers it and no Node starts.
+ * The command of one hook. The hooks the agent waits for at every prompt and every turn (WATCHED_HOOK_EVENTS) run the
+ * shell client when there is one: with a watch of the tree running (`jarvis mcp` is one), the watch runs them and
+ * no Node starts.
  */
 export function hookCommand(jarvis: Invocation, agent: HookAgent, event: HookEvent, shellClient?: string): string {
   const tail = ['hook', event, '--agent', agent]
-  return shellLine(event === 'prompt' && shellClient ? {command: shellClient, args: tail} : {command: jarvis.command, args: [...jarvis.args, ...tail]})
+  return shellLine(WATCHED_HOOK_EVENTS.has(event) && shellClient ? {command: shellClient, args: tail} : {command: jarvis.command, args: [...jarvis.args, ...tail]})
 }
 
 function hookChanges(input: WiringInput, agent: 'claude' | 'gemini' | 'codex', file: string): Change[] {

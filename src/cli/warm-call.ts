@@ -1,6 +1,6 @@
 /**
  * A whole call answered by a watch of the tree (docs/decisions/warm-client.md): `bin/jarvis` hands `memory ls`,
- * `memory search`, `recall`, a one-shot `sync` and an agent's prompt hook (`hook prompt`, its stdin with it) to the
+ * `memory search`, `recall`, a one-shot `sync` and an agent's hooks but session-start (their stdin with them) to the
  * tree's warm server through bin/warm-call.pl, so that no Node process starts for them. The server runs the call as
  * the fast door would (the same parse, the same action, the same output and exit code) and streams it back in
  * frames (warm/protocol.ts). Anything it cannot run exactly as the client's own process would — another command, a
@@ -45,13 +45,14 @@ const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HT
 const AGENT_ENV_PREFIXES = ['CLAUDE_', 'GEMINI_', 'CODEX_']
 
 /**
- * What a prompt hook's answer does not depend on, besides the agents' variables: it reads the tree's files only and
- * never talks to the server (docs/hooks.md), so the server, the agent's identity, its tokens and the user's folders
- * for settings, data and sockets (`XDG_*`; the hook found this watch in the tree) play no part. Gemini CLI strips
- * `*TOKEN*` from the environment of the `jarvis mcp` it starts, and Codex passes it a dozen variables: their hooks
- * and their watch would otherwise rarely match.
+ * What a hook's work does not depend on, besides the agents' variables. A prompt hook reads the tree's files only; a
+ * recording hook also reads the session's transcript, by the path its input gives, and starts the background sync as
+ * a process of its own, with the call's environment. Neither talks to the server here (docs/hooks.md), so the
+ * server, the agent's identity, its tokens and the user's folders for settings, data and sockets (`XDG_*`; the hook
+ * found this watch in the tree) play no part. Gemini CLI strips `*TOKEN*` from the environment of the `jarvis mcp`
+ * it starts, and Codex passes it a dozen variables: their hooks and their watch would otherwise rarely match.
  */
-const PROMPT_HOOK_ASIDE = [...AGENT_ENV_PREFIXES, 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
+const HOOK_ASIDE = [...AGENT_ENV_PREFIXES, 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
 
 const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
 
@@ -113,16 +114,17 @@ export async function answerCall(call: WarmCall, real: string, frames: CallFrame
 }
 
 /**
- * An agent's prompt hook, run here as `jarvis hook` would run it in the client's process: the same arguments, its
- * stdin, working folder and environment handed to `runHook`, its answer on stdout, exit 0. Declined: another event
- * (the recording ones read whole transcripts, which would hold up this process's other answers), arguments the door
- * leaves to oclif, a session in another tree, or a difference in the variables that matter to it (PROMPT_HOOK_ASIDE).
+ * An agent's hook, run here as `jarvis hook` would run it in the client's process: the same arguments, its stdin,
+ * working folder and environment handed to `runHook`, its answer on stdout, exit 0. Declined: session-start (see
+ * WATCHED_HOOK_EVENTS), arguments the door leaves to oclif, a session in another tree, or a difference in the
+ * variables that matter to it (HOOK_ASIDE).
  */
 async function answerHookCall(call: WarmCall, argv: string[], real: string, frames: CallFrames): Promise<void> {
-  const [{parseHookArgv}, {parseHookEvent}, {findHookTree, parseHookInput}] = await Promise.all([import('./hook-door.js'), import('../hook/events.js'), import('../hook/input.js')])
+  const [{parseHookArgv}, {parseHookEvent, WATCHED_HOOK_EVENTS}, {findHookTree, parseHookInput}] = await Promise.all([import('./hook-door.js'), import('../hook/events.js'), import('../hook/input.js')])
   const args = parseHookArgv(argv, call.env)
-  if (args === undefined || parseHookEvent(args.event) !== 'prompt' || call.stdin === undefined) return frames.declined('not a hook a watch runs')
-  const different = envDifference(call.env, process.env, PROMPT_HOOK_ASIDE)
+  const event = parseHookEvent(args?.event)
+  if (args === undefined || event === undefined || !WATCHED_HOOK_EVENTS.has(event) || call.stdin === undefined) return frames.declined('not a hook a watch runs')
+  const different = envDifference(call.env, process.env, HOOK_ASIDE)
   if (different !== undefined) return frames.declined(`${different} differs from the watch's`)
   const stdin = call.stdin
   const root = findHookTree({dir: args.dir, input: parseHookInput(stdin).input, agent: args.agent, env: call.env, processCwd: call.cwd})

@@ -14,6 +14,12 @@ export type HookAgent = (typeof HOOK_AGENTS)[number]
 export const RECORDING_EVENTS: ReadonlySet<HookEvent> = new Set(['pre-compact', 'stop', 'session-end'])
 
 /**
+ * The events a watch of the tree runs whole (bin/jarvis lists them too): the ones an agent waits for at every prompt
+ * and every turn. Not session-start, which asks the server, once a session.
+ */
+export const WATCHED_HOOK_EVENTS: ReadonlySet<HookEvent> = new Set(['prompt', ...RECORDING_EVENTS])
+
+/**
  * Each agent's own name for our events (agent-wiring research): Claude Code and Codex share one set, Gemini CLI
  * has its own, OpenClaw's plugin hooks have theirs. Also accepted as the `<event>` argument.
  */

@@ -179,7 +179,7 @@ describe('jarvis agents install', () => {
     expect((await readdir(home)).filter((name) => name !== 'xdg')).toEqual([])
   })
 
-  it('the prompt hook runs bin/jarvis when the node on PATH is this node, which a watch can answer without Node; else node bin/run.js', async () => {
+  it('the hooks of every prompt and turn run bin/jarvis when the node on PATH is this node, which a watch can answer without Node; else node bin/run.js', async () => {
     const hooksWith = async (path: string) => {
       const run = await runJarvisBuilt(['agents', 'install', '--agent', 'claude'], {cwd: root, env: {...env, PATH: path}})
       expect(run.code, run.stderr).toBe(0)
@@ -187,9 +187,10 @@ describe('jarvis agents install', () => {
       return (event: string) => hooks[event][0].hooks[0].command
     }
     const ours = await hooksWith(`${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`)
-    expect(ours('UserPromptSubmit')).toBe(`${installedJarvis} hook prompt --agent claude`)
-    // The other hooks read whole transcripts, which no watch runs: they start this node, as before.
-    expect(ours('Stop')).toBe(`${process.execPath} ${runJs} hook stop --agent claude`)
+    for (const [name, event] of [['UserPromptSubmit', 'prompt'], ['Stop', 'stop'], ['PreCompact', 'pre-compact'], ['SessionEnd', 'session-end']]) {
+      expect(ours(name)).toBe(`${installedJarvis} hook ${event} --agent claude`)
+    }
+    // Session start asks the server, once a session: it starts this node, as before.
     expect(ours('SessionStart')).toBe(`${process.execPath} ${runJs} hook session-start --agent claude`)
 
     // Another node first on the PATH (another version, say): bin/jarvis would run it, so the hook does not.

@@ -17,7 +17,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
 import {envDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
-import {installedJarvis, runJarvisBuilt, runJs} from '../hook/helpers.js'
+import {claudeTranscript, hooksLog, installedJarvis, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
 import {makeClient, startTestServer, type TestServer, TOKENS, until} from '../helpers/world.js'
 import {startWatchProcess, warmWorld} from './world.js'
 
@@ -212,19 +212,58 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and 
     expect(session.declined()).toEqual([])
   })
 
+  it('an agent’s stop hook: the watch records the session’s episode as jarvis records it by itself', async () => {
+    const t = await tree()
+    const session = await startWatch(t.root, t.env, 'mcp')
+    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root}
+    const transcript = join(t.root, 'session.jsonl')
+    const deploy = join(t.memory, 'ops', 'deploy.md')
+    const turn = {prompt: 'Move the deploys to Fridays', tools: [['Edit', {file_path: deploy, old_string: 'kamal', new_string: 'kamal on Fridays'}]] as Array<[string, Record<string, unknown>]>, answer: 'We decided to deploy on Fridays from now on.'}
+    await writeFile(transcript, claudeTranscript('session-stop', t.root, [turn]))
+    const input = JSON.stringify({session_id: 'session-stop', hook_event_name: 'Stop', cwd: t.root, transcript_path: transcript, stop_hook_active: false})
+    const stop = ['hook', 'stop', '--agent', 'claude']
+    const warm = seen(await hookBy('installed', t.root, env, input, stop))
+    expect(warm).toEqual({code: 0, stdout: '', stderr: ''})
+    expect(session.ran()).toBe(1)
+    const episode = join(t.memory, 'episodes', '2026-09-01', 'claude-session-stop.md')
+    const recorded = await readFile(episode, 'utf8')
+    expect(recorded).toContain('## Decided\n- We decided to deploy on Fridays from now on.')
+    expect(recorded).toContain('`.memory/ops/deploy.md` (edited)')
+    // jarvis by itself, from the same stdin, would write the same episode: it finds nothing to change.
+    expect(seen(await hookBy('itself', t.root, env, input, stop))).toEqual(warm)
+    expect(await readFile(episode, 'utf8')).toBe(recorded)
+    expect(await hooksLog(t.root)).toBe('')
+    await waitForBackgroundSyncs(t.root)
+  })
+
   it('leaves a hook to jarvis, with the same stdin, when the watch must not run it, is killed or stops answering', async () => {
     const t = await tree()
     const other = await tree()
     const watch = await startWatch(t.root, t.env)
-    const cases: Array<{args?: string[]; env?: NodeJS.ProcessEnv; input?: string; why: string}> = [
+    const cases: Array<{args?: string[]; env?: NodeJS.ProcessEnv; input?: string; byClient?: boolean; why: string}> = [
       {env: {...t.env, JARVIS_EMBEDDINGS: 'off'}, why: 'JARVIS_EMBEDDINGS differs'},
       // The session is in another tree than the one the shell found from its working folder.
       {input: hookInput(other.root, 'Where is the gateway deploy?'), why: 'the session is not in'},
       {args: [...promptHook, '--help'], why: 'not a hook a watch runs'},
+      // bin/jarvis does not even send session-start; the client script itself does, and the watch declines it.
+      {args: ['hook', 'session-start', '--agent', 'claude'], byClient: true, why: 'not a hook a watch runs'},
     ]
-    for (const {args = promptHook, env = t.env, input = hookInput(t.root)} of cases) {
-      const warm = seen(await hookBy('installed', t.root, env, input, args))
-      expect(warm, args.join(' ')).toEqual(seen(await hookBy('itself', t.root, env, input, args)))
+    const byClient = (args: string[], env: NodeJS.ProcessEnv, input: string) =>
+      new Promise<{code: number | null; stdout: string; stderr: string}>((resolve, reject) => {
+        const child = spawn('perl', [warmCallScript, join(t.root, '.nexus', 'warm.sock'), t.root, ...args], {cwd: t.root, env, stdio: ['pipe', 'pipe', 'pipe']})
+        let stdout = ''
+        let stderr = ''
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+        child.on('error', reject)
+        child.on('close', (code) => resolve({code, stdout, stderr}))
+        child.stdin.end(input)
+      })
+    // Session start names the moment it read the memory.
+    const untimed = (run: {code: number | null; stdout: string; stderr: string}) => ({...seen(run), stdout: run.stdout.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '<time>')})
+    for (const {args = promptHook, env = t.env, input = hookInput(t.root), byClient: direct} of cases) {
+      const warm = untimed(direct ? await byClient(args, env, input) : await hookBy('installed', t.root, env, input, args))
+      expect(warm, args.join(' ')).toEqual(untimed(await hookBy('itself', t.root, env, input, args)))
       expect(warm.stdout.length, args.join(' ')).toBeGreaterThan(0)
     }
     expect(watch.ran()).toBe(0)
