@@ -49,10 +49,10 @@ export async function jarvisInvocation(argv1: string | undefined = process.argv[
 }
 
 /**
- * `bin/jarvis` beside the `bin/run.js` of `invocation` (what npm installs as `jarvis`), for an agent's prompt hook:
- * it hands the call to a watch of the tree when one runs, and starts no Node process then. Only when the `node` it
+ * `bin/jarvis` beside the `bin/run.js` of `invocation` (what npm installs as `jarvis`), for an agent's hooks: it
+ * hands the call to a watch of the tree when one runs, and starts no Node process then. Only when the `node` it
  * would otherwise run, the first on `env.PATH`, is the node of `invocation` (another version might not run this
- * jarvis); undefined otherwise, and the hook keeps `node <abs>/bin/run.js`.
+ * jarvis); undefined otherwise, and the hooks keep `node <abs>/bin/run.js`.
  */
 export function shellClientOf(invocation: Invocation, env: NodeJS.ProcessEnv): string | undefined {
   const [script] = invocation.args
