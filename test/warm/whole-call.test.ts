@@ -1,6 +1,6 @@
 /**
  * `jarvis` as installed (bin/jarvis) hands `memory ls`, `memory search`, `recall`, a one-shot `sync` and an agent's
- * prompt hook whole to a watch of the tree (bin/warm-call.pl, src/cli/warm-call.ts), so that no Node process starts
+ * hooks of every prompt and turn whole to a watch of the tree (bin/warm-call.pl, src/cli/warm-call.ts), so that no Node process starts
  * for them. What a user would notice: the same stdout, stderr and exit code as jarvis run by itself
  * (`JARVIS_WARM=off`), byte for byte; a call the watch must not run (another environment, a flag the fast door
  * leaves to oclif, another tree) is run by jarvis itself, as is any call whose watch was killed, before or during
@@ -24,7 +24,7 @@ import {startWatchProcess, warmWorld} from './world.js'
 const warmCallScript = join(installedJarvis, '..', 'warm-call.pl')
 const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'cli', 'on-demand-watch.js')
 
-describe('bin/jarvis: a watch of the tree runs memory ls and search, recall and sync whole', () => {
+describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, sync and the agents’ hooks whole', () => {
   const world = warmWorld()
   const servers: TestServer[] = []
   afterAll(async () => {
