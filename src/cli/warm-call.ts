@@ -39,20 +39,16 @@ const CALL_ENV_PREFIXES = ['JARVIS_', 'XDG_', 'NODE_', 'LC_', 'CLAUDE_', 'GEMINI
 const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR'])
 
 /**
- * The agents' own variables (the project folder, the session): a hook is handed the call's environment and reads
- * them from it, never from this process's, so they may differ.
+ * What a hook's work does not depend on, so that it may differ from the watch's. The agents' own variables (the
+ * project folder, the session): `runHook` reads them from the call's environment, never from this process's. And
+ * the server, the agent's identity, its tokens and the user's folders for settings, data and sockets (`XDG_*`; the
+ * hook found this watch in the tree): a prompt hook reads the tree's files only; a recording hook also reads the
+ * session's transcript, by the path its input gives, and starts the background sync as a process of its own, with
+ * the call's environment; neither talks to the server here (docs/hooks.md). Gemini CLI strips `*TOKEN*` from the
+ * environment of the `jarvis mcp` it starts, and Codex passes it a dozen variables: their hooks and their watch
+ * would otherwise rarely match.
  */
-const AGENT_ENV_PREFIXES = ['CLAUDE_', 'GEMINI_', 'CODEX_']
-
-/**
- * What a hook's work does not depend on, besides the agents' variables. A prompt hook reads the tree's files only; a
- * recording hook also reads the session's transcript, by the path its input gives, and starts the background sync as
- * a process of its own, with the call's environment. Neither talks to the server here (docs/hooks.md), so the
- * server, the agent's identity, its tokens and the user's folders for settings, data and sockets (`XDG_*`; the hook
- * found this watch in the tree) play no part. Gemini CLI strips `*TOKEN*` from the environment of the `jarvis mcp`
- * it starts, and Codex passes it a dozen variables: their hooks and their watch would otherwise rarely match.
- */
-const HOOK_ASIDE = [...AGENT_ENV_PREFIXES, 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
+const HOOK_ASIDE = ['CLAUDE_', 'GEMINI_', 'CODEX_', 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
 
 const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
 

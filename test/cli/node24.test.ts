@@ -19,7 +19,7 @@ import {installNode24} from '../helpers/agent-clis.js'
 import {runJarvis} from '../helpers/cli.js'
 import {jarvisForNode24} from '../helpers/node24-serve.js'
 import {removeAll, startTestServer, tempDir, type TestServer, tokenMap, TOKENS} from '../helpers/world.js'
-import {assertBuilt, runJs} from '../hook/helpers.js'
+import {assertBuilt, runCollected, runJs} from '../hook/helpers.js'
 import {cleanEnv} from './memory-helpers.js'
 
 let node24: string
@@ -51,16 +51,7 @@ function on24(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): 
 
 /** Node 24 with `args`, its output collected. */
 function node24Run(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node24, args, {cwd, env: {...env, NO_COLOR: '1'}, stdio: ['pipe', 'pipe', 'pipe']})
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({code, stdout, stderr}))
-    child.stdin.end(input)
-  })
+  return runCollected(node24, args, {cwd, env: {...env, NO_COLOR: '1'}, input})
 }
 
 async function tree(agent: 'claude' | 'gemini'): Promise<{root: string; env: NodeJS.ProcessEnv}> {

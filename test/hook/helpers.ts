@@ -32,9 +32,14 @@ export interface HookRun {
 
 /** Spawns `node bin/run.js hook <event> --agent <agent> [...extra]` with `input` on stdin, as an agent does. */
 export function runHook(event: string, agent: string, input: unknown, options: {cwd: string; env: NodeJS.ProcessEnv; extra?: string[]}): Promise<HookRun> {
+  return runCollected(process.execPath, [runJs, 'hook', event, '--agent', agent, ...(options.extra ?? [])], {...options, input: typeof input === 'string' ? input : JSON.stringify(input)})
+}
+
+/** `file args…` to its end, `input` written to its stdin, its output and exit code collected. */
+export function runCollected(file: string, args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string}): Promise<HookRun> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [runJs, 'hook', event, '--agent', agent, ...(options.extra ?? [])], {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(file, args, {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
@@ -42,26 +47,15 @@ export function runHook(event: string, agent: string, input: unknown, options: {
     child.on('error', reject)
     child.on('close', (code) => resolve({code, stdout, stderr, ms: Date.now() - started}))
     child.stdin.on('error', () => {})
-    child.stdin.end(typeof input === 'string' ? input : JSON.stringify(input))
+    child.stdin.end(options.input ?? '')
   })
 }
 
 /** Runs any jarvis command with the built binary; `input` is written to its stdin. */
 export function runJarvisBuilt(args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string; installed?: boolean}): Promise<HookRun> {
-  const started = Date.now()
   // `installed`: bin/jarvis run as a shell runs a command, which then finds `node` on the PATH.
   const [file, argv] = options.installed ? [installedJarvis, args] : [process.execPath, [options.bin ?? runJs, ...args]]
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, argv, {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
-    child.stdin.on('error', () => {})
-    child.stdin.end(options.input ?? '')
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({code, stdout, stderr, ms: Date.now() - started}))
-  })
+  return runCollected(file, argv, options)
 }
 
 /** The environment of an agent's hook: the agent's token, no user config, no JARVIS_* of the developer's shell. */

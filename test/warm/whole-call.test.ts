@@ -17,7 +17,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
 import {envDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
-import {claudeTranscript, hooksLog, installedJarvis, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
+import {claudeTranscript, hooksLog, installedJarvis, runCollected, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
 import {makeClient, startTestServer, type TestServer, TOKENS, until} from '../helpers/world.js'
 import {startWatchProcess, warmWorld} from './world.js'
 
@@ -248,17 +248,7 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
       // bin/jarvis does not even send session-start; the client script itself does, and the watch declines it.
       {args: ['hook', 'session-start', '--agent', 'claude'], byClient: true, why: 'not a hook a watch runs'},
     ]
-    const byClient = (args: string[], env: NodeJS.ProcessEnv, input: string) =>
-      new Promise<{code: number | null; stdout: string; stderr: string}>((resolve, reject) => {
-        const child = spawn('perl', [warmCallScript, join(t.root, '.nexus', 'warm.sock'), t.root, ...args], {cwd: t.root, env, stdio: ['pipe', 'pipe', 'pipe']})
-        let stdout = ''
-        let stderr = ''
-        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-        child.on('error', reject)
-        child.on('close', (code) => resolve({code, stdout, stderr}))
-        child.stdin.end(input)
-      })
+    const byClient = (args: string[], env: NodeJS.ProcessEnv, input: string) => runCollected('perl', [warmCallScript, join(t.root, '.nexus', 'warm.sock'), t.root, ...args], {cwd: t.root, env, input})
     // Session start names the moment it read the memory.
     const untimed = (run: {code: number | null; stdout: string; stderr: string}) => ({...seen(run), stdout: run.stdout.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '<time>')})
     for (const {args = promptHook, env = t.env, input = hookInput(t.root), byClient: direct} of cases) {
