@@ -62,6 +62,14 @@ if ($is_hook) {
   run_jarvis_here() if length($stdin) > $HOOK_STDIN_SENT;
 }
 run_jarvis_here() unless $^O eq 'linux' && defined $cwd;
+# A socket outside the tree (a tree whose path is too long for one inside it) is trusted only in a folder of this
+# user alone, as jarvis's own client trusts it (src/warm/client.ts, isPrivateDir): whoever listens gets the call's
+# environment, tokens included.
+if ($socket_path !~ m{/\.nexus/[^/]*\z}) {
+  (my $folder = $socket_path) =~ s{/[^/]*\z}{};
+  my @info = lstat($folder);
+  run_jarvis_here() unless @info && -d _ && $info[4] == $< && ($info[2] & 077) == 0;
+}
 # AF_UNIX and SOCK_STREAM are 1 on Linux; a sockaddr_un is the family then the path.
 socket(SOCKET, 1, 1, 0) or run_jarvis_here();
 connect(SOCKET, pack('S Z*', 1, $socket_path)) or run_jarvis_here();

@@ -18,7 +18,7 @@ import {warmSocketOf, realRoot} from '../../src/warm/protocol.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {runHook, runJarvisBuilt, runJs} from '../hook/helpers.js'
 import {makeClient, tempDir, TOKENS, until} from '../helpers/world.js'
-import {startWatchProcess, warmWorld, type WatchProcess} from './world.js'
+import {startWatchProcess, treeAtLongPath, warmWorld, type WatchProcess} from './world.js'
 
 interface Watch extends WatchProcess {
   /** How many calls of `op` it answered so far. */
@@ -29,19 +29,10 @@ describe('the warm path: jarvis sync --watch answers recall, memory search and l
   const world = warmWorld()
 
   async function tree(parent?: string) {
-    const made = parent ? await makeClientUnder(parent) : await makeClient(world.server.url, 'claude')
+    const made = parent ? await treeAtLongPath(parent, world.server.url) : await makeClient(world.server.url, 'claude')
     world.dirs.push(made.root)
     const env = cleanEnv(made.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', DEBUG: ''})
     return {...made, env}
-  }
-
-  /** A tree at a path too long for a socket inside it. */
-  async function makeClientUnder(parent: string) {
-    const {initTree} = await import('../../src/store/index.js')
-    const deep = join(parent, 'a-folder-name-long-enough-to-push-the-socket-path-past-what-sun-path-holds', 'project')
-    await mkdir(deep, {recursive: true})
-    const {root} = await initTree(deep, {server: world.server.url, agent: 'claude'})
-    return {root, memory: join(root, '.memory'), agent: 'claude'}
   }
 
   async function startWatch(root: string, env: NodeJS.ProcessEnv): Promise<Watch> {

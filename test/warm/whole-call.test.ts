@@ -8,7 +8,7 @@
  * declined is read from its debug log (`DEBUG=jarvis:warm`).
  */
 import {execFileSync, spawn} from 'node:child_process'
-import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {createServer} from 'node:net'
 import {join} from 'node:path'
 
@@ -18,8 +18,8 @@ import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
 import {envDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {claudeTranscript, hooksLog, installedJarvis, runCollected, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
-import {makeClient, startTestServer, type TestServer, TOKENS, until} from '../helpers/world.js'
-import {startWatchProcess, warmWorld} from './world.js'
+import {makeClient, startTestServer, tempDir, type TestServer, TOKENS, until} from '../helpers/world.js'
+import {startWatchProcess, treeAtLongPath, warmWorld} from './world.js'
 
 const warmCallScript = join(installedJarvis, '..', 'warm-call.pl')
 const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'cli', 'on-demand-watch.js')
@@ -35,17 +35,18 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
    * A tree with a server of its own (the tests' syncs would meet each other's files in a shared one), and the
    * environment of both its watch and its calls (the shell finds node and perl on PATH).
    */
-  async function tree() {
+  async function tree(options: {longPath?: boolean} = {}) {
     const server = await startTestServer()
     servers.push(server)
     world.dirs.push(server.dataDir)
-    const made = await makeClient(server.url, 'claude')
-    world.dirs.push(made.root)
+    const parent = options.longPath ? await tempDir('jarvis-warm-long-') : undefined
+    const made = parent ? await treeAtLongPath(parent, server.url) : await makeClient(server.url, 'claude')
+    world.dirs.push(parent ?? made.root)
     const env = cleanEnv(made.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', DEBUG: 'jarvis:warm', PATH: process.env.PATH ?? ''})
     await mkdir(join(made.memory, 'ops'), {recursive: true})
     await writeFile(join(made.memory, 'ops', 'deploy.md'), '---\ntitle: Deploy\ntags: [ops]\n---\nWe deploy with kamal to the hetzner box.\n')
     await writeFile(join(made.memory, 'gateway.md'), '# Gateway\n\nThe gateway deploy runs after the database migration.\n')
-    return {...made, env, server}
+    return {...made, env, server, parent}
   }
 
   /** `jarvis sync --watch`, the watch a call starts on demand (which answers only: it does not sync by itself), or an agent's `jarvis mcp`. */
@@ -156,6 +157,34 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     // Commands it never runs are not even sent.
     expect((await installed(['status'], t.root, t.env)).code).toBe(0)
     expect(watch.declined().length).toBe(cases.length)
+  })
+
+  it('a tree whose path leaves no room for a socket inside it: the shell finds its watch in the user’s own folder, and trusts no other', async () => {
+    const t = await tree({longPath: true})
+    const runtime = join(t.parent!, 'run')
+    await mkdir(runtime, {mode: 0o700})
+    const input = hookInput(t.root)
+    // The folder of the user's sockets, then, when there is none, the temporary folder (src/warm/protocol.ts, warmSocketOf).
+    const envs = [{...t.env, XDG_RUNTIME_DIR: runtime}, {...t.env, TMPDIR: `${runtime}/`}]
+    let watch: Awaited<ReturnType<typeof startWatch>> | undefined
+    for (const env of envs) {
+      if (watch) {
+        watch.child.kill('SIGTERM')
+        await watch.exited
+      }
+      watch = await startWatch(t.root, env)
+      for (const args of [['memory', 'ls'], ['recall', 'kamal', '--json']]) {
+        expect(seen(await installed(args, t.memory, env)), args.join(' ')).toEqual(seen(await byItself(args, t.memory, env)))
+      }
+      expect(seen(await hookBy('installed', t.root, env, input))).toEqual(seen(await hookBy('itself', t.root, env, input)))
+      expect(watch.ran()).toBe(3)
+    }
+    // Once others may read or write the folder, whoever listens there would get the call's environment, its token
+    // among it: the call is not sent, and jarvis runs it itself.
+    await chmod(join(runtime, `jarvis-${process.getuid!()}`), 0o755)
+    expect(seen(await installed(['memory', 'ls'], t.root, envs[1]))).toEqual(seen(await byItself(['memory', 'ls'], t.root, envs[1])))
+    expect(watch!.ran()).toBe(3)
+    expect(watch!.declined()).toEqual([])
   })
 
   it('a watch killed with SIGKILL, before a call or while it runs one, leaves the call to jarvis: nothing lost', async () => {

@@ -1,5 +1,7 @@
 /** What the warm path's tests share: a real `jarvis serve`, and the watches they start, each stopped after its test. */
 import {spawn, type ChildProcess} from 'node:child_process'
+import {mkdir} from 'node:fs/promises'
+import {join} from 'node:path'
 
 import {afterAll, afterEach, beforeAll} from 'vitest'
 
@@ -59,4 +61,16 @@ export async function startWatchProcess(world: WarmWorld, args: string[], root: 
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   await until('the watch to start', () => (stderr.includes(ready) ? true : child.exitCode !== null ? Promise.reject(new Error(stderr)) : undefined))
   return {child, exited, stderr: () => stderr}
+}
+
+/**
+ * A tree `jarvis init`-ed against `server` in a folder of `parent` whose path is too long for a socket inside the
+ * tree (src/warm/protocol.ts, warmSocketOf): its watch listens in a folder of the user's own.
+ */
+export async function treeAtLongPath(parent: string, server: string): Promise<{root: string; memory: string; agent: string}> {
+  const {initTree} = await import('../../src/store/index.js')
+  const deep = join(parent, 'a-folder-name-long-enough-to-push-the-socket-path-past-what-sun-path-holds', 'project')
+  await mkdir(deep, {recursive: true})
+  const {root} = await initTree(deep, {server, agent: 'claude'})
+  return {root, memory: join(root, '.memory'), agent: 'claude'}
 }
