@@ -39,28 +39,30 @@ const CALL_ENV_PREFIXES = ['JARVIS_', 'XDG_', 'NODE_', 'LC_', 'CLAUDE_', 'GEMINI
 const CALL_ENV_NAMES = new Set(['HOME', 'DEBUG', 'TZ', 'LANG', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR'])
 
 /**
- * What a hook's work does not depend on, so that it may differ from the watch's. The agents' own variables (the
- * project folder, the session): `runHook` reads them from the call's environment, never from this process's. And
- * the server, the agent's identity, its tokens and the user's folders for settings, data and sockets (`XDG_*`; the
- * hook found this watch in the tree): a prompt hook reads the tree's files only; a recording hook also reads the
- * session's transcript, by the path its input gives, and starts the background sync as a process of its own, with
- * the call's environment; neither talks to the server here (docs/hooks.md). Gemini CLI strips `*TOKEN*` from the
- * environment of the `jarvis mcp` it starts, and Codex passes it a dozen variables: their hooks and their watch
- * would otherwise rarely match.
+ * What a hook reads from its process rather than from the environment `runHook` is handed (the call's): the home
+ * folder behind `os.homedir()`, the time zone behind `Date`, and the debug switch. Only these must match the
+ * watch's. Everything else a hook reads comes from the call's environment: the agent's project folder and session,
+ * the tree's settings (`JARVIS_DIR`). The rest does not change its answer: a prompt hook ranks by keywords only and
+ * reads the tree's files; a recording hook also reads the transcript its input names, and starts the background
+ * sync as a process of its own, with the call's environment (docs/hooks.md). Neither talks to a server here, so the
+ * server, the tokens, the proxies and certificates, Node's options and the embeddings provider may all differ; no
+ * hook compares text by locale. The agents start `jarvis mcp` with less than their hooks get: Gemini CLI strips
+ * every `*TOKEN*`, `*KEY*` and `*CERT*` variable, Codex passes a dozen.
  */
-const HOOK_ASIDE = ['CLAUDE_', 'GEMINI_', 'CODEX_', 'JARVIS_TOKEN', 'JARVIS_SERVER', 'JARVIS_AGENT', 'XDG_']
+const HOOK_PROCESS_ENV: ReadonlySet<string> = new Set(['HOME', 'TZ', 'DEBUG'])
 
 const mattersToCall = (name: string) => CALL_ENV_NAMES.has(name) || CALL_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))
+const mattersToHook = (name: string) => HOOK_PROCESS_ENV.has(name)
 
-/**
- * The first variable that matters and differs between the client's environment and the server's, those starting
- * with one of `unless` aside; undefined: none.
- */
-export function envDifference(client: Record<string, string | undefined>, server: NodeJS.ProcessEnv, unless: readonly string[] = []): string | undefined {
-  const names = new Set([...Object.keys(client), ...Object.keys(server)].filter((name) => mattersToCall(name) && !unless.some((prefix) => name.startsWith(prefix))))
+/** The first variable that `matters` and differs between the client's environment and the server's; undefined: none. */
+export function envDifference(client: Record<string, string | undefined>, server: NodeJS.ProcessEnv, matters: (name: string) => boolean = mattersToCall): string | undefined {
+  const names = new Set([...Object.keys(client), ...Object.keys(server)].filter(matters))
   for (const name of names) if ((client[name] ?? '') !== (server[name] ?? '')) return name
   return undefined
 }
+
+/** The first variable a hook reads from its process that differs between the client's environment and the server's. */
+export const hookEnvDifference = (client: Record<string, string | undefined>, server: NodeJS.ProcessEnv) => envDifference(client, server, mattersToHook)
 
 /** The call in a request's input, or undefined when it is not one. */
 export function warmCallOf(input: Record<string, unknown>): WarmCall | undefined {
@@ -113,14 +115,14 @@ export async function answerCall(call: WarmCall, real: string, frames: CallFrame
  * An agent's hook, run here as `jarvis hook` would run it in the client's process: the same arguments, its stdin,
  * working folder and environment handed to `runHook`, its answer on stdout, exit 0. Declined: session-start (see
  * WATCHED_HOOK_EVENTS), arguments the door leaves to oclif, a session in another tree, or a difference in the
- * variables that matter to it (HOOK_ASIDE).
+ * variables it reads from its process (HOOK_PROCESS_ENV).
  */
 async function answerHookCall(call: WarmCall, argv: string[], real: string, frames: CallFrames): Promise<void> {
   const [{parseHookArgv}, {parseHookEvent, WATCHED_HOOK_EVENTS}, {findHookTree, parseHookInput}] = await Promise.all([import('./hook-door.js'), import('../hook/events.js'), import('../hook/input.js')])
   const args = parseHookArgv(argv, call.env)
   const event = parseHookEvent(args?.event)
   if (args === undefined || event === undefined || !WATCHED_HOOK_EVENTS.has(event) || call.stdin === undefined) return frames.declined('not a hook a watch runs')
-  const different = envDifference(call.env, process.env, HOOK_ASIDE)
+  const different = hookEnvDifference(call.env, process.env)
   if (different !== undefined) return frames.declined(`${different} differs from the watch's`)
   const stdin = call.stdin
   const root = findHookTree({dir: args.dir, input: parseHookInput(stdin).input, agent: args.agent, env: call.env, processCwd: call.cwd})

@@ -67,7 +67,9 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
   const seen = new Set<string>()
   const recent = [...input.recent]
     .filter((e) => !e.deprecated)
-    .sort((a, b) => (b.created_at ?? '').localeCompare(a.created_at ?? ''))
+    // Newest first. The server's times are ISO strings of one form, in order as text; never localeCompare, whose
+    // order is the process's locale's (a watch runs hooks whose locale may differ).
+    .sort((a, b) => ((a.created_at ?? '') < (b.created_at ?? '') ? 1 : (a.created_at ?? '') > (b.created_at ?? '') ? -1 : 0))
     .filter((e) => {
       const key = `${e.scope}\u0000${e.dedupe_key}`
       if (pinnedKeys.has(key) || seen.has(key)) return false

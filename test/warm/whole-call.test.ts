@@ -15,7 +15,7 @@ import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
-import {envDifference} from '../../src/cli/warm-call.js'
+import {envDifference, hookEnvDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {claudeTranscript, hooksLog, installedJarvis, runCollected, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
 import {makeClient, startTestServer, tempDir, type TestServer, TOKENS, until} from '../helpers/world.js'
@@ -228,10 +228,24 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
 
   it('an agent’s prompt hook: the watch answers from the stdin the agent wrote what jarvis answers by itself', async () => {
     const t = await tree()
+    // The watch with the few variables an agent hands the jarvis mcp it starts (Codex: a dozen, and its config's).
     const session = await startWatch(t.root, t.env, 'mcp')
-    // The agent's own variables are the hook's, not the watch's: they may differ; so may its token, which a prompt
-    // hook never uses (an agent may start its jarvis mcp without the token its hooks get).
-    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root, JARVIS_TOKEN: `${TOKENS.claude}-not-the-watch's`, XDG_RUNTIME_DIR: join(t.root, 'run')}
+    // The hook gets all of the user's: another token (a prompt hook never uses it), the agent's own variables, the
+    // user's folders, locale, proxy, certificates, Node options and embeddings provider. None changes its answer.
+    const env = {
+      ...t.env,
+      CLAUDE_PROJECT_DIR: t.root,
+      JARVIS_TOKEN: `${TOKENS.claude}-not-the-watch's`,
+      XDG_RUNTIME_DIR: join(t.root, 'run'),
+      LANG: 'C.UTF-8',
+      LC_CTYPE: 'C.UTF-8',
+      HTTPS_PROXY: 'http://127.0.0.1:9',
+      NO_PROXY: 'localhost',
+      SSL_CERT_FILE: join(t.root, 'corporate-ca.pem'),
+      NODE_OPTIONS: '--max-old-space-size=3072',
+      JARVIS_EMBEDDINGS_URL: 'http://127.0.0.1:9/v1',
+      JARVIS_EMBEDDINGS_KEY: 'not-a-key',
+    }
     const input = hookInput(t.root)
     const warm = seen(await hookBy('installed', t.memory, env, input))
     expect(warm.stdout).toContain('[MEMORY CONTEXT]')
@@ -270,7 +284,8 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     const other = await tree()
     const watch = await startWatch(t.root, t.env)
     const cases: Array<{args?: string[]; env?: NodeJS.ProcessEnv; input?: string; byClient?: boolean; why: string}> = [
-      {env: {...t.env, JARVIS_EMBEDDINGS: 'off'}, why: 'JARVIS_EMBEDDINGS differs'},
+      // A time zone of its own: a hook reads it from its process, not from its call.
+      {env: {...t.env, TZ: 'Asia/Tokyo'}, why: 'TZ differs'},
       // The session is in another tree than the one the shell found from its working folder.
       {input: hookInput(other.root, 'Where is the gateway deploy?'), why: 'the session is not in'},
       {args: [...promptHook, '--help'], why: 'not a hook a watch runs'},
@@ -329,7 +344,10 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     expect(envDifference({HOME: '/home/a'}, {HOME: '/home/b'})).toBe('HOME')
     expect(envDifference({DEBUG: 'jarvis:*'}, {})).toBe('DEBUG')
     expect(envDifference({CLAUDE_PROJECT_DIR: '/a'}, {})).toBe('CLAUDE_PROJECT_DIR')
-    // A hook reads the agents' own variables from its call.
-    expect(envDifference({CLAUDE_PROJECT_DIR: '/a', GEMINI_SESSION_ID: 's'}, {}, ['CLAUDE_', 'GEMINI_', 'CODEX_'])).toBeUndefined()
+    // A hook reads only the home folder, the time zone and the debug switch from its process; all else from its call.
+    const user = {HOME: '/home/a', TZ: 'Europe/Berlin', LANG: 'de_DE.UTF-8', LC_CTYPE: 'de_DE.UTF-8', NODE_EXTRA_CA_CERTS: '/etc/corp.pem', HTTPS_PROXY: 'http://proxy:3128', JARVIS_EMBEDDINGS_KEY: 'k', CLAUDE_PROJECT_DIR: '/a'}
+    expect(hookEnvDifference(user, {HOME: '/home/a', TZ: 'Europe/Berlin', LANG: 'C.UTF-8'})).toBeUndefined()
+    expect(hookEnvDifference(user, {HOME: '/home/a'})).toBe('TZ')
+    expect(hookEnvDifference({...user, DEBUG: 'jarvis:*'}, {HOME: '/home/a', TZ: 'Europe/Berlin'})).toBe('DEBUG')
   })
 })
