@@ -13,6 +13,11 @@ export function renderStatus(status: StatusResult): string {
   else lines.push(`server: ${server}`)
   const last = status.lastSync
   lines.push(last ? `last sync ${last.at}: ${last.pushed} pushed, ${last.pulled} pulled, ${last.merged} merged, ${last.deleted} deleted${last.backups ? `, ${last.backups} conflict backup(s)` : ''}` : 'never synced: run jarvis sync')
+  const watch = status.watch
+  if (watch) {
+    const declined = watch.declined === 0 ? '' : `; left ${watch.declined} to jarvis itself, the last because ${watch.lastDeclined}`
+    lines.push(`watched by ${watch.process} (pid ${watch.pid}) since ${watch.since}: ran ${watch.ran} call(s)${declined}`)
+  }
 
   if (status.backups.length > 0) {
     lines.push('', `Conflicts waiting for you (${status.backups.length}): the file holds the server's version, the backup yours.`)

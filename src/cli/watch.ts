@@ -80,7 +80,7 @@ export async function watchUntilSignal(options: WatchCommandOptions, output: Wat
   })
   // Recall, search, ls and the prompt hook of other jarvis processes in this tree are answered from here (src/warm/).
   const warm = import('../warm/answers.js')
-    .then(({serveTree}) => serveTree(tree.root, {runCall: runWarmCallOnUse}))
+    .then(({serveTree}) => serveTree(tree.root, {runCall: runWarmCallOnUse, label: 'jarvis sync --watch'}))
     .catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   let stoppedBy: string
   try {

@@ -48,7 +48,7 @@ export class LocalBackend implements McpBackend {
   static async open(options: LocalBackendOptions): Promise<LocalBackend> {
     const tree = await openTreeIfAny(options.dir)
     const backend = new LocalBackend(options, tree?.root)
-    if (tree && options.watch !== false) backend.watcher = await watchMemory(tree.root, {runCall: options.runCall})
+    if (tree && options.watch !== false) backend.watcher = await watchMemory(tree.root, {runCall: options.runCall, label: `jarvis mcp${options.agent ? ` --agent ${options.agent}` : ''}`})
     return backend
   }
 

@@ -8,8 +8,7 @@
 import createDebug from 'debug'
 
 import {answerFor} from '../warm/answers.js'
-import type {CallRunner} from '../warm/protocol.js'
-import {serveWarm} from '../warm/server.js'
+import {serveWarm, type WarmServerOptions} from '../warm/server.js'
 import {watchTreeFresh} from '../warm/tree-watch.js'
 
 const debug = createDebug('jarvis:mcp')
@@ -19,7 +18,7 @@ export interface MemoryWatch {
   close(): Promise<void>
 }
 
-export async function watchMemory(root: string, options: {runCall?: CallRunner} = {}): Promise<MemoryWatch> {
+export async function watchMemory(root: string, options: Pick<WarmServerOptions, 'runCall' | 'label'> = {}): Promise<MemoryWatch> {
   const tree = watchTreeFresh(root)
   const server = await serveWarm(root, tree, answerFor(root, tree), options).catch((error: unknown) => debug('no warm path: %s', (error as Error).message))
   return {

@@ -1,7 +1,7 @@
 /**
  * `jarvis status`: the `git status` of the memory — the tree, its server and agent, the last sync, local changes
- * not yet synced, conflict backups waiting for a person, queued writes, hook failures, the agents' wiring and
- * whether the server answers. Reads only; with `offline`, touches no network.
+ * not yet synced, conflict backups waiting for a person, queued writes, hook failures, the agents' wiring, the
+ * watch of the tree and whether the server answers. Reads only; with `offline`, touches no network.
  */
 import {agentsStatus, type AgentStatus} from '../agents/ops.js'
 import {HOOK_AGENTS} from '../hook/events.js'
@@ -10,6 +10,8 @@ import {openTree} from '../ops/context.js'
 import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient, modeOf, type ServerMode} from '../protocol/client.js'
 import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
+import {askWarm} from '../warm/client.js'
+import type {WarmAbout} from '../warm/protocol.js'
 
 export interface StatusOptions {
   dir?: string
@@ -40,6 +42,8 @@ export interface StatusResult {
   /** The newest hook failures (`.nexus/hooks.log`). */
   hookFailures: HookLogEntry[]
   agents: AgentStatus[]
+  /** The process that watches the tree and answers the other jarvis processes in it, when one runs (src/warm/). */
+  watch?: WarmAbout
   /** `mode`: how a sync decides with this server, by revisions or (a server without them) by timestamps. */
   remote: {state: 'answers' | 'unreachable' | 'not-asked' | 'no-server'; detail?: string; files?: number; mode?: ServerMode}
 }
@@ -51,13 +55,14 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
   const {root} = tree
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree.config, user: await readUserConfig()})
   const backups: string[] = []
-  const [state, local, audit, outbox, hookFailures, agents] = await Promise.all([
+  const [state, local, audit, outbox, hookFailures, agents, watch] = await Promise.all([
     readSyncState(root),
     readStatCache(root).then((cache) => scanMemory(root, cache, {backups})),
     readAudit(root),
     readOutbox(root),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
+    askWarm<WarmAbout>(root, 'about', {}),
   ])
   const changes: StatusResult['changes'] = {added: [], modified: [], deleted: []}
   for (const [path, info] of local) {
@@ -81,6 +86,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     outbox: outbox.length,
     hookFailures,
     agents,
+    ...(watch === undefined ? {} : {watch}),
     remote: await remoteState(identity.server, identity.token, options.offline, tree.config.sync.requestTimeout),
   }
 }

@@ -8,8 +8,8 @@ import {memoryLs} from '../ops/memory-ls.js'
 import {recallMemory} from '../ops/recall.js'
 import type {MemoryFileHits} from '../ops/search.js'
 import {searchMemoryFiles} from '../search/index.js'
-import type {CallRunner, WarmOp} from './protocol.js'
-import {serveWarm} from './server.js'
+import type {WarmOp} from './protocol.js'
+import {serveWarm, type WarmServerOptions} from './server.js'
 import {type FreshTree, watchTreeFresh} from './tree-watch.js'
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
@@ -37,6 +37,8 @@ export function answerFor(root: string, tree?: FreshTree): (op: WarmOp, input: R
       }
       case 'prompt-recall':
         return readPromptRecall({root, prompt: text(input.prompt) ?? ''})
+      case 'about':
+        throw new Error('the server answers about itself')
     }
   }
 }
@@ -52,7 +54,7 @@ export interface TreeService {
  * A long-lived jarvis in the tree at `root` answers the other jarvis processes of the tree (`jarvis sync --watch`):
  * watching the tree only when it answers (no warm path here, or another process answers: nothing to do).
  */
-export async function serveTree(root: string, options: {runCall?: CallRunner} = {}): Promise<TreeService> {
+export async function serveTree(root: string, options: Pick<WarmServerOptions, 'runCall' | 'label'> = {}): Promise<TreeService> {
   const tree = watchTreeFresh(root)
   const server = await serveWarm(root, tree, answerFor(root, tree), options).catch(() => undefined)
   if (server === undefined) await tree.close()

@@ -13,7 +13,23 @@ import {join} from 'node:path'
 export const WARM_PROTOCOL = 1
 
 /** The calls a warm server answers, each the operation the cold path runs (src/cli/warm.ts). */
-export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes'
+export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes' | 'about'
+
+/** `op: 'about'`: which process answers for the tree, and what it did for the other jarvis processes (`jarvis status`). */
+export interface WarmAbout {
+  /** What started it: `jarvis sync --watch`, `jarvis mcp --agent claude`, the watch a call started on demand. */
+  process: string
+  pid: number
+  /** When it began to answer (ISO). */
+  since: string
+  /** The whole calls of bin/jarvis it ran (its commands, the agents' hooks). */
+  ran: number
+  /** The questions of jarvis processes it answered (a recall, a search, which files changed, …), its own calls' included. */
+  answered: number
+  /** The calls and questions it left to the caller, and why it left the last one. */
+  declined: number
+  lastDeclined?: string
+}
 
 /**
  * `op: 'call'`: a whole jarvis call, from bin/warm-call.pl (cli/warm-call.ts runs it). Its `root` and `env` are

@@ -11,14 +11,14 @@ import {createConnection, createServer, type Server, type Socket} from 'node:net
 import createDebug from 'debug'
 
 import {isPrivateDir} from './client.js'
-import {answerEnvOf, CALL_OP, type CallFrames, type CallRunner, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
+import {answerEnvOf, CALL_OP, type CallFrames, type CallRunner, realRoot, WARM_PROTOCOL, type WarmAbout, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 import type {FreshTree} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
 
 /** A request larger than this is not one of ours. */
 const MAX_REQUEST_BYTES = 1 << 20
-const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes'])
+const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes', 'about'])
 
 /** Answers one request with the operation's result (plain JSON data); a throw becomes an error answer. */
 export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promise<unknown>
@@ -27,6 +27,8 @@ export interface WarmServerOptions {
   env?: NodeJS.ProcessEnv
   /** Runs the whole calls of bin/jarvis; without it they are declined (the client then runs jarvis itself). */
   runCall?: CallRunner
+  /** What started this process, as `jarvis status` names it (WarmAbout's `process`). */
+  label?: string
 }
 
 export interface WarmServer {
@@ -73,6 +75,11 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
   if (found === 'stale') rmSync(socket.path, {force: true})
 
   const serverEnv = answerEnvOf(env)
+  const about: WarmAbout = {process: options.label ?? 'jarvis', pid: process.pid, since: new Date().toISOString(), ran: 0, answered: 0, declined: 0}
+  const declined = (reason: string) => {
+    about.declined++
+    about.lastDeclined = reason
+  }
   const connections = new Set<Socket>()
   const server = createServer((connection) => {
     connections.add(connection)
@@ -94,10 +101,14 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
   })
 
   async function respond(request: WarmRequest | undefined): Promise<WarmAnswer> {
-    const refuse = (error: string): WarmAnswer => ({v: WARM_PROTOCOL, ok: false, error})
+    const refuse = (error: string): WarmAnswer => {
+      declined(error)
+      return {v: WARM_PROTOCOL, ok: false, error}
+    }
     if (request === undefined) return refuse('not a request')
     if (request.v !== WARM_PROTOCOL) return refuse(`protocol ${request.v} asked, this server speaks ${WARM_PROTOCOL}`)
     if (request.root !== real) return refuse(`this server answers for ${real}, not ${request.root}`)
+    if (request.op === 'about') return {v: WARM_PROTOCOL, ok: true, result: about}
     // Which files changed does not depend on the embeddings provider; a search does.
     if (request.env !== serverEnv && request.op !== 'changes') return refuse('another embeddings provider than this server')
     const op = request.op
@@ -106,9 +117,11 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
       // Each operation's search settles the tree first (tree-watch.ts): it sees every change made before this request.
       const result = await answer(op, request.input)
       debug('answered %s ', request.op)
+      about.answered++
       return {v: WARM_PROTOCOL, ok: true, result}
     } catch (error) {
-      return refuse(error instanceof Error ? error.message : String(error))
+      // The operation's own error (a bad value): the caller runs it and says so. Not a question left to it.
+      return {v: WARM_PROTOCOL, ok: false, error: error instanceof Error ? error.message : String(error)}
     }
   }
 
@@ -119,6 +132,7 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     const frames: CallFrames = {
       declined(reason) {
         debug('declined a call: %s', reason)
+        declined(reason)
         connection.end(`declined ${reason.replaceAll('\n', ' ')}\n`)
       },
       accepted() {
@@ -129,6 +143,7 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
       stderr: (text) => header(`err ${Buffer.byteLength(text)}`, text),
       done(stdout, exit) {
         debug('ran a call, exit %d', exit)
+        about.ran++
         connection.end(`exit ${exit} ${Buffer.byteLength(stdout)}\n${stdout}`)
       },
     }

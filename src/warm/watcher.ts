@@ -17,8 +17,7 @@ import {join} from 'node:path'
 import createDebug from 'debug'
 
 import {answerFor} from './answers.js'
-import type {CallRunner} from './protocol.js'
-import {serveWarm} from './server.js'
+import {serveWarm, type WarmServerOptions} from './server.js'
 import {watchTreeFresh} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
@@ -27,7 +26,7 @@ const debug = createDebug('jarvis:warm')
 export const WATCHER_IDLE_MS = 10 * 60_000
 
 /** Runs the watch of the tree at `root` until it leaves (see above); resolves with why it left. */
-export async function runWatcher(root: string, options: {idleMs?: number; env?: NodeJS.ProcessEnv; runCall?: CallRunner} = {}): Promise<string> {
+export async function runWatcher(root: string, options: {idleMs?: number} & WarmServerOptions = {}): Promise<string> {
   const env = options.env ?? process.env
   const idleMs = options.idleMs ?? (Number(env.JARVIS_WATCHER_IDLE_MS) || WATCHER_IDLE_MS)
   const tree = watchTreeFresh(root)
@@ -40,7 +39,7 @@ export async function runWatcher(root: string, options: {idleMs?: number; env?: 
     } finally {
       lastCall = Date.now()
     }
-  }, {env, runCall: options.runCall}).catch((error: unknown) => {
+  }, {env, runCall: options.runCall, label: options.label}).catch((error: unknown) => {
     debug('watcher: no socket: %s', (error as Error).message)
     return undefined
   })

@@ -7,9 +7,12 @@
  *
  * What a user would notice: each request to the model carries the note, first in the recall for the prompt; no
  * episode holds the question or any context the hooks injected (Gemini CLI puts the session context in front of the
- * prompt it hands its hooks and its transcript); each episode names the note it was given.
+ * prompt it hands its hooks and its transcript); each episode names the note it was given. And each agent's prompt
+ * hook is run by that agent's own jarvis mcp, the watch of the tree, so that no Node process starts for it: the
+ * user's locale and certificate variables set, which an agent does not all pass to the jarvis mcp it starts.
  */
 import {execFile} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {mkdir, readFile, readdir, realpath, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -21,6 +24,8 @@ import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../h
 import {assertBuilt, makeProject, type Project, runJarvisBuilt, writeMemory} from '../hook/helpers.js'
 
 const QUESTION = 'How are the Stripe webhooks verified?'
+/** Debian's bundle of CA certificates, standing in for a company's. */
+const SYSTEM_CERTIFICATES = '/etc/ssl/certs/ca-certificates.crt'
 const NOTE = 'notes/billing.md'
 const NOTE_TEXT = `---
 title: Billing
@@ -39,6 +44,10 @@ let server: TestServer
 let model: ModelStandIn
 let project: Project
 let env: NodeJS.ProcessEnv
+/** The agent whose session runs. */
+let asking: AgentCli | undefined
+/** What `jarvis status` said of the tree's watch while the agents waited for their model. */
+const watches: Array<{process: string; ran: number; declined: number; lastDeclined?: string} | undefined> = []
 
 interface Ran {
   code: number | null
@@ -95,7 +104,8 @@ function recallBlocksIn(bodies: string[]): string[][] {
 /** One session of `agent` asking the question; what it sent its model. */
 async function ask(agent: AgentCli): Promise<{ran: Ran; bodies: string[]}> {
   const before = model.requests.length
-  const ran = await run(bin[agent]!, ARGS[agent])
+  asking = agent
+  const ran = await run(bin[agent]!, ARGS[agent]).finally(() => (asking = undefined))
   const bodies = model.requests
     .slice(before)
     .filter((r) => ENDPOINT[agent](r.url, r.body))
@@ -118,7 +128,14 @@ beforeAll(async () => {
   server = await startTestServer()
   dirs.push(server.dataDir)
   // Each answer repeats the note and decides something, so the session is recorded (a session that only asked is not).
-  model = await startModelStandIn({reply: (n) => `Stripe webhooks are verified with the signing secret from the dashboard. We decided to log every failed delivery (answer ${n}).`})
+  model = await startModelStandIn({
+    reply: (n) => `Stripe webhooks are verified with the signing secret from the dashboard. We decided to log every failed delivery (answer ${n}).`,
+    beforeReply: async (request) => {
+      if (asking === undefined || !ENDPOINT[asking](request.url, request.body)) return
+      const status = await runJarvisBuilt(['status', '--offline', '--json'], {cwd: project.root, env, installed: true})
+      watches.push(JSON.parse(status.stdout).result.watch)
+    },
+  })
   for (const agent of ['claude', 'gemini', 'codex'] as const) bin[agent] = await installAgentCli(agent)
 
   project = await makeProject(server.url, {agent: 'claude', autoSync: false})
@@ -145,6 +162,11 @@ beforeAll(async () => {
     CODEX_HOME: codexHome,
     NO_COLOR: '1',
     CI: '1',
+    // A user's locale and company certificates: Codex hands its jarvis mcp LANG and LC_ALL but not LC_CTYPE, and
+    // Gemini CLI strips every *CERT* variable. The hooks get them all.
+    LANG: 'C.UTF-8',
+    LC_CTYPE: 'C.UTF-8',
+    ...(existsSync(SYSTEM_CERTIFICATES) ? {NODE_EXTRA_CA_CERTS: SYSTEM_CERTIFICATES} : {}),
     ...standInEnv(model),
   }
   for (const agent of ['claude', 'gemini', 'codex']) {
@@ -163,8 +185,17 @@ describe('the same question in many sessions of three real agents', () => {
   it('after Claude Code asked it, every Gemini CLI and Codex session gets the note first; no episode holds the question or injected text', async () => {
     const order: AgentCli[] = ['claude', 'gemini', 'codex', 'gemini', 'codex', 'gemini', 'codex']
     for (const [i, agent] of order.entries()) {
+      const asked = watches.length
       const {ran, bodies} = await ask(agent)
       const why = `session ${i + 1} (${agent}):\n${said(ran)}`
+      // While the agent waited for its model, its own jarvis mcp watched the tree and had run its prompt hook (Gemini
+      // CLI's pre-compress hook too), and had left none to a Node process of its own.
+      const seen = watches.slice(asked)
+      expect(seen.length, why).toBeGreaterThan(0)
+      for (const watch of seen) {
+        expect(watch, why).toMatchObject({process: `jarvis mcp --agent ${agent === 'codex' ? 'chatgpt' : agent}`, declined: 0})
+        expect(watch!.ran, why).toBeGreaterThanOrEqual(1)
+      }
       // The session started with the memory read, not with the notice that it could not be.
       expect(bodies.join('\n'), why).toContain('[JARVIS SHARED MEMORY]')
       const blocks = recallBlocksIn(bodies)

@@ -81,18 +81,21 @@ function responses(res: ServerResponse, body: {model?: string}, reply: string): 
 
 /**
  * `reply`: the text of every answer, or a function of the answer's number (1, 2, …) when a test needs answers that
- * differ, as a real model's do.
+ * differ, as a real model's do. `beforeReply`: run before each request is answered, while the agent waits for it
+ * (its session, and its jarvis mcp, still running).
  */
-export async function startModelStandIn(options: {reply?: string | ((n: number) => string)} = {}): Promise<ModelStandIn> {
+export async function startModelStandIn(options: {reply?: string | ((n: number) => string); beforeReply?: (request: RecordedRequest) => Promise<void>} = {}): Promise<ModelStandIn> {
   const replyOf = typeof options.reply === 'function' ? options.reply : () => (options.reply as string | undefined) ?? 'Stand-in model reply.'
   let answers = 0
   const requests: RecordedRequest[] = []
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8')
-      requests.push({method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body})
+      const request = {method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body}
+      requests.push(request)
+      await options.beforeReply?.(request)
       const path = (req.url ?? '/').split('?')[0]
       let parsed: Record<string, unknown> = {}
       try {

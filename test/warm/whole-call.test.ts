@@ -92,6 +92,11 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     expect(watch.ran()).toBe(calls.length)
     expect(watch.declined()).toEqual([])
     expect((await installed(['memory', 'search', 'deploy', '--since', 'last tuesday'], t.root, t.env)).code).toBe(2)
+    // jarvis status names the watch and what it did.
+    const status = await installed(['status', '--offline'], t.root, t.env)
+    expect(status.stdout).toContain(`watched by jarvis sync --watch (pid ${watch.child.pid}) since `)
+    expect(status.stdout).toContain(`: ran ${calls.length + 1} call(s)\n`)
+    expect(status.stdout).not.toContain('left')
   })
 
   it('a sync run by the watch pushes an edit made the moment before, and pulls what another machine pushed', async () => {
@@ -155,8 +160,11 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     expect(watch.ran()).toBe(0)
     expect(watch.declined().map((why, index) => why.startsWith(cases[index].why))).toEqual(cases.map(() => true))
     // Commands it never runs are not even sent.
-    expect((await installed(['status'], t.root, t.env)).code).toBe(0)
+    const status = await installed(['status', '--offline', '--json'], t.root, t.env)
     expect(watch.declined().length).toBe(cases.length)
+    // jarvis status says how many it left to jarvis, and why the last. One more than the calls: the recall jarvis
+    // then ran itself, with another embeddings provider, asked the watch for its answer, which it left too.
+    expect(JSON.parse(status.stdout).result.watch).toMatchObject({process: 'jarvis sync --watch', pid: watch.child.pid, ran: 0, declined: cases.length + 1, lastDeclined: 'not in a tree'})
   })
 
   it('a tree whose path leaves no room for a socket inside it: the shell finds its watch in the user’s own folder, and trusts no other', async () => {
@@ -194,6 +202,7 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     await first.exited
     // A socket nobody answers at.
     expect(seen(await installed(['memory', 'ls'], t.root, t.env))).toEqual(seen(await byItself(['memory', 'ls'], t.root, t.env)))
+    expect(JSON.parse((await installed(['status', '--offline', '--json'], t.root, t.env)).stdout).result).not.toHaveProperty('watch')
 
     // A sync of 300 new files, the watch killed once it runs the call: whenever it dies, the call ends as jarvis's own.
     const watch = await startWatch(t.root, t.env)
