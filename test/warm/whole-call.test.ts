@@ -148,6 +148,8 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     const cases: Array<{args: string[]; env?: NodeJS.ProcessEnv; cwd?: string; why: string}> = [
       {args: ['recall', 'deploy'], env: {...t.env, JARVIS_EMBEDDINGS: 'off'}, why: 'JARVIS_EMBEDDINGS differs'},
       {args: ['memory', 'ls'], env: {...t.env, JARVIS_CONTENT_TYPE: 'json'}, why: 'JARVIS_CONTENT_TYPE is set'},
+      // A locale the system lacks: no word from the client about it either, as jarvis by itself says none.
+      {args: ['memory', 'ls'], env: {...t.env, LANG: 'xx_NOWHERE.UTF-8', LC_ALL: 'xx_NOWHERE.UTF-8'}, why: 'LANG differs'},
       {args: ['recall', 'deploy', '--limit', '11'], why: 'flags the fast door leaves to oclif'},
       {args: ['memory', 'ls', '--help'], why: 'flags the fast door leaves to oclif'},
       {args: ['memory', 'ls', '--dir', other.root], why: 'another tree'},
