@@ -11,7 +11,7 @@ import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient, modeOf, type ServerMode} from '../protocol/client.js'
 import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
 import {askWarm} from '../warm/client.js'
-import type {WarmAbout} from '../warm/protocol.js'
+import {ABOUT_OP, type WarmAbout} from '../warm/protocol.js'
 
 export interface StatusOptions {
   dir?: string
@@ -62,7 +62,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     readOutbox(root),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
-    askWarm<WarmAbout>(root, 'about', {}),
+    askWarm<WarmAbout>(root, ABOUT_OP, {}),
   ])
   const changes: StatusResult['changes'] = {added: [], modified: [], deleted: []}
   for (const [path, info] of local) {

@@ -37,8 +37,6 @@ export function answerFor(root: string, tree?: FreshTree): (op: WarmOp, input: R
       }
       case 'prompt-recall':
         return readPromptRecall({root, prompt: text(input.prompt) ?? ''})
-      case 'about':
-        throw new Error('the server answers about itself')
     }
   }
 }

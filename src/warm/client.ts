@@ -6,7 +6,7 @@
  */
 import {lstatSync} from 'node:fs'
 
-import {answerEnvOf, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
+import {type ABOUT_OP, answerEnvOf, realRoot, WARM_PROTOCOL, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 
 /** How long a client waits for a server before it does the work itself. */
 export const WARM_TIMEOUT_MS = 1000
@@ -20,7 +20,7 @@ export function warmPathOff(env: NodeJS.ProcessEnv = process.env): boolean {
  * The answer of the warm server of the tree at `root` to `op`, or undefined: then the caller does the work itself.
  * The server answers only after it has seen every change made to `.memory/` before this call (protocol.ts).
  */
-export async function askWarm<T>(root: string, op: WarmOp, input: Record<string, unknown>, options: {env?: NodeJS.ProcessEnv; timeoutMs?: number} = {}): Promise<T | undefined> {
+export async function askWarm<T>(root: string, op: WarmOp | typeof ABOUT_OP, input: Record<string, unknown>, options: {env?: NodeJS.ProcessEnv; timeoutMs?: number} = {}): Promise<T | undefined> {
   const env = options.env ?? process.env
   if (warmPathOff(env)) return undefined
   try {

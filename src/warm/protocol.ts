@@ -13,9 +13,12 @@ import {join} from 'node:path'
 export const WARM_PROTOCOL = 1
 
 /** The calls a warm server answers, each the operation the cold path runs (src/cli/warm.ts). */
-export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes' | 'about'
+export type WarmOp = 'recall' | 'memory-ls' | 'memory-search-files' | 'prompt-recall' | 'changes'
 
 /** `op: 'about'`: which process answers for the tree, and what it did for the other jarvis processes (`jarvis status`). */
+export const ABOUT_OP = 'about' as const
+
+/** The server's answer to ABOUT_OP. */
 export interface WarmAbout {
   /** What started it: `jarvis sync --watch`, `jarvis mcp --agent claude`, the watch a call started on demand. */
   process: string
@@ -64,7 +67,7 @@ export type CallRunner = (input: Record<string, unknown>, real: string, frames: 
 
 export interface WarmRequest {
   v: number
-  op: WarmOp | typeof CALL_OP
+  op: WarmOp | typeof CALL_OP | typeof ABOUT_OP
   /** The tree as the client found it (real path): a server answers for its own tree only. */
   root: string
   /** What of the client's environment changes an answer (the embeddings provider), as a fingerprint. */

@@ -11,14 +11,14 @@ import {createConnection, createServer, type Server, type Socket} from 'node:net
 import createDebug from 'debug'
 
 import {isPrivateDir} from './client.js'
-import {answerEnvOf, CALL_OP, type CallFrames, type CallRunner, realRoot, WARM_PROTOCOL, type WarmAbout, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
+import {ABOUT_OP, answerEnvOf, CALL_OP, type CallFrames, type CallRunner, realRoot, WARM_PROTOCOL, type WarmAbout, type WarmAnswer, type WarmOp, type WarmRequest, warmSocketOf} from './protocol.js'
 import type {FreshTree} from './tree-watch.js'
 
 const debug = createDebug('jarvis:warm')
 
 /** A request larger than this is not one of ours. */
 const MAX_REQUEST_BYTES = 1 << 20
-const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes', 'about'])
+const OPS: ReadonlySet<string> = new Set<WarmOp>(['recall', 'memory-ls', 'memory-search-files', 'prompt-recall', 'changes'])
 
 /** Answers one request with the operation's result (plain JSON data); a throw becomes an error answer. */
 export type WarmHandler = (op: WarmOp, input: Record<string, unknown>) => Promise<unknown>
@@ -108,7 +108,7 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     if (request === undefined) return refuse('not a request')
     if (request.v !== WARM_PROTOCOL) return refuse(`protocol ${request.v} asked, this server speaks ${WARM_PROTOCOL}`)
     if (request.root !== real) return refuse(`this server answers for ${real}, not ${request.root}`)
-    if (request.op === 'about') return {v: WARM_PROTOCOL, ok: true, result: about}
+    if (request.op === ABOUT_OP) return {v: WARM_PROTOCOL, ok: true, result: about}
     // Which files changed does not depend on the embeddings provider; a search does.
     if (request.env !== serverEnv && request.op !== 'changes') return refuse('another embeddings provider than this server')
     const op = request.op

@@ -18,6 +18,7 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import type {WarmAbout} from '../../src/warm/protocol.js'
 import {type AgentCli, installAgentCli} from '../helpers/agent-clis.js'
 import {codexStandInConfig, type ModelStandIn, standInEnv, startModelStandIn} from '../helpers/model-stand-in.js'
 import {removeAll, startTestServer, tempDir, type TestServer, TOKENS} from '../helpers/world.js'
@@ -47,7 +48,7 @@ let env: NodeJS.ProcessEnv
 /** The agent whose session runs. */
 let asking: AgentCli | undefined
 /** What `jarvis status` said of the tree's watch while the agents waited for their model. */
-const watches: Array<{process: string; ran: number; declined: number; lastDeclined?: string} | undefined> = []
+const watches: Array<Partial<WarmAbout> | undefined> = []
 
 interface Ran {
   code: number | null
@@ -133,7 +134,11 @@ beforeAll(async () => {
     beforeReply: async (request) => {
       if (asking === undefined || !ENDPOINT[asking](request.url, request.body)) return
       const status = await runJarvisBuilt(['status', '--offline', '--json'], {cwd: project.root, env, installed: true})
-      watches.push(JSON.parse(status.stdout).result.watch)
+      try {
+        watches.push(JSON.parse(status.stdout).result.watch)
+      } catch {
+        watches.push({process: `jarvis status failed (exit ${status.code}): ${status.stderr}`})
+      }
     },
   })
   for (const agent of ['claude', 'gemini', 'codex'] as const) bin[agent] = await installAgentCli(agent)
