@@ -11,5 +11,5 @@ import {runWarmCallOnUse} from './warm-call-on-use.js'
 
 const root = process.argv[2]
 if (root === undefined) process.exit(2)
-await runWatcher(root, {runCall: runWarmCallOnUse, label: 'the watch a call started on demand'})
+await runWatcher(root, {runCall: runWarmCallOnUse, label: 'jarvis, started on demand by a call'})
 process.exit(0)

@@ -20,7 +20,7 @@ export const ABOUT_OP = 'about' as const
 
 /** The server's answer to ABOUT_OP. */
 export interface WarmAbout {
-  /** What started it: `jarvis sync --watch`, `jarvis mcp --agent claude`, the watch a call started on demand. */
+  /** What started it: `jarvis sync --watch`, `jarvis mcp --agent claude`, `jarvis, started on demand by a call`. */
   process: string
   pid: number
   /** When it began to answer (ISO). */
