@@ -32,6 +32,8 @@ export interface ActionStreams {
   stderr(text: string): void
   /** Set when stderr is a terminal: a long sync counts its files there. */
   progress?: (done: number, total: number) => void
+  /** Aborts when the caller is gone: the action stops at its next request to the server. */
+  signal?: AbortSignal
 }
 
 /** Runs a call its spec parsed, printing as oclif prints; its exit code. */
@@ -51,6 +53,7 @@ export async function runParsedAction(action: FastAction, input: {flags: ParsedF
       if (!json) stderr(`warning: ${message}`)
     },
     progress: streams.progress,
+    signal: streams.signal,
   }
   try {
     const result = await action.run(input, output)

@@ -107,7 +107,7 @@ export async function answerCall(call: WarmCall, real: string, frames: CallFrame
       }
     : undefined
   // `--dir` the tree itself: the action's own look-ups then find it from any working folder, this process's too.
-  const exit = await runParsedAction(action, {flags: {...input.flags, dir: root}, args: input.args}, {stdout: (text) => (stdout += text), stderr: frames.stderr, progress})
+  const exit = await runParsedAction(action, {flags: {...input.flags, dir: root}, args: input.args}, {stdout: (text) => (stdout += text), stderr: frames.stderr, progress, signal: frames.signal})
   frames.done(stdout, exit)
 }
 

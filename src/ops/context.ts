@@ -32,13 +32,13 @@ export interface Connection {
 
 /**
  * A client for the server this tree syncs with, identity resolved flag > env > tree > user config. A refused token
- * is answered with the variable or file that holds it and what to set (identity.ts).
+ * is answered with the variable or file that holds it and what to set (identity.ts). `signal`: the client's (protocol/client.ts).
  */
-export async function connect(tree: TreeContext | undefined, flags: {server?: string; agent?: string}, onBytes?: (sent: number, received: number) => void): Promise<Connection> {
+export async function connect(tree: TreeContext | undefined, flags: {server?: string; agent?: string; signal?: AbortSignal}): Promise<Connection> {
   const identity = resolveIdentity({flags, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const server = requireServer(identity)
   const explainRefusal = (status: 401 | 403, message: string) => explainTokenRefusal(identity, status, message)
-  return {client: new MemoryClient({server, token: identity.token, onBytes, timeoutMs: tree?.config.sync.requestTimeout, explainRefusal}), identity: {...identity, server}}
+  return {client: new MemoryClient({server, token: identity.token, timeoutMs: tree?.config.sync.requestTimeout, explainRefusal, signal: flags.signal}), identity: {...identity, server}}
 }
 
 /**

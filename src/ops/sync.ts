@@ -14,6 +14,8 @@ export interface SyncOnceOptions {
   onProgress?: (done: number, total: number) => void
   /** The watch of the tree at a root, asked which files changed instead of looking at every one (cli/warm.ts). */
   watch?: (root: string) => TreeWatch | undefined
+  /** Aborts when the caller left (its client gone from a watch that runs the sync): the sync stops at its next request. */
+  signal?: AbortSignal
 }
 
 /** What a sync did, and what each run of the configured replicas (`.nexus/config.json` `replicas`) did around it. */

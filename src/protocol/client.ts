@@ -88,6 +88,8 @@ export interface ClientOptions {
    * variable or file holds the token: an error to throw instead of the generic one, or undefined to keep it.
    */
   explainRefusal?: (status: 401 | 403, serverMessage: string) => Error | undefined
+  /** Aborts when the caller left (a call a watch runs, its client gone): the request in flight is dropped, no other starts. */
+  signal?: AbortSignal
 }
 
 /** A small client for the memory protocol (contract §3); every answer is checked here: by zod, or by a hand check that accepts only what zod reads unchanged. */
@@ -97,6 +99,7 @@ export class MemoryClient {
   private readonly onBytes?: ClientOptions['onBytes']
   private readonly timeoutMs: number
   private readonly explainRefusal?: ClientOptions['explainRefusal']
+  private readonly signal?: AbortSignal
 
   constructor(options: ClientOptions) {
     this.server = options.server.replace(/\/+$/, '')
@@ -104,6 +107,7 @@ export class MemoryClient {
     this.onBytes = options.onBytes
     this.timeoutMs = options.timeoutMs ?? SYNC_SETTINGS_DEFAULTS.requestTimeout
     this.explainRefusal = options.explainRefusal
+    this.signal = options.signal
   }
 
   /** Kept for symmetry with the WebSocket side: fetch pools its connections and needs no closing. */
@@ -162,7 +166,7 @@ export class MemoryClient {
    * server as an existing one (the outbox gets a MemoryClient from `jarvis sync`). Not part of the public API.
    */
   protected static optionsOf(client: MemoryClient): ClientOptions {
-    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal}
+    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal, signal: client.signal}
   }
 
   /**
@@ -177,7 +181,7 @@ export class MemoryClient {
     if (this.token) headers.authorization = `Bearer ${this.token}`
     let answer: HttpAnswer
     try {
-      answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs, onSent})
+      answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs, onSent, signal: this.signal})
     } catch (error) {
       const reason = describeNetworkError(error)
       throw new UnreachableError(`cannot reach the jarvis server at ${this.server}: ${reason}`, {server: this.server, reason}, error)

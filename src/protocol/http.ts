@@ -22,17 +22,18 @@ async function transport(secure: boolean): Promise<{request: typeof httpRequest;
 }
 
 /**
- * An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`…), as callers report it. `onSent`: called once
- * the request is handed to the kernel (or has failed), for a caller that then keeps the thread busy: a request still
- * waiting for its connection's turn of the event loop would leave only after that work.
+ * An error with the code of what failed (`ECONNREFUSED`, `ETIMEDOUT`, `ABORT_ERR`…), as callers report it. `onSent`:
+ * called once the request is handed to the kernel (or has failed), for a caller that then keeps the thread busy: a
+ * request still waiting for its connection's turn of the event loop would leave only after that work. `signal`: the
+ * request is dropped, its connection closed, when it aborts.
  */
-export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number; onSent?: () => void}): Promise<HttpAnswer> {
+export async function requestText(url: string, options: {method: string; headers: Record<string, string>; body?: string; timeoutMs: number; onSent?: () => void; signal?: AbortSignal}): Promise<HttpAnswer> {
   const target = new URL(url)
   const secure = target.protocol === 'https:'
   const headers = options.body === undefined ? options.headers : {...options.headers, 'content-length': String(Buffer.byteLength(options.body))}
   const {request: send, agent} = await transport(secure)
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const request = send(target, {method: options.method, headers, agent}, (response: IncomingMessage) => {
+    const request = send(target, {method: options.method, headers, agent, signal: options.signal}, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('end', () => resolve({status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8')}))

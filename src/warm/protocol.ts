@@ -56,6 +56,8 @@ export interface CallFrames {
   stderr(text: string): void
   /** The whole stdout and the exit code, once the call is done. */
   done(stdout: string, exit: number): void
+  /** Aborts when the client is gone before `done` (stopped with Ctrl-C, killed): what the call still runs is dropped. */
+  signal: AbortSignal
 }
 
 /**

@@ -125,14 +125,28 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
     }
   }
 
-  /** A whole call (protocol.ts's CALL_OP), answered in frames; the connection simply ends if it fails after `accepted`. */
+  /**
+   * A whole call (protocol.ts's CALL_OP), answered in frames; the connection simply ends if it fails after `accepted`.
+   * A client gone before the end (Ctrl-C at a terminal, an agent's hook timeout) aborts the call's signal: as the
+   * client's own process would have died with it, the call sends nothing more to the server and leaves the tree.
+   */
   async function runCall(connection: Socket, input: Record<string, unknown>): Promise<void> {
     const header = (line: string, body = '') => connection.write(`${line}\n${body}`)
     let accepted = false
+    let answered = false
+    const clientLeft = new AbortController()
+    // Not writableEnded: a client's end makes node end this side too, before 'close'.
+    connection.once('close', () => {
+      if (answered) return
+      debug('the client left before the end: the call is stopped')
+      clientLeft.abort()
+    })
     const frames: CallFrames = {
+      signal: clientLeft.signal,
       declined(reason) {
         debug('declined a call: %s', reason)
         declined(reason)
+        answered = true
         connection.end(`declined ${reason.replaceAll('\n', ' ')}\n`)
       },
       accepted() {
@@ -144,6 +158,7 @@ export async function serveWarm(root: string, tree: FreshTree, answer: WarmHandl
       done(stdout, exit) {
         debug('ran a call, exit %d', exit)
         about.ran++
+        answered = true
         connection.end(`exit ${exit} ${Buffer.byteLength(stdout)}\n${stdout}`)
       },
     }

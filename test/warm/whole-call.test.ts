@@ -9,6 +9,7 @@
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {createServer as createHttpServer, request as httpRequest} from 'node:http'
 import {createServer} from 'node:net'
 import {join} from 'node:path'
 
@@ -18,7 +19,7 @@ import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
 import {envDifference, hookEnvDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {claudeTranscript, hooksLog, installedJarvis, runCollected, runJarvisBuilt, runJs, waitForBackgroundSyncs} from '../hook/helpers.js'
-import {makeClient, startTestServer, tempDir, type TestServer, TOKENS, until} from '../helpers/world.js'
+import {makeClient, startTestServer, tempDir, TOKENS, until} from '../helpers/world.js'
 import {startWatchProcess, treeAtLongPath, warmWorld} from './world.js'
 
 const warmCallScript = join(installedJarvis, '..', 'warm-call.pl')
@@ -26,27 +27,66 @@ const onDemandWatcher = join(installedJarvis, '..', '..', 'dist', 'cli', 'on-dem
 
 describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, sync and the agents’ hooks whole', () => {
   const world = warmWorld()
-  const servers: TestServer[] = []
+  const servers: {close(): Promise<void>}[] = []
   afterAll(async () => {
     for (const server of servers.splice(0)) await server.close()
   })
 
   /**
-   * A tree with a server of its own (the tests' syncs would meet each other's files in a shared one), and the
-   * environment of both its watch and its calls (the shell finds node and perl on PATH).
+   * The network between a tree and its server, which can stop answering (a server that hangs, a link gone quiet):
+   * while stalled, each request is held, and noted with whether its client dropped it.
    */
-  async function tree(options: {longPath?: boolean} = {}) {
+  async function stallingNetwork(target: string) {
+    const held: {path: string; dropped: boolean}[] = []
+    let stalled = false
+    const proxy = createHttpServer((request, response) => {
+      if (stalled) {
+        const waiting = {path: request.url ?? '', dropped: false}
+        held.push(waiting)
+        response.once('close', () => (waiting.dropped = true))
+        return
+      }
+      const onward = httpRequest(new URL(request.url ?? '/', target), {method: request.method, headers: request.headers}, (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(response)
+      })
+      onward.on('error', () => response.destroy())
+      request.pipe(onward)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const {port} = proxy.address() as {port: number}
+    const network = {
+      url: `http://127.0.0.1:${port}`,
+      held,
+      stall: (on: boolean) => void (stalled = on),
+      close: () => new Promise<void>((resolve) => {
+        proxy.closeAllConnections()
+        proxy.close(() => resolve())
+      }),
+    }
+    servers.push(network)
+    return network
+  }
+
+  /**
+   * A tree with a server of its own (the tests' syncs would meet each other's files in a shared one), and the
+   * environment of both its watch and its calls (the shell finds node and perl on PATH); `stalling`: it reaches
+   * its server through a network that can stop answering.
+   */
+  async function tree(options: {longPath?: boolean; stalling?: boolean} = {}) {
     const server = await startTestServer()
     servers.push(server)
     world.dirs.push(server.dataDir)
+    const network = options.stalling ? await stallingNetwork(server.url) : undefined
     const parent = options.longPath ? await tempDir('jarvis-warm-long-') : undefined
-    const made = parent ? await treeAtLongPath(parent, server.url) : await makeClient(server.url, 'claude')
+    const url = network?.url ?? server.url
+    const made = parent ? await treeAtLongPath(parent, url) : await makeClient(url, 'claude')
     world.dirs.push(parent ?? made.root)
     const env = cleanEnv(made.root, {JARVIS_TOKEN: TOKENS.claude, NO_COLOR: '1', DEBUG: 'jarvis:warm', PATH: process.env.PATH ?? ''})
     await mkdir(join(made.memory, 'ops'), {recursive: true})
     await writeFile(join(made.memory, 'ops', 'deploy.md'), '---\ntitle: Deploy\ntags: [ops]\n---\nWe deploy with kamal to the hetzner box.\n')
     await writeFile(join(made.memory, 'gateway.md'), '# Gateway\n\nThe gateway deploy runs after the database migration.\n')
-    return {...made, env, server, parent}
+    return {...made, env, server, parent, network}
   }
 
   /** `jarvis sync --watch`, the watch a call starts on demand (which answers only: it does not sync by itself), or an agent's `jarvis mcp`. */
@@ -125,6 +165,30 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
       expect(seen(await installed(args, t.memory, t.env)), args.join(' ')).toEqual(seen(await byItself(args, t.memory, t.env)))
     }
     expect(session.ran()).toBe(2)
+  })
+
+  it('a sync the watch runs stops with its client: Ctrl-C drops the request it waits on, and the next sync runs at once', async () => {
+    const t = await tree({stalling: true})
+    const network = t.network!
+    const watch = await startWatch(t.root, t.env, 'on demand')
+    expect((await installed(['sync'], t.root, t.env)).code).toBe(0)
+    network.stall(true)
+    const client = spawn(installedJarvis, ['sync'], {cwd: t.root, env: t.env, stdio: 'ignore'})
+    world.children.push(client)
+    const exited = new Promise((resolve) => client.once('exit', (code, signal) => resolve({code, signal})))
+    await until('the sync to wait for the server', () => (network.held.length > 0 ? true : undefined))
+    expect(watch.running()).toBe(2)
+    client.kill('SIGINT')
+    expect(await exited).toEqual({code: null, signal: 'SIGINT'})
+    // Before, the watch waited on for the answer (sync.requestTimeout, 60 s), the tree locked all that time.
+    await until('the watch to drop the request', () => (network.held.every((request) => request.dropped) ? true : undefined))
+    network.stall(false)
+    await writeFile(join(t.memory, 'gateway.md'), '# Gateway\n\nThe gateway deploy waits for the health check.\n')
+    const next = await installed(['sync', '--json'], t.root, t.env)
+    expect(next.code, next.stderr).toBe(0)
+    expect(JSON.parse(next.stdout).result.pushed).toContain('gateway.md')
+    expect(watch.running()).toBe(3)
+    expect(watch.declined()).toEqual([])
   })
 
   it('a sync at a terminal counts its files there, as jarvis does by itself', async () => {

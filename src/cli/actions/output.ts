@@ -8,4 +8,6 @@ export interface CommandOutput {
   warn(message: string): void
   /** Set when stderr is a terminal: a long sync counts its files there (cli/progress.ts). */
   progress?: (done: number, total: number) => void
+  /** Aborts when the caller is gone (a call a watch runs, whose client was stopped with Ctrl-C or killed). */
+  signal?: AbortSignal
 }

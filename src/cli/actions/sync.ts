@@ -31,6 +31,7 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
     onProgress: !flags.quiet && !output.json ? output.progress : undefined,
     // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
     watch: (root) => treeWatchOf(root),
+    signal: output.signal,
   })
   if (!flags.quiet) output.log(renderSync(result))
   // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
