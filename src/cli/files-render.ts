@@ -23,8 +23,8 @@ export function renderWrite(result: WriteResult): string {
   return `${result.created ? 'created' : 'updated'} .memory/${result.path}`
 }
 
-export function renderEdit(result: {path: string}): string {
-  return `edited .memory/${result.path} (one match replaced)`
+export function renderEdit(result: {path: string}, how: 'replaced' | 'patched'): string {
+  return `edited .memory/${result.path} (${how === 'replaced' ? 'one match replaced' : 'the patch applied'})`
 }
 
 export function renderGrep(result: GrepResult): string {

@@ -94,7 +94,7 @@ export async function applyDiff(path: string, text: string, diff: string): Promi
     }
   }
   if (withHunks.length === 0) {
-    throw new BadInputError(`${label}: the patch has no hunk (lines from "@@ -a,b +c,d @@" on): give a unified diff as \`diff -u\` prints it, or {replace, with}`, {path, field: 'patch'})
+    throw new BadInputError(`${label}: the patch has no hunk (lines from "@@ -a,b +c,d @@" on): give a unified diff as \`diff -u\` prints it, or the text to replace and what replaces it`, {path, field: 'patch'})
   }
   if (withHunks.length > 1) throw new BadInputError(`${label}: the patch changes ${withHunks.length} files; an edit changes one: give the part of this file`, {path, field: 'patch'})
   let comparisons = 0

@@ -69,6 +69,41 @@ describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context 
     expect(bad.stderr).not.toMatch(/\n\s+at /) // no stack trace
   })
 
+  it('edit --patch applies a unified diff from stdin or a file, as diff -u and git diff print it; one that does not apply writes nothing', async () => {
+    await mkdir(join(root, '.memory/notes'), {recursive: true})
+    const file = join(root, '.memory/notes/release.md')
+    await writeFile(file, '# Release\n\nDay: Friday\nOwner: ana\n')
+    const diff = ['--- a/.memory/notes/release.md', '+++ b/.memory/notes/release.md', '@@ -3,2 +3,2 @@', '-Day: Friday', '+Day: Tuesday', ' Owner: ana', ''].join('\n')
+
+    const fromStdin = await jarvis(['memory', 'edit', 'notes/release.md', '--patch', '-'], diff)
+    expect(fromStdin.code, fromStdin.stderr).toBe(0)
+    expect(fromStdin.stdout).toBe('edited .memory/notes/release.md (the patch applied)\n')
+    expect(await readFile(file, 'utf8')).toBe('# Release\n\nDay: Tuesday\nOwner: ana\n')
+
+    // The same diff again: its removed line is gone from the file, so it fits nowhere.
+    const stale = await jarvis(['memory', 'edit', 'notes/release.md', '--patch', '-', '--json'], diff)
+    expect(stale.code).toBe(2)
+    expect(envelope(stale).error).toMatchObject({code: 'BAD_INPUT', data: {path: 'notes/release.md', field: 'patch'}})
+    expect(await readFile(file, 'utf8')).toBe('# Release\n\nDay: Tuesday\nOwner: ana\n')
+
+    const patchFile = join(root, 'owner.diff')
+    await writeFile(patchFile, ['@@ -4 +4 @@', '-Owner: ana', '+Owner: bo', ''].join('\n'))
+    expect((await jarvis(['memory', 'edit', 'notes/release.md', '--patch', patchFile])).code).toBe(0)
+    expect(await readFile(file, 'utf8')).toBe('# Release\n\nDay: Tuesday\nOwner: bo\n')
+
+    const missing = await jarvis(['memory', 'edit', 'notes/release.md', '--patch', join(root, 'none.diff')])
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toContain('none.diff: cannot read the patch: ENOENT')
+
+    // One way to say the change: a diff, or a text and its replacement; the message names the flags.
+    for (const args of [['--patch', patchFile, '--replace', 'bo', '--with', 'cy'], ['--replace', 'bo'], []]) {
+      const refused = await jarvis(['memory', 'edit', 'notes/release.md', ...args])
+      expect(refused.code, args.join(' ')).toBe(2)
+      expect(refused.stderr).toMatch(/--patch|--with/)
+    }
+    expect(await readFile(file, 'utf8')).toBe('# Release\n\nDay: Tuesday\nOwner: bo\n')
+  })
+
   it('exit 5 for a secret in the content, and nothing is written', async () => {
     const token = fakeGithubToken()
     const refused = await jarvis(['memory', 'write', 'notes/leak.md', '--json'], `deploy with ${token}\n`)
