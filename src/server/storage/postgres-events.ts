@@ -91,6 +91,17 @@ export const PG_DELETED_EVENTS_MIGRATION_SQL = `
   );
 `
 
+/**
+ * The live events of each scope, newest first, for the snapshot (SNAPSHOT_SQL orders by `-seq`, which only this index
+ * gives). Ordered by `seq`, the planner walked the primary key backwards and dropped the other scopes' events, which
+ * it takes for cheaper than (scope, seq) since the table lies in seq order: a scope with few events cost a scan of the
+ * whole log at every snapshot, and a 30-minute run of 100 clients spent three times the database's CPU per request by
+ * its end.
+ */
+export const PG_LIVE_EVENTS_MIGRATION_SQL = `
+  CREATE INDEX memory_events_live_newest ON memory_events (scope, (-seq)) WHERE deprecated = 0;
+`
+
 /** The advisory lock every write of the event log holds until its transaction ends. */
 export const EVENTS_LOCK = 0x6a61_7202
 
@@ -285,9 +296,10 @@ const EARLIER_SQL = `
 
 /**
  * One statement, so one snapshot: per scope the pinned events (in key order, at most $2) and the newest live ones
- * (at most $3), and for each pinned conflict_resolution the newest live event of each agent under the key it flags.
+ * (at most $3, through memory_events_live_newest), and for each pinned conflict_resolution the newest live event of
+ * each agent under the key it flags.
  */
-const SNAPSHOT_SQL = `
+export const SNAPSHOT_SQL = `
   WITH scopes AS (SELECT DISTINCT unnest($1::text[]) AS scope),
   pins AS (
     SELECT e.* FROM scopes s CROSS JOIN LATERAL (
@@ -296,7 +308,7 @@ const SNAPSHOT_SQL = `
   ),
   recent AS (
     SELECT r.* FROM scopes s CROSS JOIN LATERAL (
-      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND deprecated = 0 ORDER BY seq DESC LIMIT $3
+      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND deprecated = 0 ORDER BY -seq LIMIT $3
     ) r
   ),
   flagged AS (

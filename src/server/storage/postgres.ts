@@ -36,7 +36,7 @@ import {tsText} from './fts.js'
 import {redactDatabaseUrl} from './open.js'
 import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
 import {PostgresOAuthStore} from './postgres-oauth.js'
-import {EVENTS_LOCK, FTS_VALUE, PG_APPEND_FUNCTION_SQL, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
+import {EVENTS_LOCK, FTS_VALUE, PG_APPEND_FUNCTION_SQL, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PG_LIVE_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
 import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpRow, type DumpTable} from './sqlite-dump.js'
 import {DEFAULT_WORKSPACE} from './workspace-name.js'
 import type {
@@ -119,6 +119,7 @@ const MIGRATIONS: readonly {version: number; description: string; sql: string}[]
   {version: 6, description: 'audit log: pushes, conflicts, refused and masked secrets, forgotten events, project switches, keys', sql: PG_AUDIT_MIGRATION_SQL},
   {version: 7, description: OAUTH_MIGRATION_DESCRIPTION, sql: OAUTH_MIGRATION_SQL},
   {version: 8, description: 'appends in one round trip: the function jarvis_append_events', sql: PG_APPEND_FUNCTION_SQL},
+  {version: 9, description: "each scope's live events by seq, for the snapshot's newest ones", sql: PG_LIVE_EVENTS_MIGRATION_SQL},
 ]
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
