@@ -1,3 +1,4 @@
+import {isRecord} from '../schemas/plain-fields.js'
 import type {JsonObject} from './types.js'
 
 /**
@@ -18,8 +19,9 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return a === b || canonicalJson(a) === canonicalJson(b)
 }
 
+/** `isRecord`, narrowed to what the merge holds: values parsed from JSON. */
 export function isPlainObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
+  return isRecord(value)
 }
 
 /** `key in object` would see Object.prototype; a JSON key named `__proto__` or `constructor` must not. */
