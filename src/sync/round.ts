@@ -77,7 +77,7 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
     const text = scannedText.get(path) ?? (await readMemoryFile(root, path))
     if (text === null) continue
     if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
-    const problem = problemsOf(path, text)
+    const problem = problemsOf(path, text, hash)
     if (problem) {
       skip.add(path)
       result.invalid.push({path, problems: problem.problems})

@@ -2,6 +2,13 @@ import type {z} from 'zod'
 
 import {SchemaError} from '../errors.js'
 import {activeProjectSchema, contextMapSchema, parseJsonFile, parseJsonText, workerMemorySchema} from '../schemas/index.js'
+import {hashText} from '../store/index.js'
+
+/**
+ * The most a memory file may hold: the protocol's limit of one file's content, in UTF-8 bytes (a server refuses a
+ * larger one with 413; a request far larger is cut off before its answer, which looked like a server that went away).
+ */
+export const MAX_FILE_BYTES = 4 * 1024 * 1024
 
 /** The schema a memory file must satisfy, by its path relative to `.memory/` (contract §1). */
 function schemaFor(path: string): z.ZodType | undefined {
@@ -12,13 +19,15 @@ function schemaFor(path: string): z.ZodType | undefined {
 }
 
 /**
- * Checks a local memory file before it may leave this machine. A file that fails is left exactly as
- * it is — neither pushed nor overwritten — and reported as `.memory/<path>: where: what`.
- * Returns null when the file is fine.
+ * Checks a local memory file before it may leave this machine: text a server stores as it is, and, for JSON, its
+ * schema. A file that fails is left exactly as it is — neither pushed nor overwritten — and reported as
+ * `.memory/<path>: where: what`. `hash` is the file's bytes' (the scan's). Returns null when the file is fine.
  */
-export function problemsOf(path: string, text: string): SchemaError | null {
-  if (!path.endsWith('.json')) return null
+export function problemsOf(path: string, text: string, hash: string): SchemaError | null {
   const file = `.memory/${path}`
+  const notText = textProblem(text, hash)
+  if (notText !== undefined) return new SchemaError(file, [notText])
+  if (!path.endsWith('.json')) return null
   try {
     const schema = schemaFor(path)
     if (schema) parseJsonFile(schema, text, file)
@@ -28,4 +37,27 @@ export function problemsOf(path: string, text: string): SchemaError | null {
     if (error instanceof SchemaError) return error
     throw error
   }
+}
+
+/** Why the file's text cannot be synced as it is, if it cannot. */
+function textProblem(text: string, hash: string): string | undefined {
+  // Bytes that are not UTF-8 were read as U+FFFD: what would be pushed is then not the file (other machines would get
+  // the replacement characters, and this one would push it again at every sync, its bytes never matching the base).
+  if (text.includes('\uFFFD') && hashText(text) !== hash) {
+    return `line ${lineAt(text, text.indexOf('\uFFFD'))}: not UTF-8 text (a memory file is text, synced as UTF-8); save it as UTF-8, or keep it outside .memory/`
+  }
+  const nul = text.indexOf('\u0000')
+  if (nul !== -1) return `line ${lineAt(text, nul)}: holds a NUL byte, so it is not text; remove it, or keep the file outside .memory/`
+  // A character is at most 3 UTF-8 bytes (4 for two UTF-16 units): only a text this long can be too large.
+  if (text.length * 3 > MAX_FILE_BYTES) {
+    const bytes = Buffer.byteLength(text, 'utf8')
+    if (bytes > MAX_FILE_BYTES) return `is ${bytes} bytes, more than the ${MAX_FILE_BYTES} (4 MiB) a memory file may hold; split it, or keep it outside .memory/`
+  }
+  return undefined
+}
+
+function lineAt(text: string, index: number): number {
+  let line = 1
+  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++
+  return line
 }

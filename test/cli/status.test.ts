@@ -85,6 +85,34 @@ describe('jarvis status and jarvis resolve', () => {
     expect(audit).toMatch(/"type":"resolve","path":"notes\/plan\.md","backup":"notes\/plan\.local\.bak","keep":"local"/)
   })
 
+  it('a sync stopped by a file it leaves behind still says what it did, the conflict it kept included, and the next one reminds of it', async () => {
+    const a = await tree('claude')
+    const b = await tree('gemini')
+    // A file of its own: the trees of this file share one server.
+    const write = async (root: string, text: string) => writeFile(join(root, '.memory', 'notes', 'launch.md'), text)
+    await mkdir(join(a.root, '.memory', 'notes'), {recursive: true})
+    await mkdir(join(b.root, '.memory', 'notes'), {recursive: true})
+    await write(a.root, '# Plan\n\nship on Friday\n')
+    expect((await a.run(['sync'])).code).toBe(0)
+    expect((await b.run(['sync'])).code).toBe(0)
+    await write(a.root, '# Plan\n\nship on Monday\n')
+    expect((await a.run(['sync'])).code).toBe(0)
+    await write(b.root, '# Plan\n\nship on Tuesday\n')
+    await writeFile(join(b.root, '.memory', 'notes', 'other.md'), 'pushed all the same\n')
+    await writeFile(join(b.root, '.memory', 'notes', 'menu.md'), Buffer.from('caf\xe9\n', 'latin1'))
+
+    const stopped = await b.run(['sync'])
+    expect(stopped.code).toBe(2)
+    expect(flat(stopped.stdout)).toContain('pushed 1: notes/other.md')
+    expect(flat(stopped.stdout)).toContain("conflict in notes/launch.md: the server's version won, yours is kept in notes/launch.local.bak")
+    expect(flat(stopped.stderr)).toContain('.memory/notes/menu.md: line 1: not UTF-8 text')
+    expect(await readFile(join(b.root, '.memory', 'notes', 'launch.local.bak'), 'utf8')).toBe('# Plan\n\nship on Tuesday\n')
+
+    const again = await b.run(['sync'])
+    expect(again.code).toBe(2)
+    expect(flat(again.stderr)).toContain('1 earlier conflict(s) still wait for you: .memory/notes/launch.local.bak')
+  })
+
   it('--keep server drops the backup and leaves the file; a path with nothing to decide is exit 2', async () => {
     const b = await tree('gemini')
     await write(b.root, 'server side\n')

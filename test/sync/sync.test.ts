@@ -407,6 +407,39 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(await b.read('broken.json')).toBeNull()
     })
 
+    it('leaves a file that is not UTF-8 text, holds a NUL or passes 4 MiB exactly as it is, syncs the rest and names each', async () => {
+      const a = await client('claude')
+      const b = await client('gemini')
+      const latin1 = Buffer.from('# Menu\n\ncaf\xe9 au lait\n', 'latin1')
+      const withNul = Buffer.from('one\ntwo\0three\n', 'utf8')
+      const huge = `# Dump\n${'x'.repeat(4 * 1024 * 1024)}\n`
+      await a.write('good.md', 'fine\n')
+      await writeFile(join(a.memory, 'menu.md'), latin1)
+      await writeFile(join(a.memory, 'nul.md'), withNul)
+      await a.write('dump.md', huge)
+      const error = await a.sync().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(JarvisError)
+      expect((error as JarvisError).exit).toBe(ExitCode.badInput)
+      const message = (error as JarvisError).message
+      expect(message).toMatch(/\.memory\/menu\.md: line 3: not UTF-8 text/)
+      expect(message).toMatch(/\.memory\/nul\.md: line 2: holds a NUL byte/)
+      expect(message).toMatch(/\.memory\/dump\.md: is 4194312 bytes, more than the 4194304/)
+      // Not one byte changed, here or anywhere else: the other machine gets the good file only.
+      expect(await readFile(join(a.memory, 'menu.md'))).toEqual(latin1)
+      expect(await readFile(join(a.memory, 'nul.md'))).toEqual(withNul)
+      await b.sync()
+      expect(await b.read('good.md')).toBe('fine\n')
+      for (const path of ['menu.md', 'nul.md', 'dump.md']) expect(await b.read(path)).toBeNull()
+      // Saved as UTF-8, the menu syncs as any file does, once.
+      await a.write('menu.md', '# Menu\n\ncafé au lait\n')
+      await a.remove('nul.md')
+      await a.remove('dump.md')
+      expect((await a.sync()).pushed).toEqual(['menu.md'])
+      expect((await a.sync()).pushed).toEqual([])
+      await b.sync()
+      expect(await b.read('menu.md')).toBe('# Menu\n\ncafé au lait\n')
+    })
+
     it('stops with exit 3 and changes nothing when the server is down', async () => {
       const a = await client('claude')
       await a.write('x.md', 'x\n')

@@ -1,5 +1,5 @@
 /** One `jarvis sync` (not `--watch`) once its flags are parsed: run by its oclif command and by the fast door. */
-import {ConflictLeftError} from '../../errors.js'
+import {ConflictLeftError, JarvisError} from '../../errors.js'
 import {syncOnce, type SyncOnceResult} from '../../ops/sync.js'
 import {renderSync} from '../render.js'
 import {treeWatchOf} from '../warm.js'
@@ -22,22 +22,37 @@ export const spec: ActionSpec = {
 }
 
 export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): Promise<SyncOnceResult> {
-  const result = await syncOnce({
-    dir: flags.dir,
-    server: flags.server,
-    agent: flags.agent,
-    dryRun: flags['dry-run'],
-    force: flags.force,
-    onProgress: !flags.quiet && !output.json ? output.progress : undefined,
-    // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
-    watch: (root) => treeWatchOf(root),
-    signal: output.signal,
-  })
-  if (!flags.quiet) output.log(renderSync(result))
+  let result: SyncOnceResult
+  try {
+    result = await syncOnce({
+      dir: flags.dir,
+      server: flags.server,
+      agent: flags.agent,
+      dryRun: flags['dry-run'],
+      force: flags.force,
+      onProgress: !flags.quiet && !output.json ? output.progress : undefined,
+      // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
+      watch: (root) => treeWatchOf(root),
+      signal: output.signal,
+    })
+  } catch (error) {
+    // A sync that left files behind (refused, malformed) still did the rest: what it did is said first, conflicts
+    // included, then why it stops. `--json` has it all in the error's data.
+    const done = error instanceof JarvisError ? (error.data.result as SyncOnceResult | undefined) : undefined
+    if (done !== undefined) report(done, flags, output)
+    throw error
+  }
+  report(result, flags, output)
   // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
   if (result.backups.length > 0) throw new ConflictLeftError(conflictsLeft(result), {result})
-  if (result.waiting.length > 0 && !flags.quiet) output.warn(`${result.waiting.length} earlier conflict(s) still wait for you: ${result.waiting.map((b) => `.memory/${b}`).join(', ')}; see jarvis status, decide with jarvis resolve <file> --keep server|local`)
   return result
+}
+
+/** What the sync did; and the conflicts waiting, a warning whenever they are not this sync's exit. */
+function report(result: SyncOnceResult, flags: SyncFlags, output: CommandOutput): void {
+  if (flags.quiet) return
+  output.log(renderSync(result))
+  if (result.waiting.length > 0) output.warn(`${result.waiting.length} earlier conflict(s) still wait for you: ${result.waiting.map((b) => `.memory/${b}`).join(', ')}; see jarvis status, decide with jarvis resolve <file> --keep server|local`)
 }
 
 function conflictsLeft(result: SyncOnceResult): string {
