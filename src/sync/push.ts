@@ -122,7 +122,18 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       debug('push of %d files refused as too large: sending halves', batch.length)
       return (await pushBatch(context, batch.slice(0, half), [])) ?? (await pushBatch(context, batch.slice(half), deletes))
     }
-    throw error
+    const refused = batch.length === 1 ? refusalOf(error, batch[0].item.path) : undefined
+    if (refused === undefined) throw error
+    // The server will not take this one file (too large for it, not text it holds): it stays here as it is, named
+    // with the malformed ones, and the rest of the sync goes on. It was never stored: it is no write of ours to await.
+    const {path} = batch[0].item
+    result.invalid.push({path, problems: [`refused by the server: ${refused}`]})
+    const pending = {...pendingOf(state)}
+    pending[path] = (pending[path] ?? []).filter((hash) => hash !== hashText(batch[0].text))
+    if (pending[path].length === 0) delete pending[path]
+    state.pending = pending
+    context.unwritten = true
+    return deletes.length > 0 ? pushBatch(context, [], deletes) : undefined
   }
   // Bases move only now that the server acknowledged.
   const acknowledged = answer.files ?? {}
@@ -146,6 +157,17 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   // to its files and records them without sending them again (or, edited since, pending: its own write).
   context.unwritten = true
   return own?.overwritten.length ? own.overwritten : undefined
+}
+
+/**
+ * The server's reason when `error` is its refusal of the file at `path` alone: 413 (larger than it takes) or 400
+ * naming that path (content it does not hold, e.g. a NUL byte). Anything else stops the sync as before.
+ */
+function refusalOf(error: unknown, path: string): string | undefined {
+  if (!(error instanceof JarvisError) || (error.data.status !== 413 && error.data.status !== 400)) return undefined
+  const answer = error.data.answer as {path?: unknown; message?: unknown} | undefined
+  if (answer?.path !== path) return undefined
+  return typeof answer.message === 'string' ? answer.message : `HTTP ${String(error.data.status)}`
 }
 
 /** Timestamp mode: the paths of `batch` whose `updatedAt` on the server is no longer the one their push was decided against. */

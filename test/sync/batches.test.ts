@@ -9,13 +9,14 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {ExitCode, JarvisError, UnreachableError} from '../../src/errors.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig, readSyncState, withTreeLock} from '../../src/store/index.js'
 import {PULL_BATCH_BYTES, PUSH_BATCH_FILES, runSync} from '../../src/sync/run.js'
 import {startServer} from '../../src/server/start.js'
 import {jarvisBin} from '../helpers/cli.js'
 import {makeClient, removeAll, tempDir, TOKENS, tokenMap} from '../helpers/world.js'
-import {BACKENDS, useBackend} from '../helpers/backends.js'
+import {BACKENDS, databaseFor, useBackend} from '../helpers/backends.js'
 
 const dirs: string[] = []
 const servers: Array<{close(): Promise<void>}> = []
@@ -25,12 +26,13 @@ afterAll(async () => {
   await removeAll(dirs)
 })
 
-async function smallServer(limits: {bodyLimit: number; maxFileBytes: number}): Promise<string> {
-  const dataDir = await tempDir('jarvis-batches-server-')
-  dirs.push(dataDir)
-  const server = await startServer({host: '127.0.0.1', port: 0, dataDir, tokens: tokenMap, logLevel: 'silent', ...limits})
+/** A server of the current backend with these limits; on `dataDir` and `port` again, the same store. */
+async function smallServer(limits: {bodyLimit: number; maxFileBytes: number}, again?: {dataDir: string; port: number}): Promise<{url: string; port: number; dataDir: string; close(): Promise<void>}> {
+  const dataDir = again?.dataDir ?? (await tempDir('jarvis-batches-server-'))
+  if (again === undefined) dirs.push(dataDir)
+  const server = await startServer({host: '127.0.0.1', port: again?.port ?? 0, dataDir, databaseUrl: await databaseFor(dataDir), tokens: tokenMap, logLevel: 'silent', ...limits})
   servers.push(server)
-  return server.url
+  return {url: server.url, port: server.port, dataDir, close: () => server.close()}
 }
 
 /** Text that JSON escaping inflates (quotes, backslashes, tabs): the body is larger than the files. */
@@ -56,7 +58,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
     let url: string
     beforeAll(async () => {
       // 256 KiB per request: the 40 files below (about 1.6 MB of JSON) cannot go in one.
-      url = await smallServer({bodyLimit: 256 * 1024, maxFileBytes: 128 * 1024})
+      url = (await smallServer({bodyLimit: 256 * 1024, maxFileBytes: 128 * 1024})).url
     })
 
     it('a tree far larger than the server accepts in one request syncs A → B byte for byte', async () => {
@@ -77,7 +79,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
 
   describe('a pull of large files', () => {
     it('asks for fewer files at a time once answers grow large, so no answer holds the whole tree', async () => {
-      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const {url} = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
       const a = await makeClient(url, 'claude')
       const b = await makeClient(url, 'gemini')
       dirs.push(a.root, b.root)
@@ -104,33 +106,79 @@ describe.each(BACKENDS)('on %s', (backend) => {
 
   describe('a sync stopped halfway', () => {
     it('resumes with what the server has not acknowledged, and sends nothing twice', async () => {
-      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
-      const a = await makeClient(url, 'claude')
+      const limits = {bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024}
+      let server = await smallServer(limits)
+      const a = await makeClient(server.url, 'claude')
       dirs.push(a.root)
       const count = PUSH_BATCH_FILES * 2 + 20
       for (let i = 0; i < count; i++) await a.write(`f/${String(i).padStart(5, '0')}.md`, `note ${i}\n`)
-      // The last file is too large for this server: the last batch is refused, the ones before it are not.
-      await a.write('zz-big.md', 'x'.repeat(100 * 1024))
-      const failed = await a.sync().catch((error: Error) => error)
-      expect(failed).toBeInstanceOf(Error)
-      expect((failed as Error).message).toContain('zz-big.md')
+      // The server goes away after acknowledging two batches, before the third reaches it.
+      class LostBeforeThirdBatch extends MemoryClient {
+        pushes = 0
+        override async push(...args: Parameters<MemoryClient['push']>) {
+          if (++this.pushes === 3) await server.close()
+          return super.push(...args)
+        }
+      }
+      const client = new LostBeforeThirdBatch({server: server.url, token: TOKENS.claude})
+      const settings = {...(await readConfig(a.root)).sync, retryDelay: 10}
+      const failed = await withTreeLock(a.root, {timeoutMs: 10_000}, () => runSync({root: a.root, client, settings})).catch((error: unknown) => error)
+      await client.close()
+      expect(failed).toBeInstanceOf(UnreachableError)
 
-      await a.write('zz-big.md', 'small now\n')
+      server = await smallServer(limits, server)
       const resumed = await a.sync()
-      // Everything the server acknowledged before the refusal was recorded then: only the rest goes now.
-      expect(resumed.pushed).toContain('zz-big.md')
-      expect(resumed.pushed.length).toBeLessThanOrEqual(21)
-      const b = await makeClient(url, 'gemini')
+      // Everything the server acknowledged before it went away was recorded then: only the third batch goes now.
+      expect(resumed.pushed).toHaveLength(20)
+      const b = await makeClient(server.url, 'gemini')
       dirs.push(b.root)
       const pulled = await b.sync()
-      expect(pulled.pulled).toHaveLength(count + 1)
+      expect(pulled.pulled).toHaveLength(count)
+      expect(await treeFiles(b.memory)).toEqual(await treeFiles(a.memory))
+    })
+  })
+
+  describe('a file the server will not take', () => {
+    it('stays here as it is, named (exit 2), while the rest of the tree syncs; once it fits, it goes', async () => {
+      const {url} = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 64 * 1024})
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      await a.write('gone.md', 'to be deleted\n')
+      await a.sync()
+      await b.sync()
+      for (let i = 0; i < 5; i++) await a.write(`f/${i}.md`, `note ${i}\n`)
+      // Larger than this server takes, far below what any client would refuse by itself.
+      const big = 'x'.repeat(100 * 1024)
+      await a.write('zz-big.md', big)
+      await a.remove('gone.md')
+      const failed = await a.sync().catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(JarvisError)
+      expect((failed as JarvisError).exit).toBe(ExitCode.badInput)
+      expect((failed as JarvisError).message).toContain('.memory/zz-big.md: refused by the server: zz-big.md is 102400 bytes, more than the 65536')
+      const done = (failed as JarvisError).data.result as {pushed: string[]; deleted: string[]}
+      expect(done.pushed).toHaveLength(5)
+      expect(done.deleted).toEqual(['gone.md'])
+      expect(await a.read('zz-big.md')).toBe(big)
+      // Nothing of it is awaited as a write of ours, and the other machine has the rest.
+      const state = (await readSyncState(a.root)) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
+      expect(state.files['zz-big.md']).toBeUndefined()
+      expect(state.pending ?? {}).toEqual({})
+      await b.sync()
+      expect(await b.read('f/4.md')).toBe('note 4\n')
+      expect(await b.read('gone.md')).toBeNull()
+      expect(await b.read('zz-big.md')).toBeNull()
+
+      await a.write('zz-big.md', 'small now\n')
+      expect((await a.sync()).pushed).toEqual(['zz-big.md'])
+      await b.sync()
       expect(await b.read('zz-big.md')).toBe('small now\n')
     })
   })
 
   describe('a push in batches writes its sync state once per batch', () => {
     it(`pushing ${PUSH_BATCH_FILES * 2 + 5} files (3 batches): 4 writes of the state (each batch's pending hashes with the one acknowledged before, then the last), and every file recorded`, async () => {
-      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const {url} = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
       const a = await makeClient(url, 'gemini')
       dirs.push(a.root)
       const count = PUSH_BATCH_FILES * 2 + 5
@@ -155,7 +203,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
 
   describe('a sync that only pulls writes its sync state once', () => {
     it('pulling 30 files: one rename onto .nexus/sync-state.json, and the state records every file', async () => {
-      const url = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
+      const {url} = await smallServer({bodyLimit: 16 * 1024 * 1024, maxFileBytes: 1024 * 1024})
       const a = await makeClient(url, 'claude')
       const b = await makeClient(url, 'gemini')
       dirs.push(a.root, b.root)
