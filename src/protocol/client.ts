@@ -190,6 +190,10 @@ export class MemoryClient {
     this.onBytes?.(Buffer.byteLength(payload ?? '') + path.length + method.length, Buffer.byteLength(text))
     debug('%s %s → %d (%d bytes)', method, path, statusCode, text.length)
     const json = parseAnswer(text)
+    // Every route of the protocol answers JSON, a refusal too: a page of another kind is some other web server there.
+    if ((statusCode === 404 || statusCode === 405) && json === undefined) {
+      throw new UnreachableError(`${this.server} does not look like a jarvis server: ${method} ${path} answered HTTP ${statusCode} with ${messageOf(json, text)}; check the server's address (--server, or server in .nexus/config.json)`, {server: this.server, status: statusCode})
+    }
     if (statusCode === 409) throw new StalePushError(staleList(json))
     if (statusCode === 401 || statusCode === 403) {
       const explained = this.explainRefusal?.(statusCode, messageOf(json, text))
@@ -270,9 +274,13 @@ function staleList(json: unknown): string[] {
   return Array.isArray(stale) ? stale.filter((p): p is string => typeof p === 'string') : []
 }
 
+/** The answer's `message`; else what the body was, in a few words (never a whole web page). */
 function messageOf(json: unknown, text: string): string {
   const message = (json as {message?: unknown} | undefined)?.message
-  return typeof message === 'string' ? message : text.slice(0, 200)
+  if (typeof message === 'string') return message
+  if (text.trim() === '') return 'an empty body'
+  if (/^\s*</.test(text)) return 'a web page, not JSON'
+  return text.replace(/\s+/g, ' ').trim().slice(0, 200)
 }
 
 function describeNetworkError(error: unknown): string {

@@ -1,5 +1,7 @@
 import {spawn} from 'node:child_process'
 import {writeFile} from 'node:fs/promises'
+import {type AddressInfo} from 'node:net'
+import {createServer} from 'node:http'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {afterAll, describe, expect, it} from 'vitest'
@@ -92,6 +94,23 @@ describe('the jarvis command line', () => {
     const run = await runJarvis(['sync', '--json'], {cwd})
     expect(run.code).toBe(2)
     expect(envelope(run).error?.message).toMatch(/config\.json.*line 3/)
+  })
+
+  it('a --server that is some other web server: exit 3 saying so in a line, not its page', async () => {
+    const page = '<!DOCTYPE html>\n<html><body><h1>Error response</h1><p>Error code: 404</p></body></html>\n'
+    const web = createServer((_request, response) => response.writeHead(404, {'content-type': 'text/html'}).end(page))
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve))
+    try {
+      const cwd = await dir()
+      await runJarvis(['init'], {cwd})
+      const url = `http://127.0.0.1:${(web.address() as AddressInfo).port}`
+      const run = await runJarvis(['sync', '--server', url], {cwd})
+      expect(run.code).toBe(3)
+      expect(run.stderr).toContain(`${url} does not look like a jarvis server: GET /api/memory/status answered HTTP 404 with a web page, not JSON`)
+      expect(run.stderr).not.toContain('<html>')
+    } finally {
+      await new Promise((resolve) => web.close(resolve))
+    }
   })
 
   it('an unknown flag is a usage error (exit 2)', async () => {
