@@ -16,6 +16,7 @@ export function renderSync(result: SyncOnceResult): string {
     const lines = [`dry run against ${result.server} (${result.mode} mode); nothing was changed`]
     lines.push(...pathList('would push', plan.push), ...pathList('would pull', plan.pull), ...pathList('would merge', plan.merge))
     lines.push(...pathList('would delete on the server', plan['delete-remote']), ...pathList('would delete here', plan['delete-local']))
+    if (result.outbox.left > 0) lines.push(`  would send ${result.outbox.left} queued write(s) made while the server was away`)
     if (lines.length === 1) lines.push('  already in sync')
     return lines.join('\n')
   }

@@ -5,7 +5,7 @@
  */
 import {BadInputError, JarvisError} from '../errors.js'
 import {modeOf} from '../protocol/client.js'
-import {appendAudit, BaseStore, cachedRevsInOrder, endSyncRun, findBackups, markSyncRunning, readSyncStateAs, sweepTempFiles, syncRunUnfinished, withPathGuardCache} from '../store/index.js'
+import {appendAudit, BaseStore, cachedRevsInOrder, endSyncRun, findBackups, markSyncRunning, readOutbox, readSyncStateAs, sweepTempFiles, syncRunUnfinished, withPathGuardCache} from '../store/index.js'
 import {writeScan} from './clean-mark.js'
 import {flushOutbox} from './outbox.js'
 import type {Plan, SyncMode} from './plan.js'
@@ -66,7 +66,8 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
   const {root, client, settings} = options
   const now = options.now ?? (() => new Date())
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-  if (!options.dryRun) result.outbox = await flushOutbox(root, client)
+  // A dry run sends nothing: what waits in the outbox is what the sync would send first.
+  result.outbox = options.dryRun ? {sent: 0, left: (await readOutbox(root)).length} : await flushOutbox(root, client)
 
   const quick = options.dryRun || !settings.incrementalSync ? undefined : await quickCheck(root, client, options.watch)
   if (quick?.kind === 'nothing') {

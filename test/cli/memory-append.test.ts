@@ -136,6 +136,12 @@ describe('jarvis memory append', () => {
     expect(human.stderr).toMatch(/queued in \.nexus\/outbox\.jsonl/)
 
     const {url} = await serve()
+    // A dry run sends nothing and says what the sync would send first.
+    const dry = await runJarvis(['sync', '--dir', root, '--server', url, '--dry-run'], {env})
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(dry.stdout).toContain('would send 2 queued write(s) made while the server was away')
+    expect(dry.stdout).not.toContain('already in sync')
+    expect(await readOutbox(root)).toHaveLength(2)
     const sync = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
     expect(sync.code, sync.stdout + sync.stderr).toBe(0)
     expect(envelope<{outbox: {sent: number; left: number}}>(sync).result!.outbox).toEqual({sent: 2, left: 0})
