@@ -4,7 +4,7 @@
  * shutdown the command wires to SIGTERM/SIGINT: no new requests (503), in-flight requests and writes finish,
  * WebSocket clients get a close frame (1001), then the database is closed.
  */
-import {readFile} from 'node:fs/promises'
+import {readFile, rm} from 'node:fs/promises'
 import {isIP} from 'node:net'
 import {createSecureContext} from 'node:tls'
 
@@ -146,8 +146,15 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   /** Known once the server listens (the port may be picked then); the app asks for it at each request that needs it. */
   const listening: {publicUrl?: string} = {}
   const resolved = await resolveTokens({tokens: options.tokens, tokensFile: options.tokensFile, env, dataDir})
+  // Tokens made by a start that then fails were never shown: they go, and the next start makes and shows new ones.
+  const forgetNewTokens = async () => {
+    if (resolved.generated && resolved.file !== undefined) await rm(resolved.file, {force: true})
+  }
   const target = {dataDir, databaseUrl: options.databaseUrl}
-  const storage = await openStorage(target, {groupCommit: options.groupCommit})
+  const storage = await openStorage(target, {groupCommit: options.groupCommit}).catch(async (error: unknown) => {
+    await forgetNewTokens()
+    throw error
+  })
   const database = 'url' in storage && typeof storage.url === 'string' ? storage.url : undefined
   const app = buildServer({
     storage,
@@ -171,6 +178,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     boundPort = typeof address === 'object' && address !== null ? address.port : port
   } catch (error) {
     await app.close().catch(() => {})
+    await forgetNewTokens()
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE') throw new BadInputError(`port ${port} on ${host} is already in use; pass another --port (0 picks a free one)`, {field: 'port'}, error)
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new BadInputError(`cannot listen on host ${host}: ${code}`, {field: 'host'}, error)

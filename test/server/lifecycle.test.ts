@@ -75,6 +75,17 @@ describe('generated tokens', () => {
       /already in use/,
     )
   })
+
+  it('a first start that fails keeps no tokens it never showed: the next start makes and shows them', async () => {
+    const h = await harness(cleanup)
+    const dataDir = cleanup.dir(await tempDir())
+    await expect(startServer({host: '127.0.0.1', port: h.server.port, dataDir, logLevel: 'silent', env: {}})).rejects.toThrow(/already in use/)
+    await expect(stat(join(dataDir, 'tokens.json'))).rejects.toThrow()
+    const started = await startServer({host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', env: {}})
+    cleanup.add(() => started.close())
+    expect(started.tokensGenerated).toBe(true)
+    expect(Object.keys(started.tokens ?? {}).length).toBeGreaterThan(0)
+  })
 })
 
 describe('graceful close', () => {
