@@ -255,6 +255,17 @@ function snippetOf(text: string, terms: string[]): {line: number; text: string}[
     })
 }
 
+/**
+ * The built-in model's similarity alone, with not one word of the query in any file (by keyword, or word by word:
+ * the word itself or a near neighbour), is about the same for every file: a typo, a code name the tree does not hold.
+ * Ranked by it, every file would be an answer; none is. A remote model's similarity says more, and stands alone.
+ */
+function unmatched(keyword: ReadonlyArray<unknown>, words: ReadonlyMap<string, number> | undefined): boolean {
+  if (words === undefined || keyword.length > 0) return false
+  for (const score of words.values()) if (score > 0) return false
+  return true
+}
+
 function queryTerms(query: string): string[] {
   return query.split(/[\s\p{P}]+/u).map((t) => processTerm(t)).filter((t): t is string => Boolean(t))
 }
@@ -368,11 +379,11 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
       const semantic = await semanticRanking(root, index, provider, query, filters, new Set(keyword.map((h) => h.path)))
       embedded = semantic.embedded
       // A score of 0 is a file the keywords do not match that is the least similar candidate: not an answer; nor is
-      // one far below the best (MIN_SHARE_OF_BEST).
+      // one far below the best (MIN_SHARE_OF_BEST); nor any, when no word of the query is found (unmatched).
       const fused = semantic.words
         ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}, BUILTIN_MIN_SPREAD)
         : convexFusion(keyword, semantic.ranked)
-      ranked = fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
+      ranked = unmatched(keyword, semantic.words) ? [] : fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {

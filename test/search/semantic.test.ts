@@ -51,6 +51,17 @@ describe('search by meaning, with nothing configured', () => {
     expect(result.hits[0].snippet).toEqual([{line: 3, text: 'We fly to Lisbon in August and stay at a hotel near the beach for a week.'}])
   })
 
+  it('answers nothing for words that no file holds, nor any word near them: a similarity alone is every file’s', async () => {
+    const root = await tree()
+    for (const query of ['xyzzyplugh', 'frobnicate the quux']) {
+      const result = await searchMemory(root, query)
+      expect(result.mode).toBe('hybrid')
+      expect(result.hits, query).toEqual([])
+    }
+    // One word the tree holds is enough for the meaning to rank again.
+    expect((await searchMemory(root, 'xyzzyplugh vacation', {limit: 3})).hits[0].path).toBe(HOLIDAY)
+  })
+
   it('ranks the fixture questions at least as well as the keywords alone', async () => {
     const root = await tree()
     const recallAt5 = async (hybrid: boolean) => {
