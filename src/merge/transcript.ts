@@ -18,7 +18,9 @@ export function messageKey(message: UniversalMessage): string {
   else if (type === 'tool_use' && isPlainObject(content.tool_use)) {
     body = `${String(content.tool_use.tool_name)} ${canonicalJson(content.tool_use.tool_input ?? null)}`
   } else if (type === 'tool_result' && isPlainObject(content.tool_result)) {
-    body = `${normalizeText(content.tool_result.output)}\u0000${normalizeText(content.tool_result.error)}`
+    // Its texts, output and error alike: a tool without an error flag (Codex) carries an error's text as the output,
+    // and the copy that comes back from it must still be the same result.
+    body = [content.tool_result.output, content.tool_result.error].map(normalizeText).filter((text) => text !== '').join('\n')
   } else if (typeof content.text === 'string') body = normalizeText(content.text)
   else body = canonicalJson(content)
   return JSON.stringify([String(message.role), type, body])

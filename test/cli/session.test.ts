@@ -1,10 +1,11 @@
 /** `jarvis session list` and `jarvis session sync` as a user runs them: the real binary, temp tool homes. */
-import {readFile, utimes, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {mkdir, readFile, utimes, writeFile} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import type {UniversalMessage} from '../../src/schemas/index.js'
 import {writeClaudeSession} from '../../src/session/claude.js'
+import {claudeProjectDir} from '../../src/session/claude-paths.js'
 import type {SessionListResult, SessionSyncResult} from '../../src/session/sync.js'
 import {initTree, withTreeLock} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
@@ -64,6 +65,26 @@ describe('jarvis session', () => {
     expect(table.stdout).toMatch(/^TOOL\s+SESSION\s+MESSAGES\s+LAST ACTIVITY\s+TAG\s+SYNC/)
     expect(table.stdout).toContain(claude.sessionId)
     expect(table.stdout).toMatch(/build \(checkpoint\)\s+2/)
+  })
+
+  it('a conversation carried Claude → Gemini → Codex → Claude adds nothing to where it came from, however often', async () => {
+    const {root, env} = await project()
+    const codexEnv = {...env, CODEX_HOME: join(root, '..', 'codex-home')}
+    // A real Claude Code session with a failed tool call: Codex keeps no error flag, only the error's text.
+    const id = '6b8f1c2a-0d3e-4f5a-9b7c-1a2b3c4d5e6f'
+    const original = (await readFile(new URL(`../../fixtures/transcripts/claude/${id}.jsonl`, import.meta.url), 'utf8')).replaceAll('/home/dev/acme-api', root)
+    const path = join(claudeProjectDir(root, {...process.env, ...env}), `${id}.jsonl`)
+    await mkdir(dirname(path), {recursive: true})
+    await writeFile(path, original)
+    const past = new Date(Date.now() - 60_000)
+    await utimes(path, past, past)
+    expect((await runJarvis(['session', 'sync', id, '--to', 'gemini', '--tag', 'trip'], {cwd: root, env: codexEnv})).code).toBe(0)
+    expect((await runJarvis(['session', 'sync', 'trip', '--to', 'codex'], {cwd: root, env: codexEnv})).code).toBe(0)
+    for (const round of [1, 2]) {
+      const back = await runJarvis(['session', 'sync', 'trip', '--to', 'claude', '--json'], {cwd: root, env: codexEnv})
+      expect(envelope<SessionSyncResult>(back).result, `round ${round}`).toMatchObject({added: 0, written: false, to: {provider: 'claude', sessionId: id}})
+    }
+    expect(await readFile(path, 'utf8')).toBe(original)
   })
 
   it('sync --to claude creates a session and tells how to resume it', async () => {

@@ -34,6 +34,8 @@ describe('messageKey', () => {
     const result = (output: string, error?: string) => ({role: 'user', type: 'tool_result', content: {tool_result: {output, error}}})
     expect(messageKey(result('ok\n'))).toBe(messageKey(result('ok')))
     expect(messageKey(result('ok', 'boom'))).not.toBe(messageKey(result('ok')))
+    // An error's text carried as the output (Codex records no error flag) is the same result.
+    expect(messageKey({role: 'user', type: 'tool_result', content: {tool_result: {error: 'File does not exist.'}}})).toBe(messageKey(result('File does not exist.')))
   })
 })
 
