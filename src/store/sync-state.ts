@@ -42,15 +42,26 @@ export async function readSyncStateAs(root: string, writtenAs: StateStamp | unde
   onDisk.delete(root)
   const read = await readStamped(syncStatePath(root))
   if (read === null) return {state: syncStateSchema.parse({}), asWritten: false}
-  const value = parseJsonText(read.text, SYNC_STATE_FILE)
+  const value = withRebuildHint(() => parseJsonText(read.text, SYNC_STATE_FILE))
   const journal = await readStamped(syncJournalPath(root))
   const applied = journal === null || !isRecord(value) ? undefined : applyJournal(value, journal.text, read.stamp)
   const unchanged = writtenAs !== undefined && sameStamp(read.stamp, writtenAs) && (journal === null ? writtenAs.journal === undefined : writtenAs.journal !== undefined && sameStamp(journal.stamp, writtenAs.journal))
   const byHand = checkedByHand(value, unchanged)
-  if (byHand === undefined) return {state: checkSyncState(value), asWritten: false}
+  if (byHand === undefined) return {state: withRebuildHint(() => checkSyncState(value)), asWritten: false}
   // Known only when every entry was checked by hand, and so frozen: an entry the caller keeps is then unchanged.
   onDisk.set(root, {base: read.stamp, baseBytes: read.text.length, journal: applied === undefined ? undefined : {stamp: journal!.stamp, bytes: journal!.text.length}, files: {...byHand.files}, count: Object.keys(byHand.files).length})
   return {state: byHand, asWritten: unchanged}
+}
+
+/** A broken sync state's problems, and what to do: the file is a record of the last sync, which a sync can do without. */
+function withRebuildHint<T>(read: () => T): T {
+  try {
+    return read()
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error
+    const hint = `it only records what the last sync saw: move it aside (mv ${SYNC_STATE_FILE} ${SYNC_STATE_FILE}.broken) and sync again; that sync compares every file with the server's afresh, merging where they differ or keeping your version as a conflict backup, so nothing is lost`
+    throw new SchemaError(error.file, [...error.problems, hint])
+  }
 }
 
 /**

@@ -455,6 +455,7 @@ describe('sync state and config', () => {
     const error = await readSyncState(root).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(SchemaError)
     expect((error as SchemaError).message).toMatch(/^\.nexus\/sync-state\.json: line 3/)
+    expect((error as SchemaError).message).toContain('move it aside (mv .nexus/sync-state.json .nexus/sync-state.json.broken) and sync again')
   })
 
   it('names the file and the field of a schema violation', async () => {

@@ -1,4 +1,4 @@
-import {mkdir, readdir, readFile, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rename, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
@@ -438,6 +438,23 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect((await a.sync()).pushed).toEqual([])
       await b.sync()
       expect(await b.read('menu.md')).toBe('# Menu\n\ncafé au lait\n')
+    })
+
+    it('a broken sync state stops the sync with what to do, and done, the next sync loses nothing', async () => {
+      const a = await client('claude')
+      await a.write('notes/kept.md', 'first\n')
+      await a.sync()
+      await a.write('notes/kept.md', 'first, edited\n')
+      await writeFile(join(a.root, '.nexus', 'sync-state.json'), '{"version": 1, "files": {')
+      const error = await a.sync().catch((e: unknown) => e)
+      expect((error as JarvisError).exit).toBe(ExitCode.badInput)
+      expect((error as JarvisError).message).toContain('move it aside (mv .nexus/sync-state.json .nexus/sync-state.json.broken) and sync again')
+      await rename(join(a.root, '.nexus', 'sync-state.json'), join(a.root, '.nexus', 'sync-state.json.broken'))
+      // With no record of the last sync, the edit and the server's text are two versions: the edit is kept beside it.
+      const rebuilt = await a.sync()
+      expect(rebuilt.backups).toEqual([{path: 'notes/kept.md', backup: 'notes/kept.local.bak'}])
+      expect(await a.read('notes/kept.local.bak')).toBe('first, edited\n')
+      expect((await a.sync()).pushed).toEqual([])
     })
 
     it('stops with exit 3 and changes nothing when the server is down', async () => {
