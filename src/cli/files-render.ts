@@ -1,6 +1,6 @@
 /** Human output of the memory-file commands; `--json` prints their results instead. */
 import type {CompactResult, DeleteResult, WriteResult} from '../files/index.js'
-import type {ContextMapResult, GrepResult, LsResult, ReadResult} from '../ops/files.js'
+import type {ContextMapResult, GrepResult, LsResult} from '../ops/files.js'
 
 export function renderLs(result: LsResult): string {
   if (result.files.length === 0) return result.prefix ? `no memory files under ${result.prefix}` : 'no memory files'
@@ -12,10 +12,6 @@ export function renderLs(result: LsResult): string {
       return `${file.path}${title}${tags}${problem}`
     })
     .join('\n')
-}
-
-export function renderRead(result: ReadResult): string {
-  return result.text.replace(/\n$/, '')
 }
 
 export function renderWrite(result: WriteResult): string {

@@ -2,7 +2,6 @@ import {Args} from '@oclif/core'
 
 import {JarvisCommand} from '../../cli/base-command.js'
 import {memoryRead, type ReadResult} from '../../ops/files.js'
-import {renderRead} from '../../cli/files-render.js'
 
 export default class MemoryRead extends JarvisCommand<typeof MemoryRead> {
   static summary = 'Print a memory file.'
@@ -15,7 +14,8 @@ export default class MemoryRead extends JarvisCommand<typeof MemoryRead> {
 
   async run(): Promise<ReadResult> {
     const result = await memoryRead({dir: this.flags.dir, path: this.args.path})
-    this.log(renderRead(result))
+    // The file as it is, byte for byte, as cat prints it: `memory read | memory write` gives back the same file.
+    if (!this.jsonEnabled()) process.stdout.write(result.text)
     return result
   }
 }
