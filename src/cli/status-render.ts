@@ -8,7 +8,7 @@ export function renderStatus(status: StatusResult): string {
   const remote = status.remote
   const server = status.server ?? '(none: jarvis init --server URL)'
   if (remote.state === 'answers') lines.push(`server ${server}: answers (${remote.files} file${remote.files === 1 ? '' : 's'}${remote.mode === 'timestamp' ? '; timestamp mode: it keeps no revisions, so syncs decide by its timestamps against the recorded base' : ''})`)
-  else if (remote.state === 'unreachable') lines.push(`server ${server}: does not answer — ${remote.detail}`)
+  else if (remote.state === 'unreachable') lines.push(`server ${server}: cannot be read — ${remote.detail}`)
   else if (remote.state === 'not-asked') lines.push(`server ${server}: not asked (--offline)`)
   else lines.push(`server: ${server}`)
   const last = status.lastSync
