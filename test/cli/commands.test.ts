@@ -32,6 +32,10 @@ describe('the jarvis command line', () => {
     const nested = await runJarvis(['memory', 'apend'])
     expect(nested.code).toBe(2)
     expect(nested.stderr.replace(/\s*›\s*/g, ' ')).toContain('Did you mean `jarvis memory append`?')
+    // Its arguments are not taken for the command's words; under --json, the envelope.
+    const withArgs = await runJarvis(['memory', 'serach', 'deploy', 'day', '--json'])
+    expect(withArgs.code).toBe(2)
+    expect(envelope(withArgs)).toMatchObject({status: 2, error: {code: 'USAGE', message: '"memory serach" is not a jarvis command. Did you mean `jarvis memory search`? `jarvis --help` lists them all.'}})
     const nothingClose = await runJarvis(['frobnicate'])
     expect(nothingClose.code).toBe(2)
     expect(nothingClose.stderr).not.toContain('Did you mean')
