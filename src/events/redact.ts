@@ -481,7 +481,7 @@ export async function assertCleanMemoryFiles(files: ReadonlyMap<string, string>)
   if (findings.length === 0) return
   const paths = [...new Set(findings.map((finding) => finding.field.slice('.memory/'.length)))]
   throw new SecretRefusedError(
-    `refused: the content of ${paths.map((path) => `.memory/${path}`).join(', ')} holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.`,
+    `refused: found ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.`,
     {findings, path: paths[0], paths},
   )
 }

@@ -207,7 +207,7 @@ describe('the dashboard', () => {
     const cli = await alice.jarvis(['memory', 'write', 'notes/plan.md', '--json'], secret)
     expect(cli.code).toBe(5)
     const cliMessage = envelope(cli).error?.message
-    expect(cliMessage).toMatch(/^refused: the content of \.memory\/notes\/plan\.md holds a GitHub token/)
+    expect(cliMessage).toMatch(/^refused: found a GitHub token in \.memory\/notes\/plan\.md/)
 
     const before = await serverFile('notes/plan.md')
     const page = await signedIn(TOKENS.claude, '#/files/notes/plan.md')

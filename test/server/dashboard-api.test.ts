@@ -54,7 +54,7 @@ describe('POST /api/memory/write', () => {
       () => null,
       (error: Error) => error.message,
     )
-    expect(expected).toMatch(/^refused: the content of \.memory\/notes\/secret\.md holds a GitHub token in \.memory\/notes\/secret\.md at line 1, column 13/)
+    expect(expected).toMatch(/^refused: found a GitHub token in \.memory\/notes\/secret\.md at line 1, column 13/)
     const refused = await h.call('POST', '/api/memory/write', {path: 'notes/secret.md', content: text, base: null})
     expect(refused.status).toBe(422)
     expect(refused.body).toMatchObject({error: 'sensitive', message: expected, field: 'body/content', path: 'notes/secret.md'})

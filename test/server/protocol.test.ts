@@ -227,7 +227,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(pushed.status).toBe(422)
       expect(pushed.body).toMatchObject({error: 'sensitive', field: 'body/files', path: 'notes/ci.md', paths: ['notes/ci.md', 'people.md']})
       expect(pushed.body.message).toBe(
-        'refused: the content of .memory/notes/ci.md, .memory/people.md holds a GitHub token in .memory/notes/ci.md at line 3, column 22; an e-mail address in .memory/people.md at line 1, column 5. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.',
+        'refused: found a GitHub token in .memory/notes/ci.md at line 3, column 22; an e-mail address in .memory/people.md at line 1, column 5. Secrets and personal data are never stored in the shared memory; remove them and write again; nothing was written.',
       )
       expect(pushed.body.findings).toEqual([
         {kind: 'secret', rule: 'github-token', field: '.memory/notes/ci.md', line: 3, column: 22},

@@ -133,7 +133,7 @@ describe.each(BACKENDS)('on %s', (backend) => {
         const refused = await h.call('POST', '/api/memory/sync-task', task(1, secret))
         expect(refused.status, JSON.stringify(secret)).toBe(422)
         expect(refused.body).toMatchObject({error: 'sensitive', path: 'jarvis/claude.json', findings: expect.arrayContaining([expect.objectContaining({field: '.memory/jarvis/claude.json'})])})
-        expect(refused.body.message).toMatch(/^refused: the content of \.memory\/jarvis\/claude\.json holds (a GitHub token|an e-mail address) in \.memory\/jarvis\/claude\.json at line \d+, column \d+[.;]/)
+        expect(refused.body.message).toMatch(/^refused: found (a GitHub token|an e-mail address) in \.memory\/jarvis\/claude\.json at line \d+, column \d+[.;]/)
         expect(refused.text).not.toContain(token)
         expect(refused.text).not.toContain(mail)
       }
