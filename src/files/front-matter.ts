@@ -59,7 +59,8 @@ export function parseMemoryFile(path: string, text: string, label = memoryLabel(
       const message = error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')
       return `line ${line}: front matter: ${message}`
     })
-    throw new SchemaError(label, problems)
+    // The YAML parser can report one fault twice, at the same place.
+    throw new SchemaError(label, [...new Set(problems)])
   }
   if (doc.contents !== null && !isMap(doc.contents)) throw new SchemaError(label, ['line 2: front matter must be a mapping of keys to values (title: …, tags: […])'])
   const value = (doc.toJS() ?? {}) as Record<string, unknown>

@@ -50,6 +50,7 @@ describe('front matter', () => {
     ['---\ntitle: [1]\n---\n', 2],
     ['---\ntitle: ok\ntags: {a: 1}\n---\n', 3],
     ['---\ntitle: never closed\n', 1],
+    ['---\ntitle: ok\nfoo: : bar: baz\n---\nbody\n', 3],
   ])('names the file and the line of malformed front matter: %j', (text, line) => {
     let error: unknown
     try {
@@ -60,6 +61,8 @@ describe('front matter', () => {
     expect(error).toBeInstanceOf(SchemaError)
     expect((error as SchemaError).exit).toBe(2)
     expect((error as SchemaError).message).toContain(`.memory/notes/bad.md: line ${line}`)
+    // Each fault once, though the YAML parser may report one twice.
+    expect(new Set((error as SchemaError).problems).size).toBe((error as SchemaError).problems.length)
   })
 
   it('slugs titles', () => {
