@@ -2,9 +2,12 @@
 import {BadInputError, JarvisError, ExitCode} from '../errors.js'
 import {checkRelativePath} from '../store/paths.js'
 
-/** A memory-file path: relative to `.memory/`, through the store's guard (PathRefusedError), ending in `.md`. */
+/**
+ * A memory-file path: relative to `.memory/`, through the store's guard (PathRefusedError), ending in `.md`. A
+ * leading `./`, as a shell's completion writes it, means the same path.
+ */
 export function checkMemoryPath(path: string): string {
-  const checked = checkRelativePath(path)
+  const checked = checkRelativePath(path.replace(/^(?:\.\/)+(?=.)/, ''))
   if (!checked.endsWith('.md')) throw new BadInputError(`path refused: ${JSON.stringify(path)}: memory files are Markdown and end in .md`, {path})
   return checked
 }

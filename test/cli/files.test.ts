@@ -104,11 +104,11 @@ describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context 
     expect(await readFile(file, 'utf8')).toBe('# Release\n\nDay: Tuesday\nOwner: bo\n')
   })
 
-  it('read prints the file byte for byte, so read | write gives back the same file', async () => {
+  it('read prints the file byte for byte, so read | write gives back the same file; ./ before a path means the same path', async () => {
     for (const text of ['alpha\nBETA', '---\ntitle: T\n---\nbody\n\n', '']) {
       await mkdir(join(root, '.memory', 'notes'), {recursive: true})
       await writeFile(join(root, '.memory', 'notes', 'exact.md'), text)
-      const read = await jarvis(['memory', 'read', 'notes/exact.md'])
+      const read = await jarvis(['memory', 'read', './notes/exact.md'])
       expect(read.code).toBe(0)
       expect(read.stdout).toBe(text)
       expect((await jarvis(['memory', 'write', 'notes/copy.md'], read.stdout)).code).toBe(0)
