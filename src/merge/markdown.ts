@@ -25,7 +25,7 @@ export function splitLines(text: string): string[] {
  * edits merge; where both sides changed the same lines the remote lines win (as `git merge-file
  * --theirs`), every other local edit is kept, and the whole local text is the backup. A null base
  * (created on both sides) reads as empty, so two different versions conflict. CRLF counts as LF,
- * so a line-ending change alone is not an edit.
+ * so a line-ending change alone is not an edit; a merge of two CRLF sides is written in CRLF.
  */
 export function mergeText(base: string | null, local: string, remote: string): MergeResult<string> {
   const lf = {base: normalizeEol(base ?? ''), local: normalizeEol(local), remote: normalizeEol(remote)}
@@ -40,9 +40,17 @@ export function mergeText(base: string | null, local: string, remote: string): M
   const ids = new Map<string, number>()
   const intern = (side: string[]) => side.map((line) => ids.get(line) ?? ids.set(line, ids.size).get(line)!)
   const {segments, conflicts} = diff3(intern(lines.base), intern(lines.local), intern(lines.remote))
-  const merged = segments.map(({source, range}) => lines[source].slice(range[0], range[1]).join('')).join('')
+  const lfMerged = segments.map(({source, range}) => lines[source].slice(range[0], range[1]).join('')).join('')
+  // Merged as LF; a file both sides keep in CRLF stays CRLF, or every line of it would read as changed (git diff).
+  const merged = usesCrlf(local) && usesCrlf(remote) ? lfMerged.replace(/\n/g, '\r\n') : lfMerged
   if (conflicts.length > 0) return {merged, conflicts: conflicts.map((c) => lineConflict(c.base, c.local, c.remote)), backup: local}
   return {merged, conflicts: [], backup: null}
+}
+
+/** Every line break of `text` is CRLF, and it has one. */
+function usesCrlf(text: string): boolean {
+  const breaks = text.split('\n').length - 1
+  return breaks > 0 && text.split('\r\n').length - 1 === breaks
 }
 
 function lineConflict(base: LineRange, local: LineRange, remote: LineRange): MergeConflict {

@@ -61,6 +61,14 @@ describe('mergeText examples', () => {
     expect(mergeText(base, 'one\r\ntwo\r\nTHREE\r\n', 'ONE\ntwo\nthree\n').merged).toBe('ONE\ntwo\nTHREE\n')
   })
 
+  it('writes the merge of two CRLF sides in CRLF, so git does not see every line changed', () => {
+    const base = 'one\r\ntwo\r\nthree\r\n'
+    expect(mergeText(base, 'one\r\ntwo\r\nTHREE\r\n', 'ONE\r\ntwo\r\nthree\r\n').merged).toBe('ONE\r\ntwo\r\nTHREE\r\n')
+    const conflicted = mergeText(base, 'one\r\nmine\r\nthree\r\n', 'one\r\ntheirs\r\nthree\r\n')
+    expect(conflicted.merged).toBe('one\r\ntheirs\r\nthree\r\n')
+    expect(conflicted.backup).toBe('one\r\nmine\r\nthree\r\n')
+  })
+
   it('keeps a missing final newline and treats adding one as a change to the last line', () => {
     expect(mergeText('a\nb\nc', 'A\nb\nc', 'a\nb\nC').merged).toBe('A\nb\nC')
     expect(mergeText('a\nb\nc', 'a\nb\nc\n', 'A\nb\nc').merged).toBe('A\nb\nc\n')
