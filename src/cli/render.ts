@@ -22,7 +22,7 @@ export function renderSync(result: SyncOnceResult): string {
   }
   const lines = [`synced with ${result.server}${result.mode === 'timestamp' ? ' (timestamp mode: the server has no revisions, decided against the recorded base)' : ''}`]
   lines.push(...pathList('pushed', result.pushed), ...pathList('pulled', result.pulled), ...pathList('merged', result.merged), ...pathList('deleted', result.deleted))
-  for (const backup of result.backups) lines.push(`  conflict in ${backup.path}: the server's version won, yours is kept in ${backup.backup}`)
+  for (const backup of result.backups) lines.push(`  conflict in ${backup.path}: the server's version won, yours is kept in .memory/${backup.backup}`)
   if (result.outbox.sent > 0) lines.push(`  sent ${result.outbox.sent} queued write(s)`)
   if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting`)
   if (lines.length === 1) lines.push('  already in sync')

@@ -1,6 +1,6 @@
 /** Finding the project root: the nearest ancestor holding `.memory/`, the way git finds `.git` (CONTRACT §1). */
 import {statSync} from 'node:fs'
-import {dirname, join, resolve} from 'node:path'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import {NotATreeError} from '../errors.js'
 
@@ -31,14 +31,15 @@ export function holdsTree(dir: string): boolean {
 
 /**
  * The nearest directory at or above `start` that holds `.memory/`. With `override` (`--dir`), that directory
- * itself must hold `.memory/` — no walking up, so `--dir` never silently lands in a parent project.
- * Throws NotATreeError ("run `jarvis init`") otherwise.
+ * itself must hold `.memory/` — no walking up, so `--dir` never silently lands in a parent project — or be the
+ * tree's own `.memory/` or `.nexus/`, which names it as well. Throws NotATreeError ("run `jarvis init`") otherwise.
  */
 export function findRoot(start: string, override?: string): string {
   if (override !== undefined && override !== '') {
     const dir = resolve(start, override)
-    if (!holdsTree(dir)) throw new NotATreeError(dir)
-    return dir
+    if (holdsTree(dir)) return dir
+    if ((basename(dir) === '.memory' || basename(dir) === '.nexus') && holdsTree(dirname(dir))) return dirname(dir)
+    throw new NotATreeError(dir)
   }
   const from = resolve(start)
   let dir = from

@@ -104,7 +104,7 @@ describe('jarvis status and jarvis resolve', () => {
     const stopped = await b.run(['sync'])
     expect(stopped.code).toBe(2)
     expect(flat(stopped.stdout)).toContain('pushed 1: notes/other.md')
-    expect(flat(stopped.stdout)).toContain("conflict in notes/launch.md: the server's version won, yours is kept in notes/launch.local.bak")
+    expect(flat(stopped.stdout)).toContain("conflict in notes/launch.md: the server's version won, yours is kept in .memory/notes/launch.local.bak")
     expect(flat(stopped.stderr)).toContain('.memory/notes/menu.md: line 1: not UTF-8 text')
     expect(await readFile(join(b.root, '.memory', 'notes', 'launch.local.bak'), 'utf8')).toBe('# Plan\n\nship on Tuesday\n')
 

@@ -22,13 +22,18 @@ describe('findRoot', () => {
     expect(findRoot(deep)).toBe(join(root, 'src'))
   })
 
-  it('honours --dir, which must itself hold .memory/', async () => {
+  it('honours --dir, which must itself hold .memory/, or be that .memory/ (or .nexus/)', async () => {
     const root = await tempDir()
     await mkdir(join(root, '.memory'))
+    await mkdir(join(root, '.nexus'))
     await mkdir(join(root, 'sub'))
     const elsewhere = await tempDir()
     expect(findRoot(elsewhere, root)).toBe(root)
+    expect(findRoot(elsewhere, join(root, '.memory'))).toBe(root)
+    expect(findRoot(elsewhere, join(root, '.nexus'))).toBe(root)
     expect(() => findRoot(root, join(root, 'sub'))).toThrow(NotATreeError)
+    await mkdir(join(root, 'sub', '.memory'))
+    expect(() => findRoot(root, join(root, 'sub', '.memory', 'notes'))).toThrow(NotATreeError)
   })
 
   it('throws NotATreeError outside any tree, telling the user to run jarvis init', async () => {
