@@ -1,7 +1,9 @@
+import {dirname, resolve} from 'node:path'
+
 import {Flags} from '@oclif/core'
 
 import {JarvisCommand} from '../cli/base-command.js'
-import {initTree} from '../store/index.js'
+import {findRoot, holdsTree, initTree} from '../store/index.js'
 
 export interface InitResult {
   root: string
@@ -21,7 +23,10 @@ export default class Init extends JarvisCommand<typeof Init> {
   }
 
   async run(): Promise<InitResult> {
-    const {root, created, changed, replaced} = await initTree(this.flags.dir ?? process.cwd(), {
+    const target = resolve(this.flags.dir ?? process.cwd())
+    // A tree made inside another is its own, as a git repository inside another: it happens by mistake too.
+    const outer = holdsTree(target) ? undefined : enclosingTree(dirname(target))
+    const {root, created, changed, replaced} = await initTree(target, {
       server: this.flags.server,
       agent: this.flags.agent,
       project: this.flags.project,
@@ -29,8 +34,17 @@ export default class Init extends JarvisCommand<typeof Init> {
     const label = {server: 'server', agentId: 'agent', project: 'project'} as const
     // Re-running init to change who this tree is happens; doing it by mistake should not go unnoticed.
     for (const change of replaced) this.warn(`the ${label[change.field]} of this tree was ${change.from}; it is now ${change.to} (run jarvis init --${label[change.field]} ${change.from} to go back)`)
+    if (outer !== undefined) this.warn(`${root} is inside the jarvis tree of ${outer}: commands run here now use this new tree and its own memory, not that one's`)
     if (!changed) this.log(`jarvis tree already initialised in ${root}; nothing changed`)
     else this.log(`initialised jarvis tree in ${root}${created.length ? `\n  created ${created.join(', ')}` : ''}`)
     return {root, created, changed}
+  }
+}
+
+function enclosingTree(dir: string): string | undefined {
+  try {
+    return findRoot(dir)
+  } catch {
+    return undefined
   }
 }

@@ -67,6 +67,12 @@ describe('the jarvis command line', () => {
     const again = await runJarvis(['init', '--agent', 'claude'], {cwd})
     expect(again.code).toBe(0)
     expect(again.stdout).toMatch(/nothing changed/)
+    // A tree made inside it is its own, and init says so; once made, it says nothing more of it.
+    const inner = join(cwd, 'packages', 'web')
+    const nested = await runJarvis(['init', '--dir', inner, '--json'], {cwd})
+    expect(nested.code).toBe(0)
+    expect(envelope(nested).warnings).toEqual([`${inner} is inside the jarvis tree of ${cwd}: commands run here now use this new tree and its own memory, not that one's`])
+    expect(envelope((await runJarvis(['init', '--dir', inner, '--json'], {cwd}))).warnings).toEqual([])
   })
 
   it('init in an initialised tree says when it changes the agent, server or project', async () => {
