@@ -49,15 +49,20 @@ export function checkSlug(slug: string, what = 'project slug'): string {
   return slug
 }
 
-/** A file-name slug from a title: lowercase ASCII words joined by `-`, at most 60 characters; `episode` when empty. */
+/**
+ * A file-name slug from a title: its lowercase words (letters and digits of any script, Latin ones without their
+ * accents) joined by `-`, at most 60 characters; `episode` when none. A title in Japanese keeps its words: without
+ * them, every such episode of a day was `episode.md`, `episode-2.md`…
+ */
 export function slugify(title: string): string {
-  const slug = title
+  const words = title
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
+    .normalize('NFC')
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
     .replace(/^-+|-+$/g, '')
-    .slice(0, 60)
-    .replace(/-+$/, '')
+  // Cut by characters, not UTF-16 units: half of a surrogate pair is no file name.
+  const slug = Array.from(words).slice(0, 60).join('').replace(/-+$/, '')
   return slug || 'episode'
 }

@@ -69,6 +69,11 @@ describe('front matter', () => {
     expect(slugify('Memory design: Zerg & files!')).toBe('memory-design-zerg-files')
     expect(slugify('Café déjà vu')).toBe('cafe-deja-vu')
     expect(slugify('!!!')).toBe('episode')
+    // Words of other scripts are kept, whole: a title in Japanese or Greek names its own file.
+    expect(slugify('デプロイが失敗した件')).toBe('デプロイが失敗した件')
+    expect(slugify('Σύνοψη: ΚΑΤΑΣΤΑΣΗ')).toBe('συνοψη-κατασταση')
+    expect(slugify('ｆｕｌｌ　ｗｉｄｔｈ')).toBe('full-width')
+    expect(Array.from(slugify('😀'.repeat(10) + ' ' + '𝒜'.repeat(70)))).toHaveLength(60)
   })
 })
 
