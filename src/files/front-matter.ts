@@ -2,7 +2,7 @@
  * Memory files: Markdown with optional YAML front matter (`title`, `tags`, free metadata), seed 004 §5.
  * PURE: parsing and rendering only; the tools in tools.ts read and write through the store.
  */
-import {Document, isMap, isSeq, parseDocument} from 'yaml'
+import {Document, isMap, isNode, isSeq, parseDocument, type YAMLMap} from 'yaml'
 
 import {isIncompleteInstall, SchemaError} from '../errors.js'
 import type {ListingFields} from '../store/listing-cache.js'
@@ -42,13 +42,7 @@ export function parseMemoryFile(path: string, text: string, label = memoryLabel(
   const normalised = text.startsWith('\uFEFF') ? text.slice(1) : text
   if (!OPEN.test(normalised)) return {path, frontMatter: {}, body: normalised, text}
   const lines = normalised.split('\n')
-  let close = -1
-  for (let i = 1; i < lines.length; i++) {
-    if (CLOSE.test(lines[i].replace(/\r$/, ''))) {
-      close = i
-      break
-    }
-  }
+  const close = closingLine(lines)
   if (close === -1) throw new SchemaError(label, ['line 1: front matter opened with --- is never closed (add a --- line after it)'])
   const yamlText = lines.slice(1, close).join('\n')
   const body = lines.slice(close + 1).join('\n')
@@ -78,6 +72,37 @@ export function parseMemoryFile(path: string, text: string, label = memoryLabel(
   const frontMatter: FrontMatter = {}
   for (const [key, entry] of Object.entries(value)) if (entry !== null && entry !== undefined) frontMatter[key] = entry
   return {path, frontMatter, body, text}
+}
+
+/** The index of the line that closes a front matter opened on the first of `lines`; -1 when none does. */
+function closingLine(lines: readonly string[]): number {
+  for (let i = 1; i < lines.length; i++) if (CLOSE.test(lines[i].replace(/\r$/, ''))) return i
+  return -1
+}
+
+/**
+ * `text` (which parseMemoryFile read as `body` after its front matter) with `fields` set in its front matter and the
+ * rest of it as written: its comments, its keys' order, their quoting; a field new to it goes last. A file without
+ * front matter gets one as renderMemoryFile writes it.
+ */
+export function withFrontMatterFields(text: string, body: string, fields: FrontMatter): string {
+  const normalised = text.startsWith('\uFEFF') ? text.slice(1) : text
+  const lines = normalised.split('\n')
+  const close = OPEN.test(normalised) ? closingLine(lines) : -1
+  if (close === -1) return renderMemoryFile(fields, body)
+  const doc: Document = parseDocument(lines.slice(1, close).join('\n'), {uniqueKeys: true})
+  if (!isMap(doc.contents)) doc.contents = doc.createNode({})
+  const map = doc.contents as YAMLMap
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined || value === null) continue
+    const node = doc.createNode(value)
+    if (key === 'tags' && isSeq(node)) node.flow = true
+    // A comment on the value it replaces stays with the new one.
+    const old = map.get(key, true)
+    if (isNode(old)) Object.assign(node, {comment: old.comment, commentBefore: old.commentBefore})
+    map.set(key, node)
+  }
+  return `---\n${doc.toString({lineWidth: 0, flowCollectionPadding: false})}---\n${body}`
 }
 
 /** Front matter (title, tags, then the rest in their order; empty values dropped) and body; no front matter when empty. */

@@ -8,7 +8,7 @@ import {BadInputError, ConflictLeftError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
 import {deleteMemoryFile, formatJson, hashText, memoryFilePaths, readBase, readMemoryFile, readNexusFile, readSyncState, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
-import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile} from './front-matter.js'
+import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, withFrontMatterFields} from './front-matter.js'
 import {applyEdit, type FileEdit} from './patch.js'
 import {checkLimit, checkMemoryPath, checkPrefix, matchesPrefix, MemoryFileNotFoundError} from './paths.js'
 
@@ -108,10 +108,11 @@ export function composeMemoryText(path: string, content: string, options: WriteO
   const given = parseMemoryFile(path, content)
   const hasOverrides = options.title !== undefined || options.tags !== undefined || (options.metadata && Object.keys(options.metadata).length > 0)
   if (!hasOverrides) return content
-  const frontMatter: FrontMatter = {...given.frontMatter, ...options.metadata}
-  if (options.title !== undefined) frontMatter.title = options.title
-  if (options.tags !== undefined) frontMatter.tags = options.tags
-  return renderMemoryFile(frontMatter, given.body)
+  // The front matter as written, but for the fields given (a person's comments in it are theirs).
+  const fields: FrontMatter = {...options.metadata}
+  if (options.tags !== undefined) fields.tags = options.tags
+  if (options.title !== undefined) fields.title = options.title
+  return withFrontMatterFields(content, given.body, {title: fields.title, tags: fields.tags, ...fields})
 }
 
 /**

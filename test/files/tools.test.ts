@@ -6,6 +6,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {SchemaError} from '../../src/errors.js'
 import {
   ACCESS_FILE,
+  composeMemoryText,
   deleteMemory,
   editMemory,
   grepMemory,
@@ -37,6 +38,15 @@ describe('front matter', () => {
     const again = parseMemoryFile('a.md', renderMemoryFile(file.frontMatter, file.body))
     expect(again.frontMatter).toEqual(file.frontMatter)
     expect(again.body).toBe(file.body)
+  })
+
+  it('sets the title, tags and metadata a write gives in the front matter as written: its comments, order and quoting stay', () => {
+    const written = '---\n# kept by hand\ntitle: Old # why this name\nowner: "bo"\n---\nbody\n'
+    expect(composeMemoryText('a.md', written, {title: 'New', tags: ['x', 'y'], metadata: {status: 'draft'}})).toBe(
+      '---\n# kept by hand\ntitle: New # why this name\nowner: "bo"\ntags: [x, y]\nstatus: draft\n---\nbody\n',
+    )
+    expect(composeMemoryText('a.md', 'body\n', {title: 'T', tags: ['x']})).toBe('---\ntitle: T\ntags: [x]\n---\nbody\n')
+    expect(composeMemoryText('a.md', written)).toBe(written)
   })
 
   it('treats a file without a leading --- as all body', () => {
