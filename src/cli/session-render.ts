@@ -1,4 +1,6 @@
 /** Human output of `jarvis session`; `--json` prints the results instead. */
+import {basename} from 'node:path'
+
 import {PROVIDER_LABEL} from '../session/sync.js'
 import type {SessionListResult, SessionSyncResult} from '../ops/session.js'
 
@@ -30,7 +32,8 @@ export function renderSessionList(result: SessionListResult, now = Date.now()): 
   }
   const rows = result.sessions.map((s) => [
     s.provider,
-    s.provider === 'gemini' && s.tag ? `${s.tag} (checkpoint)` : s.sessionId,
+    // A Gemini CLI checkpoint (`/chat save <tag>`) is known by its tag; its chat session, tagged too, by its id.
+    s.provider === 'gemini' && s.tag && basename(s.path).startsWith('checkpoint-') ? `${s.tag} (checkpoint)` : s.sessionId,
     String(s.messageCount),
     ago(s.lastActivity, now),
     s.tag ?? '',

@@ -65,6 +65,9 @@ describe('jarvis session', () => {
     expect(table.stdout).toMatch(/^TOOL\s+SESSION\s+MESSAGES\s+LAST ACTIVITY\s+TAG\s+SYNC/)
     expect(table.stdout).toContain(claude.sessionId)
     expect(table.stdout).toMatch(/build \(checkpoint\)\s+2/)
+    // The chat session the checkpoint came with is named by its id, not as a second checkpoint.
+    expect(table.stdout.match(/\(checkpoint\)/g)).toHaveLength(1)
+    expect(table.stdout).toContain(gemini)
   })
 
   it('a conversation carried Claude → Gemini → Codex → Claude adds nothing to where it came from, however often', async () => {
