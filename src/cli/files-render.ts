@@ -4,14 +4,14 @@ import type {ContextMapResult, GrepResult, LsResult} from '../ops/files.js'
 
 export function renderLs(result: LsResult): string {
   if (result.files.length === 0) return result.prefix ? `no memory files under ${result.prefix}` : 'no memory files'
-  return result.files
-    .map((file) => {
-      const title = file.title ? `  ${file.title}` : ''
-      const tags = file.tags.length ? `  [${file.tags.join(', ')}]` : ''
-      const problem = file.problem ? `  (${file.problem.split('\n')[0]})` : ''
-      return `${file.path}${title}${tags}${problem}`
-    })
-    .join('\n')
+  const lines = result.files.map((file) => {
+    const title = file.title ? `  ${file.title}` : ''
+    const tags = file.tags.length ? `  [${file.tags.join(', ')}]` : ''
+    const problem = file.problem ? `  (${file.problem.split('\n')[0]})` : ''
+    return `${file.path}${title}${tags}${problem}`
+  })
+  if (result.truncated) lines.push(`… and more: the first ${result.files.length} are shown; --limit N shows more`)
+  return lines.join('\n')
 }
 
 export function renderWrite(result: WriteResult): string {

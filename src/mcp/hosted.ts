@@ -194,7 +194,8 @@ export class HostedBackend implements McpBackend {
 
   async ls(input: LsInput): Promise<LsOutput> {
     const prefix = checkPrefix(input.prefix)
-    const paths = (await this.markdownPaths(prefix)).slice(0, input.limit ?? DEFAULT_LIST_LIMIT)
+    const all = await this.markdownPaths(prefix)
+    const paths = all.slice(0, input.limit ?? DEFAULT_LIST_LIMIT)
     const files: LsOutput['files'] = []
     for (let i = 0; i < paths.length; i += READ_BATCH) {
       const read = await this.services.read(paths.slice(i, i + READ_BATCH))
@@ -212,7 +213,7 @@ export class HostedBackend implements McpBackend {
         files.push(entry)
       }
     }
-    return {prefix, files}
+    return {prefix, files, ...(all.length > paths.length ? {truncated: true as const} : {})}
   }
 
   private async current(path: string): Promise<HostedFile | null> {

@@ -248,6 +248,7 @@ export const lsOutput = z.object({
       problem: z.string().optional(),
     }),
   ),
+  truncated: z.literal(true).optional().describe('More files are under the prefix than the limit lets through: ask again with a larger limit.'),
 })
 
 export const readOutput = z.object({

@@ -161,7 +161,10 @@ export const TOOLS: ToolDefinition[] = [
     output: lsOutput,
     annotations: {readOnlyHint: true, openWorldHint: false},
     run: (backend, input) => backend.ls(input),
-    text: (result) => (result.files.length === 0 ? `no memory file under ${JSON.stringify(result.prefix || '.memory/')}` : result.files.map((file) => `${file.path}${file.title ? ` — ${file.title}` : ''}${file.problem ? ` (problem: ${file.problem})` : ''}`).join('\n')),
+    text: (result) =>
+      result.files.length === 0
+        ? `no memory file under ${JSON.stringify(result.prefix || '.memory/')}`
+        : [...result.files.map((file) => `${file.path}${file.title ? ` — ${file.title}` : ''}${file.problem ? ` (problem: ${file.problem})` : ''}`), ...(result.truncated ? [`… and more: the first ${result.files.length} are listed; a larger limit lists more`] : [])].join('\n'),
   }),
   tool({
     name: 'memory_read',

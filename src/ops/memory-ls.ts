@@ -12,6 +12,8 @@ import {findRoot} from '../store/root.js'
 export interface LsResult {
   prefix: string
   files: ListedFile[]
+  /** More files are under the prefix than the limit let through. */
+  truncated?: true
 }
 
 export async function memoryLs(options: {dir?: string; prefix?: string; limit?: number}): Promise<LsResult> {
@@ -21,9 +23,10 @@ export async function memoryLs(options: {dir?: string; prefix?: string; limit?: 
   const max = checkLimit(options.limit, DEFAULT_LIST_LIMIT)
   // Only a process that watches the tree has its index at hand (and registered it there): no import of the search.
   const watched = watchedTrees.get(root)
-  if (watched !== undefined) {
-    const indexed = await watched.list((path) => path.endsWith('.md') && matchesPrefix(path, prefix), max)
-    return {prefix: options.prefix ?? '', files: indexed.map(({path, size, mtimeMs, ...fields}) => listedFile(path, size, mtimeMs, fields))}
-  }
-  return {prefix: options.prefix ?? '', files: await listFiles(root, options.prefix, options.limit)}
+  // One more than shown: whether the list was cut.
+  const files =
+    watched === undefined
+      ? await listFiles(root, options.prefix, max + 1)
+      : (await watched.list((path) => path.endsWith('.md') && matchesPrefix(path, prefix), max + 1)).map(({path, size, mtimeMs, ...fields}) => listedFile(path, size, mtimeMs, fields))
+  return {prefix: options.prefix ?? '', files: files.slice(0, max), ...(files.length > max ? {truncated: true as const} : {})}
 }

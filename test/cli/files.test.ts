@@ -116,6 +116,17 @@ describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context 
     }
   })
 
+  it('ls says when --limit cut the list, in words and in --json', async () => {
+    await mkdir(join(root, '.memory', 'notes'), {recursive: true})
+    for (const name of ['a', 'b', 'c']) await writeFile(join(root, '.memory', 'notes', `${name}.md`), `# ${name}\n`)
+    const cut = await jarvis(['memory', 'ls', 'notes/', '--limit', '2'])
+    expect(cut.stdout).toBe('notes/a.md\nnotes/b.md\n… and more: the first 2 are shown; --limit N shows more\n')
+    expect(envelope<{truncated?: boolean}>(await jarvis(['memory', 'ls', 'notes/', '--limit', '2', '--json'])).result!.truncated).toBe(true)
+    const whole = envelope<{files: unknown[]; truncated?: boolean}>(await jarvis(['memory', 'ls', 'notes/', '--limit', '3', '--json'])).result!
+    expect(whole.files).toHaveLength(3)
+    expect(whole.truncated).toBeUndefined()
+  })
+
   it('exit 5 for a secret in the content, and nothing is written', async () => {
     const token = fakeGithubToken()
     const refused = await jarvis(['memory', 'write', 'notes/leak.md', '--json'], `deploy with ${token}\n`)

@@ -102,6 +102,10 @@ describe('every tool in every result shape, through a client that listed the too
       expect(read.tags).toEqual(['plan'])
       expect(read.body).toBe(PLAN)
       expect(await ok(session, 'memory_write', {path: plan, content: read.text})).toMatchObject({created: false, changed: false})
+      // A list the limit cuts says so, through the published schema the client checks.
+      await ok(session, 'memory_write', {path: `${dir}/second.md`, content: '# Second\n'})
+      expect(await ok(session, 'memory_ls', {prefix: `${dir}/`, limit: 1})).toMatchObject({files: [{path: plan}], truncated: true})
+      expect((await ok(session, 'memory_ls', {prefix: `${dir}/`, limit: 2})).truncated).toBeUndefined()
 
       // memory_edit(path, patch): a string replacement, then a unified diff; the old names still work.
       expect(await ok(session, 'memory_edit', {path: plan, patch: {replace: 'line one', with: 'line 1'}})).toMatchObject({path: plan})
@@ -139,7 +143,7 @@ describe('every tool in every result shape, through a client that listed the too
       if (tree) await putOnDisk(tree, broken, '---\ntitle: [unclosed\n---\nbody\n')
       else await new MemoryClient({server: world.server.url, token: TOKENS.gemini}).push({[broken]: '---\ntitle: [unclosed\n---\nbody\n'})
       const listed = await ok(session, 'memory_ls', {prefix: `${dir}/`})
-      expect(listed.files.map((file: {path: string}) => file.path)).toEqual([broken, plan])
+      expect(listed.files.map((file: {path: string}) => file.path)).toEqual([broken, plan, `${dir}/second.md`])
       expect(listed.files[0].problem).toBeTruthy()
       expect(listed.files[1]).toMatchObject({tags: ['plan'], size: expect.any(Number), updatedAt: expect.any(String)})
 
