@@ -417,7 +417,9 @@ export class SqliteEventLog {
     const where = [scopeSql(query.visible, params, 'e.scope')]
     if (query.scope !== undefined) where.push(scopeSql(query.scope, params, 'e.scope'))
     const conditions: [unknown, string][] = [
-      [query.kind, 'e.kind = ?'],
+      // `+`: not a term an index may serve. SQLite 3.53 fails to plan `kind = ?` beside an OR of scopes when the
+      // bound kind is the one of the partial index memory_events_resolutions ("internal query planner error").
+      [query.kind, '+e.kind = ?'],
       [query.dedupeKey, 'e.dedupe_key = ?'],
       [query.agentId, 'e.agent_id = ?'],
       [query.since, 'e.created_at >= ?'],
