@@ -42,26 +42,28 @@ export type Confidence = z.output<typeof confidenceSchema>
 
 /** U+0000 is not text: PostgreSQL cannot store it, and no memory needs it (a JSON `\u0000` escape is six characters). */
 const noNul = [(text: string) => !text.includes('\u0000'), {error: 'holds a NUL character (U+0000), which text may not'}] as const
+/** Half of a surrogate pair is no character: stored, it came back as replacement characters, its hash another text's. */
+const wellFormed = [(text: string) => !/\p{Cs}/u.test(text), {error: 'is not well-formed Unicode (a lone surrogate)'}] as const
 
 export const memoryEventSchema = z.lazy(() =>
   z
     .looseObject({
       agent_id: agentIdSchema,
       /** Unique per run (a UUID is recommended); part of the idempotency key of an append. */
-      run_id: z.string().min(1).max(128).refine(...noNul),
+      run_id: z.string().min(1).max(128).refine(...noNul).refine(...wellFormed),
       scope: scopeSchema,
       kind: eventKindSchema,
       dedupe_key: dedupeKeySchema,
       confidence: confidenceSchema,
-      content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).refine(...noNul),
+      content_md: z.string().max(CONTENT_MD_MAX).regex(/\S/, {error: 'must not be blank'}).refine(...noNul).refine(...wellFormed),
       source: z.looseObject({
         /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
         system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
-        thread_id: z.string().optional(),
-        message_id: z.string().optional(),
+        thread_id: z.string().refine(...wellFormed).optional(),
+        message_id: z.string().refine(...wellFormed).optional(),
       }),
       /** The event_id this one replaces; `null` and absent both mean none (kept as sent, so a rewrite is exact). */
-      supersedes: z.string().min(1).refine(...noNul).nullable().optional(),
+      supersedes: z.string().min(1).refine(...noNul).refine(...wellFormed).nullable().optional(),
       /** 0 keeps the event for good; more makes it a cleanup candidate after that many days. */
       ttl_days: z.number().int().nonnegative().default(0),
     })

@@ -61,13 +61,20 @@ describe.each(BACKENDS)('on %s', (backend) => {
   useBackend(backend)
 
   describe('POST /v1/memory/append and GET /v1/memory/snapshot', () => {
-    it('refuses a NUL character in an event\'s text with 400 naming the field, and stores nothing', async () => {
+    it('refuses a NUL character or a lone surrogate in an event\'s text with 400 naming the field, and stores nothing', async () => {
       const h = await harness(cleanup)
       for (const field of ['content_md', 'run_id']) {
         const refused = await append(h, 'claude', event({[field]: 'a\u0000b'}))
         expect(refused.status, field).toBe(400)
         expect(refused.text, field).toContain(field)
         expect(refused.text, field).toContain('NUL character')
+      }
+      // Half a surrogate pair: stored, it came back as three replacement characters, under the hash of one.
+      for (const field of ['content_md', 'run_id']) {
+        const refused = await append(h, 'claude', event({[field]: 'bad \ud800 x'}))
+        expect(refused.status, field).toBe(400)
+        expect(refused.text, field).toContain(field)
+        expect(refused.text, field).toContain('lone surrogate')
       }
       expect((await list(h, 'claude')).body.events).toEqual([])
     })
