@@ -1,4 +1,5 @@
 /** Human output of the `jarvis memory` commands; `--json` prints their results instead. */
+import {contentGist} from '../events/snapshot.js'
 import type {StoredMemoryEvent} from '../schemas/index.js'
 import type {AppendResult} from '../ops/events/append.js'
 import type {CleanupCandidate, CleanupResult} from '../ops/events/cleanup.js'
@@ -13,12 +14,6 @@ export function renderAppend(result: AppendResult): string {
     .join('\n')
 }
 
-function firstLine(text: string, width: number): string {
-  const line = text.split('\n').find((l) => l.trim() !== '') ?? ''
-  const flat = line.trim()
-  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat
-}
-
 function when(event: StoredMemoryEvent): string {
   return event.created_at ? event.created_at.slice(0, 16).replace('T', ' ') : '????-??-?? ??:??'
 }
@@ -26,7 +21,7 @@ function when(event: StoredMemoryEvent): string {
 function eventLine(event: StoredMemoryEvent): string {
   const flags = [event.deprecated ? 'deprecated' : '', event.masked ? 'masked' : '', event.ttl_candidate ? 'expired' : ''].filter(Boolean)
   const mark = flags.length > 0 ? ` [${flags.join(', ')}]` : ''
-  return `- ${when(event)} ${event.scope} ${event.kind} \`${event.dedupe_key}\` (${event.agent_id}, ${event.confidence})${mark}: ${firstLine(event.content_md, 120)} — ${event.event_id}`
+  return `- ${when(event)} ${event.scope} ${event.kind} \`${event.dedupe_key}\` (${event.agent_id}, ${event.confidence})${mark}: ${contentGist(event.content_md, 120)} — ${event.event_id}`
 }
 
 /**
@@ -59,7 +54,7 @@ function pad(cells: string[][]): string[] {
   return cells.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]))).join('  ').trimEnd())
 }
 
-/** A compact table: one event per line, the first line of its content last. */
+/** A compact table: one event per line, its content on one line last. */
 export function renderEvents(result: ListResult): string {
   if (result.events.length === 0) return result.query === undefined ? 'no events match' : `no events match ${JSON.stringify(result.query)}`
   const rows = result.events.map((event) => [
@@ -70,7 +65,7 @@ export function renderEvents(result: ListResult): string {
     event.agent_id,
     event.confidence + (event.deprecated ? ' (deprecated)' : ''),
     event.event_id,
-    firstLine(event.content_md, 60),
+    contentGist(event.content_md, 60),
   ])
   const table = pad([['TIME', 'SCOPE', 'KIND', 'KEY', 'AGENT', 'CONFIDENCE', 'EVENT', 'CONTENT'], ...rows])
   const shown = result.total > result.events.length ? `${result.events.length} of ${result.total} events` : `${result.events.length} event(s)`

@@ -11,7 +11,7 @@ import {compareEvents, contentHash, RULESET_STAMP, scopeMatches} from './rules.j
 
 /** pinned_md never grows past this many characters; what does not fit is counted in a last "… N more" line. */
 export const PINNED_MD_MAX = 4000
-/** A bullet shows at most this many characters of its event's first line. */
+/** A bullet shows at most this many characters of its event's text. */
 export const PINNED_LINE_MAX = 160
 
 export interface SnapshotOptions {
@@ -49,22 +49,30 @@ export function pinnedEvents(events: StoredMemoryEvent[]): StoredMemoryEvent[] {
   return [...newest.values()].sort(byScopeThenKey)
 }
 
-function firstLine(content: string): string {
-  const line = content.split(/\r?\n/).find((l) => l.trim() !== '') ?? ''
-  const plain = line.trim().replace(/^(?:#{1,6}\s+|[-*+]\s+|>\s*)/, '')
-  return plain.length > PINNED_LINE_MAX ? `${plain.slice(0, PINNED_LINE_MAX - 1)}…` : plain
+/**
+ * An event's text on one line of at most `width` characters: its lines without their Markdown marks (heading,
+ * bullet, quote), joined; what does not fit is cut with "…". Every line counts: a constraint on the second line
+ * of a note was dropped without a trace when only the first was shown.
+ */
+export function contentGist(content: string, width: number): string {
+  const plain = content
+    .split(/\r?\n/)
+    .map((line) => line.trim().replace(/^(?:#{1,6}\s+|[-*+]\s+|>\s*)/, ''))
+    .filter((line) => line !== '')
+    .join(' ')
+  return plain.length > width ? `${plain.slice(0, width - 1)}…` : plain
 }
 
 function bullet(e: StoredMemoryEvent): string {
   const details: string[] = [e.agent_id]
   if (e.created_at) details.push(e.created_at.slice(0, 10))
   if (e.confidence !== 'high') details.push(`${e.confidence} confidence`)
-  return `- [${e.kind}] ${e.dedupe_key}: ${firstLine(e.content_md)} (${details.join(', ')})`
+  return `- [${e.kind}] ${e.dedupe_key}: ${contentGist(e.content_md, PINNED_LINE_MAX)} (${details.join(', ')})`
 }
 
 /**
  * pinned_md: a title, then one `## <scope>` section per scope with one bullet per pinned event,
- * `- [kind] dedupe_key: first line of content_md (agent, date)`, at most PINNED_MD_MAX characters. When the bullets
+ * `- [kind] dedupe_key: content_md on one line (agent, date)`, at most PINNED_MD_MAX characters. When the bullets
  * do not all fit, the last line says how many were left out.
  */
 export function renderPinned(pinned: readonly StoredMemoryEvent[], max = PINNED_MD_MAX): string {

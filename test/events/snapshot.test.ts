@@ -48,7 +48,7 @@ describe('pinnedEvents', () => {
 })
 
 describe('buildSnapshot', () => {
-  it('renders pinned memory grouped by scope, one short bullet per pinned event', () => {
+  it('renders pinned memory grouped by scope, one short bullet per pinned event, every line of its text on it', () => {
     const events = [
       stored({agent_id: 'claude', kind: 'config', dedupe_key: 'telegram_bot_token_location', content_md: 'TELEGRAM_BOT_TOKEN は ~/claude-telegram-bot/.env に保存\n\n理由: 環境変数で管理。', created_at: '2026-02-02T01:00:00Z'}),
       stored({agent_id: 'chatgpt', scope: 'project:memory-gateway', kind: 'bug', dedupe_key: 'gateway_auth_401_issue', content_md: '# Gateway API Key が無効（401）', confidence: 'med', created_at: '2026-02-03T01:00:00Z'}),
@@ -59,7 +59,7 @@ describe('buildSnapshot', () => {
         '# Pinned memory',
         '',
         '## global',
-        '- [config] telegram_bot_token_location: TELEGRAM_BOT_TOKEN は ~/claude-telegram-bot/.env に保存 (claude, 2026-02-02)',
+        '- [config] telegram_bot_token_location: TELEGRAM_BOT_TOKEN は ~/claude-telegram-bot/.env に保存 理由: 環境変数で管理。 (claude, 2026-02-02)',
         '',
         '## project:memory-gateway',
         '- [bug] gateway_auth_401_issue: Gateway API Key が無効（401） (chatgpt, 2026-02-03, med confidence)',
