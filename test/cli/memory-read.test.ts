@@ -87,6 +87,13 @@ describe('jarvis memory snapshot, list, search', () => {
     const badScope = await runJarvis(['memory', 'snapshot', '--dir', root, '--json', '--scopes', 'global,everything'], {env})
     expect(badScope.code).toBe(2)
     expect(envelope(badScope).error!.message).toMatch(/--scopes: "everything"/)
+    // A value only the server bounds: refused by it, told as the flag (exit 2), never "cannot be read".
+    const tooMany = await runJarvis(['memory', 'snapshot', '--dir', root, '--json', '--limit-recent', '501'], {env})
+    expect(tooMany.code).toBe(2)
+    expect(envelope(tooMany).error!.message).toBe('--limit-recent must be an integer from 1 to 500 (refused by the server)')
+    const listed = await runJarvis(['memory', 'list', '--dir', root, '--json', '--limit', '501'], {env})
+    expect(listed.code).toBe(2)
+    expect(envelope(listed).error!.message).toBe('--limit must be an integer from 1 to 500 (refused by the server)')
   })
 
   it('server down → exit 3 saying what to fix, never the cache; --offline shows the cache labelled with its age', async () => {

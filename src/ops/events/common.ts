@@ -61,6 +61,19 @@ export function worthQueueing(error: unknown): error is UnreachableError {
   return status === undefined || status === 502 || status === 503 || status === 504
 }
 
+/**
+ * The server's refusal of a query parameter (400 naming `querystring/<name>`), told as the flag that set it: the
+ * server's `querystring/limit_recent must be an integer from 1 to 500` is `--limit-recent must be …` (exit 2).
+ */
+export function asFlagRefusal(error: unknown): unknown {
+  if (!(error instanceof BadInputError) || error.data.status !== 400) return error
+  const answer = error.data.answer as {field?: unknown; message?: unknown} | undefined
+  const name = typeof answer?.field === 'string' ? /^querystring\/(\w+)$/.exec(answer.field)?.[1] : undefined
+  if (name === undefined || typeof answer?.message !== 'string') return error
+  const flag = `--${name.replaceAll('_', '-')}`
+  return new BadInputError(`${answer.message.replace(answer.field as string, flag)} (refused by the server)`, {...error.data, field: flag}, error)
+}
+
 /** The server's own secret check (422 `{error: 'sensitive', findings}`) as the same exit 5 as ours. */
 export function asSecretRefusal(error: unknown, where: string): unknown {
   if (!(error instanceof BadInputError) || error.data.status !== 422) return error

@@ -5,7 +5,7 @@ import type {EventQuery} from '../../protocol/events.js'
 import {eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
 import {openTreeIfAny} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
-import {checkAgent, checkScopes, openEvents, parseSince, type ServerOptions} from './common.js'
+import {asFlagRefusal, checkAgent, checkScopes, openEvents, parseSince, type ServerOptions} from './common.js'
 
 export interface ListOptions extends ServerOptions {
   /** A scope, or a family ending in `*` (`agent:*`). */
@@ -70,7 +70,7 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
       if (error instanceof JarvisError && error.data.status === 404) {
         throw new UnreachableError(`the server at ${identity.server} has no event list (GET /v1/memory/events answered 404), so events cannot be listed or searched there; \`jarvis memory snapshot\` shows its recent events`, {server: identity.server, status: 404}, error)
       }
-      throw error
+      throw asFlagRefusal(error)
     })
     return {server: identity.server, ...(options.query === undefined ? {} : {query: options.query}), filters, total: answer.total ?? answer.events.length, events: answer.events}
   } finally {

@@ -8,7 +8,7 @@ import {isoDateTimeSchema, parseJsonFile, type SnapshotResponse, snapshotRespons
 import {readNexusFile, writeNexusFile} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
 import {isTokenError, readUserConfig, resolveIdentity} from '../identity.js'
-import {checkAgent, checkScopes, type IdentityOptions, openEvents, type Warn} from './common.js'
+import {asFlagRefusal, checkAgent, checkScopes, type IdentityOptions, openEvents, type Warn} from './common.js'
 
 const debug = createDebug('jarvis:memory')
 
@@ -87,8 +87,10 @@ export async function readSnapshot(options: SnapshotOptions): Promise<SnapshotRe
   return {...answer, agent_id: agentId, scopes, server: connected.server, cached: null}
 }
 
-/** Every way a snapshot can fail is "the memory cannot be read" (exit 3), with what to fix. */
+/** Every way a snapshot can fail is "the memory cannot be read" (exit 3), with what to fix; but a flag the server refuses (exit 2). */
 function unreadable(error: unknown, agentId: string, scopes: string[]): unknown {
+  const refusal = asFlagRefusal(error)
+  if (refusal !== error) return refusal
   if (!(error instanceof JarvisError)) return error
   // A refused token: its message already names what holds it and what to set.
   if (isTokenError(error)) return new UnreachableError(`the shared memory cannot be read, so nothing is shown: ${error.message}`, {...error.data, scopes}, error)
