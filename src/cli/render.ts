@@ -24,7 +24,7 @@ export function renderSync(result: SyncOnceResult): string {
   lines.push(...pathList('pushed', result.pushed), ...pathList('pulled', result.pulled), ...pathList('merged', result.merged), ...pathList('deleted', result.deleted))
   for (const backup of result.backups) lines.push(`  conflict in ${backup.path}: the server's version won, yours is kept in .memory/${backup.backup}`)
   if (result.outbox.sent > 0) lines.push(`  sent ${result.outbox.sent} queued write(s)`)
-  if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting`)
+  if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting${outboxWhy(result.outbox)}`)
   if (lines.length === 1) lines.push('  already in sync')
   // A replica in step says nothing here; `jarvis replicate` shows every replica.
   for (const report of result.replicas ?? []) {
@@ -32,4 +32,9 @@ export function renderSync(result: SyncOnceResult): string {
     if (!shown.at(-1)!.endsWith('already in step')) lines.push(...shown.map((line) => `  ${line}`))
   }
   return lines.join('\n')
+}
+
+/** Why queued writes are still waiting, when the sync knows: the server refused them. */
+function outboxWhy(outbox: SyncOnceResult['outbox']): string {
+  return outbox.refused ? `: ${outbox.refused} refused by the server, kept for you (why: .nexus/audit.jsonl)` : ''
 }

@@ -14,7 +14,7 @@ const debug = createDebug('jarvis:outbox')
  * its Idempotency-Key, which is the outbox entry id), so a crash between sending and removing sends it
  * twice and counts it once.
  */
-export async function flushOutbox(root: string, client: MemoryClient): Promise<{sent: number; left: number}> {
+export async function flushOutbox(root: string, client: MemoryClient): Promise<OutboxReport> {
   const entries = await readOutbox(root)
   if (entries.length === 0) return {sent: 0, left: 0}
   // Loaded for an outbox to send only: its answers' schemas would load zod into every sync (scripts/bundle.mjs).
@@ -22,6 +22,7 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<{
   const events = EventsClient.over(client)
   const sent: string[] = []
   let left = 0
+  let refused = 0
   for (const entry of entries) {
     try {
       if (entry.kind === 'task-result') await client.syncTask(entry.payload, z.unknown())
@@ -48,10 +49,18 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<{
         throw error
       }
       left++
+      refused++
       debug('outbox entry %s refused: %s', entry.id, error.message)
       await appendAudit(root, {at: new Date().toISOString(), type: 'error', reason: 'outbox entry refused', id: entry.id, message: error.message})
     }
   }
   if (sent.length > 0) await removeFromOutbox(root, sent)
-  return {sent: sent.length, left}
+  return {sent: sent.length, left, ...(refused > 0 ? {refused} : {})}
+}
+
+/** What a sync did with the outbox: sent, and left (of them, refused by the server: kept for a person). */
+export interface OutboxReport {
+  sent: number
+  left: number
+  refused?: number
 }

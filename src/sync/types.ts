@@ -2,6 +2,7 @@
 import type {MemoryClient} from '../protocol/client.js'
 import type {SyncSettings} from '../schemas/index.js'
 import type {TreeWatch} from '../store/index.js'
+import type {OutboxReport} from './outbox.js'
 import type {Action, SyncMode} from './plan.js'
 import type {RefusedFile} from './sensitive.js'
 
@@ -40,7 +41,7 @@ export interface SyncResult {
   invalid: {path: string; problems: string[]}[]
   /** Local files holding a secret or personal data, left exactly as they were and not sent. */
   refused: RefusedFile[]
-  outbox: {sent: number; left: number}
+  outbox: OutboxReport
   dryRun: boolean
   plan?: Record<Action['kind'], string[]>
   attempts: number

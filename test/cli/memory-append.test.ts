@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
-import {appendOutbox, initTree, readOutbox} from '../../src/store/index.js'
+import {appendOutbox, initTree, readOutbox, removeFromOutbox} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
 import {agentEnv, cleanEnv, closedPort, eventsOnServer, fakeGithubToken} from './memory-helpers.js'
@@ -149,6 +149,18 @@ describe('jarvis memory append', () => {
     expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:rotate_keys'})).toHaveLength(1)
     expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:renew_cert'})).toHaveLength(1)
 
+    // Another agent's private scope is refused before anything is sent or queued: queued, it would wait for good.
+    const foreign = await runJarvis(['memory', 'append', '--dir', root, '--server', `http://127.0.0.1:${port}`, '--kind', 'fact', '--key', 'fact:theirs', '--content', 'x', '--scope', 'agent:claude'], {env})
+    expect(foreign.code).toBe(2)
+    expect(foreign.stderr).toContain("scope agent:claude: another agent's private scope, which gemini may not write")
+    expect(await readOutbox(root)).toEqual([])
+    // One the server refuses all the same (here: written by hand) is kept, and the sync says why it waits.
+    await appendOutbox(root, {id: 'refused-1', kind: 'memory-event', createdAt: new Date().toISOString(), payload: {...outbox[0].payload as object, scope: 'agent:claude'}})
+    const kept = await runJarvis(['sync', '--dir', root, '--server', url], {env})
+    expect(kept.code, kept.stderr).toBe(0)
+    expect(kept.stdout).toContain('1 queued write(s) still waiting: 1 refused by the server, kept for you (why: .nexus/audit.jsonl)')
+    await removeFromOutbox(root, ['refused-1'])
+
     // A crash between sending and removing leaves the entry behind: sending it again stores nothing new.
     await appendOutbox(root, outbox[0])
     const replay = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
@@ -240,10 +252,10 @@ describe('jarvis memory append', () => {
     const both = await runJarvis([...base, '--from-file', file, '--kind', 'fact'], {cwd: root, env})
     expect(both.code).toBe(2)
 
-    // Writing into another agent's private scope: the server refuses it (403 → exit 2).
+    // Writing into another agent's private scope: refused before anything is sent (a server would answer 403).
     const foreign = await runJarvis([...base, '--kind', 'fact', '--key', 'k', '--scope', 'agent:gemini', '--content', 'x'], {cwd: root, env})
     expect(foreign.code).toBe(2)
-    expect(envelope(foreign).error!.message).toMatch(/403/)
+    expect(envelope(foreign).error).toMatchObject({message: expect.stringMatching(/^scope agent:gemini: another agent's private scope/), data: {field: 'scope'}})
 
     expect(await eventsOnServer(url, 'claude')).toEqual([])
     await expect(readFile(join(root, '.nexus', 'outbox.jsonl'), 'utf8')).rejects.toThrow()

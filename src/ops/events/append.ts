@@ -4,7 +4,7 @@ import {randomUUID} from 'node:crypto'
 import createDebug from 'debug'
 
 import {BadInputError, JarvisError, SchemaError, UnreachableError} from '../../errors.js'
-import {assertNoSensitive, MAX_EVENTS_PER_RUN} from '../../events/index.js'
+import {assertNoSensitive, canWrite, MAX_EVENTS_PER_RUN} from '../../events/index.js'
 import {type AppendResponse, type MemoryEvent, memoryEventSchema, parseJsonText, parseWith} from '../../schemas/index.js'
 import {appendOutbox, withTreeLock} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
@@ -149,6 +149,12 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
   const agentId = checkAgent(identity.agentId, 'to write as')
   const runId = currentRunId()
   const events = readEvents(options, agentId, runId)
+  // Refused by any server, so never sent nor queued (a queued one would wait in the outbox for good).
+  for (const [index, event] of events.entries()) {
+    if (!canWrite(agentId, event.scope)) {
+      throw new BadInputError(`${events.length === 1 ? '' : `[${index}] `}scope ${event.scope}: another agent's private scope, which ${agentId} may not write; write to global, project:<slug> or agent:${agentId}`, {field: 'scope', scope: event.scope})
+    }
+  }
   await assertNoSensitive(sensitiveFields(events))
 
   const {client, identity: connected} = await openEvents(tree, {...options, agent: agentId})
