@@ -241,7 +241,7 @@ export class EventService {
     const findings = await findSensitive(scannedFields(event))
     if (findings.length > 0) {
       const earlier = await this.storage.findDuplicate(identity, idempotencyKey)
-      if (earlier !== null) return this.duplicateAnswer(earlier)
+      if (earlier !== null) return this.duplicateAnswer(earlier, event)
       await this.audit?.record({at: this.nowIso(), agent: agentId, kind: 'refused', paths: [], event_ids: [], count: findings.length, detail: refusedDetail(`a ${event.kind} event for ${event.scope}`, findings)})
       throw new HttpError(422, 'sensitive', `refused: the event holds ${describeFindings(findings)}. Secrets and personal data are never stored in the shared memory; remove them and write again.`, {
         field: `body/${findings[0].field.replace(/\./g, '/')}`,
@@ -263,7 +263,7 @@ export class EventService {
       case 'duplicate':
       case 'key_reused':
       case 'deleted':
-        return this.duplicateAnswer(outcome)
+        return this.duplicateAnswer(outcome, event)
       case 'supersedes_missing':
         throw badRequest('body/supersedes', `names ${JSON.stringify(event.supersedes)}, which is no event ${agentId} can see`)
       case 'created':
@@ -288,7 +288,7 @@ export class EventService {
     return {event_id: outcome.event.event_id, status: 'created', warnings}
   }
 
-  private duplicateAnswer(found: EarlierAppend): AppendResponse {
+  private duplicateAnswer(found: EarlierAppend, sent: MemoryEvent): AppendResponse {
     // A late retry of an event a cleanup deleted: the same event, already decided about; not stored again.
     if (found.status === 'deleted') return {event_id: found.event_id, status: 'duplicate', warnings: [`${found.event_id} was stored before and deleted by a cleanup at ${found.deleted_at}; it is not stored again`]}
     if (found.status === 'key_reused') {
@@ -299,7 +299,7 @@ export class EventService {
         {field: 'header/idempotency-key', event_id: found.event.event_id},
       )
     }
-    return {event_id: found.event.event_id, status: 'duplicate', warnings: []}
+    return {event_id: found.event.event_id, status: 'duplicate', warnings: unappliedFields(found.event, sent)}
   }
 
   // -------------------------------------------------------------------------------------------------- snapshot
@@ -538,4 +538,18 @@ function toNewEvent(event: MemoryEvent): NewEvent {
     supersedes: event.supersedes ?? null,
     ttl_days: event.ttl_days,
   }
+}
+
+/**
+ * A duplicate is the event stored before (the same agent, run, scope, kind, key and text), whatever else was sent:
+ * the fields outside its identity that this append changed are not applied, and the warning says so, where the
+ * caller would otherwise believe a supersede or a TTL took effect.
+ */
+function unappliedFields(stored: EventRecord, sent: MemoryEvent): string[] {
+  const changed: string[] = []
+  if (sent.confidence !== stored.confidence) changed.push(`confidence ${stored.confidence} (this append said ${sent.confidence})`)
+  if ((sent.supersedes ?? null) !== (stored.supersedes ?? null)) changed.push(`supersedes ${stored.supersedes ?? 'nothing'} (this append said ${sent.supersedes ?? 'nothing'})`)
+  if (sent.ttl_days !== stored.ttl_days) changed.push(`ttl_days ${stored.ttl_days} (this append said ${sent.ttl_days})`)
+  if (changed.length === 0) return []
+  return [`${stored.event_id} is this same event, stored before (the same agent, run, scope, kind, key and text), and keeps ${changed.join(', ')}: a change needs a new event (new text, or a new run)`]
 }

@@ -244,6 +244,13 @@ describe.each(BACKENDS)('on %s', (backend) => {
       // without the header, the event's identity (agent, run, scope, kind, key, content) makes it the same event
       const again = await append(h, 'claude', body)
       expect(again.body).toMatchObject({event_id: first.body.event_id, status: 'duplicate'})
+      // what else it sends is not applied to the event stored before, and the answer says so
+      const other = body.confidence === 'low' ? 'high' : 'low'
+      const changed = await append(h, 'claude', {...body, confidence: other, ttl_days: 3})
+      expect(changed.body).toMatchObject({event_id: first.body.event_id, status: 'duplicate'})
+      expect(changed.body.warnings).toEqual([
+        `${first.body.event_id} is this same event, stored before (the same agent, run, scope, kind, key and text), and keeps confidence ${body.confidence} (this append said ${other}), ttl_days ${body.ttl_days ?? 0} (this append said 3): a change needs a new event (new text, or a new run)`,
+      ])
       // the same content from another run, or from another agent, is another event
       expect((await append(h, 'claude', {...body, run_id: 'run-other'})).body.status).toBe('created')
       expect((await append(h, 'gemini', body, key)).body.status).toBe('created')
