@@ -9,7 +9,7 @@ export const eventFilterFlags = {
   key: Flags.string({description: 'Only this dedupe_key.', helpGroup: 'FILTER'}),
   agent: Flags.string({description: 'Only events written by this agent.', helpGroup: 'FILTER'}),
   since: Flags.string({description: 'Only events from this time on: 2026-02-01, an ISO date-time, or a duration back from now (7d, 12h, 2w).', helpGroup: 'FILTER'}),
-  until: Flags.string({description: 'Only events up to this time (same forms as --since).', helpGroup: 'FILTER'}),
+  until: Flags.string({description: 'Only events up to this time (same forms as --since; a date counts to the end of that day).', helpGroup: 'FILTER'}),
   limit: Flags.integer({description: 'At most this many events.', min: 1, helpGroup: 'FILTER'}),
   'include-deprecated': Flags.boolean({description: 'Also superseded events.', helpGroup: 'FILTER'}),
 }

@@ -94,6 +94,13 @@ describe('jarvis memory snapshot, list, search', () => {
     const listed = await runJarvis(['memory', 'list', '--dir', root, '--json', '--limit', '501'], {env})
     expect(listed.code).toBe(2)
     expect(envelope(listed).error!.message).toBe('--limit must be an integer from 1 to 500 (refused by the server)')
+    // A day given to --until is that whole day, so --since D --until D is the day D.
+    const day = narrowed.recent_events[0].created_at!.slice(0, 10)
+    const ofTheDay = await runJarvis(['memory', 'list', '--dir', root, '--json', '--since', day, '--until', day], {env})
+    expect(envelope<{events: {event_id: string}[]}>(ofTheDay).result!.events.map((e) => e.event_id)).toContain(projectId)
+    const reversed = await runJarvis(['memory', 'list', '--dir', root, '--json', '--since', day, '--until', '2000-01-01'], {env})
+    expect(reversed.code).toBe(2)
+    expect(envelope(reversed).error!.message).toMatch(/^--since \d{4}-\d{2}-\d{2} is not before --until 2000-01-01/)
   })
 
   it('server down → exit 3 saying what to fix, never the cache; --offline shows the cache labelled with its age', async () => {

@@ -46,7 +46,15 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
   if (options.key !== undefined) filters.dedupe_key = options.key
   if (options.agent !== undefined) filters.agent = checkAgent(options.agent, 'to filter by')
   if (options.since !== undefined) filters.since = parseSince(options.since, '--since', now())
-  if (options.until !== undefined) filters.until = parseSince(options.until, '--until', now())
+  if (options.until !== undefined) {
+    // A day is up to its end, as a person means `--since 2026-12-07 --until 2026-12-07`: the server's bound is exclusive.
+    const day = /^\d{4}-\d{2}-\d{2}$/.test(options.until.trim())
+    const until = parseSince(options.until.trim(), '--until', now())
+    filters.until = day ? new Date(Date.parse(until) + 86_400_000).toISOString() : until
+    if (filters.since !== undefined && Date.parse(filters.since) >= Date.parse(filters.until)) {
+      throw new BadInputError(`--since ${options.since} is not before --until ${options.until}: no event can be in between`, {field: '--until'})
+    }
+  }
   if (options.limit !== undefined) filters.limit = options.limit
   if (options.includeDeprecated) filters.include_deprecated = true
   if (options.query !== undefined) {
