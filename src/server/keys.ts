@@ -45,7 +45,10 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const role = (options.role ?? 'write') as KeyRole
   if (!KEY_ROLES.includes(role)) throw new BadInputError(`--role: ${JSON.stringify(options.role)} is not a role: use read, write or admin`, {field: 'role'})
   const now = options.now ?? new Date()
-  const expiresAt = options.expires === undefined ? null : new Date(now.getTime() + parseDuration(options.expires, '--expires') * 86_400_000).toISOString()
+  const lifetime = options.expires === undefined ? undefined : parseDuration(options.expires, '--expires')
+  // A key dead on arrival is a mistake (0d, 0h), never what was meant.
+  if (lifetime !== undefined && lifetime <= 0) throw new BadInputError(`--expires ${options.expires}: a key must live a while (12h, 90d, 2w); leave --expires out for a key that lasts until it is revoked`, {field: '--expires'})
+  const expiresAt = lifetime === undefined ? null : new Date(now.getTime() + lifetime * 86_400_000).toISOString()
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))

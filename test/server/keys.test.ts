@@ -151,6 +151,9 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     const expires = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', 'soon'], {env: env('')})
     expect(expires.code).toBe(2)
     expect(expires.stderr).toContain('--expires: "soon" is not a duration')
+    const dead = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', '0d'], {env: env('')})
+    expect(dead.code).toBe(2)
+    expect(dead.stderr).toContain('--expires 0d: a key must live a while')
   })
 
   it('the tokens file keeps working beside the keys; /healthz and /readyz answer without a token', async () => {
