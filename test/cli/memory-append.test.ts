@@ -1,4 +1,6 @@
 import {readFile, writeFile} from 'node:fs/promises'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
@@ -169,6 +171,24 @@ describe('jarvis memory append', () => {
     const second = await runJarvis(['sync', '--dir', root, '--server', url, '--json'], {env})
     expect(envelope<{outbox: {sent: number; left: number}}>(second).result!.outbox).toEqual({sent: 0, left: 0})
     expect(await eventsOnServer(url, 'gemini', {dedupe_key: 'todo:rotate_keys'})).toHaveLength(1)
+  })
+
+  it('a server that fails while appending (500): exit 3, nothing queued, and how to learn and retry safely', async () => {
+    // A stand-in for a server failing mid-append, which a healthy jarvis serve never does on purpose.
+    const failing = createServer((_request, response) => response.writeHead(500, {'content-type': 'application/json'}).end('{"error":"internal","message":"internal error"}'))
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(failing.address() as AddressInfo).port}`
+      await initTree(root, {server: url, agent: 'gemini'})
+      const run = await runJarvis(['memory', 'append', '--dir', root, '--json', '--kind', 'fact', '--key', 'fact:deploy_day', '--content', 'Deploys happen on Tuesdays.'], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.gemini})})
+      expect(run.code).toBe(3)
+      const error = envelope(run).error!
+      expect(error.message).toContain('whether the event was stored (fact:deploy_day) is not known: `jarvis memory list --key fact:deploy_day` shows it')
+      expect(error.message).toContain(`run the same command with JARVIS_RUN_ID=${error.data!.run_id as string}`)
+      expect(await readOutbox(root)).toEqual([])
+    } finally {
+      await new Promise((resolve) => failing.close(resolve))
+    }
   })
 
   it('offline outside a tree: exit 3, nothing queued, and it says so', async () => {

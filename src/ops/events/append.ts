@@ -168,6 +168,7 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
         answer = await client.append(event, keys[index])
       } catch (error) {
         if (worthQueueing(error)) await queueEvents(tree, events.slice(index), keys.slice(index), appended, error)
+        if (error instanceof UnreachableError && typeof error.data.status === 'number' && error.data.status >= 500) unknownOutcome(error, events.slice(index), runId)
         throw withProgress(asSecretRefusal(error, `${event.dedupe_key}`), appended)
       }
       const label = events.length === 1 ? '' : `${event.dedupe_key}: `
@@ -183,6 +184,16 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
   }
   const single = appended.length === 1 ? {event_id: appended[0].event_id, status: appended[0].status} : {}
   return {agent_id: agentId, run_id: runId, server: connected.server, ...single, events: appended, warnings}
+}
+
+/**
+ * A server that failed while appending may have stored the event before failing: the message says how to find out,
+ * and how to send it again so that a stored one is answered `duplicate` (the same run id makes it the same event).
+ */
+function unknownOutcome(error: UnreachableError, unsent: MemoryEvent[], runId: string): void {
+  const keys = unsent.map((event) => event.dedupe_key).join(', ')
+  error.message += `\nwhether ${unsent.length === 1 ? 'the event was' : 'these events were'} stored (${keys}) is not known: \`jarvis memory list --key ${unsent[0].dedupe_key}\` shows it; to send ${unsent.length === 1 ? 'it' : 'them'} again safely, run the same command with JARVIS_RUN_ID=${runId}`
+  Object.assign(error.data, {run_id: runId})
 }
 
 /** A failure after some events were stored says which: a rerun then sends the same events and gets `duplicate`. */
