@@ -45,7 +45,7 @@ export function renderStatus(status: StatusResult): string {
 }
 
 export function renderResolve(result: ResolveResult): string {
-  const done = result.kept === 'local' ? `your version is back in .memory/${result.file} (the next jarvis sync pushes it)` : `kept the server's version of .memory/${result.file}`
+  const done = result.kept === 'local' ? `your version is back in .memory/${result.file} (the next jarvis sync pushes it)` : `kept .memory/${result.file} as it is now`
   const lines = [`${done}; removed .memory/${result.backup}`]
   if (result.waiting.length > 0) lines.push(`older conflicts of the same file still wait: ${result.waiting.map((b) => `.memory/${b}`).join(', ')} (run jarvis resolve again)`)
   return lines.join('\n')

@@ -1,4 +1,4 @@
-import {NotATreeError} from '../errors.js'
+import {NotATreeError, UnreachableError} from '../errors.js'
 import {MemoryClient} from '../protocol/client.js'
 import type {NexusConfig} from '../schemas/index.js'
 import {findRoot, readConfig} from '../store/index.js'
@@ -54,4 +54,20 @@ export async function connectAs(tree: TreeContext | undefined, flags: {server?: 
     throw foreign
   }
   return connection
+}
+
+/**
+ * Refuses to queue a write for a server that is not the one `jarvis sync` sends this tree's outbox to (a command
+ * pointed elsewhere with --server): the next sync would deliver it to the tree's own server. Nothing is queued then,
+ * and the message says to run the command again. A tree with no server of its own queues as before: its sync is
+ * told the server each time.
+ */
+export async function assertOutboxServer(tree: TreeContext, server: string, cause: UnreachableError): Promise<void> {
+  const own = resolveIdentity({flags: {}, env: process.env, tree: tree.config, user: await readUserConfig()}).server
+  if (own === undefined || own === server) return
+  throw new UnreachableError(
+    `${cause.message}\nnothing was queued: this tree's outbox goes to ${own} at the next \`jarvis sync\`, not to ${server}; run the same command again when ${server} answers`,
+    {...cause.data, queued: false},
+    cause,
+  )
 }

@@ -22,7 +22,7 @@ import {
 } from '../schemas/index.js'
 import {type MemoryClient, pulledText} from '../protocol/client.js'
 import {appendOutbox, withTreeLock, writeMemoryFile} from '../store/index.js'
-import {connect, connectAs, openTreeIfAny, type TreeContext} from './context.js'
+import {assertOutboxServer, connect, connectAs, openTreeIfAny, type TreeContext} from './context.js'
 import {worthQueueing} from './events/common.js'
 import {readUserConfig, resolveIdentity} from './identity.js'
 
@@ -100,13 +100,13 @@ export async function completeTask(options: TaskCompleteOptions): Promise<TaskCo
     throw new BadInputError(`${options.taskText?.name ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
   }
   const body = parseWith(taskResultSchema, {...task, agentId}, options.taskText?.name ?? 'flags')
-  const {client} = await connectAs(tree, {...options, agent: agentId})
+  const {client, identity: connected} = await connectAs(tree, {...options, agent: agentId})
   try {
     const workerMemory = await client.syncTask(body, workerMemorySchema)
     return {queued: false, agentId, taskId: body.taskId, workerMemory}
   } catch (error) {
     if (!worthQueueing(error)) throw error
-    const id = await queue(tree, 'task-result', body, error)
+    const id = await queue(tree, connected.server, 'task-result', body, error)
     throw new UnreachableError(`${(error as Error).message}\nthe task ${body.taskId} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`, {
       ...(error as UnreachableError).data,
       queued: true,
@@ -133,13 +133,13 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
   const switchedBy = options.switchedBy ?? 'user-cli'
   const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy}, 'projectId')
   const tree = await openTreeIfAny(options.dir)
-  const {client} = await connect(tree, options)
+  const {client, identity: connected} = await connect(tree, options)
   let answer: ActiveProject
   try {
     answer = await client.switchProject(body.projectId, switchedBy)
   } catch (error) {
     if (!worthQueueing(error)) throw error
-    const id = await queue(tree, 'active-project', body, error)
+    const id = await queue(tree, connected.server, 'active-project', body, error)
     throw new UnreachableError(
       `${(error as Error).message}\nthe switch to ${JSON.stringify(body.projectId)} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`,
       {...(error as UnreachableError).data, queued: true, id, kind: 'active-project', projectId: body.projectId},
@@ -170,10 +170,11 @@ async function bringDownActiveProject(tree: TreeContext, client: MemoryClient): 
 }
 
 
-async function queue(tree: TreeContext | undefined, kind: OutboxKind, payload: unknown, cause: UnreachableError): Promise<string> {
+async function queue(tree: TreeContext | undefined, server: string, kind: OutboxKind, payload: unknown, cause: UnreachableError): Promise<string> {
   if (!tree) {
     throw new UnreachableError(`${cause.message}\nnothing was queued: there is no jarvis tree here to hold the outbox (run \`jarvis init\` or pass --dir)`, cause.data, cause)
   }
+  await assertOutboxServer(tree, server, cause)
   const id = randomUUID()
   await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: `jarvis ${kind}`}, () =>
     appendOutbox(tree.root, {id, kind, createdAt: new Date().toISOString(), payload}),

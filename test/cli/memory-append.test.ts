@@ -191,6 +191,23 @@ describe('jarvis memory append', () => {
     }
   })
 
+  it('offline, pointed at another server than the tree\'s: exit 3 and nothing queued, for the next sync would send it to the tree\'s server', async () => {
+    const [own, other] = [`http://127.0.0.1:${await closedPort()}`, `http://127.0.0.1:${await closedPort()}`]
+    await initTree(root, {server: own, agent: 'gemini'})
+    const env = cleanEnv(root, {JARVIS_TOKEN: TOKENS.gemini})
+    const append = await runJarvis(['memory', 'append', '--dir', root, '--server', other, '--json', '--kind', 'fact', '--key', 'fact:elsewhere', '--content', 'x'], {env})
+    expect(append.code).toBe(3)
+    expect(envelope(append).error).toMatchObject({data: {queued: false}, message: expect.stringContaining(`nothing was queued: this tree's outbox goes to ${own} at the next \`jarvis sync\`, not to ${other}`)})
+    const task = await runJarvis(['task', 'complete', '--dir', root, '--server', `${other}/`, '--type', 'review'], {env})
+    expect(task.code).toBe(3)
+    expect(task.stderr).toContain('nothing was queued')
+    expect(await readOutbox(root)).toEqual([])
+    // Its own server, named with --server, queues as before.
+    const queued = await runJarvis(['memory', 'append', '--dir', root, '--server', own, '--kind', 'fact', '--key', 'fact:here', '--content', 'x'], {env})
+    expect(queued.code).toBe(3)
+    expect(await readOutbox(root)).toHaveLength(1)
+  })
+
   it('offline outside a tree: exit 3, nothing queued, and it says so', async () => {
     const port = await closedPort()
     const run = await runJarvis(['memory', 'append', '--json', '--kind', 'fact', '--key', 'fact:x', '--content', 'x'], {cwd: root, env: agentEnv(root, `http://127.0.0.1:${port}`, 'claude')})

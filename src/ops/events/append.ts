@@ -7,7 +7,7 @@ import {BadInputError, JarvisError, SchemaError, UnreachableError} from '../../e
 import {assertNoSensitive, canWrite, MAX_EVENTS_PER_RUN} from '../../events/index.js'
 import {type AppendResponse, type MemoryEvent, memoryEventSchema, parseJsonText, parseWith} from '../../schemas/index.js'
 import {appendOutbox, withTreeLock} from '../../store/index.js'
-import {openTreeIfAny, type TreeContext} from '../context.js'
+import {assertOutboxServer, openTreeIfAny, type TreeContext} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
 import {asSecretRefusal, checkAgent, currentRunId, type IdentityOptions, openEvents, type Warn, worthQueueing} from './common.js'
 
@@ -167,7 +167,7 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
       try {
         answer = await client.append(event, keys[index])
       } catch (error) {
-        if (worthQueueing(error)) await queueEvents(tree, events.slice(index), keys.slice(index), appended, error)
+        if (worthQueueing(error)) await queueEvents(tree, connected.server, events.slice(index), keys.slice(index), appended, error)
         if (error instanceof UnreachableError && typeof error.data.status === 'number' && error.data.status >= 500) unknownOutcome(error, events.slice(index), runId)
         throw withProgress(asSecretRefusal(error, `${event.dedupe_key}`), appended)
       }
@@ -205,7 +205,7 @@ function withProgress(error: unknown, appended: AppendedEvent[]): unknown {
   return error
 }
 
-async function queueEvents(tree: TreeContext | undefined, events: MemoryEvent[], ids: string[], appended: AppendedEvent[], cause: UnreachableError): Promise<never> {
+async function queueEvents(tree: TreeContext | undefined, server: string, events: MemoryEvent[], ids: string[], appended: AppendedEvent[], cause: UnreachableError): Promise<never> {
   const keys = events.map((event) => event.dedupe_key).join(', ')
   if (!tree) {
     throw new UnreachableError(
@@ -214,6 +214,9 @@ async function queueEvents(tree: TreeContext | undefined, events: MemoryEvent[],
       cause,
     )
   }
+  await assertOutboxServer(tree, server, cause).catch((refusal: unknown) => {
+    throw withProgress(refusal, appended)
+  })
   const createdAt = new Date().toISOString()
   await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout, command: 'jarvis memory append'}, async () => {
     for (const [index, event] of events.entries()) await appendOutbox(tree.root, {id: ids[index], kind: 'memory-event', createdAt, payload: event})
