@@ -10,7 +10,7 @@ import {agentEnv, cleanEnv} from './memory-helpers.js'
 
 interface SnapshotJson {
   pinned_md: string
-  recent_events: {event_id: string; dedupe_key: string; content_md: string; scope: string}[]
+  recent_events: {event_id: string; dedupe_key: string; content_md: string; scope: string; created_at?: string}[]
   ruleset_stamp: string
   snapshot_id: string
   agent_id: string
