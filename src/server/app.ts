@@ -26,6 +26,7 @@ import {memoryRoutes} from './routes/memory.js'
 import {projectRoutes} from './routes/projects.js'
 import {searchRoutes} from './routes/search.js'
 import {WS_PATH, wsRoutes} from './routes/ws.js'
+import {isStorageOutage} from './storage/outage.js'
 import type {KeyRole, ServerStorage} from './storage/types.js'
 import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 import {trackUpgrades} from './upgrades.js'
@@ -159,6 +160,7 @@ export function toHttpError(error: unknown, bodyLimit: number): HttpError {
     default:
       break
   }
+  if (isStorageOutage(error)) return new HttpError(503, 'unavailable', 'the storage does not answer; try again')
   const status = fastifyError.statusCode
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new HttpError(status, status === 404 ? 'not_found' : 'bad_request', fastifyError.message ?? 'bad request')
@@ -231,7 +233,9 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
 
   app.setErrorHandler((error, request, reply) => {
     const http = toHttpError(error, bodyLimit)
-    if (http.status >= 500) request.log.error({err: error}, 'request failed')
+    // A database away answers every request so: one line each, not a stack trace each.
+    if (isStorageOutage(error)) request.log.warn({detail: (error as Error).message}, 'request refused: the storage does not answer')
+    else if (http.status >= 500) request.log.error({err: error}, 'request failed')
     else request.log.info({error: http.code, detail: http.message}, 'request refused')
     return reply.code(http.status).type('application/json').send(http.body())
   })

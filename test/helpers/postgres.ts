@@ -48,6 +48,8 @@ export interface PostgresServer {
   /** The postmaster's process id (its backends are its children): for the bench's CPU and memory accounting. */
   pid: number
   stop(): Promise<void>
+  /** Stops the server (fast shutdown, as an operator's restart), runs `whileDown`, then starts it again on the same port and data. */
+  restart(whileDown: () => Promise<void>): Promise<void>
 }
 
 async function waitUntilReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
@@ -84,27 +86,49 @@ export async function startPostgresServer(options: {durable?: boolean} = {}): Pr
   }
   const port = await closedPort()
   const settings = [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=300']
-  const child = spawn(join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir, ...settings], {cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], ...user})
   let log = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    log = (log + chunk.toString('utf8')).slice(-4000)
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const launch = () => {
+    const child = spawn(join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir, ...settings], {cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], ...user})
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString('utf8')).slice(-4000)
+    })
+    return {child, exited: new Promise<void>((resolve) => child.once('exit', () => resolve()))}
+  }
+  let running = launch()
   const adminUrl = `postgres://jarvis@127.0.0.1:${port}/postgres`
-  const stop = async () => {
-    if (child.exitCode === null) {
-      child.kill('SIGINT') // fast shutdown: open sessions are ended, nothing waits for clients
-      await exited
+  const halt = async () => {
+    if (running.child.exitCode === null) {
+      running.child.kill('SIGINT') // fast shutdown: open sessions are ended, nothing waits for clients
+      await running.exited
     }
+  }
+  const stop = async () => {
+    await halt()
     rmSync(dir, {recursive: true, force: true})
   }
-  try {
-    await waitUntilReady(adminUrl, child, () => log)
-  } catch (error) {
-    await stop()
-    throw error
+  const ready = async () => {
+    try {
+      await waitUntilReady(adminUrl, running.child, () => log)
+    } catch (error) {
+      await stop()
+      throw error
+    }
   }
-  return {adminUrl, pid: child.pid ?? 0, stop}
+  await ready()
+  const restart = async (whileDown: () => Promise<void>) => {
+    await halt()
+    await whileDown()
+    running = launch()
+    await ready()
+  }
+  return {
+    adminUrl,
+    get pid() {
+      return running.child.pid ?? 0
+    },
+    stop,
+    restart,
+  }
 }
 
 /** A new, empty database on the run's server (or the one `adminUrl` names); its URL. */

@@ -21,9 +21,9 @@ import type {AppendEventRequest} from '../../src/server/storage/types.js'
 import {readConfig} from '../../src/store/index.js'
 import {startWatch, type SyncInfo} from '../../src/sync/watch.js'
 import {BACKENDS, databaseFor, useBackend} from '../helpers/backends.js'
-import {freshDatabase} from '../helpers/postgres.js'
+import {freshDatabase, startPostgresServer} from '../helpers/postgres.js'
 import {makeClient, removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess, until} from '../helpers/world.js'
-import {call} from './helpers.js'
+import {call, connectWs, delay} from './helpers.js'
 import {runJarvis} from '../helpers/cli.js'
 import {closedPort} from '../cli/memory-helpers.js'
 
@@ -113,6 +113,40 @@ describe('several processes on one PostgreSQL database', () => {
     expect(heard[1]).toEqual(sent)
     expect(heard[2]).toEqual([...sent, 'from b'])
     expect(heard[0]).toEqual(['from b'])
+  })
+})
+
+describe('two jarvis serve processes on one PostgreSQL that restarts', () => {
+  it('answer 503 unavailable while it is down, and relay each other\'s broadcasts again once it is back', async () => {
+    // A server of its own: the run's shared one cannot be restarted under the other tests.
+    const postgres = await startPostgresServer()
+    cleanups.push(() => postgres.stop())
+    const database = await freshDatabase(postgres.adminUrl)
+    const dataDir = join(await tempDir('jarvis-team-restart-'), 'data')
+    cleanups.push(() => removeAll([join(dataDir, '..')]))
+    const [one, two] = await Promise.all([startServerProcess(dataDir, 0, ['--database', database]), startServerProcess(dataDir, 0, ['--database', database])])
+    cleanups.push(() => one.stop(), () => two.stop())
+    const listener = await connectWs(`${two.url.replace(/^http/, 'ws')}/ws/memory`, TOKENS.gemini)
+    cleanups.push(() => listener.close())
+    const push = (path: string) => call(one.url, TOKENS.claude, 'POST', '/api/memory/push', {files: {[path]: `${path}\n`}})
+    expect((await push('before.md')).status).toBe(200)
+    await listener.next((message) => message.type === 'MEM_UPDATE' && message.path === 'before.md')
+
+    await postgres.restart(async () => {
+      // Not a bug of the server (500): a client may queue or retry (503).
+      const status = await call(one.url, TOKENS.claude, 'GET', '/api/memory/status')
+      expect([status.status, status.body.error]).toEqual([503, 'unavailable'])
+      // Down longer than the first wait before listening again, so that the first try fails too.
+      await delay(2500)
+    })
+
+    // Each process listens again by itself; until it does, a broadcast is missed (documented), so push until one arrives.
+    for (let attempt = 1; ; attempt++) {
+      const path = `after-${attempt}.md`
+      const pushed = await push(path)
+      if (pushed.status === 200 && (await listener.next((message) => message.type === 'MEM_UPDATE' && message.path === path, 1000).catch(() => null))) break
+      if (attempt === 40) throw new Error(`process two never heard process one again after PostgreSQL restarted (last push: ${pushed.status})`)
+    }
   })
 })
 

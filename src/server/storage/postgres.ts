@@ -128,8 +128,9 @@ export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
 const MIGRATION_LOCK = 0x6a61_7201
 /** The NOTIFY channel of WebSocket broadcasts. */
 const BROADCAST_CHANNEL = 'jarvis_broadcast'
-/** How long a lost LISTEN connection waits before it connects again. */
+/** How long a lost LISTEN connection waits before it connects again; doubled after each failed try, up to MAX_RELISTEN_MS. */
 const RELISTEN_MS = 1000
+const MAX_RELISTEN_MS = 8000
 /** A NOTIFY payload must stay under 8000 bytes: broadcasts are sent in groups of at most this many bytes. */
 const MAX_NOTIFY_BYTES = 7900
 /** Commits written in one transaction at most; a group also stops growing past this many bytes of content. */
@@ -741,19 +742,41 @@ export class PostgresStorage implements ServerStorage {
     })
     client.on('error', (error) => {
       debug('broadcast connection lost: %s', error.message)
-      if (this.listener === client) this.listener = null
       client.end().catch(() => {})
-      // Connected again after a pause; broadcasts sent meanwhile are missed, and a --watch client catches up at its next sync.
-      if (!this.closed) setTimeout(() => void this.listen(origin, deliver).catch((retryError: Error) => debug('listen again failed: %s', retryError.message)), RELISTEN_MS).unref()
+      // Only a connection that was listening is replaced from here; one lost while connecting fails its listen(),
+      // whose caller tries again: two handlers retrying would make two listeners, and every broadcast heard twice.
+      if (this.listener !== client) return
+      this.listener = null
+      this.listenAgain(origin, deliver, RELISTEN_MS)
     })
-    await client.connect()
-    // It also sends this process's broadcasts (relay): a NOTIFY commits without waiting for the WAL flush.
-    await client.query(`SET synchronous_commit = off; LISTEN ${this.channel}`)
+    try {
+      await client.connect()
+      // It also sends this process's broadcasts (relay): a NOTIFY commits without waiting for the WAL flush.
+      await client.query(`SET synchronous_commit = off; LISTEN ${this.channel}`)
+    } catch (error) {
+      await client.end().catch(() => {})
+      throw error
+    }
     if (this.closed) {
       await client.end()
       return
     }
     this.listener = client
+  }
+
+  /**
+   * Listens again after `delayMs`, and keeps trying, each wait twice the last up to MAX_RELISTEN_MS, until it
+   * listens or the storage is closed: a database restarting takes longer than one wait. Broadcasts sent meanwhile
+   * are missed; a --watch client catches up at its next sync.
+   */
+  private listenAgain(origin: string, deliver: (data: string) => void, delayMs: number): void {
+    if (this.closed) return
+    setTimeout(() => {
+      this.listen(origin, deliver).catch((error: Error) => {
+        debug('listen again failed: %s', error.message)
+        this.listenAgain(origin, deliver, Math.min(delayMs * 2, MAX_RELISTEN_MS))
+      })
+    }, delayMs).unref()
   }
 
   async close(): Promise<void> {
