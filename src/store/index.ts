@@ -37,7 +37,7 @@ export {deleteNexusFile, readNexusFile, writeNexusFile} from './nexus-files.js'
 export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} from './outbox.js'
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
-export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, NEXUS_DIR, nexusDir} from './root.js'
+export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, memoryIdentity, NEXUS_DIR, nexusDir} from './root.js'
 export {cachedHash, cachedRev, cachedRevsInOrder, changedSinceCache, type CleanMark, readScanHead, readScanHints, readStatCache, type ScanHead, type ScanHints, statCacheHeadPath, statCachePath, WATCH_FULL_SCAN_MS, type WatchMark, watchMarkFresh, writeScanHead, writeStatCache} from './stat-cache.js'
 export {
   assertNoSecretInConfig,

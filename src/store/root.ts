@@ -15,6 +15,16 @@ export function nexusDir(root: string): string {
   return join(root, NEXUS_DIR)
 }
 
+/**
+ * `.memory/`'s device and inode (through a symlink, its target's), undefined when it is not a folder: a watch of the
+ * tree compares it with the one it started on, since a `.memory/` put in its place (moved away and restored, a
+ * checkout, a symlink pointed elsewhere) is not the folder its watches follow.
+ */
+export function memoryIdentity(root: string): string | undefined {
+  const info = statSync(memoryDir(root), {throwIfNoEntry: false, bigint: true})
+  return info?.isDirectory() ? `${info.dev}:${info.ino}` : undefined
+}
+
 /** `.nexus/config.json` (read and checked by sync-state.ts; named here for what must not load its schemas). */
 export function configPath(root: string): string {
   return join(nexusDir(root), 'config.json')

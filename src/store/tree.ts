@@ -2,7 +2,7 @@
  * The `.memory/` tree: scanning (content hashes, the stat cache as a hint only) and file reads/writes that go
  * through the path guard. Backups and temp files are not memory files.
  */
-import {existsSync, lstatSync, readdirSync} from 'node:fs'
+import {existsSync, lstatSync, readdirSync, statSync} from 'node:fs'
 import {lstat, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
@@ -246,7 +246,8 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: File
   const walk = (dir: string, dirRel: string): void => {
     const checkedAtMs = Date.now()
     if (entriesKnown) {
-      const info = lstatSync(dir, {throwIfNoEntry: false})
+      // `.memory/` itself may be a symlink to a folder kept elsewhere (store-format.md); below it, none is followed.
+      const info = dir === base ? statSync(dir, {throwIfNoEntry: false}) : lstatSync(dir, {throwIfNoEntry: false})
       if (!info?.isDirectory()) {
         if (dir === base) throw Object.assign(new Error(`ENOENT: no such directory, scandir '${dir}'`), {code: 'ENOENT'})
         return // removed while scanning

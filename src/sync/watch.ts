@@ -14,6 +14,7 @@
  *   tree already has) starts no sync, so a sync never feeds itself; a sync with nothing to do writes nothing
  *   into `.memory/` either.
  */
+import {watch as fsWatch, type FSWatcher as FolderWatcher} from 'node:fs'
 import {relative, sep} from 'node:path'
 
 import {watch, type FSWatcher} from 'chokidar'
@@ -23,7 +24,7 @@ import {LockedError, UnreachableError} from '../errors.js'
 import type {MemoryClient} from '../protocol/client.js'
 import {HEARTBEAT_MS, PARTITION_MS, RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, subscribe, wsUrlFor, type Subscription, type SubscriptionEvent} from '../protocol/subscribe.js'
 import type {SyncSettings, WsMessage} from '../schemas/index.js'
-import {appendAudit, hashText, isIgnoredMemoryPath, memoryDir, readMemoryFile, readSyncState, type TreeWatch, withTreeLock, type AuditInput} from '../store/index.js'
+import {appendAudit, hashText, isIgnoredMemoryPath, MEMORY_DIR, memoryDir, memoryIdentity, readMemoryFile, readSyncState, type TreeWatch, withTreeLock, type AuditInput} from '../store/index.js'
 import {runSync, type SyncResult} from './run.js'
 
 const debug = createDebug('jarvis:watch')
@@ -43,6 +44,8 @@ export type Trigger =
   | {kind: 'retry'}
   /** Timestamp mode without a subscription: asking the server what changed, as nothing tells us. */
   | {kind: 'poll'}
+  /** `.memory/` itself was put in the place of the watched one: any file may have changed. */
+  | {kind: 'replaced'}
   | {kind: 'local'; path: string; event: 'add' | 'change' | 'unlink'}
   | {kind: 'remote'; type: 'MEM_UPDATE' | 'STATE_CHANGED'; path?: string; rev?: number}
 
@@ -279,6 +282,39 @@ export function startWatch(options: WatchOptions): WatchHandle {
   }
 
   let watcher: FSWatcher | undefined
+  async function watchMemory(): Promise<void> {
+    const started = watch(memory, {
+      ignoreInitial: true,
+      ignored: (path: string) => {
+        const rel = relative(memory, path).split(sep).join('/')
+        return rel !== '' && isWatchIgnored(rel)
+      },
+    })
+    watcher = started
+    started.on('all', onFileEvent)
+    started.on('error', (error) => debug('watcher error: %s', (error as Error).message))
+    await new Promise<void>((resolve) => started.once('ready', () => resolve()))
+  }
+
+  // `.memory/` put in the place of the watched one (moved away and restored, a checkout that replaced it, a symlink
+  // pointed elsewhere): the file watcher follows the old folder, so it starts again on the new one, and a sync looks
+  // at every file. The tree's own folder is watched for that, without recursion: one inotify watch.
+  let memoryId = memoryIdentity(root)
+  let treeWatcher: FolderWatcher | undefined
+  let rewatching: Promise<void> = Promise.resolve()
+  function onTreeEvent(name: string | Buffer | null): void {
+    if (stopped || (name !== null && String(name) !== MEMORY_DIR)) return
+    const id = memoryIdentity(root)
+    if (id === memoryId) return
+    memoryId = id
+    debug('.memory/ %s: watching it afresh', id === undefined ? 'is gone' : 'was replaced')
+    rewatching = rewatching.then(async () => {
+      await watcher?.close()
+      watcher = undefined
+      if (!stopped && id !== undefined) await watchMemory()
+      request({kind: 'replaced'})
+    })
+  }
 
   // ---- the WebSocket subscription: remote changes, partitions and reconnects ----------------------------------
   function onSubscriptionEvent(event: SubscriptionEvent): void {
@@ -314,16 +350,13 @@ export function startWatch(options: WatchOptions): WatchHandle {
 
   // ---- start and stop -------------------------------------------------------------------------------------
   const ready = (async () => {
-    watcher = watch(memory, {
-      ignoreInitial: true,
-      ignored: (path: string) => {
-        const rel = relative(memory, path).split(sep).join('/')
-        return rel !== '' && isWatchIgnored(rel)
-      },
-    })
-    watcher.on('all', onFileEvent)
-    watcher.on('error', (error) => debug('watcher error: %s', (error as Error).message))
-    await new Promise<void>((resolve) => watcher!.once('ready', () => resolve()))
+    try {
+      treeWatcher = fsWatch(root, {persistent: false}, (_event, name) => onTreeEvent(name))
+      treeWatcher.on('error', (error) => debug('tree folder watcher error: %s', error.message))
+    } catch (error) {
+      debug('cannot watch %s for a replaced .memory/: %s', root, (error as Error).message)
+    }
+    await watchMemory()
     if (stopped) return
     request({kind: 'start'})
     subscription = subscribe({url: wsUrl, token: options.token, heartbeatMs, partitionMs, reconnectInitialMs, reconnectMaxMs, onMessage: onRemoteMessage, onEvent: onSubscriptionEvent})
@@ -339,6 +372,8 @@ export function startWatch(options: WatchOptions): WatchHandle {
     clearTimeout(batchTimer)
     clearTimeout(retryTimer)
     await ready.catch(() => undefined)
+    treeWatcher?.close()
+    await rewatching
     await watcher?.close()
     await running
     // A partition or reconnect noticed but not yet written: try once more to record it.

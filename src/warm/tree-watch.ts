@@ -36,7 +36,7 @@ import createDebug from 'debug'
 
 import {type RefreshStats, type SearchIndexWatch, watchSearchIndex} from '../search/index.js'
 import {isIgnoredMemoryPath, isTempName} from '../store/paths.js'
-import {memoryDir, nexusDir} from '../store/root.js'
+import {memoryDir, memoryIdentity, nexusDir} from '../store/root.js'
 import {type ChangesAnswer, ChangeJournal, overflowBurst} from './changes.js'
 
 const debug = createDebug('jarvis:warm')
@@ -119,7 +119,7 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   const cookieTimeoutMs = options.cookieTimeoutMs ?? COOKIE_TIMEOUT_MS
   let ordered = options.ordered ?? (process.platform === 'linux' && changesAllSeen(memory))
   // `.memory/` itself as first watched: one put in its place (moved, cloned, restored) is not the one the watches follow.
-  let memoryId = identityOf(memory)
+  let memoryId = memoryIdentity(root)
   const folders = new Map<string, FSWatcher>()
   const waiting = new Map<string, () => void>()
   let cookieWatcher: FSWatcher | undefined
@@ -233,8 +233,26 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
   }
   watchFolder('')
 
+  /**
+   * A `.memory/` put in the place of the watched one: watched afresh, and everything counts as changed (the search
+   * index and the journal rescan). Checked at every request, before its cookie: the watches would go on following
+   * the old folder, and answer for it.
+   */
+  function checkReplaced(): string | undefined {
+    const id = memoryIdentity(root)
+    if (id === memoryId) return id
+    for (const watcher of folders.values()) watcher.close()
+    folders.clear()
+    memoryId = id
+    if (id !== undefined && !changesAllSeen(memory)) unordered(`${memory} is on a filesystem whose changes are not all reported`)
+    else if (id !== undefined) watchFolder('')
+    index.rescan(id === undefined ? '.memory/ is gone' : '.memory/ was replaced')
+    return id
+  }
+
   /** Resolves once every change made before the call has been marked; false when that cannot be known. */
   async function cookie(): Promise<boolean> {
+    checkReplaced()
     if (!ordered) return false
     const name = String(++cookieCount)
     const file = join(cookies, name)
@@ -262,17 +280,9 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
     settle: () => searchIndex.refresh(),
     ordered: () => ordered,
     async changes(clock) {
-      // A `.memory/` put in the place of the watched one: watched afresh, and no clock before now is answered.
-      const id = identityOf(memory)
-      if (id !== memoryId) {
-        for (const watcher of folders.values()) watcher.close()
-        folders.clear()
-        memoryId = id
-        if (id !== undefined && !changesAllSeen(memory)) unordered(`${memory} is on a filesystem whose changes are not all reported`)
-        else if (id !== undefined) watchFolder('')
-        index.rescan(id === undefined ? '.memory/ is gone' : '.memory/ was replaced')
-      }
-      // The cookie first: every change made before this request is in the journal then.
+      // No clock before a replacement is answered (checkReplaced); the cookie then: every change made before this
+      // request is in the journal.
+      const id = checkReplaced()
       if (id === undefined) journal.lose('.memory/ is gone')
       else if (!(await cookie())) journal.lose(ordered ? 'a cookie did not come back in time' : 'this watch cannot vouch for the order of events')
       return journal.since(clock)
@@ -285,12 +295,6 @@ export function watchTreeFresh(root: string, options: {ordered?: boolean; cookie
       await searchIndex.stop()
     },
   }
-}
-
-/** A folder's device and inode, undefined when it is not a folder (gone). */
-function identityOf(path: string): string | undefined {
-  const info = lstatSync(path, {throwIfNoEntry: false, bigint: true})
-  return info?.isDirectory() ? `${info.dev}:${info.ino}` : undefined
 }
 
 /** The cookie folders of processes that no longer run (a server killed before it could remove its own). */

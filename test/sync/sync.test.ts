@@ -1,4 +1,4 @@
-import {mkdir, readdir, readFile, rename, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rename, rm, symlink, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
@@ -6,7 +6,7 @@ import {ConflictLeftError, ExitCode, JarvisError, UnreachableError} from '../../
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig, SYNC_RUNNING_FILE, withTreeLock, writeConfig} from '../../src/store/index.js'
 import {runSync} from '../../src/sync/run.js'
-import {makeClient, removeAll, startTestServer, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
+import {makeClient, removeAll, startTestServer, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 
 let server: TestServer
@@ -77,6 +77,22 @@ describe.each(BACKENDS)('on %s', (backend) => {
       for (const path of first.pushed) expect(await b.read(path)).toBe(await a.read(path))
       const again = await b.sync()
       expect([...again.pushed, ...again.pulled, ...again.merged]).toEqual([])
+    })
+
+    it('syncs a tree whose .memory/ is a symlink to a folder kept elsewhere, at every sync', async () => {
+      const a = await client('claude')
+      const b = await client('gemini')
+      const elsewhere = await tempDir('jarvis-memory-elsewhere-')
+      cleanup.push(elsewhere)
+      await writeFile(join(elsewhere, 'kept.md'), 'kept elsewhere\n')
+      await rm(a.memory, {recursive: true})
+      await symlink(elsewhere, a.memory)
+      expect((await a.sync()).pushed).toEqual(['kept.md'])
+      // The second scan reuses the first one's folder hints: it too must look through the link.
+      await a.write('later.md', 'written through the link\n')
+      expect((await a.sync()).pushed).toEqual(['later.md'])
+      expect((await b.sync()).pulled.sort()).toEqual(['kept.md', 'later.md'])
+      expect(await readFile(join(elsewhere, 'later.md'), 'utf8')).toBe('written through the link\n')
     })
 
     it('merges edits to different parts of one Markdown file on two machines, keeping both', async () => {

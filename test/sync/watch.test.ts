@@ -1,5 +1,5 @@
 import {spawn} from 'node:child_process'
-import {writeFile} from 'node:fs/promises'
+import {cp, rename, writeFile} from 'node:fs/promises'
 import {createServer, type Socket} from 'node:net'
 import {join} from 'node:path'
 
@@ -103,6 +103,24 @@ describe.each(BACKENDS)('on %s', (backend) => {
       await watchA.handle.stop()
       await watchB.handle.stop()
       expect(watchA.handle.stats().connected).toBe(false)
+    })
+
+    it('.memory/ put in the place of the watched one (moved away, restored): its edits are still synced', async () => {
+      const srv = await server()
+      const a = await client(srv.url, 'claude')
+      const b = await client(srv.url, 'gemini')
+      await a.write('notes/first.md', 'first\n')
+      await a.sync()
+      const watchA = await watching(a, srv.url)
+      await rename(a.memory, `${a.memory}-old`)
+      dirs.push(`${a.memory}-old`)
+      await cp(`${a.memory}-old`, a.memory, {recursive: true, preserveTimestamps: true})
+      await writeFile(join(a.memory, 'notes', 'wombat.md'), 'wombat lives here\n')
+      expect(await until('B to get the file written in the new .memory/', async () => (await b.sync()).pulled.length > 0 ? b.read('notes/wombat.md') : null)).toBe('wombat lives here\n')
+      expect(watchA.syncs.some(({info}) => info.reasons.includes('replaced'))).toBe(true)
+      // The new folder is the one watched now: a later edit in it goes out as well.
+      await writeFile(join(a.memory, 'notes', 'first.md'), 'first, edited\n')
+      expect(await until('B to get the edit', async () => ((await b.sync()).pulled.includes('notes/first.md') ? b.read('notes/first.md') : null))).toBe('first, edited\n')
     })
 
     it('after a server restart the watch reconnects, resyncs, and a change made meanwhile arrives', async () => {

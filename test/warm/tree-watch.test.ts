@@ -4,7 +4,7 @@
  * platform, a watch limit reached) rescans the tree at every search instead — slower, never a wrong answer.
  */
 import {writeFileSync} from 'node:fs'
-import {mkdir, rename, rm} from 'node:fs/promises'
+import {cp, mkdir, rename, rm, symlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterEach, describe, expect, it} from 'vitest'
@@ -62,5 +62,30 @@ describe.each([
     expect(await paths(root, 'heron')).toEqual(['n1.md'])
     // Folders came and went: the watch still vouches for the order (it did not fall back to rescanning).
     expect(watch.ordered()).toBe(ordered)
+  })
+
+  it('a search after `.memory/` itself was replaced sees the new folder, and later edits in it', async () => {
+    const {root, memory} = await tree()
+    writeFileSync(join(memory, 'first.md'), '# First\n\nlynx\n')
+    const watch = watchTreeFresh(root, {ordered})
+    watches.push(watch)
+    expect(await paths(root, 'lynx')).toEqual(['first.md'])
+    // Moved away and restored as a copy: the watches follow the old folder.
+    await rename(memory, `${memory}-old`)
+    await cp(`${memory}-old`, memory, {recursive: true, preserveTimestamps: true})
+    writeFileSync(join(memory, 'wombat.md'), '# Wombat\n\nwombat lives here\n')
+    expect(await paths(root, 'wombat')).toEqual(['wombat.md'])
+    writeFileSync(join(memory, 'first.md'), '# First\n\nheron\n')
+    expect(await paths(root, 'heron')).toEqual(['first.md'])
+    // A symlink pointed at another folder is a replacement too.
+    const elsewhere = join(root, 'elsewhere')
+    await mkdir(elsewhere)
+    writeFileSync(join(elsewhere, 'kept.md'), '# Kept\n\notter\n')
+    await rm(memory, {recursive: true})
+    await symlink(elsewhere, memory)
+    expect(await paths(root, 'otter')).toEqual(['kept.md'])
+    expect(await paths(root, 'wombat')).toEqual([])
+    writeFileSync(join(elsewhere, 'new.md'), '# New\n\nbadger\n')
+    expect(await paths(root, 'badger')).toEqual(['new.md'])
   })
 })
