@@ -10,6 +10,11 @@ const {pathToFileURL} = require('node:url')
 const {runFastDoor} = require('../dist/cli/entry.cjs')
 
 const packageRoot = join(__dirname, '..')
+// A reader that stopped reading (`jarvis memory ls --json | head`): the rest has nowhere to go, and nothing failed.
+process.stdout.on('error', (error) => {
+  if (error.code !== 'EPIPE') throw error
+  process.exit(0)
+})
 runFastDoor(process.argv.slice(2), pathToFileURL(`${packageRoot}/`)).then(async (answered) => {
   if (answered) return
   // oclif finds the package from its root: bin/ holds a package.json of its own.

@@ -1,7 +1,7 @@
 import {BadInputError, UnreachableError} from '../errors.js'
 import {findRoot} from '../store/index.js'
 import {searchMemoryFiles, type SearchHit} from '../search/index.js'
-import {listEvents, type ListOptions, type ListResult} from './events/list.js'
+import {eventQueryOf, listEvents, type ListOptions, type ListResult} from './events/list.js'
 
 export interface MemorySearchOptions extends ListOptions {
   query: string
@@ -60,6 +60,7 @@ export async function searchMemory(options: MemorySearchOptions): Promise<Memory
   ])
   if (files?.note) notes.push(files.note)
   if (events === null) notes.push('no server configured: the shared event log was not searched')
+  else if (events.filters.q !== options.query) notes.push(`the shared event log was searched for the first ${eventQueryOf(options.query).length} characters of the query, as much as a server answers`)
   return {query: options.query, files: files ? {hits: files.hits, mode: files.mode, note: files.note} : null, events, notes}
 }
 

@@ -10,6 +10,8 @@ import {agentIdSchema, isoDateTimeSchema, PROJECT_SLUG_PATTERN, sha256HexSchema}
 /** The seed recommends 1200 characters (a warning in events/); past this hard limit an event is refused. */
 export const CONTENT_MD_MAX = 4000
 export const CONTENT_MD_RECOMMENDED = 1200
+/** The longest text search of the event log a server answers (`GET /v1/memory/events?q=`), in UTF-16 code units. */
+export const EVENT_QUERY_MAX = 500
 
 /**
  * CONTRACT §4: the seed's `[a-z0-9_-]` plus `:`, because the seed's own GOOD examples (`config:...`) use it.

@@ -25,6 +25,7 @@ import {
 } from '../events/index.js'
 import {
   dedupeKeySchema,
+  EVENT_QUERY_MAX,
   eventKindSchema,
   memoryEventSchema,
   scopeSchema,
@@ -350,7 +351,7 @@ export class EventService {
     }
     const agent = single(query.agent, 'querystring/agent')
     const text = single(query.q, 'querystring/q')
-    if (text !== undefined && text.length > 500) throw badRequest('querystring/q', 'must be at most 500 characters')
+    if (text !== undefined && text.length > EVENT_QUERY_MAX) throw badRequest('querystring/q', `must be at most ${EVENT_QUERY_MAX} characters`)
     const answer = await this.storage.queryEvents({
       visible: readableScopes(agentId, admin),
       scope: scopeText === undefined || scopeText === '' ? undefined : scopeSelector(scopeText, 'querystring/scope', agentId, admin),

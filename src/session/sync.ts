@@ -281,7 +281,11 @@ export function resolveSync(input: {ref: string; to: Provider; tag?: string; reg
     if (entry?.sessionTag && entry.sessionTag !== input.tag) {
       throw new BadInputError(`this conversation is already tagged ${JSON.stringify(entry.sessionTag)} in .nexus/sessions.json; leave out --tag or use that one`, {tag: input.tag, registered: entry.sessionTag})
     }
-    entry ??= entryOfTag(registry, input.tag)
+    const tagged = entryOfTag(registry, input.tag)
+    // Joined to it, this session's messages would be appended to that conversation's sessions in every tool.
+    if (tagged && tagged !== entry) {
+      throw new BadInputError(`--tag ${JSON.stringify(input.tag)} already names another conversation in .nexus/sessions.json; choose another tag (\`jarvis session list\` shows them)`, {tag: input.tag})
+    }
   }
   const source = named && named.provider !== to ? named : newest(others.flatMap((p) => live(p, entry)))
   if (!source) {

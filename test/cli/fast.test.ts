@@ -5,7 +5,7 @@
  * Each call runs the built bin/run.js twice — once as a user runs it, once through oclif's `execute` — with a
  * preload that tells whether oclif was loaded, so that a call quietly falling back to oclif fails the test.
  */
-import {execFile} from 'node:child_process'
+import {execFile, spawn} from 'node:child_process'
 import {mkdir, readFile, utimes, writeFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
@@ -131,6 +131,18 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
     const answer = await bothDoors(args)
     expect(answer.code).toBe(0)
     expect(answer.oclif).toBe(false)
+  })
+
+  it('a reader that stops reading (`| head`) ends the call quietly, exit 0, through either door', async () => {
+    for (const args of [['memory', 'ls', '--json'], ['memory', '--help']]) {
+      const child = spawn(process.execPath, [runJs, ...args], {cwd: client.root, env, stdio: ['ignore', 'pipe', 'pipe']})
+      // Closed before anything is read: the call's first write finds no reader (EPIPE).
+      child.stdout.destroy()
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+      expect({args, code, stderr}).toEqual({args, code: 0, stderr: ''})
+    }
   })
 
   it('memory ls of new files, one front matter broken: the fast door parses them (yaml loaded on first use) as oclif does', async () => {

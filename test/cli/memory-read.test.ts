@@ -198,6 +198,17 @@ describe('jarvis memory snapshot, list, search', () => {
     const result = envelope<{files: {hits: {path: string}[]}; events: ListJson}>(search).result!
     expect(result.files.hits.map((h) => h.path)).toEqual(['projects/kestrel/summary.md'])
     expect(result.events.events.map((e) => e.dedupe_key)).toEqual(['decision:kestrel'])
+
+    // A question longer than a server searches (a pasted paragraph): an answer all the same, not a refusal. The log
+    // is searched for its first words (each must match, so here none does), the files for all of them.
+    const long = `kestrel ${'when does the queue ship and who owns it '.repeat(20)}monday`
+    expect(long.length).toBeGreaterThan(800)
+    const pasted = await runJarvis(['memory', 'search', long, '--json'], {cwd: root, env})
+    expect(pasted.code, pasted.stderr).toBe(0)
+    const answer = envelope<{files: {hits: {path: string}[]}; events: ListJson; notes: string[]}>(pasted).result!
+    expect(answer.events.events).toEqual([])
+    expect(answer.files.hits.map((h) => h.path)).toContain('projects/kestrel/summary.md')
+    expect(answer.notes).toContainEqual(expect.stringMatching(/^the shared event log was searched for the first 4\d\d characters of the query/))
   })
 
   it('list and search filter by scope, kind, key, author and time; human output is a compact table', async () => {

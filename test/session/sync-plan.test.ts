@@ -237,6 +237,10 @@ describe('resolveSync', () => {
     expect(() => resolveSync({ref: 'aaab2222-0000', to: 'claude', registry: empty, ...lists})).toThrow(expect.objectContaining({exit: 2, message: expect.stringMatching(/already.*--to gemini/)}))
     expect(() => resolveSync({ref: 'aaab', to: 'gemini', tag: 'has space', registry: empty, ...lists})).toThrow(expect.objectContaining({exit: 2}))
     expect(() => resolveSync({ref: 'auth', to: 'gemini', tag: 'other', registry: linked, ...lists})).toThrow(/already tagged "auth"/)
+    // A session of no conversation yet, given the tag of another one: joined, it would mix two conversations.
+    expect(() => resolveSync({ref: 'aaab', to: 'gemini', tag: 'auth', registry: linked, ...lists})).toThrow(
+      expect.objectContaining({exit: 2, message: expect.stringContaining('--tag "auth" already names another conversation')}),
+    )
   })
 })
 

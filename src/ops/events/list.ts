@@ -2,7 +2,7 @@
 import {BadInputError, JarvisError, UnreachableError} from '../../errors.js'
 import {canRead} from '../../events/index.js'
 import type {EventQuery} from '../../protocol/events.js'
-import {eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
+import {EVENT_QUERY_MAX, eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
 import {openTreeIfAny} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
 import {asFlagRefusal, checkAgent, checkScopes, openEvents, parseSince, type ServerOptions} from './common.js'
@@ -59,7 +59,7 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
   if (options.includeDeprecated) filters.include_deprecated = true
   if (options.query !== undefined) {
     if (options.query.trim() === '') throw new BadInputError('the search query is empty', {field: 'query'})
-    filters.q = options.query
+    filters.q = eventQueryOf(options.query)
   }
 
   const tree = await openTreeIfAny(options.dir)
@@ -84,4 +84,18 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
   } finally {
     await client.close()
   }
+}
+
+/**
+ * The text search a server answers: the query itself, or, past EVENT_QUERY_MAX, its beginning cut at the last space
+ * (never inside a surrogate pair). A long question (a pasted paragraph) still finds events by its first words, where
+ * the server would refuse it whole; the memory files are searched with all of it.
+ */
+export function eventQueryOf(query: string): string {
+  if (query.length <= EVENT_QUERY_MAX) return query
+  let cut = query.slice(0, EVENT_QUERY_MAX)
+  const space = cut.search(/\s\S*$/)
+  if (space > 0 && /\S/.test(query[EVENT_QUERY_MAX])) cut = cut.slice(0, space)
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1)
+  return cut.trimEnd()
 }
