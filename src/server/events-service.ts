@@ -24,6 +24,7 @@ import {
   type SensitiveFinding,
 } from '../events/index.js'
 import {
+  agentIdSchema,
   dedupeKeySchema,
   EVENT_QUERY_MAX,
   eventKindSchema,
@@ -315,7 +316,9 @@ export class EventService {
       })
     }
     const scopesText = single(query.scopes, 'querystring/scopes')
-    const scopes = scopesText === undefined || scopesText.trim() === '' ? ['global', `agent:${agentId}`] : [...new Set(scopesText.split(',').map((s) => s.trim()))]
+    // A key may belong to an agent that keeps no private scope (a CI job, a person's dashboard key): global alone.
+    const own = agentIdSchema.safeParse(agentId).success ? [`agent:${agentId}`] : []
+    const scopes = scopesText === undefined || scopesText.trim() === '' ? ['global', ...own] : [...new Set(scopesText.split(',').map((s) => s.trim()))]
     for (const scope of scopes) {
       const parsed = scopeSchema.safeParse(scope)
       if (!parsed.success) throw badRequest('querystring/scopes', `names ${JSON.stringify(scope)}: ${parsed.error.issues[0]?.message ?? 'not a scope'}`)

@@ -9,7 +9,7 @@ import {request} from 'undici'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {EVENT_ID_PATTERN} from '../../src/server/storage/event-id.js'
-import {type Agent, Cleanup, harness, type Harness} from './helpers.js'
+import {type Agent, call, Cleanup, harness, type Harness, makeTokens} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 
 const cleanup = new Cleanup()
@@ -104,6 +104,19 @@ describe.each(BACKENDS)('on %s', (backend) => {
         content_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
       })
       expect(Date.parse(stored.created_at)).not.toBeNaN()
+    })
+
+    it('a key of an agent that keeps no private scope (a CI job) reads the global snapshot by default', async () => {
+      const {byAgent, map} = makeTokens()
+      const bot = `t-ci-bot-${Math.random().toString(36).slice(2)}`
+      const h = await harness(cleanup, {tokensByAgent: byAgent, tokens: {...map, [bot]: 'ci-bot'}})
+      const created = await append(h, 'claude', event({content_md: 'Deploys go out on Tuesdays.'}))
+      const snap = await call(h.server.url, bot, 'GET', '/v1/memory/snapshot')
+      expect(snap.status, snap.text).toBe(200)
+      expect(snap.body.recent_events.map((e: any) => e.event_id)).toEqual([created.body.event_id])
+      // Its writes to the log are still refused, saying why.
+      const appended = await call(h.server.url, bot, 'POST', '/v1/memory/append', event({}))
+      expect([appended.status, appended.body.message]).toEqual([403, 'the token\'s agent ci-bot is not one of the agents of the shared event log'])
     })
 
     it('several agents on one dedupe_key: the newest wins, history is kept, a lower confidence is warned about', async () => {
