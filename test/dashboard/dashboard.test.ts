@@ -314,6 +314,8 @@ describe('the dashboard', () => {
     await asGemini.getByLabel('Scope').fill('agent:claude')
     await asGemini.getByRole('alert').waitFor()
     expect(await asGemini.getByRole('alert').textContent()).toContain('agent:claude is another agent’s private scope'.replace('’', "'"))
+    // The list of the filters before is not left under the refusal, as if it answered this one.
+    expect(await asGemini.getByRole('article').count()).toBe(0)
     await asGemini.goto(`${server.url}/#/search`)
     await asGemini.getByLabel('Search memory files and events').fill('claude may read')
     await asGemini.getByRole('button', {name: 'Search'}).click()

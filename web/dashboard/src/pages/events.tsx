@@ -5,7 +5,7 @@
  */
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
-import {AGENT_IDS, api, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId} from '../api.js'
+import {AGENT_IDS, api, ApiError, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId} from '../api.js'
 import {AnyOf, ConfirmDialog, EventCard, Notice, type Tone, useLive, useSession} from '../ui.js'
 
 interface Filters {
@@ -41,6 +41,8 @@ export function EventsPage() {
       setError(null)
     } catch (failure) {
       setError(messageOf(failure))
+      // Refused filters (400, 403): the list shown was for other filters, so it goes. A server away keeps the last one.
+      if (failure instanceof ApiError && failure.status >= 400 && failure.status < 500) setEvents(null)
     }
   }, [filters])
 
@@ -128,7 +130,7 @@ export function EventsPage() {
       {notice ? <Notice tone={notice.tone}>{notice.text}</Notice> : null}
       {error ? <Notice tone="error">{error}</Notice> : null}
       {events === null ? (
-        <p>Loading…</p>
+        error ? null : <p>Loading…</p>
       ) : (
         <>
           <p class="count" aria-live="polite">
