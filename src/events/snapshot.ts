@@ -35,18 +35,22 @@ function byScopeThenKey(a: StoredMemoryEvent, b: StoredMemoryEvent): number {
  * conflict_resolution event is shown only while the conflict it flags is still open: once the agents agree or
  * one value supersedes the other, it drops out of pinned memory (it stays in the log).
  */
-export function pinnedEvents(events: StoredMemoryEvent[]): StoredMemoryEvent[] {
+export function pinnedEvents(events: StoredMemoryEvent[], settled = settledConflicts(events)): StoredMemoryEvent[] {
   const deprecated = deprecatedIds(events)
-  const openConflicts = new Set(detectConflicts(events).map((c) => JSON.stringify([c.scope, c.resolution_key])))
   const newest = new Map<string, StoredMemoryEvent>()
   for (const e of events) {
-    if (deprecated.has(e.event_id)) continue
-    if (e.kind === 'conflict_resolution' && !openConflicts.has(JSON.stringify([e.scope, e.dedupe_key]))) continue
+    if (deprecated.has(e.event_id) || settled(e)) continue
     const key = JSON.stringify([e.scope, e.dedupe_key])
     const current = newest.get(key)
     if (!current || compareEvents(e, current) > 0) newest.set(key, e)
   }
   return [...newest.values()].sort(byScopeThenKey)
+}
+
+/** Whether an event is a conflict_resolution whose conflict is no longer open: the agents agree, or one superseded. */
+function settledConflicts(events: StoredMemoryEvent[]): (event: StoredMemoryEvent) => boolean {
+  const open = new Set(detectConflicts(events).map((c) => JSON.stringify([c.scope, c.resolution_key])))
+  return (e) => e.kind === 'conflict_resolution' && !open.has(JSON.stringify([e.scope, e.dedupe_key]))
 }
 
 /**
@@ -96,18 +100,21 @@ export function renderPinned(pinned: readonly StoredMemoryEvent[], max = PINNED_
 /**
  * The answer of GET /v1/memory/snapshot for these events (the server passes the events of the scopes the agent
  * may read). recent_events are the newest `limitRecent` events of the chosen scopes, newest first, deprecated ones
- * included and marked `deprecated: true`. snapshot_id is sha256 (hex) over the ruleset, pinned_md and the id and
+ * and settled conflict_resolution events left out. snapshot_id is sha256 (hex) over the ruleset, pinned_md and the id and
  * content hash of every event shown (pinned or recent): the same state always gives the same id, any change shown gives a new one.
  */
 export function buildSnapshot(events: StoredMemoryEvent[], options: SnapshotOptions): SnapshotResponse {
   const chosen = options.scopes.length === 0 ? events : events.filter((e) => options.scopes.some((pattern) => scopeMatches(pattern, e.scope)))
   const deprecated = deprecatedIds(events)
-  const pinned = pinnedEvents(chosen.map((e) => (deprecated.has(e.event_id) && !e.deprecated ? {...e, deprecated: true} : e)))
+  const marked = chosen.map((e) => (deprecated.has(e.event_id) && !e.deprecated ? {...e, deprecated: true} : e))
+  const settled = settledConflicts(marked)
+  const pinned = pinnedEvents(marked, settled)
   const pinned_md = renderPinned(pinned)
   const limit = Math.max(0, Math.floor(options.limitRecent))
-  // A superseded event is not current memory: it is hidden, not shown flagged (`memory list --include-deprecated` has it).
+  // A superseded event is not current memory: it is hidden, not shown flagged (`memory list --include-deprecated` has
+  // it); nor is the call to settle a disagreement that is settled.
   const recent_events = chosen
-    .filter((e) => !e.deprecated && !deprecated.has(e.event_id))
+    .filter((e) => !e.deprecated && !deprecated.has(e.event_id) && !settled(e))
     .sort((a, b) => compareEvents(b, a))
     .slice(0, limit)
   const shown = {

@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {
+  buildSnapshot,
   cleanupCandidates,
   conflictResolutionEvent,
   conflictResolutionKey,
@@ -109,14 +110,18 @@ describe('conflicts', () => {
     expect(planConsolidation([...after, c], now, none).conflicts.map((x) => x.event_ids)).toEqual([[a.event_id, b.event_id, c.event_id].sort()])
   })
 
-  it('shows an open resolution in pinned memory and drops it once the agents agree', () => {
+  it('shows an open resolution in pinned memory and the recent events, and drops it from both once the agents agree', () => {
     const a = stored({...k, agent_id: 'claude', content_md: 'one'})
     const b = stored({...k, agent_id: 'gemini', content_md: 'two'})
     const after = apply([a, b], planConsolidation([a, b], now, none), now)
     const resolution = after.at(-1)!
+    const recent = (events: StoredMemoryEvent[]) => buildSnapshot(events, {scopes: [], limitRecent: 50}).recent_events.map((e) => e.event_id)
     expect(pinnedEvents(after).map((e) => e.event_id)).toContain(resolution.event_id)
+    expect(recent(after)).toContain(resolution.event_id)
     const settled = [...after, stored({...k, agent_id: 'claude', content_md: 'two', supersedes: a.event_id, created_at: '2026-03-02T00:00:00Z'})]
     expect(pinnedEvents(settled).map((e) => e.event_id)).not.toContain(resolution.event_id)
+    // "Agents disagree … please confirm" is not news once they agree.
+    expect(recent(settled)).not.toContain(resolution.event_id)
     expect(planConsolidation(settled, now, none).conflicts).toEqual([])
   })
 })
