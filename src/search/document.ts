@@ -54,9 +54,10 @@ export function summaryOf(doc: SearchDocument, max = SUMMARY_CHARS): string {
   const firstLine = doc.body
     .split(/\r?\n/)
     .map((line) => line.trim())
-    .find((line) => line && !line.startsWith('#') && !/^[-*]\s*$/.test(line) && !/^(date|tags|refs|topic):/i.test(line))
+    // An episode's `Summary:` heading line alone says nothing: the summary is the lines under it.
+    .find((line) => line && !line.startsWith('#') && !/^[-*]\s*$/.test(line) && !/^(date|tags|refs|topic):/i.test(line) && !/^summary:\s*$/i.test(line))
   const prose = firstLine?.replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '')
-  const lead = doc.title && prose && !prose.toLowerCase().includes(doc.title.toLowerCase()) ? `${doc.title} — ${prose}` : (prose ?? doc.title)
-  const text = (doc.summary ?? lead ?? '').replace(/\s+/g, ' ').replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '').trim()
+  const lead = doc.title && prose && !prose.toLowerCase().includes(doc.title.toLowerCase()) ? `${doc.title} — ${prose}` : prose || doc.title
+  const text = (doc.summary || lead || '').replace(/\s+/g, ' ').replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '').trim()
   return text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text
 }

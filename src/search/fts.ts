@@ -11,6 +11,7 @@
  * texts and queries), so what is indexed is exactly what a query can ask for. The FTS table is contentless: the
  * files are on disk, and snippets are read from them.
  */
+import {ftsText} from '../store/cjk.js'
 import type {RowDatabase, RowStatement} from '../store/sqlite-open.js'
 
 import stem from 'wink-porter2-stemmer'
@@ -31,15 +32,25 @@ const STOP_WORDS = new Set(
 /** A word is letters, digits and marks; anything else separates words (FTS5 is told the same categories). */
 const WORD_SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u
 
+/** Latin letters that may carry a diacritic (Latin-1 Supplement, Extended-A and -B, Latin Extended Additional). */
+const ACCENTED_LATIN = /[\u00c0-\u024f\u1e00-\u1eff]/g
+const COMBINING_DIACRITICS = /[\u0300-\u036f]/g
+
+/**
+ * A word lower-cased, its Latin letters without their accents (`café` is `cafe`, as the event log's search folds it),
+ * or null when it is too short or a stop word. Only Latin letters are folded: a Japanese voiced mark or a Cyrillic
+ * `й` makes another letter, not an accented one.
+ */
 export function processTerm(term: string): string | null {
-  const lower = term.toLowerCase()
+  let lower = term.toLowerCase()
+  if (lower.length >= 2 && !ASCII_WORD.test(lower)) lower = lower.replace(ACCENTED_LATIN, (letter) => letter.normalize('NFD').replace(COMBINING_DIACRITICS, ''))
   return lower.length < 2 || STOP_WORDS.has(lower) ? null : lower
 }
 
-/** The indexed words of a text, in order. */
+/** The indexed words of a text, in order; a run of CJK characters is its bigrams (store/cjk.ts). */
 export function wordsOf(text: string): string[] {
   const words: string[] = []
-  for (const raw of text.split(WORD_SEPARATORS)) {
+  for (const raw of ftsText(text).split(WORD_SEPARATORS)) {
     const word = processTerm(raw)
     if (word) words.push(word)
   }

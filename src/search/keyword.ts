@@ -34,9 +34,10 @@ const debug = createDebug('jarvis:search')
 export const INDEX_FILE = 'search/index.sqlite'
 /**
  * `PRAGMA user_version` of the index: 3 was the first SQLite one (1 and 2 were minisearch's index.json); 4 keeps
- * each file's summary and listing fields, so that a recall and `memory ls` parse no front matter.
+ * each file's summary and listing fields, so that a recall and `memory ls` parse no front matter; 5 indexes Latin
+ * words without their accents and CJK runs as bigrams (fts.ts `wordsOf`).
  */
-const INDEX_VERSION = 4
+const INDEX_VERSION = 5
 const READ_CONCURRENCY = 32
 /** Refreshes tried when other processes keep writing the index in between (each retry starts from their work). */
 const MAX_ATTEMPTS = 5
@@ -138,7 +139,7 @@ const FILES_SCHEMA = `
  * paths of every folder, then of every file, joined by NUL (no file name holds one); `stats` holds, as float64s,
  * each folder's mtime, then each file's size, mtime and inode. Written only when every entry is settled (its mtime
  * older than its check by the racy window), so that an equal stat proves the entry unchanged; otherwise absent.
- * (An index of version 4 made without it gets it at its next refresh.)
+ * (An index made without it gets it at its next refresh.)
  */
 const MANIFEST_SCHEMA = 'CREATE TABLE IF NOT EXISTS manifest (id INTEGER PRIMARY KEY CHECK (id = 1), paths TEXT NOT NULL, stats BLOB NOT NULL, dirs INTEGER NOT NULL)'
 

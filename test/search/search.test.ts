@@ -83,6 +83,21 @@ describe('keyword search quality', () => {
     expect(hits.map((h) => h.path)).toEqual(['notes/broken.md'])
   })
 
+  it('finds a word inside Japanese, Chinese or Korean text, and a Latin word whatever its accents, as the event log does', async () => {
+    const files = new Map([
+      ['notes/deploy-ja.md', '# デプロイ\n\nデプロイは火曜日に行います。\n'],
+      ['notes/office-fr.md', '# Bureau\n\nLe café est au 3ème étage.\n'],
+      ['notes/other.md', '# Other\n\nThe cafeteria closes at noon; deploys are on Monday.\n'],
+    ])
+    const folded = await tree(files)
+    const paths = async (query: string) => (await searchMemory(folded, query, {embeddings: false})).hits.map((h) => h.path)
+    expect(await paths('火曜日')).toEqual(['notes/deploy-ja.md'])
+    // (cafeteria matches as a prefix, after it)
+    expect(await paths('cafe')).toEqual(['notes/office-fr.md', 'notes/other.md'])
+    expect(await paths('ÉTAGE')).toEqual(['notes/office-fr.md'])
+    expect(await paths('会議')).toEqual([])
+  })
+
   it('is hybrid with the built-in model when no provider is configured (test/search/semantic.test.ts)', async () => {
     const result = await searchMemory(root, 'redis', {embeddings: undefined})
     if (process.env.JARVIS_EMBEDDINGS_URL) return

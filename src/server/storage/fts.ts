@@ -4,7 +4,7 @@
  * FTS5's `unicode61` tokenizer splits on spaces and punctuation, which suits English and keys
  * (`config:telegram_bot_token` → config, telegram, bot, token), but Japanese, Chinese and Korean text has no
  * spaces: a whole sentence would be one token and no word in it could be found. The classic remedy (Lucene's
- * CJK bigram filter) is used here: every run of CJK characters is indexed as its overlapping pairs of
+ * CJK bigram filter, store/cjk.ts) is used here: every run of CJK characters is indexed as its overlapping pairs of
  * characters (`共有メモリ` → `共有 有メ メモ モリ`), and a query is turned into the same pairs, searched as a
  * phrase. A one-character CJK query becomes a prefix search. No dictionary is needed, and ranking (bm25)
  * works on the pairs like on words.
@@ -12,25 +12,9 @@
  * User input never reaches FTS5's query syntax: every word is quoted, so `AND`, `"`, `*`, `(`, `:` and
  * `NEAR` in a query are plain text. A trailing `*` on a word asks for a prefix match.
  */
+import {bigrams, CJK_RUN, ftsText} from '../../store/cjk.js'
 
-/** Han, Hiragana, Katakana (with the long-vowel mark and iteration marks) and Hangul. */
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3005\u309d\u309e\u30fd\u30fe]+/gu
-
-function bigrams(run: string): string[] {
-  const chars = [...run]
-  if (chars.length === 1) return chars
-  const pairs: string[] = []
-  for (let i = 0; i + 1 < chars.length; i++) pairs.push(chars[i] + chars[i + 1])
-  return pairs
-}
-
-/** The text that is indexed for `text`: CJK runs become space-separated bigrams, the rest is kept. */
-export function ftsText(text: string): string {
-  return text.replace(CJK_RUN, (run) => ` ${bigrams(run).join(' ')} `)
-}
-
-/** Longest query accepted, in characters. */
-export const MAX_QUERY_LENGTH = 500
+export {ftsText}
 
 /** One word of a query: its tokens (searched as a phrase), and whether its last token is a prefix. */
 interface QueryWord {
