@@ -256,12 +256,34 @@ export const ECHO_MIN_WORDS = 5
  */
 export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly string[]): SessionDigest {
   if (sourceTexts.length === 0) return digest
-  const sources = sourceTexts.map((text) => new Set(promptTerms(text)))
+  const sources = sourceTexts.map((text) => ({words: new Set(promptTerms(text)), sentences: text.split(SENTENCE_END).map((sentence) => ({words: new Set(promptTerms(sentence)), markers: markersOf(sentence)}))}))
   const echoes = (text: string) => {
     const words = promptTerms(text)
-    return words.length >= ECHO_MIN_WORDS && sources.some((source) => words.filter((word) => source.has(word)).length >= ECHO_SHARE * words.length)
+    if (words.length < ECHO_MIN_WORDS) return false
+    const markers = markersOf(text)
+    const shared = (set: ReadonlySet<string>) => words.filter((word) => set.has(word)).length
+    // Most of its words in the file, and a sentence there on the same thing that says it the same way round.
+    return sources.some((source) => shared(source.words) >= ECHO_SHARE * words.length && source.sentences.some((sentence) => sentence.markers === markers && shared(sentence.words) >= words.length / 2))
   }
   return {...digest, decisions: digest.decisions.filter((d) => !echoes(d)), learned: digest.learned !== undefined && echoes(digest.learned) ? undefined : digest.learned}
+}
+
+const SENTENCE_END = /(?<=[.!?。！？])\s+|\n+/u
+/** The words that turn a statement around; `promptTerms` drops them as saying nothing about a topic. */
+const NEGATIONS = new Set(['not', 'no', 'never', 'nor', 'none', 'nothing', 'neither', 'without', 'instead', 'stop', 'stopped', 'anymore', 'longer', 'cannot'])
+
+/**
+ * What reverses or changes a statement whose topic words are the same: its negations and its numbers, in order. "We
+ * decided not to log …" and "retry 5 times" are no echo of "We decided to log …" and "retry 3 times".
+ */
+function markersOf(text: string): string {
+  return text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}'.]+/u)
+    .map((word) => word.replace(/^[.']+|[.']+$/g, ''))
+    .filter((word) => NEGATIONS.has(word) || word.endsWith("n't") || /^\d+(?:\.\d+)?$/.test(word))
+    .map((word) => (word.endsWith("n't") ? 'not' : word))
+    .join(' ')
 }
 
 /** The texts of these memory files, those that can still be read. */

@@ -172,7 +172,9 @@ async function record(
     try {
       items = await readTranscriptItems(agent, hook.transcriptPath)
     } catch (error) {
-      await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
+      // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it.
+      const missing = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
+      if (!missing) await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
     }
   }
   const extra = [

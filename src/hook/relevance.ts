@@ -16,9 +16,9 @@
  *
  * A prompt with no term left after the filters (a greeting, "ok", "continue") shows nothing.
  */
-import {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, type RankedFile, sessionEpisode} from '../ops/recall-rules.js'
+import {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms, type RankedFile, sessionEpisode} from '../ops/recall-rules.js'
 
-export {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms}
+export {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms}
 
 export const MIN_COVERAGE_POINTS = 2
 export const MIN_RELATIVE_SCORE = 0.3
@@ -27,7 +27,7 @@ export type CandidateFile = RankedFile
 
 /** The candidates that pass both rules, best score first. */
 export function relevantFiles<F extends CandidateFile>(prompt: string, candidates: F[]): F[] {
-  const terms = promptTerms(prompt)
+  const terms = queryTerms(prompt)
   if (terms.length === 0 || candidates.length === 0) return []
   const covered = candidates.filter((c) => coveragePoints(c, terms) >= MIN_COVERAGE_POINTS)
   if (covered.length === 0) return []

@@ -47,17 +47,40 @@ export function promptTerms(prompt: string): string[] {
   return [...new Set(words.filter((w) => w.length >= MIN_TERM_LENGTH && !IGNORED.has(w) && !/^\d+$/.test(w)))]
 }
 
+/**
+ * The most terms of a query or prompt the rules weigh: its first distinct topic words, as many as the search is
+ * asked for. A pasted log of thousands of words would otherwise cost every episode line a test per word, and keep
+ * the agent's prompt waiting for seconds, or minutes.
+ */
+export const MAX_QUERY_TERMS = 40
+
+/** The terms of a query or prompt the search and the rules use: {@link promptTerms}, at most MAX_QUERY_TERMS. */
+export function queryTerms(query: string): string[] {
+  return promptTerms(query).slice(0, MAX_QUERY_TERMS)
+}
+
 function escape(term: string): string {
   return term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
+
+/** Each term's pattern, made once: the rules test the same few terms against every line of every candidate. */
+const termPatterns = new Map<string, RegExp>()
+const MAX_TERM_PATTERNS = 4096
 
 /**
  * True when `term` is a word of `text`, allowing the endings of a plural or a verb form: `certificates` finds
  * `certificate`, `pgbouncer` finds `pgbouncers`, `fail` finds `failing` — but `write` does not find `writer`.
  */
 export function containsTerm(text: string, term: string): boolean {
-  const stem = term.length >= 5 && /[^s]s$/.test(term) ? term.slice(0, -1) : term
-  return new RegExp(`(?:^|[^\\p{L}\\p{N}])${escape(stem)}(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])`, 'iu').test(text)
+  let pattern = termPatterns.get(term)
+  if (pattern === undefined) {
+    const stem = term.length >= 5 && /[^s]s$/.test(term) ? term.slice(0, -1) : term
+    pattern = new RegExp(`(?:^|[^\\p{L}\\p{N}])${escape(stem)}(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])`, 'iu')
+    // A long-lived process (jarvis mcp) meets ever new terms: the cache starts again rather than grow.
+    if (termPatterns.size >= MAX_TERM_PATTERNS) termPatterns.clear()
+    termPatterns.set(term, pattern)
+  }
+  return pattern.test(text)
 }
 
 /** A file of the ranking: what the search gave for it. */
@@ -118,7 +141,7 @@ export function coveragePoints(file: Omit<RankedFile, 'score'>, terms: readonly 
 
 /** The files among `files` whose place rule 2 may change: same evidence as another, a close score, the same subject. */
 export function newestWinsCandidates(query: string, files: readonly RankedFile[]): string[] {
-  const terms = promptTerms(query)
+  const terms = queryTerms(query)
   const evidence = files.map((f) => evidenceTerms(f, terms).join(' '))
   const sameSubject = subjects()
   const paths = new Set<string>()
@@ -159,7 +182,7 @@ function closeScores(a: RankedFile, b: RankedFile): boolean {
  * file's date (YYYY-MM-DD) where rule 2 needs it (newestWinsCandidates); a file without one keeps its place.
  */
 export function orderForQuery<F extends RankedFile>(query: string, files: readonly F[], dates: ReadonlyMap<string, string | undefined> = new Map()): F[] {
-  const terms = promptTerms(query)
+  const terms = queryTerms(query)
   if (terms.length === 0) return [...files]
   const evidence = new Map(files.map((f) => [f.path, evidenceTerms(f, terms)]))
   const byScore = [...files].sort((a, b) => b.score - a.score)

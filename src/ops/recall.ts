@@ -1,7 +1,7 @@
 import {checkRecallLimit, recallBlock, type RecallResult, searchDocuments, type SearchedDocument, type SearchOptions, type SearchResult} from '../search/index.js'
 import {findRoot} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
-import {evidenceTerms, newestWinsCandidates, orderForQuery, promptTerms, type RankedFile, sessionEpisode} from './recall-rules.js'
+import {evidenceTerms, newestWinsCandidates, orderForQuery, queryTerms, type RankedFile, sessionEpisode} from './recall-rules.js'
 
 export type {RecallResult} from '../search/index.js'
 
@@ -29,7 +29,7 @@ export const MAX_POOL = 320
  * such episodes this is one search.
  */
 export async function searchPastEchoes(root: string, query: string, options: SearchOptions & {pool: number; want: number; terms?: string[]}): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
-  const {pool, want, terms = promptTerms(query), ...search} = options
+  const {pool, want, terms = queryTerms(query), ...search} = options
   let limit = pool
   for (;;) {
     const found = await searchDocuments(root, query, {...search, limit})

@@ -110,6 +110,20 @@ describe('what an episode says', () => {
     expect(withoutEchoes(echoedAnswer, [])).toEqual(echoedAnswer)
   })
 
+  it('a decision that reverses or changes what the memory said is kept, though its topic words are the same', () => {
+    const note = '---\ntitle: Webhook logging\n---\nWe decided to log every failed stripe webhook verification attempt. Retries: 3, with backoff.\n'
+    const answers = [
+      'We decided not to log every failed stripe webhook verification attempt.',
+      "We decided we won't log every failed stripe webhook verification attempt.",
+      'We decided to retry failed stripe webhook deliveries 5 times, with backoff.',
+    ]
+    const digest = digestOf(answers.map((text) => ({kind: 'answer' as const, text})), '/repo', ['notes/webhook-logging.md'])
+    expect(withoutEchoes(digest, [note]).decisions).toEqual(digest.decisions)
+    // Said the same way round, it is still an echo.
+    const same = digestOf([{kind: 'answer', text: 'As before, we decided to log every failed stripe webhook verification attempt.'}], '/repo', ['notes/webhook-logging.md'])
+    expect(withoutEchoes(same, [note]).decisions).toEqual([])
+  })
+
   it('an episode the session read counts as memory it used: an answer quoting it is an echo too', () => {
     const items: DigestItem[] = [
       {kind: 'ask', text: 'how do we ship lithium batteries'},

@@ -416,6 +416,21 @@ describe('jarvis hook never breaks the agent', () => {
     expect(log).toMatch(/^\S+ - - jarvis hook session-start --agent claude --max-tokens lots: .*max-tokens/m)
   })
 
+  it('a session that ended before writing its transcript (`claude mcp list` starts and ends one): no failure logged', async () => {
+    const p = await project()
+    const env = hookEnv(home, 'claude')
+    const never = join(p.root, '..', 'never-written.jsonl')
+    const end = await runHook('session-end', 'claude', {...inputs.claude(p.root, 'SessionEnd', {reason: 'other'}), transcript_path: never}, {cwd: p.root, env})
+    expect(end).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect(await hooksLog(p.root)).toBe('')
+    // A transcript there but unreadable still is one.
+    const folder = join(p.root, '..', 'a-folder.jsonl')
+    await mkdir(folder, {recursive: true})
+    dirs.push(folder)
+    await runHook('session-end', 'claude', {...inputs.claude(p.root, 'SessionEnd', {reason: 'exit'}), transcript_path: folder}, {cwd: p.root, env})
+    expect(await hooksLog(p.root)).toMatch(/session-end the transcript could not be read/)
+  })
+
   it('outside any jarvis tree: exit 0, nothing printed, nothing created', async () => {
     const plain = await tempDir('jarvis-hook-plain-')
     dirs.push(plain)

@@ -7,7 +7,8 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {readPromptRecall} from '../../src/hook/context.js'
-import {containsTerm, coveragePoints, promptTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {containsTerm, coveragePoints, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {MAX_QUERY_TERMS} from '../../src/ops/recall-rules.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {QUERIES, writeCorpus} from '../search/corpus.js'
@@ -67,6 +68,15 @@ describe('the threshold over the real search (220 memory files)', () => {
       expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
       expect(recall.block.split('\n')[0]).toBe('[MEMORY CONTEXT]')
     }
+  })
+
+  it('a question with a long log pasted after it: the file of the question, weighed by the first words only', async () => {
+    const {query, expected} = QUERIES[0]
+    const log = Array.from({length: 4000}, (_, i) => `frame${i}`).join(' ')
+    const recall = await readPromptRecall({root, prompt: `Can you look into ${query}? Here is the log:\n${log}`})
+    expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+    // The rules weigh as many words as the search is asked for: each costs a test of every line of every candidate.
+    expect(queryTerms(`${query} ${log}`)).toHaveLength(MAX_QUERY_TERMS)
   })
 
   it.each([

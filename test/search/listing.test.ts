@@ -11,6 +11,7 @@ import {afterAll, beforeEach, describe, expect, it, vi} from 'vitest'
 
 import {listFiles} from '../../src/files/tools.js'
 import {memoryLs} from '../../src/ops/memory-ls.js'
+import {renderEpisode} from '../../src/files/episode.js'
 import {summaryOf, toSearchDocument} from '../../src/search/document.js'
 import {recallMemory} from '../../src/ops/recall.js'
 import {listIndexedFiles, resetSearchCache, searchDocuments, searchMemory, watchSearchIndex} from '../../src/search/index.js'
@@ -122,5 +123,14 @@ describe('what the index keeps of each text', () => {
     vi.stubEnv('JARVIS_EMBEDDINGS', 'off')
     const block = (await recallMemory({dir: root, query: 'harbour', limit: 5}).finally(() => vi.unstubAllEnvs())).block
     for (const path of Object.keys(texts)) expect(block).toContain(`- ${path}\n  Summary: “${summaryOf(toSearchDocument(path, texts[path])).replace(/[“”]/g, '"')}”`)
+  })
+})
+
+describe('a summary line', () => {
+  it('of a session episode without an outcome is its title and the first line under Summary, never empty', () => {
+    const text = renderEpisode({title: 'Claude Code session 1a2b3c4d', tags: ['session', 'claude'], body: '## Files touched\n- src/x.ts (edited)\n', now: new Date('2026-12-07T12:00:00Z'), refs: 'claude session 1a2b3c4d'})
+    expect(summaryOf(toSearchDocument('episodes/2026-12-07/claude-1a2b3c4d.md', text))).toBe('Claude Code session 1a2b3c4d — src/x.ts (edited)')
+    // An empty summary in the front matter is none.
+    expect(summaryOf(toSearchDocument('notes/a.md', '---\ntitle: Deploys\nsummary: ""\n---\n'))).toBe('Deploys')
   })
 })
