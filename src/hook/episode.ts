@@ -192,12 +192,12 @@ const isSource = (path: string) => path.trim() !== '' && !path.startsWith('episo
 
 /** Every memory file the session was shown or read, episodes included: what its answers may only repeat. */
 export function memoryFilesUsed(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = [], memoryDir?: string): string[] {
-  const used = shown.filter((path) => path.trim() !== '')
+  const used = new Set(shown.filter((path) => path.trim() !== ''))
   for (const item of items) {
     if (item.kind !== 'tool') continue
-    for (const path of memoryFilesRead(item.name, item.input, cwd, memoryDir) ?? []) pushUnique(used, path)
+    for (const path of memoryFilesRead(item.name, item.input, cwd, memoryDir) ?? []) if (path) used.add(path)
   }
-  return used
+  return [...used]
 }
 
 /**
@@ -205,18 +205,19 @@ export function memoryFilesUsed(items: readonly DigestItem[], cwd?: string, show
  * `memoryDir` (the tree's `.memory/`) are memory used, not files touched.
  */
 export function digestOf(items: readonly DigestItem[], cwd?: string, shown: readonly string[] = [], memoryDir?: string): SessionDigest {
-  const decisions: string[] = []
+  // Sets, in first-seen order: a transcript of many thousand decisions was quadratic as lists searched at each one.
+  const decisions = new Set<string>()
   const files = new Map<string, Set<string>>()
-  const sources = shown.filter(isSource)
+  const sources = new Set(shown.filter(isSource))
   let learned: string | undefined
   for (const item of items) {
     if (item.kind === 'ask' || item.kind === 'answer') {
       if (item.kind === 'answer') learned = item.text
-      for (const decision of decisionsIn(item.text, item.kind === 'ask')) pushUnique(decisions, decision)
+      for (const decision of decisionsIn(item.text, item.kind === 'ask')) if (decision) decisions.add(decision)
     } else {
       const read = memoryFilesRead(item.name, item.input, cwd, memoryDir)
       if (read) {
-        for (const path of read.filter(isSource)) pushUnique(sources, path)
+        for (const path of read.filter(isSource)) sources.add(path)
         continue
       }
       for (const [path, verb] of touchesOf(item.name, item.input)) {
@@ -227,10 +228,10 @@ export function digestOf(items: readonly DigestItem[], cwd?: string, shown: read
     }
   }
   return bound({
-    decisions,
+    decisions: [...decisions],
     files: [...files].map(([path, verbs]) => ({path, verbs: [...verbs]})),
     learned: learned === undefined ? undefined : oneLine(learned, ANSWER_CHARS).replace(/^#+\s*/, '') || undefined,
-    sources,
+    sources: [...sources],
   })
 }
 
@@ -290,10 +291,6 @@ function markersOf(text: string): string {
 export async function memoryTexts(root: string, paths: readonly string[]): Promise<string[]> {
   const texts = await Promise.all(paths.map((path) => readMemoryFile(root, path).catch(() => null)))
   return texts.filter((text): text is string => text !== null)
-}
-
-function pushUnique(list: string[], value: string): void {
-  if (value && !list.includes(value)) list.push(value)
 }
 
 const VERB_ORDER = ['created', 'written', 'edited', 'deleted', 'read']
