@@ -308,12 +308,14 @@ export function startWatch(options: WatchOptions): WatchHandle {
     if (id === memoryId) return
     memoryId = id
     debug('.memory/ %s: watching it afresh', id === undefined ? 'is gone' : 'was replaced')
-    rewatching = rewatching.then(async () => {
-      await watcher?.close()
-      watcher = undefined
-      if (!stopped && id !== undefined) await watchMemory()
-      request({kind: 'replaced'})
-    })
+    rewatching = rewatching
+      .then(async () => {
+        await watcher?.close()
+        watcher = undefined
+        if (!stopped && id !== undefined) await watchMemory()
+      })
+      .catch((error: unknown) => debug('cannot watch the new .memory/: %s', (error as Error).message))
+      .then(() => request({kind: 'replaced'}))
   }
 
   // ---- the WebSocket subscription: remote changes, partitions and reconnects ----------------------------------
