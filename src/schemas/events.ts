@@ -34,7 +34,8 @@ export type Scope = z.output<typeof scopeSchema>
  * The seed's nine kinds, plus `conflict_resolution` (seed 001 §7 C-3): the janitor appends one when agents disagree
  * on a key, asking a person or an agent to confirm.
  */
-export const eventKindSchema = z.enum(['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'])
+const EVENT_KINDS = ['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'] as const
+export const eventKindSchema = z.enum(EVENT_KINDS, {error: (issue) => (issue.code === 'invalid_value' ? `must be one of ${EVENT_KINDS.join(', ')}` : undefined)})
 export type EventKind = z.output<typeof eventKindSchema>
 
 export const confidenceSchema = z.enum(['high', 'med', 'low'])
