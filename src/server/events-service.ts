@@ -26,7 +26,9 @@ import {
 import {
   dedupeKeySchema,
   eventKindSchema,
+  holdsNul,
   memoryEventSchema,
+  NUL_REFUSAL,
   scopeSchema,
   type AppendResponse,
   type MemoryEvent,
@@ -475,6 +477,8 @@ export class EventService {
       if (!Array.isArray(b.event_ids) || b.event_ids.length > MAX_CLEANUP_LIMIT || !b.event_ids.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 100)) {
         throw badRequest('body/event_ids', `must be a list of at most ${MAX_CLEANUP_LIMIT} event ids`)
       }
+      const nul = b.event_ids.findIndex((id: string) => holdsNul(id))
+      if (nul !== -1) throw badRequest(`body/event_ids/${nul}`, NUL_REFUSAL)
       eventIds = b.event_ids as string[]
     }
     if (!dryRun && b.event_ids === undefined) {
