@@ -151,9 +151,14 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     const expires = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', 'soon'], {env: env('')})
     expect(expires.code).toBe(2)
     expect(expires.stderr).toContain('--expires: "soon" is not a duration')
-    const dead = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', '0d'], {env: env('')})
-    expect(dead.code).toBe(2)
-    expect(dead.stderr).toContain('--expires 0d: a key must live a while')
+    // Dead on arrival (0.0001h is 0.36 s), or past the last moment a date can hold: refused, no key made.
+    for (const [lifetime, why] of [['0d', 'a key must live at least a minute'], ['0.0001h', 'a key must live at least a minute'], ['100000000d', 'the last moment a date can hold']]) {
+      const refused = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', lifetime], {env: env('')})
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(`--expires ${lifetime}: `)
+      expect(refused.stderr).toContain(why)
+    }
+    expect(await create('--agent', 'gemini', '--expires', '0.02h')).toMatchObject({key: {expiresAt: expect.any(String)}})
   })
 
   it('the tokens file keeps working beside the keys; /healthz and /readyz answer without a token', async () => {
