@@ -11,7 +11,7 @@ import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
 import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
-import {type StorageTarget, withStorage} from './storage/open.js'
+import {assertServerData, type StorageTarget, withStorage} from './storage/open.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
 import {checkWorkspaceName, DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
@@ -76,12 +76,14 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
 /** Every key, or those of one workspace. */
 export async function listKeys(options: StorageTarget & {workspace?: string}): Promise<ApiKey[]> {
   const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
+  await assertServerData(options)
   const keys = await withStorage(options, (storage) => storage.listKeys())
   return workspace === undefined ? keys : keys.filter((key) => key.workspace === workspace)
 }
 
 export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<{key: ApiKey; warnings: string[]}> {
   const now = (options.now ?? new Date()).toISOString()
+  await assertServerData(options)
   const key = await withStorage(options, (storage) => storage.revokeKey(options.id, now))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   // Recorded once: revoking a key revoked before changes nothing.
