@@ -33,12 +33,15 @@ export function renderGrants(grants: OAuthGrantListed[], now = new Date()): stri
   return ['apps (signed in with OAuth):', ...grants.map((grant) => `${grant.id}  ${grant.workspace}  ${grant.agentId}  ${grant.role}  app ${JSON.stringify(grant.clientName)} for ${grant.resource}  allowed ${grant.createdAt}, ${grantState(grant, now)}`)].join('\n')
 }
 
-export function renderGrantRevoked(grant: OAuthGrant): string {
-  return `revoked ${grant.id} (app ${JSON.stringify(grant.clientName)}, workspace ${grant.workspace}, agent ${grant.agentId}, role ${grant.role}): every server on this data directory refuses its tokens from now on`
+/** Where the servers that refuse a revoked key keep their data: `--database` or `--data`. */
+export type RevokedOn = 'database' | 'data directory'
+
+export function renderGrantRevoked(grant: OAuthGrant, on: RevokedOn): string {
+  return `revoked ${grant.id} (app ${JSON.stringify(grant.clientName)}, workspace ${grant.workspace}, agent ${grant.agentId}, role ${grant.role}): every server on this ${on} refuses its tokens from now on`
 }
 
-export function renderKeyRevoked(key: ApiKey): string {
-  return `revoked ${key.id} (workspace ${key.workspace}, agent ${key.agentId}, role ${key.role}): every server on this data directory refuses it from now on`
+export function renderKeyRevoked(key: ApiKey, on: RevokedOn): string {
+  return `revoked ${key.id} (workspace ${key.workspace}, agent ${key.agentId}, role ${key.role}): every server on this ${on} refuses it from now on`
 }
 
 /** `12 files, 30 events, 2 keys` of a dump. */

@@ -12,6 +12,7 @@ import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
 import {applyEdit} from '../files/index.js'
 import {assertClean, mergeSinceBase} from '../files/tools.js'
+import {newRunId} from '../ops/events/common.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {RECALL_POOL} from '../ops/recall.js'
 import {orderForQuery} from '../ops/recall-rules.js'
@@ -140,7 +141,7 @@ export class HostedBackend implements McpBackend {
   }
 
   async append(input: AppendInput): Promise<AppendOutput> {
-    const runId = `mcp-${randomUUID()}`
+    const runId = newRunId('mcp')
     const event: Record<string, unknown> = {scope: 'global', confidence: 'high', ttl_days: 0, ...eventOf(input), agent_id: this.agentId, run_id: runId}
     const answer = await this.services.append(event, randomUUID())
     const appended = {event_id: answer.event_id, status: answer.status, scope: String(event.scope), kind: input.kind, dedupe_key: String(event.dedupe_key), warnings: answer.warnings}

@@ -37,6 +37,7 @@ import {
   eventKindSchema,
   isoDateTimeSchema,
   memoryPathSchema,
+  noNul,
   scopeSchema,
   snapshotResponseSchema,
   storedMemoryEventSchema,
@@ -87,7 +88,7 @@ export const appendInput = z.object({
 })
 
 export const searchInput = z.object({
-  query: z.string().min(1).max(MAX_QUERY_CHARS),
+  query: z.string().min(1).max(MAX_QUERY_CHARS).refine(...noNul),
   limit: z.number().int().min(1).max(100).optional(),
   scope: z.string().max(100).optional().describe('Events of this scope only (global, project:<slug>, agent:<you>, or agent:* / project:*).'),
   kind: eventKindSchema.optional().describe('Events of this kind only.'),

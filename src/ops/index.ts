@@ -5,7 +5,7 @@
  */
 export {openTree, openTreeIfAny, connect, type TreeContext, type Connection} from './context.js'
 export {explainTokenRefusal, foreignTokenError, readUserConfig, resolveIdentity, requireServer, userConfigDir, userConfigFile, userConfigSchema, type Identity, type TokenSource, type UserConfig} from './identity.js'
-export {currentRunId, parseDuration, parseSince, type Warn} from './events/common.js'
+export {currentRunId, newRunId, parseDuration, parseSince, type Warn} from './events/common.js'
 export {appendMemory, readEvents, type AppendedEvent, type AppendFields, type AppendOptions, type AppendResult} from './events/append.js'
 export {DEFAULT_LIMIT_RECENT, formatAge, readSnapshot, SNAPSHOT_CACHE_FILE, type CachedInfo, type SnapshotOptions, type SnapshotResult} from './events/snapshot.js'
 export {listEvents, type ListOptions, type ListResult} from './events/list.js'

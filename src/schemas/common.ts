@@ -54,5 +54,29 @@ export const projectSlugSchema = z
   .string()
   .regex(PROJECT_SLUG_PATTERN, {error: 'must be 1-64 characters of a-z, 0-9, ".", "_" or "-", starting with a letter or digit'})
 
+/**
+ * U+0000 is not text: PostgreSQL cannot store it, and no memory needs it (a JSON `\u0000` escape is six characters).
+ * Every string a request carries to the storage is refused with it, on both backends alike, so that what SQLite would
+ * store PostgreSQL does not answer with a 500.
+ */
+export const NUL_REFUSAL = 'holds a NUL character (U+0000), which text may not'
+export function holdsNul(text: string): boolean {
+  return text.includes('\u0000')
+}
+/** The zod refinement: `z.string().refine(...noNul)`. */
+export const noNul = [(text: string) => !holdsNul(text), {error: NUL_REFUSAL}] as const
+
+/** Where in a JSON value a string or a key holds a NUL, as a path (`redirect_uris/0`; `''` for the value itself), or null. */
+export function nulPath(value: unknown): string | null {
+  if (typeof value === 'string') return holdsNul(value) ? '' : null
+  if (value === null || typeof value !== 'object') return null
+  for (const [key, item] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    if (typeof key === 'string' && holdsNul(key)) return key
+    const inner = nulPath(item)
+    if (inner !== null) return inner === '' ? String(key) : `${key}/${inner}`
+  }
+  return null
+}
+
 /** A revision number handed out by the server; it only ever grows. */
 export const revisionSchema = z.number().int().nonnegative()

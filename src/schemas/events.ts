@@ -5,7 +5,7 @@
  */
 import {z} from 'zod'
 
-import {agentIdSchema, isoDateTimeSchema, PROJECT_SLUG_PATTERN, sha256HexSchema} from './common.js'
+import {agentIdSchema, isoDateTimeSchema, noNul, PROJECT_SLUG_PATTERN, sha256HexSchema} from './common.js'
 
 /** The seed recommends 1200 characters (a warning in events/); past this hard limit an event is refused. */
 export const CONTENT_MD_MAX = 4000
@@ -36,14 +36,13 @@ export type Scope = z.output<typeof scopeSchema>
  * The seed's nine kinds, plus `conflict_resolution` (seed 001 §7 C-3): the janitor appends one when agents disagree
  * on a key, asking a person or an agent to confirm.
  */
-export const eventKindSchema = z.enum(['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'])
+const EVENT_KINDS = ['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'] as const
+export const eventKindSchema = z.enum(EVENT_KINDS, {error: (issue) => (issue.code === 'invalid_value' ? `must be one of ${EVENT_KINDS.join(', ')}` : undefined)})
 export type EventKind = z.output<typeof eventKindSchema>
 
 export const confidenceSchema = z.enum(['high', 'med', 'low'])
 export type Confidence = z.output<typeof confidenceSchema>
 
-/** U+0000 is not text: PostgreSQL cannot store it, and no memory needs it (a JSON `\u0000` escape is six characters). */
-const noNul = [(text: string) => !text.includes('\u0000'), {error: 'holds a NUL character (U+0000), which text may not'}] as const
 /** Half of a surrogate pair is no character: stored, it came back as replacement characters, its hash another text's. */
 const wellFormed = [(text: string) => !/\p{Cs}/u.test(text), {error: 'is not well-formed Unicode (a lone surrogate)'}] as const
 
@@ -61,8 +60,8 @@ export const memoryEventSchema = z.lazy(() =>
       source: z.looseObject({
         /** Where a person or agent wrote it; `obsidian`: a person's edit in a vault's daily note (replicas). */
         system: z.enum(['telegram', 'cli', 'web', 'obsidian', 'other']),
-        thread_id: z.string().refine(...wellFormed).optional(),
-        message_id: z.string().refine(...wellFormed).optional(),
+        thread_id: z.string().refine(...noNul).refine(...wellFormed).optional(),
+        message_id: z.string().refine(...noNul).refine(...wellFormed).optional(),
       }),
       /** The event_id this one replaces; `null` and absent both mean none (kept as sent, so a rewrite is exact). */
       supersedes: z.string().min(1).refine(...noNul).refine(...wellFormed).nullable().optional(),

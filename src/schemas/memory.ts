@@ -4,7 +4,7 @@
  */
 import {z} from 'zod'
 
-import {agentIdSchema, isoDateTimeSchema} from './common.js'
+import {agentIdSchema, isoDateTimeSchema, noNul} from './common.js'
 
 /** `active_project.json`: last-writer-wins on `switchedAt` (CONTRACT §1). */
 /** Where the active project lives in `.memory/` and on the server. */
@@ -98,6 +98,8 @@ export type WorkerMemoryInput = z.input<typeof workerMemorySchema>
 export const taskResultSchema = z.lazy(() =>
   recentTaskSchema.unwrap()
     .extend({
+      /** Stored as it is in the key that makes a retried task count once, so no NUL (a recent task read back may hold one). */
+      taskId: z.string().min(1).refine(...noNul),
       agentId: agentIdSchema.optional(),
       workerId: z.string().min(1).optional(),
       modelId: z.string().optional(),

@@ -4,7 +4,7 @@
  */
 import {z} from 'zod'
 
-import {isoDateTimeSchema, memoryPathSchema, pathRecord, revisionSchema, sha256HexSchema} from './common.js'
+import {isoDateTimeSchema, memoryPathSchema, noNul, pathRecord, revisionSchema, sha256HexSchema} from './common.js'
 import {activeProjectSchema} from './memory.js'
 
 export const statusFileSchema = z.looseObject({
@@ -101,11 +101,14 @@ export const pushConflictSchema = z.lazy(() =>
 )
 export type PushConflict = z.output<typeof pushConflictSchema>
 
-/** `switchedBy` (new, optional) says who switched; the server records `user-web` when it is missing. */
+/**
+ * `switchedBy` (new, optional) says who switched; the server records `user-cli` when it is missing. The project id goes
+ * into the audit log as it is, so no NUL (a file read back may hold one: the file's schema does not refuse it).
+ */
 export const projectActiveRequestSchema = z.lazy(() =>
   z
     .looseObject({
-      projectId: activeProjectSchema.shape.projectId,
+      projectId: activeProjectSchema.shape.projectId.refine(...noNul),
       switchedBy: activeProjectSchema.shape.switchedBy.optional(),
     })
     .meta({title: 'Project switch', description: 'Body of POST /api/projects/active'}),

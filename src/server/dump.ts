@@ -133,7 +133,11 @@ async function* dumpRows(input: Readable, source: string, workspace: string): As
     if (line === 1) {
       const header = value as {jarvis_dump?: unknown; schema?: unknown}
       if (header?.jarvis_dump !== DUMP_FORMAT) throw new BadInputError(`${where}: not a jarvis dump (its first line comes from jarvis serve export); nothing was imported`, {file: source, line})
-      if (typeof header.schema !== 'number' || header.schema > SQLITE_SCHEMA_VERSION) {
+      if (header.schema === undefined) throw new BadInputError(`${where}: the header has no schema version (jarvis serve export writes one); nothing was imported`, {file: source, line})
+      if (!Number.isSafeInteger(header.schema) || (header.schema as number) < 1) {
+        throw new BadInputError(`${where}: the header's schema version is ${JSON.stringify(header.schema)}, not a whole number from 1 (jarvis serve export writes one); nothing was imported`, {file: source, line})
+      }
+      if ((header.schema as number) > SQLITE_SCHEMA_VERSION) {
         throw new BadInputError(`${where}: the dump comes from a newer jarvis (schema ${String(header.schema)}, this one reads up to ${SQLITE_SCHEMA_VERSION}); upgrade jarvis first`, {file: source, line})
       }
       continue

@@ -28,7 +28,9 @@ import {
   dedupeKeySchema,
   EVENT_QUERY_MAX,
   eventKindSchema,
+  holdsNul,
   memoryEventSchema,
+  NUL_REFUSAL,
   scopeSchema,
   type AppendResponse,
   type MemoryEvent,
@@ -479,6 +481,8 @@ export class EventService {
       if (!Array.isArray(b.event_ids) || b.event_ids.length > MAX_CLEANUP_LIMIT || !b.event_ids.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 100)) {
         throw badRequest('body/event_ids', `must be a list of at most ${MAX_CLEANUP_LIMIT} event ids`)
       }
+      const nul = b.event_ids.findIndex((id: string) => holdsNul(id))
+      if (nul !== -1) throw badRequest(`body/event_ids/${nul}`, NUL_REFUSAL)
       eventIds = b.event_ids as string[]
     }
     if (!dryRun && b.event_ids === undefined) {

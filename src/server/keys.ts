@@ -11,7 +11,7 @@ import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
 import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
-import {type StorageTarget, withStorage} from './storage/open.js'
+import {assertServerData, type StorageTarget, withStorage} from './storage/open.js'
 import {type ApiKey, KEY_ROLES, type KeyRole} from './storage/types.js'
 import {checkWorkspaceName, DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
@@ -19,6 +19,26 @@ export {KEY_ROLES, type ApiKey, type KeyRole} from './storage/types.js'
 
 /** What tells a key's token apart from a tokens-file token in a log or a leak scanner. */
 const TOKEN_PREFIX = 'jvk_'
+
+const DAY_MS = 86_400_000
+/** The shortest lifetime of a key, in days: a shorter one is dead before it is handed over (0.0001h is 0.36 s). */
+const MIN_LIFETIME_DAYS = 1 / 1440
+/** The last moment a Date can hold (ECMA-262: 8.64e15 ms from the epoch). */
+const LAST_DATE_MS = 8.64e15
+
+/** When a key made at `now` for `--expires text` expires, or null without one; exit 2 naming --expires when it cannot. */
+export function keyExpiry(text: string | undefined, now: Date): string | null {
+  if (text === undefined) return null
+  const lifetime = parseDuration(text, '--expires')
+  const leaveOut = 'leave --expires out for a key that lasts until it is revoked'
+  // A key dead on arrival is a mistake (0d, 0.0001h), never what was meant.
+  if (lifetime < MIN_LIFETIME_DAYS) throw new BadInputError(`--expires ${text}: a key must live at least a minute (12h, 90d, 2w); ${leaveOut}`, {field: '--expires'})
+  const at = now.getTime() + lifetime * DAY_MS
+  if (!(at <= LAST_DATE_MS)) {
+    throw new BadInputError(`--expires ${text}: the key would expire after ${new Date(LAST_DATE_MS).toISOString()}, the last moment a date can hold; ${leaveOut}`, {field: '--expires'})
+  }
+  return new Date(at).toISOString()
+}
 
 /** Why a key is not usable now, or null when it is. */
 export function keyRefusal(key: ApiKey, now: Date): string | null {
@@ -45,10 +65,7 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const role = (options.role ?? 'write') as KeyRole
   if (!KEY_ROLES.includes(role)) throw new BadInputError(`--role: ${JSON.stringify(options.role)} is not a role: use read, write or admin`, {field: 'role'})
   const now = options.now ?? new Date()
-  const lifetime = options.expires === undefined ? undefined : parseDuration(options.expires, '--expires')
-  // A key dead on arrival is a mistake (0d, 0h), never what was meant.
-  if (lifetime !== undefined && lifetime <= 0) throw new BadInputError(`--expires ${options.expires}: a key must live a while (12h, 90d, 2w); leave --expires out for a key that lasts until it is revoked`, {field: '--expires'})
-  const expiresAt = lifetime === undefined ? null : new Date(now.getTime() + lifetime * 86_400_000).toISOString()
+  const expiresAt = keyExpiry(options.expires, now)
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
@@ -59,12 +76,14 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
 /** Every key, or those of one workspace. */
 export async function listKeys(options: StorageTarget & {workspace?: string}): Promise<ApiKey[]> {
   const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
+  await assertServerData(options)
   const keys = await withStorage(options, (storage) => storage.listKeys())
   return workspace === undefined ? keys : keys.filter((key) => key.workspace === workspace)
 }
 
 export async function revokeKey(options: StorageTarget & {id: string; now?: Date}): Promise<{key: ApiKey; warnings: string[]}> {
   const now = (options.now ?? new Date()).toISOString()
+  await assertServerData(options)
   const key = await withStorage(options, (storage) => storage.revokeKey(options.id, now))
   if (key === null) throw new BadInputError(`no key ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   // Recorded once: revoking a key revoked before changes nothing.

@@ -6,7 +6,9 @@
  */
 import {Bot, type Context} from 'grammy'
 
-import {appendMemory} from '../ops/events/append.js'
+import {SchemaError} from '../errors.js'
+import {appendMemory, type FieldNames} from '../ops/events/append.js'
+import {newRunId} from '../ops/events/common.js'
 import {listEvents} from '../ops/events/list.js'
 import {readSnapshot} from '../ops/events/snapshot.js'
 import {recallMemory} from '../ops/recall.js'
@@ -16,12 +18,17 @@ import {renderAppend, renderEvents, renderSnapshot} from '../cli/memory-render.j
 /** Telegram refuses longer messages. */
 const MESSAGE_MAX = 4096
 
+const APPEND_USAGE = 'usage: /append <kind> <key> <text>, e.g. /append decision decision:deploy_day Deploys go out on Tuesdays.'
+
+/** A refused /append names its arguments as the chat command has them, not as the command line's flags. */
+const APPEND_NAMES: FieldNames = {where: '/append', fields: {kind: 'kind', dedupe_key: 'key', content_md: 'text'}}
+
 export const HELP = [
   'jarvis: the shared memory of your agents.',
   '/snapshot — pinned memory and recent events',
   '/search <words> — events that match',
   '/recall <words> — the memory files that match',
-  '/append <kind> <key> <text> — write an event, e.g. /append decision decision:deploy_day Deploys go out on Tuesdays.',
+  '/append <kind> <key> <text> — write an event (its text may take several lines), e.g. /append decision decision:deploy_day Deploys go out on Tuesdays.',
   '/switch <project> — set the active project for every agent',
 ].join('\n')
 
@@ -42,6 +49,15 @@ function clip(text: string): string {
 /** The words after the command (`/append@jarvis_bot a b` → `a b`). */
 function argumentsOf(ctx: Context): string {
   return typeof ctx.match === 'string' ? ctx.match.trim() : ''
+}
+
+/**
+ * `/append`'s arguments: the kind and the key are its first two words, the text is the rest as typed — its lines and
+ * spaces kept, only the whitespace between the key and the text left out. Null when one of the three is missing.
+ */
+export function appendArguments(text: string): {kind: string; key: string; content: string} | null {
+  const match = /^(\S+)\s+(\S+)\s+(\S[\s\S]*)$/.exec(text.trim())
+  return match ? {kind: match[1], key: match[2], content: match[3]} : null
 }
 
 export function createTelegramBot(options: TelegramBotOptions): Bot {
@@ -93,16 +109,24 @@ export function createTelegramBot(options: TelegramBotOptions): Bot {
   bot.command(
     'append',
     answer(async (ctx) => {
-      const [kind, key, ...words] = argumentsOf(ctx).split(/\s+/)
-      const content = words.join(' ')
-      if (!kind || !key || !content) return 'usage: /append <kind> <key> <text>, e.g. /append decision decision:deploy_day Deploys go out on Tuesdays.'
-      const result = await appendMemory({
-        dir,
-        fields: {kind, key, content},
-        source: 'telegram',
-        sourceDetail: {thread_id: String(ctx.chat!.id), ...(ctx.message ? {message_id: String(ctx.message.message_id)} : {})},
-      })
-      return renderAppend(result)
+      const fields = appendArguments(argumentsOf(ctx))
+      if (fields === null) return APPEND_USAGE
+      try {
+        const result = await appendMemory({
+          dir,
+          fields,
+          source: 'telegram',
+          sourceDetail: {thread_id: String(ctx.chat!.id), ...(ctx.message ? {message_id: String(ctx.message.message_id)} : {})},
+          // Each message is a run of its own, as each call over the hosted /mcp is: the bot runs for weeks, and a
+          // decision changed back to an earlier text is a new event, not a duplicate of the first one.
+          runId: newRunId('telegram'),
+          names: APPEND_NAMES,
+        })
+        return renderAppend(result)
+      } catch (error) {
+        if (error instanceof SchemaError) return `${error.message}\n${APPEND_USAGE}`
+        throw error
+      }
     }),
   )
   bot.command(
@@ -110,6 +134,8 @@ export function createTelegramBot(options: TelegramBotOptions): Bot {
     answer(async (ctx) => {
       const projectId = argumentsOf(ctx)
       if (!projectId) return 'usage: /switch <project>'
+      // The contract knows three switchers (system, user-cli, user-web): a person through a client that is not the
+      // command line is user-web, the dashboard's value; another value would be refused by a seed-style server.
       const active = await switchProject({dir, projectId, switchedBy: 'user-web'})
       return `active project: ${active.projectId} (every connected agent hears it)`
     }),

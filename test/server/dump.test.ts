@@ -118,5 +118,16 @@ describe.each(MOVES)('serve export from %s, import into %s', (from, to) => {
     const notDump = await runJarvis(['serve', 'import', ...storageFlags(await newPlace('other'))], {env: env(), input: '{"hello": 1}\n'})
     expect(notDump.code).toBe(2)
     expect(notDump.stderr).toContain('<stdin>:1: not a jarvis dump')
+
+    // A header without its schema version (or with one that is no version) says so, not "a newer jarvis".
+    const header = JSON.parse(lines[0]) as Record<string, unknown>
+    for (const [schema, says] of [[undefined, '<stdin>:1: the header has no schema version'], ['7', '<stdin>:1: the header\'s schema version is "7", not a whole number']] as const) {
+      const input = `${JSON.stringify({...header, schema})}\n${lines.slice(1).join('\n')}\n`
+      const refused = await runJarvis(['serve', 'import', ...storageFlags(await newPlace(`schema-${String(schema)}`))], {env: env(), input})
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(says)
+      expect(refused.stderr).toContain('nothing was imported')
+      expect(refused.stderr).not.toContain('newer jarvis')
+    }
   })
 })

@@ -4,15 +4,18 @@
  * or expired key is refused at its next request, the token is never stored, and the tokens file keeps working.
  */
 import {execFile} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
 
+import pg from 'pg'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {createKey} from '../../src/server/keys.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
 import {makeClient, removeAll, startTestServer, storageFlags, tempDir, TOKENS, type TestClient, type TestServer} from '../helpers/world.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
+import {freshDatabase} from '../helpers/postgres.js'
 import {httpSession, textOf} from '../mcp/helpers.js'
 import {connectWs} from './helpers.js'
 
@@ -129,6 +132,7 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     expect(before.status, await before.clone().text()).toBe(200)
     const revoked = await runJarvis(['serve', 'token', 'revoke', id, ...storageFlags(server)], {env: env('')})
     expect(revoked.code, revoked.stderr).toBe(0)
+    expect(revoked.stdout).toContain(`every server on this ${backend === 'postgres' ? 'database' : 'data directory'} refuses it from now on`)
     const after = await get('/api/memory/status', token)
     expect(after.status).toBe(401)
     expect(((await after.json()) as {message: string}).message).toContain(`the key ${id} was revoked`)
@@ -144,6 +148,26 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     expect(unknown.stderr).toContain('jarvis serve token list')
   })
 
+  it('token list and revoke where no server keeps its data exit 2 naming --data or --database, and make nothing there', async () => {
+    const elsewhere = backend === 'postgres' ? {flags: ['--database', await freshDatabase()], flag: '--database'} : {flags: ['--data', join(home, 'typo')], flag: '--data'}
+    for (const args of [['list'], ['revoke', 'key_000000000000'], ['revoke', 'grant_000000000000']]) {
+      const refused = await runJarvis(['serve', 'token', ...args, ...elsewhere.flags], {env: env('')})
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(`${elsewhere.flag}: `)
+      expect(refused.stderr).toContain('holds no jarvis server data')
+      expect(refused.stdout).not.toContain('no keys yet')
+    }
+    if (backend === 'postgres') {
+      const client = new pg.Client({connectionString: elsewhere.flags[1]})
+      await client.connect()
+      const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+      await client.end()
+      expect(tables.rows).toEqual([])
+    } else {
+      expect(existsSync(join(home, 'typo'))).toBe(false)
+    }
+  })
+
   it('bad input: an unknown role or a duration that is not one exits 2 naming the flag', async () => {
     const role = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--role', 'owner'], {env: env('')})
     expect(role.code).toBe(2)
@@ -151,9 +175,14 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     const expires = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', 'soon'], {env: env('')})
     expect(expires.code).toBe(2)
     expect(expires.stderr).toContain('--expires: "soon" is not a duration')
-    const dead = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', '0d'], {env: env('')})
-    expect(dead.code).toBe(2)
-    expect(dead.stderr).toContain('--expires 0d: a key must live a while')
+    // Dead on arrival (0.0001h is 0.36 s), or past the last moment a date can hold: refused, no key made.
+    for (const [lifetime, why] of [['0d', 'a key must live at least a minute'], ['0.0001h', 'a key must live at least a minute'], ['100000000d', 'the last moment a date can hold']]) {
+      const refused = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'claude', '--expires', lifetime], {env: env('')})
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(`--expires ${lifetime}: `)
+      expect(refused.stderr).toContain(why)
+    }
+    expect(await create('--agent', 'gemini', '--expires', '0.02h')).toMatchObject({key: {expiresAt: expect.any(String)}})
   })
 
   it('the tokens file keeps working beside the keys; /healthz and /readyz answer without a token', async () => {

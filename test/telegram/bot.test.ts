@@ -131,6 +131,28 @@ describe('jarvis telegram', () => {
     expect(active.projectId).toBe('atlas')
   })
 
+  it('stores an /append as typed, takes a decision changed back, and names a bad argument as the chat command has it', async () => {
+    const snapshot = async () => {
+      const run = await runJarvis(['memory', 'snapshot', '--server', server.url, '--agent', 'gemini', '--json'], {env: {JARVIS_TOKEN: TOKENS.gemini, XDG_CONFIG_HOME: `${home}/xdg`, JARVIS_DIR: ''}, cwd: home})
+      return (JSON.parse(run.stdout) as {result: {pinned_md: string; recent_events: Array<{dedupe_key: string; content_md: string}>}}).result
+    }
+    // Lines and runs of spaces kept; only the space between the key and the text left out.
+    const text = 'Deploys go out on Tuesdays.\nSecond line:  never on Friday.\n  - not even a hotfix'
+    expect(await api.say(42, `/append decision decision:deploy_rules   ${text}`)).toContain('appended decision decision:deploy_rules')
+    expect((await snapshot()).recent_events.find((event) => event.dedupe_key === 'decision:deploy_rules')?.content_md).toBe(text)
+
+    // Each message is a run of its own: a decision changed back is stored again, and pinned as it is now.
+    for (const time of ['noon', 'one', 'noon']) expect(await api.say(42, `/append decision decision:lunch Lunch at ${time}`)).toContain('appended decision decision:lunch')
+    const pinned = (await snapshot()).pinned_md
+    expect(pinned).toContain('Lunch at noon')
+    expect(pinned).not.toContain('Lunch at one')
+
+    const refused = await api.say(42, '/append rumour decision:lunch Lunch at two')
+    expect(refused).toBe(
+      '/append: kind: must be one of decision, config, constraint, workflow, fact, bug, todo, log, deprecation, conflict_resolution\nusage: /append <kind> <key> <text>, e.g. /append decision decision:deploy_day Deploys go out on Tuesdays.',
+    )
+  })
+
   it('refuses a secret with the message the CLI prints, and stores nothing', async () => {
     const secret = fakeGithubToken()
     const text = `The bot token is ${secret} for now.`

@@ -32,7 +32,17 @@ export interface AppendOptions extends IdentityOptions {
   source?: MemoryEvent['source']['system']
   /** Where in that system: `thread_id` (a Telegram chat), `message_id`. */
   sourceDetail?: {thread_id?: string; message_id?: string}
+  /** The run the events belong to; default this process's (`currentRunId`). A long-lived door gives each request its own. */
+  runId?: string
+  /** How the door names the fields in a refusal (`kind`, a chat command's argument); default the command's flags. */
+  names?: FieldNames
   warn?: Warn
+}
+
+/** What a refusal of `fields` calls the whole (`flags`, `/append`) and each event field (`kind` → `--kind`). */
+export interface FieldNames {
+  where: string
+  fields: Partial<Record<string, string>>
 }
 
 export interface AppendedEvent {
@@ -55,20 +65,23 @@ export interface AppendResult {
   warnings: string[]
 }
 
-const FLAG_OF: Record<string, string> = {
-  kind: '--kind',
-  dedupe_key: '--key',
-  content_md: '--content',
-  scope: '--scope',
-  confidence: '--confidence',
-  supersedes: '--supersedes',
-  ttl_days: '--ttl-days',
-  agent_id: '--agent',
-  run_id: 'JARVIS_RUN_ID',
+const FLAGS: FieldNames = {
+  where: 'flags',
+  fields: {
+    kind: '--kind',
+    dedupe_key: '--key',
+    content_md: '--content',
+    scope: '--scope',
+    confidence: '--confidence',
+    supersedes: '--supersedes',
+    ttl_days: '--ttl-days',
+    agent_id: '--agent',
+    run_id: 'JARVIS_RUN_ID',
+  },
 }
 
 /** The events a command line describes, validated (zod) and within the per-run limit; nothing is sent yet. */
-export function readEvents(options: Pick<AppendOptions, 'fields' | 'eventsText' | 'source' | 'sourceDetail'>, agentId: string, runId: string): MemoryEvent[] {
+export function readEvents(options: Pick<AppendOptions, 'fields' | 'eventsText' | 'source' | 'sourceDetail' | 'names'>, agentId: string, runId: string): MemoryEvent[] {
   const defaults = {agent_id: agentId, run_id: runId, scope: 'global', confidence: 'high', source: {system: options.source ?? 'cli', ...options.sourceDetail}, ttl_days: 0}
   if (options.eventsText !== undefined) return parseEventsText(options.eventsText, defaults, agentId)
 
@@ -89,11 +102,15 @@ export function readEvents(options: Pick<AppendOptions, 'fields' | 'eventsText' 
   if (fields.ttlDays !== undefined) event.ttl_days = fields.ttlDays
   const parsed = memoryEventSchema.safeParse(event)
   if (!parsed.success) {
+    const names = options.names ?? FLAGS
     throw new SchemaError(
-      'flags',
+      names.where,
       parsed.error.issues.map((issue) => {
-        const field = String(issue.path[0] ?? '')
-        return `${FLAG_OF[field] ? `${FLAG_OF[field]} (${issue.path.join('.')})` : issue.path.join('.') || '(root)'}: ${issue.message}`
+        const path = issue.path.join('.')
+        const name = names.fields[String(issue.path[0] ?? '')]
+        // A flag also says which event field it set (`--key (dedupe_key)`); a door's own names stand alone.
+        const label = name === undefined ? path || '(root)' : names === FLAGS ? `${name} (${path})` : name
+        return `${label}: ${issue.message}`
       }),
     )
   }
@@ -147,7 +164,7 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
   const tree = await openTreeIfAny(options.dir)
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const agentId = checkAgent(identity.agentId, 'to write as')
-  const runId = currentRunId()
+  const runId = options.runId ?? currentRunId()
   const events = readEvents(options, agentId, runId)
   // Refused by any server, so never sent nor queued (a queued one would wait in the outbox for good).
   for (const [index, event] of events.entries()) {

@@ -35,6 +35,14 @@ export function currentRunId(env: NodeJS.ProcessEnv = process.env): string {
   return processRunId
 }
 
+/**
+ * A run of its own for one request of a long-lived door (a call over the hosted /mcp, a Telegram message): every
+ * request is a run, so a decision changed back to an earlier text is a new event, not a duplicate of the first.
+ */
+export function newRunId(door: string): string {
+  return `${door}-${randomUUID()}`
+}
+
 
 export function checkAgent(agentId: string | undefined, why: string): z.output<typeof agentIdSchema> {
   if (!agentId) throw new BadInputError(`no agent ${why}: pass --agent, set JARVIS_AGENT, or run \`jarvis init --agent ID\``, {field: 'agent'})

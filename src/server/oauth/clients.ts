@@ -15,6 +15,7 @@ import type {OAuthRegisteredClientsStore} from '@modelcontextprotocol/sdk/server
 import {OAuthClientMetadataSchema, type OAuthClientInformationFull} from '@modelcontextprotocol/sdk/shared/auth.js'
 import createDebug from 'debug'
 
+import {NUL_REFUSAL, nulPath} from '../../schemas/index.js'
 import type {OAuthStorage} from '../storage/oauth-types.js'
 import {secretHash} from './secrets.js'
 
@@ -48,6 +49,12 @@ export function redirectUriProblem(uri: string): string | null {
   if (url.protocol === 'https:') return null
   if (url.protocol === 'http:') return isLoopbackHost(url.hostname) ? null : `${uri} is plain HTTP on another machine: use https`
   return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol) ? null : `${uri} uses the scheme ${url.protocol} (a desktop app's scheme is reverse-DNS, like com.example.app:)`
+}
+
+/** Client metadata whose text holds a NUL (schemas/common.ts): its field and why, or null. */
+function nulProblem(metadata: object): string | null {
+  const path = nulPath(metadata)
+  return path === null ? null : `${path} ${NUL_REFUSAL}`
 }
 
 /** The app's name as a person reads it on the consent page and in `token list`. */
@@ -138,6 +145,8 @@ async function readDocument(url: URL, fetchDocument: ClientDocumentFetch): Promi
   const document = JSON.parse(text) as {client_id?: unknown; client_secret?: unknown}
   if (document.client_id !== url.href) throw new Error(`its client_id is ${JSON.stringify(document.client_id)}, not its own address`)
   if (document.client_secret !== undefined) throw new Error('it holds a client_secret')
+  const nul = nulProblem(parsed.data)
+  if (nul) throw new Error(nul)
   const method = parsed.data.token_endpoint_auth_method ?? 'none'
   if (method !== 'none') throw new Error(`its token_endpoint_auth_method is ${method}: only public clients (none) can use a metadata document here`)
   const problem = parsed.data.redirect_uris.map(redirectUriProblem).find((found) => found !== null)
@@ -159,6 +168,8 @@ export class JarvisClientsStore implements OAuthRegisteredClientsStore {
   ) {}
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    // No client has such an id (none is registered with a NUL): unknown, as on every storage, never a query that fails.
+    if (nulPath(clientId) !== null) return undefined
     if (isClientDocumentUrl(clientId)) return this.documentClient(clientId)
     const row = await this.storage.client(clientId)
     if (row === null) return undefined
@@ -173,6 +184,8 @@ export class JarvisClientsStore implements OAuthRegisteredClientsStore {
 
   async registerClient(client: Omit<OAuthClientInformationFull, 'client_id' | 'client_id_issued_at'>): Promise<OAuthClientInformationFull> {
     const full = client as OAuthClientInformationFull
+    const nul = nulProblem(full)
+    if (nul) throw new InvalidClientMetadataError(nul)
     if (full.redirect_uris.length === 0) throw new InvalidClientMetadataError('redirect_uris: give at least one address to send the app back to')
     const problem = full.redirect_uris.map(redirectUriProblem).find((found) => found !== null)
     if (problem) throw new InvalidClientMetadataError(`redirect_uris: ${problem}`)

@@ -5,7 +5,7 @@
  */
 import {BadInputError} from '../../errors.js'
 import {auditKey} from '../keys.js'
-import {type StorageTarget, withStorage} from '../storage/open.js'
+import {assertServerData, type StorageTarget, withStorage} from '../storage/open.js'
 import type {OAuthGrant, OAuthGrantListed} from '../storage/oauth-types.js'
 import {checkWorkspaceName} from '../storage/workspace-name.js'
 
@@ -19,12 +19,14 @@ export function isGrantId(id: string): boolean {
 /** Every grant, or those of one workspace. */
 export async function listGrants(options: StorageTarget & {workspace?: string}): Promise<OAuthGrantListed[]> {
   const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
+  await assertServerData(options)
   const grants = await withStorage(options, (storage) => storage.oauth.listGrants())
   return workspace === undefined ? grants : grants.filter((grant) => grant.workspace === workspace)
 }
 
 export async function revokeGrant(options: StorageTarget & {id: string; now?: Date}): Promise<{grant: OAuthGrant; warnings: string[]}> {
   const now = (options.now ?? new Date()).toISOString()
+  await assertServerData(options)
   const grant = await withStorage(options, (storage) => storage.oauth.revokeGrant(options.id, now))
   if (grant === null) throw new BadInputError(`no app access ${JSON.stringify(options.id)} on this server: jarvis serve token list shows them`, {field: 'id'})
   // Recorded once: revoking an access revoked before changes nothing.

@@ -11,11 +11,12 @@
  * - tokens are bound to the grant's resource (RFC 8707): the token request may name it again, never another.
  */
 import type {Response} from 'express'
-import {InvalidGrantError, InvalidTargetError} from '@modelcontextprotocol/sdk/server/auth/errors.js'
+import {InvalidGrantError, InvalidRequestError, InvalidTargetError} from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import type {AuthorizationParams, OAuthServerProvider} from '@modelcontextprotocol/sdk/server/auth/provider.js'
 import type {AuthInfo} from '@modelcontextprotocol/sdk/server/auth/types.js'
 import type {OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens} from '@modelcontextprotocol/sdk/shared/auth.js'
 
+import {NUL_REFUSAL, nulPath} from '../../schemas/index.js'
 import type {OAuthGrant, OAuthStorage} from '../storage/oauth-types.js'
 import {clientName, JarvisClientsStore, type ClientDocumentFetch} from './clients.js'
 import {newId, newSecret, secretHash} from './secrets.js'
@@ -55,6 +56,9 @@ export class JarvisOAuthProvider implements OAuthServerProvider {
   }
 
   async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
+    // Kept as sent, so refused with a NUL (schemas/common.ts); the SDK sends the app back with invalid_request.
+    const nul = nulPath({state: params.state, scope: params.scopes?.join(' '), code_challenge: params.codeChallenge})
+    if (nul !== null) throw new InvalidRequestError(`${nul} ${NUL_REFUSAL}`)
     const now = this.options.now()
     const id = newId('authz')
     await this.storage.addAuthorization({

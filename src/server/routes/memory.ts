@@ -4,8 +4,9 @@
  */
 import type {FastifyInstance} from 'fastify'
 
-import {formatIssues, STATUS_TEXTS_HEADER, taskResultSchema} from '../../schemas/index.js'
+import {STATUS_TEXTS_HEADER, taskResultSchema} from '../../schemas/index.js'
 import {HttpError} from '../http-error.js'
+import {parseBody} from '../query-params.js'
 import type {PushBody} from '../service.js'
 
 const SINCE = /^(0|[1-9][0-9]*)$/
@@ -83,13 +84,7 @@ export function memoryRoutes(app: FastifyInstance): void {
       }
     }
     // agentId is the token's (checked above); it is left out so that a server-defined agent id passes the schema.
-    const parsed = taskResultSchema.safeParse(rest)
-    if (!parsed.success) {
-      const problems = formatIssues(parsed.error.issues).map((line) => `body/${line.replace(/^\(root\): /, '')}`)
-      const field = parsed.error.issues[0]?.path.map(String).join('/')
-      throw new HttpError(400, 'bad_request', problems.join('; '), {field: field ? `body/${field}` : 'body', problems})
-    }
-    const task = parsed.data
+    const task = parseBody(taskResultSchema, rest)
     const result = await request.workspace.memory.syncTask(task, request.agentId)
     void reply.header('x-jarvis-rev', String(result.rev)).header('x-jarvis-seq', String(result.seq))
     return result.memory

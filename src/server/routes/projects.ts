@@ -1,7 +1,8 @@
 /** `/api/projects/active`: the active project, kept as `.memory/active_project.json`. */
 import type {FastifyInstance} from 'fastify'
 
-import type {ActiveProject} from '../../schemas/index.js'
+import {type ActiveProject, projectActiveRequestSchema} from '../../schemas/index.js'
+import {parseBody} from '../query-params.js'
 
 /** Who switched when the body does not say: the command line (CONTRACT §2, `jarvis switch-project`). */
 export const DEFAULT_SWITCHED_BY: ActiveProject['switchedBy'] = 'user-cli'
@@ -19,7 +20,7 @@ export function projectRoutes(app: FastifyInstance): void {
   app.get('/api/projects/active', async (request) => request.workspace.memory.activeProject())
 
   app.post('/api/projects/active', {schema: {body: switchBody}, config: {writes: true}}, async (request) => {
-    const body = request.body as {projectId: string; switchedBy?: ActiveProject['switchedBy']}
+    const body = parseBody(projectActiveRequestSchema, request.body)
     return request.workspace.memory.switchProject(body.projectId, body.switchedBy ?? DEFAULT_SWITCHED_BY, request.agentId)
   })
 }

@@ -85,6 +85,25 @@ export async function workspaceExists(target: StorageTarget, workspace: string):
   return existsSync(join(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), SQLITE_FILE_NAME))
 }
 
+/**
+ * Refuses (exit 2 naming --data or --database) a target that holds no server data: a data directory without the
+ * server's database file, a PostgreSQL database no jarvis server set up. For the subcommands that only read or change
+ * what a server holds (`serve token list|revoke`): opening the storage would make an empty server there, so a
+ * mistyped path would leave one behind and answer as if it were the server's.
+ */
+export async function assertServerData(target: StorageTarget): Promise<void> {
+  const url = postgresUrlOf(target)
+  if (url !== undefined) {
+    const {PostgresStorage} = await import('./postgres.js')
+    if (await PostgresStorage.hasServerData(url)) return
+    throw new BadInputError(`--database: ${redactDatabaseUrl(url)} holds no jarvis server data (no server has run on it): give the database the server uses`, {field: 'database'})
+  }
+  const dir = target.dataDir ?? defaultDataDir()
+  if (existsSync(join(dir, SQLITE_FILE_NAME))) return
+  const which = target.dataDir === undefined ? `the default data directory ${dir}` : dir
+  throw new BadInputError(`--data: ${which} holds no jarvis server data (no ${SQLITE_FILE_NAME}): give the data directory the server uses (its --data)`, {field: 'data'})
+}
+
 /** The storage of `target` for one piece of work of a `jarvis serve` subcommand, closed after it whatever happens. */
 export async function withStorage<T>(target: StorageTarget, use: (storage: OpenedStorage) => Promise<T>, workspace?: string): Promise<T> {
   const storage = await openStorage(target, {workspace})

@@ -574,10 +574,20 @@ export class PostgresStorage implements ServerStorage {
   /** Whether the schema of workspace `workspace` exists in the database of `url` (the default one always does). */
   static async hasWorkspace(url: string, workspace: string): Promise<boolean> {
     if (workspace === DEFAULT_WORKSPACE) return true
+    return PostgresStorage.ask(url, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [workspaceSchema(workspace)])
+  }
+
+  /** Whether a jarvis server ever set up the database of `url` (its migrations table is there), without setting it up. */
+  static async hasServerData(url: string): Promise<boolean> {
+    return PostgresStorage.ask(url, "SELECT 1 WHERE to_regclass('schema_migrations') IS NOT NULL", [])
+  }
+
+  /** Whether `sql` finds a row, on a connection of its own that changes nothing. */
+  private static async ask(url: string, sql: string, values: unknown[]): Promise<boolean> {
     const client = new pg.Client({connectionString: url, application_name: 'jarvis serve'})
     try {
       await client.connect()
-      return ((await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [workspaceSchema(workspace)])).rowCount ?? 0) > 0
+      return ((await client.query(sql, values)).rowCount ?? 0) > 0
     } catch (error) {
       throw new JarvisError(`cannot use the PostgreSQL database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, {code: 'STORAGE', exit: ExitCode.failed, data: {database: redactDatabaseUrl(url)}, cause: error})
     } finally {

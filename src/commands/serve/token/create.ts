@@ -16,7 +16,7 @@ export default class ServeTokenCreate extends JarvisCommand<typeof ServeTokenCre
     workspace: workspaceFlag('The workspace the key opens.'),
     agent: Flags.string({description: 'The agent the key speaks for (claude, gemini, chatgpt, openclaw, …).', required: true}),
     role: Flags.option({options: KEY_ROLES, default: 'write' as const, description: 'What the key may do.'})(),
-    expires: Flags.string({description: 'Lifetime: 12h, 90d, 2w. [default: never]'}),
+    expires: Flags.string({description: 'Lifetime: 12h, 90d, 2w; at least a minute. [default: never]'}),
   }
 
   async run(): Promise<{id: string; token: string; key: ApiKey}> {

@@ -7,7 +7,7 @@ import {type ApiKey, revokeKey} from '../../../server/keys.js'
 import {isGrantId, type OAuthGrant, revokeGrant} from '../../../server/oauth/grants.js'
 
 export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRevoke> {
-  static summary = "Revoke an API key or an app's access: refused from its next request on, by every server on the data directory."
+  static summary = "Revoke an API key or an app's access: refused from its next request on, by every server on its data directory or database."
   static examples = ['<%= config.bin %> serve token revoke key_3f9a1c2b7d4e', '<%= config.bin %> serve token revoke grant_5b0c7e19a2d4']
 
   static args = {id: Args.string({description: 'The key id (key_…) or app access id (grant_…), as `jarvis serve token list` shows it.', required: true})}
@@ -20,7 +20,8 @@ export default class ServeTokenRevoke extends JarvisCommand<typeof ServeTokenRev
   async run(): Promise<ApiKey | OAuthGrant> {
     const target = {dataDir: this.flags.data, databaseUrl: this.flags.database, id: this.args.id}
     const revoked = isGrantId(this.args.id) ? await revokeGrant(target) : await revokeKey(target)
-    this.log('grant' in revoked ? renderGrantRevoked(revoked.grant) : renderKeyRevoked(revoked.key))
+    const on = this.flags.database ? 'database' : 'data directory'
+    this.log('grant' in revoked ? renderGrantRevoked(revoked.grant, on) : renderKeyRevoked(revoked.key, on))
     for (const warning of revoked.warnings) this.warn(warning)
     return 'grant' in revoked ? revoked.grant : revoked.key
   }
