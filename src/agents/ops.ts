@@ -20,7 +20,7 @@ import {probeServer} from './probe.js'
 import {whatHoldsBack} from './trust.js'
 import {type AgentTokenState, tokenStates} from './tokens.js'
 import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord} from './undo.js'
-import {AGENT_LABELS, type Change, isJarvisHookGroup, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
+import {AGENT_LABELS, type Change, hooksOfGroup, isJarvisHook, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellClientOf, shellLine} from '../invocation.js'
@@ -355,7 +355,7 @@ async function present(change: Change): Promise<boolean> {
       return (await registeredServer(change)) !== undefined
     case 'hook': {
       const list = valueAt(text, change.path)
-      return Array.isArray(list) && list.some(isJarvisHookGroup)
+      return Array.isArray(list) && list.some((group) => hooksOfGroup(group).some(isJarvisHook))
     }
     case 'approval': {
       const list = valueAt(text, change.path)

@@ -139,6 +139,25 @@ describe('jarvis agents install', () => {
     expect(existsSync(join(root, 'GEMINI.md'))).toBe(false)
   })
 
+  it('a hook the user added to a group of jarvis’s survives a second install and the uninstall (Claude, Gemini, Codex)', async () => {
+    expect((await jarvis(['agents', 'install'])).code).toBe(0)
+    const hookFiles = [join(root, '.claude', 'settings.json'), join(root, '.gemini', 'settings.json'), join(root, '.codex', 'hooks.json')]
+    for (const file of hookFiles) {
+      const settings = await readJson(file)
+      settings.hooks.SessionStart[0].hooks.push({type: 'command', command: 'echo my-own-hook'})
+      await writeFile(file, JSON.stringify(settings, null, 2))
+    }
+    const shared = await snapshot()
+    const again = await jarvis(['agents', 'install'])
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).not.toContain('updated')
+    expect(await snapshot()).toEqual(shared)
+
+    expect((await jarvis(['agents', 'install', '--uninstall'])).code).toBe(0)
+    for (const file of hookFiles) expect((await readJson(file)).hooks, file).toEqual({SessionStart: [{hooks: [{type: 'command', command: 'echo my-own-hook'}]}]})
+    expect(existsSync(join(root, '.mcp.json'))).toBe(false)
+  })
+
   it('--dry-run prints the diff and writes nothing', async () => {
     await userFiles()
     const before = await snapshot()
