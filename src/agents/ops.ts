@@ -1,11 +1,11 @@
 /**
  * `jarvis agents install|status`: wire Claude Code, Gemini CLI, Codex CLI and OpenClaw to the shared memory, and
- * say what is wired and whether it starts. Every file is planned before any is written, so a malformed one
- * stops the whole install with nothing changed; each write is atomic; an undo record per file lets uninstall
- * give the file back byte for byte (docs/agents.md).
+ * say what is wired and whether it starts. Every file is planned and checked before any is written, so a malformed
+ * one, or one that cannot be written, stops the whole install with nothing changed; the writes are all or nothing
+ * (write.ts); an undo record per file lets uninstall give the file back byte for byte (docs/agents.md).
  */
 import {existsSync} from 'node:fs'
-import {realpath, rm, rmdir} from 'node:fs/promises'
+import {realpath, rmdir} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 
@@ -20,11 +20,12 @@ import {probeServer} from './probe.js'
 import {whatHoldsBack} from './trust.js'
 import {type AgentTokenState, tokenStates} from './tokens.js'
 import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord} from './undo.js'
+import {checkWritable, type FileEdit, foldersLeftEmpty, missingDirs, writeFiles} from './write.js'
 import {AGENT_LABELS, type Change, hooksOfGroup, isJarvisHook, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellClientOf, shellLine} from '../invocation.js'
-import {readTextIfExists, writeFileAtomic} from '../store/index.js'
+import {readTextIfExists} from '../store/index.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {openTreeIfAny, type TreeContext} from '../ops/context.js'
 import {userConfigDir} from '../ops/identity.js'
@@ -161,13 +162,6 @@ function explainJson5(file: string, text: string | null, error: unknown): never 
   throw error
 }
 
-/** Directories between `file` and its nearest existing ancestor, outermost first. */
-function missingDirs(file: string): string[] {
-  const dirs: string[] = []
-  for (let dir = dirname(file); !existsSync(dir) && dirname(dir) !== dir; dir = dirname(dir)) dirs.unshift(dir)
-  return dirs
-}
-
 export async function installAgents(options: AgentsInstallOptions): Promise<AgentsInstallResult> {
   const context = await agentsContext(options)
   if (options.scope === 'project' && !context.root) throw new NotATreeError(options.dir ?? process.cwd())
@@ -250,14 +244,15 @@ function uninstalled(file: string, text: string | null, changes: Change[], manif
   return after !== null && record?.created && isEmptyFile(file, after) ? null : after
 }
 
+/** Writes every planned file and jarvis's record of them, all or nothing; a file that cannot be written stops it first. */
 async function apply(planned: Map<string, {before: string | null; after: string | null}>, manifest: UndoManifest, manifestFile: string, uninstall: boolean): Promise<void> {
   const next: UndoManifest = structuredClone(manifest)
+  const edits: FileEdit[] = []
   for (const [file, {before, after}] of planned) {
     if (before === after) continue
     if (uninstall) {
       delete next.files[file]
-      if (after === null) await rm(file, {force: true})
-      else await writeFileAtomic(file, after)
+      edits.push({file, before, after})
       continue
     }
     if (after === null) continue
@@ -267,18 +262,18 @@ async function apply(planned: Map<string, {before: string | null; after: string 
     if (original === undefined) delete next.files[file]
     else next.files[file] = undoRecord(original, after)
     for (const dir of missingDirs(file)) if (!next.dirs.includes(dir)) next.dirs.push(dir)
-    await writeFileAtomic(file, after)
+    edits.push({file, before, after})
   }
-  if (uninstall) {
-    // Directories install created go when nothing is left in them, deepest first.
-    for (const dir of [...next.dirs].sort((a, b) => b.length - a.length)) {
-      if (!existsSync(dir)) next.dirs = next.dirs.filter((d) => d !== dir)
-      else if (await rmdir(dir).then(() => true, () => false)) next.dirs = next.dirs.filter((d) => d !== dir)
-    }
+  // Directories install created go when nothing is left in them.
+  const emptied = uninstall ? await foldersLeftEmpty(next.dirs, new Set(edits.filter((edit) => edit.after === null).map((edit) => edit.file))) : new Set<string>()
+  next.dirs = next.dirs.filter((dir) => !emptied.has(dir))
+  if (JSON.stringify(next) !== JSON.stringify(manifest)) {
+    const nothingLeft = Object.keys(next.files).length === 0 && next.dirs.length === 0
+    edits.push({file: manifestFile, before: await readTextIfExists(manifestFile), after: nothingLeft ? null : JSON.stringify(next, null, 2) + '\n'})
   }
-  if (JSON.stringify(next) === JSON.stringify(manifest)) return
-  if (Object.keys(next.files).length === 0 && next.dirs.length === 0) await rm(manifestFile, {force: true})
-  else await writeFileAtomic(manifestFile, JSON.stringify(next, null, 2) + '\n')
+  await checkWritable(edits)
+  await writeFiles(edits)
+  for (const dir of [...emptied].sort((a, b) => b.length - a.length)) await rmdir(dir).catch(() => {})
 }
 
 export interface AgentsStatusOptions extends AgentsContextOptions {

@@ -6,7 +6,7 @@
  */
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {delimiter, dirname, isAbsolute, join, relative} from 'node:path'
 
 import {afterAll, beforeEach, describe, expect, it} from 'vitest'
@@ -180,6 +180,30 @@ describe('jarvis agents install', () => {
     expect(run.stderr).toContain(`${join(root, '.gemini', 'settings.json')} line 4: not valid JSON`)
     expect(run.stderr).not.toMatch(/\n\s+at /)
     expect(await snapshot()).toEqual(before)
+  })
+
+  it('a read-only folder or file stops the install with exit 1 naming it and what to do, and nothing is written', async () => {
+    await userFiles()
+    // Root writes these anyway: they are refused by their mode bits, as the user set them.
+    await chmod(join(root, '.claude'), 0o555)
+    await chmod(join(root, 'CLAUDE.md'), 0o444)
+    const before = await snapshot()
+    const run = await jarvis(['agents', 'install', '--agent', 'claude'])
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("cannot write the agents' files, so nothing was changed")
+    expect(run.stderr).toContain(`${join(root, '.claude')} is a read-only folder (mode 0555), and jarvis writes settings.local.json, settings.json there: make it writable (chmod u+w ${join(root, '.claude')})`)
+    expect(run.stderr).toContain(`${join(root, 'CLAUDE.md')} is read-only (mode 0444)`)
+    expect(await snapshot()).toEqual(before)
+    expect(existsSync(join(root, '.nexus', 'agents.json'))).toBe(false)
+
+    // The folder writable again, the file still read-only: still refused, naming only the file.
+    await chmod(join(root, '.claude'), 0o755)
+    const file = await jarvis(['agents', 'install', '--agent', 'claude', '--json'])
+    expect(file.code).toBe(1)
+    expect(envelope(file).error).toMatchObject({code: 'NOT_WRITABLE', message: expect.not.stringContaining('.claude')})
+    expect(await snapshot()).toEqual(before)
+    await chmod(join(root, 'CLAUDE.md'), 0o644)
+    expect((await jarvis(['agents', 'install', '--agent', 'claude'])).code).toBe(0)
   })
 
   it('user scope writes the home files, with a server that finds the tree from where the agent starts', async () => {
