@@ -297,8 +297,12 @@ export interface AgentStatus {
   /** What is in place, in each scope that has any of it; every item of the scope, present or not. */
   items: WiredItem[]
   server: {
-    /** connected: it starts and answers; not-started: registered, but the agent will not start it (approval, trust); failed: it does not answer; not-registered. */
-    state: 'connected' | 'not-started' | 'failed' | 'not-registered'
+    /**
+     * connected: it starts and answers; registered: nothing holds the agent back, but it was not started to check
+     * (--no-probe); not-started: registered, but the agent will not start it (approval, trust); failed: it does not
+     * answer; not-registered.
+     */
+    state: 'connected' | 'registered' | 'not-started' | 'failed' | 'not-registered'
     scope?: Scope
     file?: string
     command?: string
@@ -379,16 +383,17 @@ export async function agentsStatus(options: AgentsStatusOptions): Promise<Agents
         const mcp = changes.find((c): c is Extract<Change, {kind: 'mcp'}> => c.kind === 'mcp')
         const registered = mcp && (await registeredServer(mcp))
         if (!registered || server.state !== 'not-registered') continue
-        server = {state: 'connected', scope, file: mcp.file, command: shellLine(registered)}
+        const found = {scope, file: mcp.file, command: shellLine(registered)}
         const held = await whatHoldsBack({agent, scope, root: context.root, home: context.home, codexHome: context.codexHome, gitRepo: context.gitRepo, env: context.env})
+        // Unstarted, a command is only registered: connected is for one seen to start and answer.
         if (options.probe === false) {
-          server = {...server, state: held ? 'not-started' : 'connected', detail: held ?? 'not started to check (--no-probe)'}
+          server = {...found, state: held ? 'not-started' : 'registered', detail: held ?? 'not started to check (--no-probe)'}
           continue
         }
         const probe = await probeServer(registered, context.root ?? process.cwd())
-        if (!probe.ok) server = {...server, state: 'failed', detail: `the registered command does not answer: ${probe.error}`}
-        else if (held) server = {...server, state: 'not-started', tools: probe.tools, detail: `${held}; the command itself starts and answers`}
-        else server = {...server, tools: probe.tools}
+        if (!probe.ok) server = {...found, state: 'failed', detail: `the registered command does not answer: ${probe.error}`}
+        else if (held) server = {...found, state: 'not-started', tools: probe.tools, detail: `${held}; the command itself starts and answers`}
+        else server = {...found, state: 'connected', tools: probe.tools}
       }
       return {agent, label: AGENT_LABELS[agent], items, server}
     }),

@@ -11,6 +11,7 @@ import {delimiter, dirname, isAbsolute, join, relative} from 'node:path'
 
 import {afterAll, beforeEach, describe, expect, it} from 'vitest'
 
+import {failureLine} from '../../src/agents/probe.js'
 import {initTree} from '../../src/store/index.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
@@ -283,6 +284,23 @@ describe('jarvis agents status', () => {
     await writeFile(mcpJson, JSON.stringify(config))
     const broken = await jarvis(['agents', 'status', '--agent', 'claude'])
     expect(broken.stdout).toMatch(/^Claude Code: registered, fails to start/)
-    expect(broken.stdout).toContain('/nowhere/bin/run.js')
+    // The line that says what failed, not Node's version after the stack.
+    expect(broken.stdout).toMatch(/why +the registered command does not answer: .*: Error: Cannot find module '\/nowhere\/bin\/run\.js'\n/)
+
+    // Not started, the same command is only registered: nothing says it would connect.
+    const unchecked = await jarvis(['agents', 'status', '--agent', 'claude', '--no-probe', '--json'])
+    expect(envelope<{agents: Array<{server: {state: string; detail?: string}}>}>(unchecked).result!.agents[0].server).toMatchObject({state: 'registered', detail: 'not started to check (--no-probe)'})
+    expect((await jarvis(['agents', 'status', '--agent', 'claude', '--no-probe'])).stdout).toMatch(/^Claude Code: registered\n/)
+  })
+})
+
+describe('failureLine', () => {
+  it('keeps the line of a failed start that says what failed', () => {
+    const node = "node:internal/modules/cjs/loader:1210\n  throw err;\n  ^\n\nError: Cannot find module '/work/gone/bin/run.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)\n    at node:internal/main/run_main_module:28:49 {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: []\n}\n\nNode.js v20.20.2\n"
+    expect(failureLine(node)).toBe("Error: Cannot find module '/work/gone/bin/run.js'")
+    expect(failureLine('node:internal/modules/esm/resolve:283\n\nError [ERR_MODULE_NOT_FOUND]: Cannot find package \'x\' imported from /a.js\n    at f\n\nNode.js v20.20.2\n')).toBe("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'x' imported from /a.js")
+    expect(failureLine('starting\njarvis: not a jarvis tree (no .memory/ in /x or any parent)\n')).toBe('jarvis: not a jarvis tree (no .memory/ in /x or any parent)')
+    expect(failureLine('something odd\nNode.js v20.20.2\n')).toBe('something odd')
+    expect(failureLine('')).toBeUndefined()
   })
 })
