@@ -114,6 +114,13 @@ export class LockedError extends JarvisError {
   }
 }
 
+/** A file that cannot be written (permissions, a read-only file, a folder in the way): nothing was changed, or the message says what was not put back. */
+export class FileNotWritableError extends JarvisError {
+  constructor(message: string, data?: Record<string, unknown>, cause?: unknown) {
+    super(message, {code: 'NOT_WRITABLE', exit: ExitCode.failed, data, cause})
+  }
+}
+
 const INCOMPLETE_INSTALL = 'INCOMPLETE_INSTALL'
 
 /**

@@ -1,11 +1,11 @@
 /**
  * `jarvis agents install|status`: wire Claude Code, Gemini CLI, Codex CLI and OpenClaw to the shared memory, and
- * say what is wired and whether it starts. Every file is planned before any is written, so a malformed one
- * stops the whole install with nothing changed; each write is atomic; an undo record per file lets uninstall
- * give the file back byte for byte (docs/agents.md).
+ * say what is wired and whether it starts. Every file is planned and checked before any is written, so a malformed
+ * one, or one that cannot be written, stops the whole install with nothing changed; the writes are all or nothing
+ * (write.ts); an undo record per file lets uninstall give the file back byte for byte (docs/agents.md).
  */
 import {existsSync} from 'node:fs'
-import {realpath, rm, rmdir} from 'node:fs/promises'
+import {realpath, rmdir} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 
@@ -20,11 +20,12 @@ import {probeServer} from './probe.js'
 import {whatHoldsBack} from './trust.js'
 import {type AgentTokenState, tokenStates} from './tokens.js'
 import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord} from './undo.js'
-import {AGENT_LABELS, type Change, isJarvisHookGroup, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
+import {checkWritable, type FileEdit, foldersLeftEmpty, missingDirs, writeFiles} from './write.js'
+import {AGENT_LABELS, type Change, hooksOfGroup, isJarvisHook, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellClientOf, shellLine} from '../invocation.js'
-import {readTextIfExists, writeFileAtomic} from '../store/index.js'
+import {readTextIfExists} from '../store/index.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {openTreeIfAny, type TreeContext} from '../ops/context.js'
 import {userConfigDir} from '../ops/identity.js'
@@ -161,13 +162,6 @@ function explainJson5(file: string, text: string | null, error: unknown): never 
   throw error
 }
 
-/** Directories between `file` and its nearest existing ancestor, outermost first. */
-function missingDirs(file: string): string[] {
-  const dirs: string[] = []
-  for (let dir = dirname(file); !existsSync(dir) && dirname(dir) !== dir; dir = dirname(dir)) dirs.unshift(dir)
-  return dirs
-}
-
 export async function installAgents(options: AgentsInstallOptions): Promise<AgentsInstallResult> {
   const context = await agentsContext(options)
   if (options.scope === 'project' && !context.root) throw new NotATreeError(options.dir ?? process.cwd())
@@ -250,14 +244,15 @@ function uninstalled(file: string, text: string | null, changes: Change[], manif
   return after !== null && record?.created && isEmptyFile(file, after) ? null : after
 }
 
+/** Writes every planned file and jarvis's record of them, all or nothing; a file that cannot be written stops it first. */
 async function apply(planned: Map<string, {before: string | null; after: string | null}>, manifest: UndoManifest, manifestFile: string, uninstall: boolean): Promise<void> {
   const next: UndoManifest = structuredClone(manifest)
+  const edits: FileEdit[] = []
   for (const [file, {before, after}] of planned) {
     if (before === after) continue
     if (uninstall) {
       delete next.files[file]
-      if (after === null) await rm(file, {force: true})
-      else await writeFileAtomic(file, after)
+      edits.push({file, before, after})
       continue
     }
     if (after === null) continue
@@ -267,18 +262,18 @@ async function apply(planned: Map<string, {before: string | null; after: string 
     if (original === undefined) delete next.files[file]
     else next.files[file] = undoRecord(original, after)
     for (const dir of missingDirs(file)) if (!next.dirs.includes(dir)) next.dirs.push(dir)
-    await writeFileAtomic(file, after)
+    edits.push({file, before, after})
   }
-  if (uninstall) {
-    // Directories install created go when nothing is left in them, deepest first.
-    for (const dir of [...next.dirs].sort((a, b) => b.length - a.length)) {
-      if (!existsSync(dir)) next.dirs = next.dirs.filter((d) => d !== dir)
-      else if (await rmdir(dir).then(() => true, () => false)) next.dirs = next.dirs.filter((d) => d !== dir)
-    }
+  // Directories install created go when nothing is left in them.
+  const emptied = uninstall ? await foldersLeftEmpty(next.dirs, new Set(edits.filter((edit) => edit.after === null).map((edit) => edit.file))) : new Set<string>()
+  next.dirs = next.dirs.filter((dir) => !emptied.has(dir))
+  if (JSON.stringify(next) !== JSON.stringify(manifest)) {
+    const nothingLeft = Object.keys(next.files).length === 0 && next.dirs.length === 0
+    edits.push({file: manifestFile, before: await readTextIfExists(manifestFile), after: nothingLeft ? null : JSON.stringify(next, null, 2) + '\n'})
   }
-  if (JSON.stringify(next) === JSON.stringify(manifest)) return
-  if (Object.keys(next.files).length === 0 && next.dirs.length === 0) await rm(manifestFile, {force: true})
-  else await writeFileAtomic(manifestFile, JSON.stringify(next, null, 2) + '\n')
+  await checkWritable(edits)
+  await writeFiles(edits)
+  for (const dir of [...emptied].sort((a, b) => b.length - a.length)) await rmdir(dir).catch(() => {})
 }
 
 export interface AgentsStatusOptions extends AgentsContextOptions {
@@ -302,8 +297,12 @@ export interface AgentStatus {
   /** What is in place, in each scope that has any of it; every item of the scope, present or not. */
   items: WiredItem[]
   server: {
-    /** connected: it starts and answers; not-started: registered, but the agent will not start it (approval, trust); failed: it does not answer; not-registered. */
-    state: 'connected' | 'not-started' | 'failed' | 'not-registered'
+    /**
+     * connected: it starts and answers; registered: nothing holds the agent back, but it was not started to check
+     * (--no-probe); not-started: registered, but the agent will not start it (approval, trust); failed: it does not
+     * answer; not-registered.
+     */
+    state: 'connected' | 'registered' | 'not-started' | 'failed' | 'not-registered'
     scope?: Scope
     file?: string
     command?: string
@@ -355,7 +354,7 @@ async function present(change: Change): Promise<boolean> {
       return (await registeredServer(change)) !== undefined
     case 'hook': {
       const list = valueAt(text, change.path)
-      return Array.isArray(list) && list.some(isJarvisHookGroup)
+      return Array.isArray(list) && list.some((group) => hooksOfGroup(group).some(isJarvisHook))
     }
     case 'approval': {
       const list = valueAt(text, change.path)
@@ -384,16 +383,17 @@ export async function agentsStatus(options: AgentsStatusOptions): Promise<Agents
         const mcp = changes.find((c): c is Extract<Change, {kind: 'mcp'}> => c.kind === 'mcp')
         const registered = mcp && (await registeredServer(mcp))
         if (!registered || server.state !== 'not-registered') continue
-        server = {state: 'connected', scope, file: mcp.file, command: shellLine(registered)}
+        const found = {scope, file: mcp.file, command: shellLine(registered)}
         const held = await whatHoldsBack({agent, scope, root: context.root, home: context.home, codexHome: context.codexHome, gitRepo: context.gitRepo, env: context.env})
+        // Unstarted, a command is only registered: connected is for one seen to start and answer.
         if (options.probe === false) {
-          server = {...server, state: held ? 'not-started' : 'connected', detail: held ?? 'not started to check (--no-probe)'}
+          server = {...found, state: held ? 'not-started' : 'registered', detail: held ?? 'not started to check (--no-probe)'}
           continue
         }
         const probe = await probeServer(registered, context.root ?? process.cwd())
-        if (!probe.ok) server = {...server, state: 'failed', detail: `the registered command does not answer: ${probe.error}`}
-        else if (held) server = {...server, state: 'not-started', tools: probe.tools, detail: `${held}; the command itself starts and answers`}
-        else server = {...server, tools: probe.tools}
+        if (!probe.ok) server = {...found, state: 'failed', detail: `the registered command does not answer: ${probe.error}`}
+        else if (held) server = {...found, state: 'not-started', tools: probe.tools, detail: `${held}; the command itself starts and answers`}
+        else server = {...found, state: 'connected', tools: probe.tools}
       }
       return {agent, label: AGENT_LABELS[agent], items, server}
     }),

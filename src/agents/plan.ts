@@ -4,9 +4,9 @@
  * PURE: text in, text out.
  */
 import {putBlock, removeBlock} from '../merge/marked-block.js'
-import {EMPTY_JSON, parseSettings, putInArray, removeFromArray, removeValue, setValue} from './json-edit.js'
+import {EMPTY_JSON, parseSettings, putInArray, removeFromArray, removeValue, setValue, valueAt} from './json-edit.js'
 import {putServerTable, removeServerTable, serverTable} from './toml-edit.js'
-import {type Change, isJarvisHookGroup, SERVER_NAME} from './wiring.js'
+import {type Change, hooksOfGroup, isJarvisHook, SERVER_NAME} from './wiring.js'
 
 export type FileFormat = 'json' | 'toml' | 'markdown'
 
@@ -30,7 +30,7 @@ export function installInto(file: string, text: string | null, changes: Change[]
         result = format === 'toml' ? putServerTable(result, file, change.path[0], serverTable(change.path[0], change.server)) : setValue(result, change.path, {command: change.server.command, args: change.server.args})
         break
       case 'hook':
-        result = putInArray(result, change.path, change.entry, isJarvisHookGroup)
+        result = putHook(result, change.path, change.hook)
         break
       case 'approval':
         result = putInArray(result, change.path, SERVER_NAME, isServerName)
@@ -55,7 +55,7 @@ export function removeFrom(file: string, text: string | null, changes: Change[])
         result = format === 'toml' ? removeServerTable(result, file, change.path[0]) : removeValue(result, change.path)
         break
       case 'hook':
-        result = removeFromArray(result, change.path, isJarvisHookGroup)
+        result = removeHooks(result, change.path)
         break
       case 'approval':
         result = removeFromArray(result, change.path, isServerName, change.path.length - 1)
@@ -64,6 +64,37 @@ export function removeFrom(file: string, text: string | null, changes: Change[])
         result = removeBlock(result, file)
         break
     }
+  }
+  return result
+}
+
+/**
+ * Puts jarvis's hook in the hook groups at `path`. Where a group already holds jarvis's entry (the user may have
+ * added their own hooks to that group, or a matcher), only that entry is rewritten, and only when it differs (an
+ * upgrade); else jarvis's hook goes at the end, in a group of its own.
+ */
+function putHook(text: string, path: string[], hook: unknown): string {
+  const groups = valueAt(text, path)
+  const at = Array.isArray(groups) ? groups.findIndex((group) => hooksOfGroup(group).some(isJarvisHook)) : -1
+  if (at === -1) return putInArray(text, path, {hooks: [hook]}, () => false)
+  return setValue(text, [...path, at, 'hooks', hooksOfGroup((groups as unknown[])[at]).findIndex(isJarvisHook)], hook)
+}
+
+/**
+ * Takes jarvis's hook entries out of the hook groups at `path`: a group left with none of its hooks goes (and the
+ * lists that leaves empty), a group that still holds the user's hooks stays with them and its matcher.
+ */
+function removeHooks(text: string, path: string[]): string {
+  const groups = valueAt(text, path)
+  if (!Array.isArray(groups)) return text
+  let result = text
+  // Last first: a removal leaves the indices before it as they were.
+  for (let at = groups.length - 1; at >= 0; at--) {
+    const hooks = hooksOfGroup(groups[at])
+    const ours = hooks.flatMap((hook, index) => (isJarvisHook(hook) ? [index] : [])).reverse()
+    if (ours.length === 0) continue
+    if (ours.length === hooks.length) result = removeValue(result, [...path, at])
+    else for (const index of ours) result = removeValue(result, [...path, at, 'hooks', index])
   }
   return result
 }

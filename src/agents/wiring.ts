@@ -15,8 +15,11 @@ export const AGENT_LABELS: Record<HookAgent, string> = {claude: 'Claude Code', g
 export type Change =
   /** The MCP server entry: a JSON path to `jarvis`, or the `[mcp_servers.jarvis]` table of a TOML file. */
   | {kind: 'mcp'; file: string; path: string[]; server: Invocation}
-  /** One lifecycle hook: an entry in the agent's `hooks.<native event>` array. */
-  | {kind: 'hook'; file: string; event: HookEvent; path: string[]; entry: unknown}
+  /**
+   * One lifecycle hook: `hook` is jarvis's entry in a group's `hooks` list, and the groups are the agent's
+   * `hooks.<native event>` array (each group `{matcher?, hooks: [...]}`).
+   */
+  | {kind: 'hook'; file: string; event: HookEvent; path: string[]; hook: unknown}
   /** `jarvis` among the project servers Claude Code may start. */
   | {kind: 'approval'; file: string; path: string[]}
   | {kind: 'instructions'; file: string; body: string}
@@ -57,10 +60,16 @@ const HOOK_EVENTS: Record<'claude' | 'gemini' | 'codex', Array<[HookEvent, strin
 
 const HOOK_TAIL = / hook [a-z-]+ --agent [a-z]+$/
 
-/** A hook group jarvis wrote: one command ending in `hook <event> --agent <agent>`. */
-export function isJarvisHookGroup(item: unknown): boolean {
-  const hooks = (item as {hooks?: unknown} | null)?.hooks
-  return Array.isArray(hooks) && hooks.some((hook) => typeof (hook as {command?: unknown})?.command === 'string' && HOOK_TAIL.test((hook as {command: string}).command))
+/** A hook entry jarvis wrote (this jarvis or an older one): its command ends in `hook <event> --agent <agent>`. */
+export function isJarvisHook(hook: unknown): boolean {
+  const command = (hook as {command?: unknown} | null)?.command
+  return typeof command === 'string' && HOOK_TAIL.test(command)
+}
+
+/** The `hooks` list of a hook group; empty for anything else. */
+export function hooksOfGroup(group: unknown): unknown[] {
+  const hooks = (group as {hooks?: unknown} | null)?.hooks
+  return Array.isArray(hooks) ? hooks : []
 }
 
 /** The MCP server as the agent starts it: `<node> <bin/run.js> mcp --agent <id> [--dir <root>]`. */
@@ -82,7 +91,7 @@ function hookChanges(input: WiringInput, agent: 'claude' | 'gemini' | 'codex', f
   return HOOK_EVENTS[agent].map(([event, native, timeout]) => {
     const command = hookCommand(input.jarvis, agent, event, input.shellClient)
     const hook = agent === 'gemini' ? {type: 'command', name: `jarvis-${event}`, command, timeout} : {type: 'command', command, timeout}
-    return {kind: 'hook', file, event, path: ['hooks', native], entry: {hooks: [hook]}}
+    return {kind: 'hook', file, event, path: ['hooks', native], hook}
   })
 }
 

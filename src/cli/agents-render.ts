@@ -34,6 +34,7 @@ export function renderInstall(result: AgentsInstallResult): string {
 
 const STATE: Record<AgentsStatusResult['agents'][number]['server']['state'], string> = {
   connected: 'connected',
+  registered: 'registered',
   'not-started': 'registered, not started',
   failed: 'registered, fails to start',
   'not-registered': 'not registered',

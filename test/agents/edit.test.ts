@@ -116,6 +116,49 @@ describe('JSON settings (Claude Code, Gemini CLI, Codex hooks, OpenClaw)', () =>
   })
 })
 
+describe('hook groups the user shares with jarvis (Claude Code, Gemini CLI, Codex CLI)', () => {
+  const files = {claude: `${root}/.claude/settings.json`, gemini: `${root}/.gemini/settings.json`, codex: `${root}/.codex/hooks.json`}
+  const hooksOnly = (agent: keyof typeof files, jarvisAt = jarvis) =>
+    wiringFor({agent, scope: 'project', root, home, jarvis: jarvisAt, gitRepo: true, openclawWorkspace: false}).changes.filter((c) => c.kind === 'hook')
+  const mine = {type: 'command', command: 'echo my-own-hook'}
+  type Groups = Record<string, Array<{matcher?: string; hooks: Array<{command: string}>}>>
+  const groupsOf = (text: string, file: string) => parseSettings(text, file).hooks as Groups
+
+  /** The file install wrote, with the user's hook and a matcher added to jarvis's SessionStart group, as the user's editor writes it. */
+  function sharedGroup(agent: keyof typeof files, installed: string): string {
+    const value = parseSettings(installed, files[agent]) as {hooks: Groups}
+    value.hooks.SessionStart[0] = {matcher: 'startup', hooks: [...value.hooks.SessionStart[0].hooks, mine]}
+    return JSON.stringify(value, null, 2) + '\n'
+  }
+
+  for (const agent of ['claude', 'gemini', 'codex'] as const) {
+    const file = files[agent]
+    const changes = hooksOnly(agent)
+
+    it(`${agent}: install again changes no byte; uninstall takes out only jarvis's entry and keeps the group, its matcher and the user's hook`, () => {
+      const shared = sharedGroup(agent, installInto(file, null, changes)!)
+      expect(installInto(file, shared, changes)).toBe(shared)
+      const removed = removeFrom(file, shared, changes)!
+      expect(groupsOf(removed, file)).toEqual({SessionStart: [{matcher: 'startup', hooks: [mine]}]})
+      // Installed again, jarvis's hook comes in a group of its own, after the user's.
+      expect(groupsOf(installInto(file, removed, changes)!, file).SessionStart.map((g) => g.hooks.map((h) => h.command))).toEqual([['echo my-own-hook'], [expect.stringMatching(/ hook session-start --agent /)]])
+    })
+
+    it(`${agent}: an upgrade rewrites only jarvis's entry in a shared group`, () => {
+      const older = hooksOnly(agent, {command: '/old/node', args: ['/old/run.js']})
+      const shared = sharedGroup(agent, installInto(file, null, older)!)
+      const upgraded = installInto(file, shared, changes)!
+      const group = groupsOf(upgraded, file).SessionStart
+      expect(group).toHaveLength(1)
+      expect(group[0].matcher).toBe('startup')
+      expect(group[0].hooks.map((h) => h.command)).toEqual([expect.stringContaining('/opt/jarvis/bin/run.js hook session-start --agent '), 'echo my-own-hook'])
+      // Every line but jarvis's own command is as the user left it.
+      const changed = upgraded.split('\n').filter((line, index) => line !== shared.split('\n')[index])
+      expect(changed).toEqual(Array.from({length: 5}, () => expect.stringMatching(/^ *"command": "\/usr\/local\/bin\/node \/opt\/jarvis\/bin\/run\.js hook [a-z-]+ --agent [a-z]+",$/)))
+    })
+  }
+})
+
 describe('Codex config.toml', () => {
   const file = `${root}/.codex/config.toml`
   const table = serverTable('jarvis', {command: '/usr/bin/node', args: ['/opt/jarvis/bin/run.js', 'mcp', '--dir', '/a "quoted" dir']})

@@ -6,11 +6,12 @@
  */
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {delimiter, dirname, isAbsolute, join, relative} from 'node:path'
 
 import {afterAll, beforeEach, describe, expect, it} from 'vitest'
 
+import {failureLine} from '../../src/agents/probe.js'
 import {initTree} from '../../src/store/index.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
@@ -139,6 +140,25 @@ describe('jarvis agents install', () => {
     expect(existsSync(join(root, 'GEMINI.md'))).toBe(false)
   })
 
+  it('a hook the user added to a group of jarvis’s survives a second install and the uninstall (Claude, Gemini, Codex)', async () => {
+    expect((await jarvis(['agents', 'install'])).code).toBe(0)
+    const hookFiles = [join(root, '.claude', 'settings.json'), join(root, '.gemini', 'settings.json'), join(root, '.codex', 'hooks.json')]
+    for (const file of hookFiles) {
+      const settings = await readJson(file)
+      settings.hooks.SessionStart[0].hooks.push({type: 'command', command: 'echo my-own-hook'})
+      await writeFile(file, JSON.stringify(settings, null, 2))
+    }
+    const shared = await snapshot()
+    const again = await jarvis(['agents', 'install'])
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).not.toContain('updated')
+    expect(await snapshot()).toEqual(shared)
+
+    expect((await jarvis(['agents', 'install', '--uninstall'])).code).toBe(0)
+    for (const file of hookFiles) expect((await readJson(file)).hooks, file).toEqual({SessionStart: [{hooks: [{type: 'command', command: 'echo my-own-hook'}]}]})
+    expect(existsSync(join(root, '.mcp.json'))).toBe(false)
+  })
+
   it('--dry-run prints the diff and writes nothing', async () => {
     await userFiles()
     const before = await snapshot()
@@ -161,6 +181,30 @@ describe('jarvis agents install', () => {
     expect(run.stderr).toContain(`${join(root, '.gemini', 'settings.json')} line 4: not valid JSON`)
     expect(run.stderr).not.toMatch(/\n\s+at /)
     expect(await snapshot()).toEqual(before)
+  })
+
+  it('a read-only folder or file stops the install with exit 1 naming it and what to do, and nothing is written', async () => {
+    await userFiles()
+    // Root writes these anyway: they are refused by their mode bits, as the user set them.
+    await chmod(join(root, '.claude'), 0o555)
+    await chmod(join(root, 'CLAUDE.md'), 0o444)
+    const before = await snapshot()
+    const run = await jarvis(['agents', 'install', '--agent', 'claude'])
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("cannot write the agents' files, so nothing was changed")
+    expect(run.stderr).toContain(`${join(root, '.claude')} is a read-only folder (mode 0555), and jarvis writes settings.local.json, settings.json there: make it writable (chmod u+w ${join(root, '.claude')})`)
+    expect(run.stderr).toContain(`${join(root, 'CLAUDE.md')} is read-only (mode 0444)`)
+    expect(await snapshot()).toEqual(before)
+    expect(existsSync(join(root, '.nexus', 'agents.json'))).toBe(false)
+
+    // The folder writable again, the file still read-only: still refused, naming only the file.
+    await chmod(join(root, '.claude'), 0o755)
+    const file = await jarvis(['agents', 'install', '--agent', 'claude', '--json'])
+    expect(file.code).toBe(1)
+    expect(envelope(file).error).toMatchObject({code: 'NOT_WRITABLE', message: expect.not.stringContaining('.claude')})
+    expect(await snapshot()).toEqual(before)
+    await chmod(join(root, 'CLAUDE.md'), 0o644)
+    expect((await jarvis(['agents', 'install', '--agent', 'claude'])).code).toBe(0)
   })
 
   it('user scope writes the home files, with a server that finds the tree from where the agent starts', async () => {
@@ -240,6 +284,23 @@ describe('jarvis agents status', () => {
     await writeFile(mcpJson, JSON.stringify(config))
     const broken = await jarvis(['agents', 'status', '--agent', 'claude'])
     expect(broken.stdout).toMatch(/^Claude Code: registered, fails to start/)
-    expect(broken.stdout).toContain('/nowhere/bin/run.js')
+    // The line that says what failed, not Node's version after the stack.
+    expect(broken.stdout).toMatch(/why +the registered command does not answer: .*: Error: Cannot find module '\/nowhere\/bin\/run\.js'\n/)
+
+    // Not started, the same command is only registered: nothing says it would connect.
+    const unchecked = await jarvis(['agents', 'status', '--agent', 'claude', '--no-probe', '--json'])
+    expect(envelope<{agents: Array<{server: {state: string; detail?: string}}>}>(unchecked).result!.agents[0].server).toMatchObject({state: 'registered', detail: 'not started to check (--no-probe)'})
+    expect((await jarvis(['agents', 'status', '--agent', 'claude', '--no-probe'])).stdout).toMatch(/^Claude Code: registered\n/)
+  })
+})
+
+describe('failureLine', () => {
+  it('keeps the line of a failed start that says what failed', () => {
+    const node = "node:internal/modules/cjs/loader:1210\n  throw err;\n  ^\n\nError: Cannot find module '/work/gone/bin/run.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)\n    at node:internal/main/run_main_module:28:49 {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: []\n}\n\nNode.js v20.20.2\n"
+    expect(failureLine(node)).toBe("Error: Cannot find module '/work/gone/bin/run.js'")
+    expect(failureLine('node:internal/modules/esm/resolve:283\n\nError [ERR_MODULE_NOT_FOUND]: Cannot find package \'x\' imported from /a.js\n    at f\n\nNode.js v20.20.2\n')).toBe("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'x' imported from /a.js")
+    expect(failureLine('starting\njarvis: not a jarvis tree (no .memory/ in /x or any parent)\n')).toBe('jarvis: not a jarvis tree (no .memory/ in /x or any parent)')
+    expect(failureLine('something odd\nNode.js v20.20.2\n')).toBe('something odd')
+    expect(failureLine('')).toBeUndefined()
   })
 })
