@@ -12,7 +12,7 @@ import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir, fsyncFile} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {exportData, importData} from './dump.js'
-import {redactDatabaseUrl, type StorageTarget} from './storage/open.js'
+import {assertServerData, redactDatabaseUrl, type StorageTarget} from './storage/open.js'
 import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
 import {openSqlite} from '../store/sqlite-open.js'
 
@@ -48,6 +48,7 @@ export interface BackupResult {
 
 export async function backupData(options: StorageTarget & {to: string; keep?: number; now?: Date}): Promise<BackupResult> {
   if (options.keep !== undefined && (!Number.isInteger(options.keep) || options.keep < 1)) throw new BadInputError(`--keep must be a whole number of 1 or more, not ${options.keep}`, {field: 'keep'})
+  await assertServerData(options)
   const to = resolve(options.to)
   await mkdir(to, {recursive: true, mode: 0o700})
   const databaseUrl = options.databaseUrl === '' ? undefined : options.databaseUrl

@@ -11,7 +11,7 @@ import type {Readable} from 'node:stream'
 
 import {BadInputError} from '../errors.js'
 import {KEY_COLUMNS, type KeyRow, toKey} from './storage/key-rows.js'
-import {type OpenedStorage, openStorage, type StorageTarget, withStorage, workspaceExists} from './storage/open.js'
+import {assertServerData, type OpenedStorage, openStorage, type StorageTarget, withStorage, workspaceExists} from './storage/open.js'
 import {SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
 import {DUMP_TABLES, type DumpRow, type DumpTable, WORKSPACE_TABLES} from './storage/sqlite-dump.js'
 import {type ApiKey, KEY_ROLES} from './storage/types.js'
@@ -42,6 +42,7 @@ async function withWorkspace<T>(target: StorageTarget, workspace: string, use: (
 /** Writes the dump of one workspace line by line through `write` (which may wait for the output to drain). */
 export async function exportData(options: StorageTarget & WorkspaceOption & {write: (line: string) => Promise<void> | void; now?: Date}): Promise<DumpCounts> {
   const workspace = checkWorkspaceName(options.workspace ?? DEFAULT_WORKSPACE, '--workspace')
+  await assertServerData(options)
   if (!(await workspaceExists(options, workspace))) {
     throw new BadInputError(`--workspace: there is no workspace ${JSON.stringify(workspace)} on this server yet (a workspace is made at the first request of one of its keys): jarvis serve token list shows the keys and their workspaces`, {field: 'workspace'})
   }

@@ -148,10 +148,11 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     expect(unknown.stderr).toContain('jarvis serve token list')
   })
 
-  it('token list and revoke where no server keeps its data exit 2 naming --data or --database, and make nothing there', async () => {
+  it('token list and revoke, export and backup where no server keeps its data exit 2 naming --data or --database, and make nothing there', async () => {
     const elsewhere = backend === 'postgres' ? {flags: ['--database', await freshDatabase()], flag: '--database'} : {flags: ['--data', join(home, 'typo')], flag: '--data'}
-    for (const args of [['list'], ['revoke', 'key_000000000000'], ['revoke', 'grant_000000000000']]) {
-      const refused = await runJarvis(['serve', 'token', ...args, ...elsewhere.flags], {env: env('')})
+    const commands = [['token', 'list'], ['token', 'revoke', 'key_000000000000'], ['token', 'revoke', 'grant_000000000000'], ['export'], ['backup', '--to', join(home, 'backups')]]
+    for (const args of commands) {
+      const refused = await runJarvis(['serve', ...args, ...elsewhere.flags], {env: env('')})
       expect(refused.code, refused.stderr).toBe(2)
       expect(refused.stderr).toContain(`${elsewhere.flag}: `)
       expect(refused.stderr).toContain('holds no jarvis server data')

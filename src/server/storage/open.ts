@@ -88,7 +88,7 @@ export async function workspaceExists(target: StorageTarget, workspace: string):
 /**
  * Refuses (exit 2 naming --data or --database) a target that holds no server data: a data directory without the
  * server's database file, a PostgreSQL database no jarvis server set up. For the subcommands that only read or change
- * what a server holds (`serve token list|revoke`): opening the storage would make an empty server there, so a
+ * what a server holds (`serve token list|revoke`, `serve export`, `serve backup`): opening the storage would make an empty server there, so a
  * mistyped path would leave one behind and answer as if it were the server's.
  */
 export async function assertServerData(target: StorageTarget): Promise<void> {
