@@ -52,6 +52,7 @@ export function removeFrom(file: string, text: string | null, changes: Change[])
   for (const change of changes) {
     switch (change.kind) {
       case 'mcp':
+        if (format !== 'toml' && boundElsewhere(valueAt(result, change.path), change.server.args)) break
         result = format === 'toml' ? removeServerTable(result, file, change.path[0]) : removeValue(result, change.path)
         break
       case 'hook':
@@ -66,6 +67,20 @@ export function removeFrom(file: string, text: string | null, changes: Change[])
     }
   }
   return result
+}
+
+/**
+ * True when a registered server is bound (`--dir`) to another tree than the one uninstalling: OpenClaw has one
+ * configuration for every project, so after an install in a second tree its server is that tree's, not this one's.
+ */
+function boundElsewhere(registered: unknown, args: readonly string[]): boolean {
+  const dirOf = (list: readonly unknown[]) => {
+    const at = list.indexOf('--dir')
+    return at === -1 ? undefined : list[at + 1]
+  }
+  const ours = dirOf(args)
+  const theirs = registered && typeof registered === 'object' && Array.isArray((registered as {args?: unknown}).args) ? dirOf((registered as {args: unknown[]}).args) : undefined
+  return ours !== undefined && theirs !== undefined && theirs !== ours
 }
 
 /**

@@ -116,6 +116,19 @@ describe('JSON settings (Claude Code, Gemini CLI, Codex hooks, OpenClaw)', () =>
   })
 })
 
+describe('OpenClaw, one configuration for every project', () => {
+  it('an uninstall in a tree leaves the server an install in another tree bound to that tree', () => {
+    const file = `${home}/.openclaw/openclaw.json`
+    const server = (tree: string) => wiringFor({agent: 'openclaw', scope: 'user', root: tree, home, jarvis, gitRepo: true, openclawWorkspace: false}).changes.filter((c) => c.file === file)
+    const first = installInto(file, null, server('/work/first'))!
+    const second = installInto(file, first, server('/work/second'))!
+    expect(second).toContain('/work/second')
+    // The first tree's uninstall: the registration is the second tree's now, and stays.
+    expect(removeFrom(file, second, server('/work/first'))).toBe(second)
+    expect(removeFrom(file, second, server('/work/second'))).not.toContain('jarvis')
+  })
+})
+
 describe('hook groups the user shares with jarvis (Claude Code, Gemini CLI, Codex CLI)', () => {
   const files = {claude: `${root}/.claude/settings.json`, gemini: `${root}/.gemini/settings.json`, codex: `${root}/.codex/hooks.json`}
   const hooksOnly = (agent: keyof typeof files, jarvisAt = jarvis) =>
