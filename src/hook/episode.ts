@@ -257,34 +257,45 @@ export const ECHO_MIN_WORDS = 5
  */
 export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly string[]): SessionDigest {
   if (sourceTexts.length === 0) return digest
-  const sources = sourceTexts.map((text) => ({words: new Set(promptTerms(text)), sentences: text.split(SENTENCE_END).map((sentence) => ({words: new Set(promptTerms(sentence)), markers: markersOf(sentence)}))}))
-  const echoes = (text: string) => {
+  const sources = sourceTexts.map((text) => ({
+    words: new Set(promptTerms(text)),
+    numbers: new Set(numbersOf(text)),
+    sentences: text.split(SENTENCE_END).map((sentence) => ({words: new Set(promptTerms(sentence)), negated: negated(sentence)})),
+  }))
+  // A decision repeats a file only said the same way round; the last answer by its words alone ("I found nothing
+  // about X" is not a decision against the file it read, only a question echoed back).
+  const echoes = (text: string, wayRound: boolean) => {
     const words = promptTerms(text)
     if (words.length < ECHO_MIN_WORDS) return false
-    const markers = markersOf(text)
     const shared = (set: ReadonlySet<string>) => words.filter((word) => set.has(word)).length
-    // Most of its words in the file, and a sentence there on the same thing that says it the same way round.
-    return sources.some((source) => shared(source.words) >= ECHO_SHARE * words.length && source.sentences.some((sentence) => sentence.markers === markers && shared(sentence.words) >= words.length / 2))
+    return sources.some((source) => {
+      if (shared(source.words) < ECHO_SHARE * words.length) return false
+      if (!wayRound) return true
+      // Said the same way round: no number the file does not hold ("retry 5 times" after "retry 3 times"), and, of
+      // the file's sentences on the same thing, one as negated as it ("we decided not to log" after "we decided to
+      // log" has none).
+      if (!numbersOf(text).every((number) => source.numbers.has(number))) return false
+      const onTheSame = source.sentences.filter((sentence) => shared(sentence.words) >= words.length / 2)
+      return onTheSame.length === 0 || onTheSame.some((sentence) => sentence.negated === negated(text))
+    })
   }
-  return {...digest, decisions: digest.decisions.filter((d) => !echoes(d)), learned: digest.learned !== undefined && echoes(digest.learned) ? undefined : digest.learned}
+  return {...digest, decisions: digest.decisions.filter((d) => !echoes(d, true)), learned: digest.learned !== undefined && echoes(digest.learned, false) ? undefined : digest.learned}
 }
 
 const SENTENCE_END = /(?<=[.!?。！？])\s+|\n+/u
 /** The words that turn a statement around; `promptTerms` drops them as saying nothing about a topic. */
-const NEGATIONS = new Set(['not', 'no', 'never', 'nor', 'none', 'nothing', 'neither', 'without', 'instead', 'stop', 'stopped', 'anymore', 'longer', 'cannot'])
+const NEGATIONS = new Set(['not', 'no', 'never', 'nor', 'none', 'neither', 'cannot', 'without', 'instead', 'anymore'])
 
-/**
- * What reverses or changes a statement whose topic words are the same: its negations and its numbers, in order. "We
- * decided not to log …" and "retry 5 times" are no echo of "We decided to log …" and "retry 3 times".
- */
-function markersOf(text: string): string {
+function negated(text: string): boolean {
   return text
     .toLowerCase()
-    .split(/[^\p{L}\p{N}'.]+/u)
-    .map((word) => word.replace(/^[.']+|[.']+$/g, ''))
-    .filter((word) => NEGATIONS.has(word) || word.endsWith("n't") || /^\d+(?:\.\d+)?$/.test(word))
-    .map((word) => (word.endsWith("n't") ? 'not' : word))
-    .join(' ')
+    .split(/[^\p{L}\p{N}']+/u)
+    .some((word) => NEGATIONS.has(word) || word.endsWith("n't"))
+}
+
+/** The numbers standing alone: not a date's, a path's or a name's digits (`notes/db-2024.md`, `2026-02-12`, `v2`). */
+function numbersOf(text: string): string[] {
+  return text.match(/(?<![\p{L}\p{N}/_.:-])\d+(?:\.\d+)?(?![\p{L}\p{N}/_:-]|\.\p{N})/gu) ?? []
 }
 
 /** The texts of these memory files, those that can still be read. */
