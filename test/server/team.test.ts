@@ -306,7 +306,10 @@ describe('serve backup on PostgreSQL', () => {
   it('a SQLite backup given with --database is refused, naming the file and what to run instead', async () => {
     const work = await tempDir('jarvis-pg-restore-sqlite-')
     cleanups.push(() => removeAll([work]))
-    const made = await runJarvis(['serve', 'backup', '--data', join(work, 'data'), '--to', join(work, 'backups'), '--json'], {env: {...process.env, JARVIS_DATABASE_URL: ''}})
+    const sqlite = {env: {...process.env, JARVIS_DATABASE_URL: ''}}
+    // A server's data to back up: a key made before its first start makes it (a backup of no server is refused).
+    expect((await runJarvis(['serve', 'token', 'create', '--agent', 'claude', '--data', join(work, 'data')], sqlite)).code).toBe(0)
+    const made = await runJarvis(['serve', 'backup', '--data', join(work, 'data'), '--to', join(work, 'backups'), '--json'], sqlite)
     expect(made.code, made.stderr).toBe(0)
     const file = (JSON.parse(made.stdout) as {result: {file: string}}).result.file
     const refused = await runJarvis(['serve', 'restore', file, '--database', await freshDatabase()])
