@@ -261,6 +261,23 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(await expectSameAsPure(j, 1)).not.toContain('[conflict_resolution]')
     })
 
+    it('still shows limit_recent events when a conflict_resolution among the newest is settled by a newer value', async () => {
+      const j = await janitor()
+      await j.append('claude', {scope: 'project:a', dedupe_key: 'k:b', content_md: 'one'})
+      j.clock.now += 1000
+      await j.append('chatgpt', {scope: 'project:a', dedupe_key: 'k:b', content_md: 'two'})
+      j.clock.now += 1000
+      expect((await j.call('chatgpt', 'POST', '/v1/memory/consolidate', {})).body.conflicts).toHaveLength(1)
+      j.clock.now += 1000
+      await j.append('chatgpt', {dedupe_key: 'k:a', content_md: 'one'})
+      j.clock.now += 1000
+      // claude says its value again: the flagged pair is no longer the newest of each agent, so that flag is settled
+      await j.append('claude', {scope: 'project:a', dedupe_key: 'k:b', content_md: 'one'})
+      await expectSameAsPure(j, 4)
+      const served = await j.call('claude', 'GET', '/v1/memory/snapshot?scopes=global,project:a&limit_recent=4')
+      expect(served.body.recent_events.map((e: any) => e.kind)).toEqual(['fact', 'fact', 'fact', 'fact'])
+    })
+
     it('equals the pure buildSnapshot over the whole log, whatever happened (supersedes, conflicts, consolidations)', async () => {
       const agents = ['chatgpt', 'claude', 'gemini'] as const
       const step = fc.oneof(

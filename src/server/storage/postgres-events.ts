@@ -295,9 +295,10 @@ const EARLIER_SQL = `
          (SELECT json_build_object('event_id', d.event_id, 'deleted_at', d.deleted_at) FROM deleted_events d WHERE d.identity = $1) AS gone_by_identity`
 
 /**
- * One statement, so one snapshot: per scope the pinned events (in key order, at most $2) and the newest live ones
- * (at most $3, through memory_events_live_newest), and for each pinned conflict_resolution the newest live event of
- * each agent under the key it flags.
+ * One statement, so one snapshot: per scope the pinned events (in key order, at most $2); the newest live ones
+ * (at most $3, through memory_events_live_newest) other than conflict_resolution events, and the newest live
+ * conflict_resolution events (at most $3) apart, since a settled one is left out of recent_events; and for each of
+ * those conflict_resolution events, pinned or recent, the newest live event of each agent under the key it flags.
  */
 export const SNAPSHOT_SQL = `
   WITH scopes AS (SELECT DISTINCT unnest($1::text[]) AS scope),
@@ -308,11 +309,16 @@ export const SNAPSHOT_SQL = `
   ),
   recent AS (
     SELECT r.* FROM scopes s CROSS JOIN LATERAL (
-      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND deprecated = 0 ORDER BY -seq LIMIT $3
+      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND deprecated = 0 AND kind <> 'conflict_resolution' ORDER BY -seq LIMIT $3
+    ) r
+  ),
+  resolutions AS (
+    SELECT r.* FROM scopes s CROSS JOIN LATERAL (
+      SELECT ${COLUMNS} FROM memory_events WHERE scope = s.scope AND kind = 'conflict_resolution' AND deprecated = 0 ORDER BY seq DESC LIMIT $3
     ) r
   ),
   flagged AS (
-    SELECT DISTINCT scope, source::jsonb->>'conflict_key' AS conflict_key FROM pins
+    SELECT DISTINCT scope, source::jsonb->>'conflict_key' AS conflict_key FROM (SELECT scope, kind, source FROM pins UNION ALL SELECT scope, kind, source FROM resolutions) f
     WHERE kind = 'conflict_resolution' AND jsonb_typeof(source::jsonb->'conflict_key') = 'string'
   ),
   contenders AS (
@@ -323,6 +329,7 @@ export const SNAPSHOT_SQL = `
   )
   SELECT 'pinned' AS part, * FROM pins
   UNION ALL SELECT 'recent', * FROM recent
+  UNION ALL SELECT 'recent', * FROM resolutions
   UNION ALL SELECT 'contender', * FROM contenders`
 
 export class PostgresEventLog {
@@ -442,8 +449,7 @@ export class PostgresEventLog {
     const recent: EventRecord[] = []
     const contenders: EventRecord[] = []
     for (const row of found) (row.part === 'pinned' ? pinned : row.part === 'recent' ? recent : contenders).push(toRecord(row))
-    recent.sort((a, b) => b.seq - a.seq)
-    return {pinned, recent: recent.slice(0, limitRecent), contenders}
+    return {pinned, recent, contenders}
   }
 
   private async insert(

@@ -103,6 +103,16 @@ function padded<T>(values: readonly T[]): T[] {
 }
 
 /** `(scope IN (...) OR scope range ...)` for a ScopeFilter; `1` when a prefix is empty (every scope). */
+/** The keys these conflict_resolution events flag (`source.conflict_key`), each once. */
+function flaggedKeys(records: readonly EventRecord[]): Set<string> {
+  const keys = new Set<string>()
+  for (const record of records) {
+    const conflictKey = record.kind === 'conflict_resolution' ? record.source.conflict_key : undefined
+    if (typeof conflictKey === 'string') keys.add(conflictKey)
+  }
+  return keys
+}
+
 function scopeSql(filter: ScopeFilter, params: unknown[], column = 'scope'): string {
   if (filter.prefixes.includes('')) return '1'
   const parts: string[] = []
@@ -201,7 +211,12 @@ export class SqliteEventLog {
       maxCreatedAt: db.prepare<[], {created_at: string | null}>('SELECT MAX(created_at) AS created_at FROM memory_events'),
       syncNormal: db.prepare('PRAGMA synchronous = NORMAL'),
       syncFull: db.prepare('PRAGMA synchronous = FULL'),
-      recentOf: db.prepare<[string, number], EventRow>(`SELECT ${COLUMNS} FROM memory_events WHERE scope = ? AND deprecated = 0 ORDER BY seq DESC LIMIT ?`),
+      recentOf: db.prepare<[string, number], EventRow>(
+        `SELECT ${COLUMNS} FROM memory_events WHERE scope = ? AND deprecated = 0 AND kind <> 'conflict_resolution' ORDER BY seq DESC LIMIT ?`,
+      ),
+      recentResolutionsOf: db.prepare<[string, number], EventRow>(
+        `SELECT ${COLUMNS} FROM memory_events WHERE scope = ? AND kind = 'conflict_resolution' AND deprecated = 0 ORDER BY seq DESC LIMIT ?`,
+      ),
       markTtl: db.prepare<[string]>('UPDATE memory_events SET ttl_candidate = 1 WHERE event_id = ? AND ttl_candidate = 0'),
       markScanned: db.prepare<[string]>('UPDATE memory_events SET scanned = 1 WHERE event_id = ? AND scanned = 0'),
       liveResolution: db.prepare<[string, string], {event_id: string}>(
@@ -398,18 +413,14 @@ export class SqliteEventLog {
     const recent: EventRecord[] = []
     const contenders: EventRecord[] = []
     for (const scope of new Set(scopes)) {
-      for (const row of this.s.pinnedOf.all(scope, maxPinsPerScope)) {
-        const record = toRecord(row)
-        pinned.push(record)
-        const conflictKey = record.kind === 'conflict_resolution' ? record.source.conflict_key : undefined
-        if (typeof conflictKey === 'string') {
-          for (const contender of this.s.newestPerAgent.all(scope, conflictKey)) contenders.push(toRecord(contender))
-        }
-      }
-      for (const row of this.s.recentOf.all(scope, limitRecent)) recent.push(toRecord(row))
+      const pins = this.s.pinnedOf.all(scope, maxPinsPerScope).map(toRecord)
+      // Conflict_resolution events apart: a settled one is left out of recent_events, and limitRecent others must remain.
+      const resolutions = this.s.recentResolutionsOf.all(scope, limitRecent).map(toRecord)
+      pinned.push(...pins)
+      recent.push(...this.s.recentOf.all(scope, limitRecent).map(toRecord), ...resolutions)
+      for (const conflictKey of flaggedKeys([...pins, ...resolutions])) contenders.push(...this.s.newestPerAgent.all(scope, conflictKey).map(toRecord))
     }
-    recent.sort((a, b) => b.seq - a.seq)
-    return {pinned, recent: recent.slice(0, limitRecent), contenders}
+    return {pinned, recent, contenders}
   }
 
   query(query: EventQuery): EventQueryResult {

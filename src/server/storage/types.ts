@@ -252,11 +252,15 @@ export interface EventQueryResult {
 export interface SnapshotRows {
   /** For each scope, the newest live event of each dedupe_key: the first `maxPinsPerScope` keys in key order. */
   pinned: EventRecord[]
-  /** The `limitRecent` newest events of all the scopes, newest first, live or deprecated. */
+  /**
+   * For each scope, the `limitRecent` newest live events other than conflict_resolution events, and apart the
+   * `limitRecent` newest live conflict_resolution events: a settled one is left out of recent_events, and
+   * `limitRecent` others must still be there. In no particular order.
+   */
   recent: EventRecord[]
   /**
-   * For each pinned conflict_resolution event whose `source.conflict_key` names the key it flags: the newest live
-   * event of each agent on that key, so that the snapshot can tell an open conflict from a settled one.
+   * For each conflict_resolution event here (pinned or recent) whose `source.conflict_key` names the key it flags:
+   * the newest live event of each agent on that key, so that the snapshot can tell an open conflict from a settled one.
    */
   contenders: EventRecord[]
 }
