@@ -295,7 +295,7 @@ export class HostedBackend implements McpBackend {
   }
 
   async completeTask(input: TaskInput): Promise<TaskOutput> {
-    const task = readTaskResult({fields: input, now: this.now})
+    const task = readTaskResult({fields: input, fieldsFrom: 'task_complete', now: this.now})
     const workerMemory = await this.services.syncTask({...task, agentId: undefined})
     return {queued: false, agentId: this.agentId, taskId: task.taskId, workerMemory}
   }

@@ -122,7 +122,7 @@ export class LocalBackend implements McpBackend {
   }
 
   completeTask(input: TaskInput) {
-    return completeTask({...this.identity, fields: input})
+    return completeTask({...this.identity, fields: input, fieldsFrom: 'task_complete'})
   }
 
   sync(input: SyncInput) {

@@ -48,6 +48,8 @@ export interface TaskCompleteOptions {
   /** A JSON task result as text, and where it came from; exclusive with the fields. */
   taskText?: {name: string; text: string}
   fields: TaskFields
+  /** What the fields came from, as messages name it: `flags` (the default) or the MCP tool's name. */
+  fieldsFrom?: string
   now?: () => Date
 }
 
@@ -68,7 +70,7 @@ export interface QueuedWrite {
 }
 
 /** The task result a command line describes, checked against the sync-task body schema. */
-export function readTaskResult(options: Pick<TaskCompleteOptions, 'taskText' | 'fields' | 'now'>): TaskResult {
+export function readTaskResult(options: Pick<TaskCompleteOptions, 'taskText' | 'fields' | 'fieldsFrom' | 'now'>): TaskResult {
   if (options.taskText !== undefined) return parseJsonFile(taskResultSchema, options.taskText.text, options.taskText.name)
   const {fields} = options
   if (fields.type === undefined) throw new BadInputError('--type is required (or give the whole task result with --file)', {field: 'type'})
@@ -84,7 +86,7 @@ export function readTaskResult(options: Pick<TaskCompleteOptions, 'taskText' | '
   if (fields.responseTime !== undefined) task.responseTime = fields.responseTime
   if (fields.model !== undefined) task.model = fields.model
   if (fields.filesModified !== undefined && fields.filesModified.length > 0) task.filesModified = fields.filesModified
-  return parseWith(taskResultSchema, task, 'flags')
+  return parseWith(taskResultSchema, task, options.fieldsFrom ?? 'flags')
 }
 
 /** `jarvis task complete`: POST the task; when the server cannot be reached, queue it and fail with exit 3. */
@@ -97,9 +99,9 @@ export async function completeTask(options: TaskCompleteOptions): Promise<TaskCo
     throw new BadInputError('no agent to record the task for: pass --agent, set JARVIS_AGENT, or run `jarvis init --agent ID`', {field: 'agent'})
   }
   if (task.agentId !== undefined && task.agentId !== agentId) {
-    throw new BadInputError(`${options.taskText?.name ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
+    throw new BadInputError(`${options.taskText?.name ?? options.fieldsFrom ?? 'flags'}: agentId is ${JSON.stringify(task.agentId)}, but this command runs as ${JSON.stringify(agentId)}`, {field: 'agentId'})
   }
-  const body = parseWith(taskResultSchema, {...task, agentId}, options.taskText?.name ?? 'flags')
+  const body = parseWith(taskResultSchema, {...task, agentId}, options.taskText?.name ?? options.fieldsFrom ?? 'flags')
   const {client, identity: connected} = await connectAs(tree, {...options, agent: agentId})
   try {
     const workerMemory = await client.syncTask(body, workerMemorySchema)

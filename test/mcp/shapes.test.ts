@@ -186,6 +186,8 @@ describe('every tool in every result shape, through a client that listed the too
 
       const task = await ok(session, 'task_complete', {type: 'review', taskId: `task-${word}`, success: true, filesModified: ['a.ts']})
       expect(task).toMatchObject({queued: false, taskId: `task-${word}`, workerMemory: {recentTasks: expect.arrayContaining([expect.objectContaining({taskId: `task-${word}`})])}})
+      // A refusal names the tool and the argument, as the agent gave them (not the command line flags).
+      expect((await refused(session, 'task_complete', {type: 'review', taskId: 'task\u0000nul'}, 2)).message).toMatch(/^task_complete: taskId: /)
     })
   })
 
