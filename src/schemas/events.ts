@@ -76,6 +76,11 @@ export type MemoryEventInput = z.input<typeof memoryEventSchema>
 /** An event as the log holds it: the server adds its id and the time it was stored. */
 export const storedMemoryEventSchema = z.lazy(() =>
   memoryEventSchema.unwrap().extend({
+    /**
+     * Read as any name: a server may hold an event of an agent outside the four (a conflict flag that an older
+     * janitor, run with a CI job's key, wrote as that key's agent); one such event must not make the memory unreadable.
+     */
+    agent_id: z.string().min(1),
     /** Read as any name: a newer server may store a source this version does not know yet (obsidian came later than telegram). */
     source: z.looseObject({system: z.string().min(1), thread_id: z.string().optional(), message_id: z.string().optional()}),
     event_id: z.string().min(1),

@@ -419,10 +419,14 @@ export class EventService {
     }
     const nowIso = now.toISOString()
     const resolutions = plan.conflicts.map((conflict) => {
-      // Written as the calling agent (the janitor runs on its behalf; the event schema knows only the four agents).
+      // Written as the calling agent: the janitor runs on its behalf. The log knows only the four agents, so a caller
+      // outside them (a CI job's key) writes it as the first agent of the conflict, naming itself in the source.
       // source.conflict_key names the key it flags, so that a snapshot can find the contenders by index.
-      const flagged = conflictResolutionEvent(conflict, {agent_id: agentId as MemoryEvent['agent_id'], run_id: `janitor:${conflict.resolution_key}`})
-      const event: NewEvent = {...toNewEvent(flagged), source: {...flagged.source, conflict_key: conflict.dedupe_key}}
+      const caller = agentIdSchema.safeParse(agentId)
+      const writer = caller.success ? caller.data : (conflict.agents[0] as MemoryEvent['agent_id'])
+      const flagged = conflictResolutionEvent(conflict, {agent_id: writer, run_id: `janitor:${conflict.resolution_key}`})
+      const source = {...flagged.source, conflict_key: conflict.dedupe_key, ...(caller.success ? {} : {consolidated_by: agentId})}
+      const event: NewEvent = {...toNewEvent(flagged), source}
       const request: AppendEventRequest = {
         event,
         identity: eventIdentity(flagged),

@@ -4,7 +4,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
 import {initTree, readAudit} from '../../src/store/index.js'
 import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
-import {removeAll, startTestServer, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
+import {removeAll, startTestServer, storageFlags, tempDir, TOKENS, type TestServer} from '../helpers/world.js'
 import {agentEnv, cleanEnv, eventsOnServer} from './memory-helpers.js'
 
 /** util-linux `script` gives the command a pseudo-terminal: the only way to test a y/N question for real. */
@@ -105,6 +105,22 @@ describe('jarvis memory consolidate and cleanup', () => {
     const run = await runJarvis(['memory', 'consolidate', '--server', server.url, '--json'], {cwd: root, env})
     expect(run.code, run.stderr).toBe(0)
     expect(envelope<ConsolidateJson>(run).result!).toMatchObject({audited: false, changed: false})
+  })
+
+  it('consolidate with a CI job key flags a conflict that every agent can still read', async () => {
+    const key = await runJarvis(['serve', 'token', 'create', '--agent', 'ci-bot', '--json', ...storageFlags(server)], {env: cleanEnv(root)})
+    expect(key.code, key.stderr).toBe(0)
+    const ci = cleanEnv(root, {JARVIS_TOKEN: envelope<{token: string}>(key).result!.token, CI: 'true'})
+    await append(agentEnv(root, server.url, 'claude'), '--kind', 'decision', '--key', 'decision:db', '--content', 'Use Postgres.')
+    await append(agentEnv(root, server.url, 'gemini'), '--kind', 'decision', '--key', 'decision:db', '--content', 'Use SQLite.')
+    const run = await runJarvis(['memory', 'consolidate', '--server', server.url, '--json'], {cwd: root, env: ci})
+    expect(run.code, run.stderr).toBe(0)
+    expect(envelope<ConsolidateJson>(run).result!.conflicts).toEqual([expect.objectContaining({dedupe_key: 'decision:db', resolution_event_id: expect.any(String)})])
+    const snapshot = await runJarvis(['memory', 'snapshot', '--server', server.url, '--agent', 'claude', '--json'], {cwd: root, env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+    expect(snapshot.code, snapshot.stderr).toBe(0)
+    const flag = envelope<{recent_events: {kind: string; agent_id: string; source: Record<string, unknown>}[]}>(snapshot).result!.recent_events.find((e) => e.kind === 'conflict_resolution')
+    // Written as one of the agents that disagree (the log knows four agents), naming the key that asked for it.
+    expect(flag).toMatchObject({agent_id: 'claude', source: {consolidated_by: 'ci-bot', conflict_key: 'decision:db'}})
   })
 
   it('cleanup: needs a person’s approval — no terminal and no --yes → exit 2 and nothing deleted; --dry-run lists; --yes deletes and audits', async () => {
