@@ -5,7 +5,7 @@
  */
 import {createHash} from 'node:crypto'
 
-import {CONTENT_MD_RECOMMENDED, scopeSchema} from '../schemas/index.js'
+import {agentIdSchema, CONTENT_MD_RECOMMENDED, scopeSchema} from '../schemas/index.js'
 import type {Confidence, MemoryEvent, StoredMemoryEvent} from '../schemas/index.js'
 
 /** The rules a snapshot is read under (seed 001 §12); a client compares it with the one it knows. */
@@ -22,6 +22,14 @@ export const MAX_EVENTS_PER_RUN = 7
 export function canRead(agentId: string, scope: string, admin = false): boolean {
   if (!scopeSchema.safeParse(scope).success) return false
   return admin || scope === 'global' || scope.startsWith('project:') || scope === `agent:${agentId}`
+}
+
+/**
+ * The scopes a snapshot shows when none are asked for: global, and the agent's private scope when it keeps one. A
+ * key of an agent outside the event log's four (a CI job, a person's dashboard key) has none: global alone.
+ */
+export function defaultSnapshotScopes(agentId: string): string[] {
+  return agentIdSchema.safeParse(agentId).success ? ['global', `agent:${agentId}`] : ['global']
 }
 
 /** The same rule as reading: nobody writes another agent's private scope (enforced by the server from the token). */

@@ -9,6 +9,7 @@
 import {randomUUID} from 'node:crypto'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
+import {defaultSnapshotScopes} from '../events/rules.js'
 import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
 import {applyEdit} from '../files/index.js'
 import {assertClean, mergeSinceBase} from '../files/tools.js'
@@ -135,7 +136,7 @@ export class HostedBackend implements McpBackend {
   }
 
   async snapshot(input: SnapshotInput): Promise<SnapshotOutput> {
-    const scopes = input.scopes ?? ['global', `agent:${this.agentId}`]
+    const scopes = input.scopes ?? defaultSnapshotScopes(this.agentId)
     const answer = await this.services.snapshot({scopes: scopes.join(','), limit_recent: input.limit_recent?.toString()})
     return {...answer, agent_id: this.agentId, scopes: [...new Set(scopes)], cached: null}
   }

@@ -14,6 +14,7 @@ import {
   canWrite,
   conflictResolutionEvent,
   contentHash,
+  defaultSnapshotScopes,
   describeFindings,
   eventIdentity,
   findSensitive,
@@ -318,9 +319,7 @@ export class EventService {
       })
     }
     const scopesText = single(query.scopes, 'querystring/scopes')
-    // A key may belong to an agent that keeps no private scope (a CI job, a person's dashboard key): global alone.
-    const own = agentIdSchema.safeParse(agentId).success ? [`agent:${agentId}`] : []
-    const scopes = scopesText === undefined || scopesText.trim() === '' ? ['global', ...own] : [...new Set(scopesText.split(',').map((s) => s.trim()))]
+    const scopes = scopesText === undefined || scopesText.trim() === '' ? defaultSnapshotScopes(agentId) : [...new Set(scopesText.split(',').map((s) => s.trim()))]
     for (const scope of scopes) {
       const parsed = scopeSchema.safeParse(scope)
       if (!parsed.success) throw badRequest('querystring/scopes', `names ${JSON.stringify(scope)}: ${parsed.error.issues[0]?.message ?? 'not a scope'}`)

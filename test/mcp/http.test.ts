@@ -10,7 +10,8 @@ import {describe, expect, it} from 'vitest'
 import {request} from 'undici'
 
 import {eventsOnServer, fakeGithubToken} from '../cli/memory-helpers.js'
-import {TOKENS} from '../helpers/world.js'
+import {envelope, runJarvis} from '../helpers/cli.js'
+import {storageFlags, TOKENS} from '../helpers/world.js'
 import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, TOOL_NAMES, useMcpWorld, type Session} from './helpers.js'
 import {BACKENDS, useBackend} from '../helpers/backends.js'
 import {echoEpisode, NOTE, QUESTION} from '../ops/echoes.js'
@@ -90,6 +91,19 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(textOf(sync)).toMatch(/sync runs on a client/)
       const read = await session.client.readResource({uri: 'jarvis://memory/notes/http.md'})
       expect(read.contents[0]).toMatchObject({text: expect.stringContaining('pelican')})
+    })
+
+    it('serves memory_snapshot to the key of an agent outside the four (a CI job): global alone by default', async () => {
+      const key = await runJarvis(['serve', 'token', 'create', '--agent', 'ci-bot', '--json', ...storageFlags(world.server)], {env: {...process.env, HOME: world.home}})
+      expect(key.code, key.stderr).toBe(0)
+      const session = await httpSession(world.server.url, envelope<{token: string}>(key).result!.token)
+      sessions.push(session)
+      const claude = await http('claude')
+      const shared = structured(await claude.call('memory_append', {kind: 'fact', key: 'fact:deploy_day_ci', content: 'Deploys go out on Tuesdays.'}))
+      const snapshot = await session.call('memory_snapshot', {})
+      expect(snapshot.isError, textOf(snapshot)).toBeFalsy()
+      expect(structured(snapshot)).toMatchObject({agent_id: 'ci-bot', scopes: ['global']})
+      expect(structured(snapshot).recent_events.map((e: {event_id: string}) => e.event_id)).toContain(shared.event_id)
     })
 
     it("recall over /mcp ranks as `jarvis recall` does: the note that answers before the sessions that only repeated the question", async () => {
