@@ -38,7 +38,7 @@ export async function connect(tree: TreeContext | undefined, flags: {server?: st
   const identity = resolveIdentity({flags, env: process.env, tree: tree?.config, user: await readUserConfig()})
   const server = requireServer(identity)
   const explainRefusal = (status: 401 | 403, message: string) => explainTokenRefusal(identity, status, message)
-  return {client: new MemoryClient({server, token: identity.token, timeoutMs: tree?.config.sync.requestTimeout, explainRefusal, signal: flags.signal}), identity: {...identity, server}}
+  return {client: new MemoryClient({server, token: identity.token, agentId: identity.agentId, timeoutMs: tree?.config.sync.requestTimeout, explainRefusal, signal: flags.signal}), identity: {...identity, server}}
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   formatIssues,
   SYNC_SETTINGS_DEFAULTS,
 } from '../schemas/index.js'
-import {STATUS_TEXTS_HEADER} from '../schemas/protocol-headers.js'
+import {AGENT_HEADER, STATUS_TEXTS_HEADER} from '../schemas/protocol-headers.js'
 import {isMemoryPath, isPlainRecord, isRevision, isSha256Hex} from '../schemas/plain-fields.js'
 import {isWrittenDateTime} from '../schemas/written-date.js'
 import {type HttpAnswer, requestText} from './http.js'
@@ -79,6 +79,8 @@ export class StalePushError extends JarvisError {
 export interface ClientOptions {
   server: string
   token?: string
+  /** The agent this client acts as, sent in every request (AGENT_HEADER) so that a server can refuse another agent's token. */
+  agentId?: string
   /** Counts request and answer bytes, for `npm run bench` and the `--json` result. */
   onBytes?: (sent: number, received: number) => void
   /** How long to wait for one answer (`sync.requestTimeout`); default 60 s. */
@@ -96,6 +98,7 @@ export interface ClientOptions {
 export class MemoryClient {
   readonly server: string
   private readonly token?: string
+  private readonly agentId?: string
   private readonly onBytes?: ClientOptions['onBytes']
   private readonly timeoutMs: number
   private readonly explainRefusal?: ClientOptions['explainRefusal']
@@ -104,6 +107,7 @@ export class MemoryClient {
   constructor(options: ClientOptions) {
     this.server = options.server.replace(/\/+$/, '')
     this.token = options.token
+    this.agentId = options.agentId
     this.onBytes = options.onBytes
     this.timeoutMs = options.timeoutMs ?? SYNC_SETTINGS_DEFAULTS.requestTimeout
     this.explainRefusal = options.explainRefusal
@@ -166,7 +170,7 @@ export class MemoryClient {
    * server as an existing one (the outbox gets a MemoryClient from `jarvis sync`). Not part of the public API.
    */
   protected static optionsOf(client: MemoryClient): ClientOptions {
-    return {server: client.server, token: client.token, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal, signal: client.signal}
+    return {server: client.server, token: client.token, agentId: client.agentId, onBytes: client.onBytes, timeoutMs: client.timeoutMs, explainRefusal: client.explainRefusal, signal: client.signal}
   }
 
   /**
@@ -179,6 +183,7 @@ export class MemoryClient {
     const headers: Record<string, string> = {...extraHeaders, accept: 'application/json'}
     if (payload !== undefined) headers['content-type'] = 'application/json'
     if (this.token) headers.authorization = `Bearer ${this.token}`
+    if (this.agentId) headers[AGENT_HEADER] = this.agentId
     let answer: HttpAnswer
     try {
       answer = await requestText(url, {method, headers, body: payload, timeoutMs: this.timeoutMs, onSent, signal: this.signal})

@@ -5,3 +5,11 @@
  * sync sends it, and a sync with nothing to do loads no schema (scripts/bundle.mjs).
  */
 export const STATUS_TEXTS_HEADER = 'x-jarvis-status-texts'
+
+/**
+ * A request header naming the agent the client acts as (the tree's or `--agent`): `jarvis serve` refuses a request
+ * whose token belongs to another agent (403, "… but the token belongs to <agent>"), so that a tree set up for one
+ * agent never reads another agent's private notes or files its edits under that agent. A server that does not know
+ * it ignores it.
+ */
+export const AGENT_HEADER = 'x-jarvis-agent'

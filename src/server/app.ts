@@ -11,6 +11,7 @@ import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOpti
 
 import {SchemaError} from '../errors.js'
 import {parseJsonText} from '../schemas/index.js'
+import {AGENT_HEADER} from '../schemas/protocol-headers.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
 import type {TokenMap} from './config.js'
 import {HttpError} from './http-error.js'
@@ -305,6 +306,10 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         throw new HttpError(401, 'unauthorized', answer.refused)
       }
       request.agentId = answer.identity.agentId
+      const named = request.headers[AGENT_HEADER]
+      if (typeof named === 'string' && named !== '' && named !== answer.identity.agentId) {
+        throw new HttpError(403, 'forbidden', `${AGENT_HEADER} names ${JSON.stringify(named)}, but the token belongs to ${answer.identity.agentId}`, {field: `headers/${AGENT_HEADER}`})
+      }
       request.role = answer.identity.role
       request.viaApp = answer.identity.app !== undefined
       if (url === WS_PATH) {

@@ -153,6 +153,12 @@ describe('two agents on one machine, one exported token', () => {
       const snapshot = await mcp.call('memory_snapshot', {})
       expect(snapshot.isError).toBe(true)
       expect(textOf(snapshot)).toContain(WHAT_TO_SET)
+      // Nor does it search or sync as claude: claude's private notes are not shown to gemini, no edit goes out under claude.
+      for (const [name, args] of [['memory_search', {query: 'anything'}], ['sync', {}]] as const) {
+        const refused = await mcp.call(name, args)
+        expect(refused.isError, `${name}: ${textOf(refused)}`).toBe(true)
+        expect(textOf(refused)).toContain(WHAT_TO_SET)
+      }
     } finally {
       await mcp.close()
     }
