@@ -3,6 +3,8 @@
  * (`auth()` with an `OAuthClientProvider`), keeping what it is given in memory. The consent is answered either
  * through the dashboard's API with a jarvis key (`consentWithKey`) or in a browser (oauth-e2e.test.ts).
  */
+import {randomBytes} from 'node:crypto'
+
 import {auth, type OAuthClientProvider} from '@modelcontextprotocol/sdk/client/auth.js'
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -64,6 +66,24 @@ export class TestApp implements OAuthClientProvider {
   get accessToken(): string {
     if (!this.saved) throw new Error('the app has no token yet')
     return this.saved.access_token
+  }
+}
+
+/**
+ * A TestApp that sends a `state` with its authorization request and, like ChatGPT's connector, believes an answer
+ * only when it comes back with that state from the issuer it asked (RFC 6749 §10.12, RFC 9207).
+ */
+export class StatefulApp extends TestApp {
+  readonly sentState = `state-${randomBytes(8).toString('hex')}`
+
+  state(): string {
+    return this.sentState
+  }
+
+  /** What the app reads where it was sent back, or 'dropped' when it cannot believe the answer. */
+  readBack(back: URL, issuer: string): {error: string | null; description: string | null; code: string | null} | 'dropped' {
+    if (back.searchParams.get('state') !== this.sentState || back.searchParams.get('iss') !== issuer) return 'dropped'
+    return {error: back.searchParams.get('error'), description: back.searchParams.get('error_description'), code: back.searchParams.get('code')}
   }
 }
 

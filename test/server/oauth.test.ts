@@ -28,7 +28,7 @@ import {BACKENDS, freshTarget} from '../helpers/backends.js'
 import {makeTestCa, type TestCa} from '../helpers/test-ca.js'
 import {tokenMap, TOKENS} from '../helpers/world.js'
 import {structured, textOf} from '../mcp/helpers.js'
-import {appSession, consentRequestOf, consentWithKey, mcpStatus, signIn, TestApp, tokenRequest} from './oauth-helpers.js'
+import {appSession, consentRequestOf, consentWithKey, mcpStatus, signIn, StatefulApp, TestApp, tokenRequest} from './oauth-helpers.js'
 import {Cleanup} from './temp.js'
 
 const HOUR = 3_600_000
@@ -284,6 +284,81 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     const brokenText = await broken.text()
     expect(JSON.parse(brokenText)).toMatchObject({error: 'invalid_request'})
     expect(brokenText).not.toMatch(/node_modules| at /)
+  })
+
+  it('an app sent back with an error gets its state and the issuer, and one line naming the parameter; an unknown app, or an address it did not register, is answered here and never redirected', async () => {
+    const app = new StatefulApp('ChatGPT', 'https://chatgpt.example.test/connector/oauth_callback', 'none')
+    expect(await auth(app, {serverUrl: `${url}/mcp`, fetchFn})).toBe('REDIRECT')
+    const asked = app.authorizationUrl!
+    expect(asked.searchParams.get('state')).toBe(app.sentState)
+    const answer = (change: Record<string, string | null>, twice: Record<string, string> = {}) => {
+      const changed = new URL(asked)
+      for (const [name, value] of Object.entries(change)) {
+        if (value === null) changed.searchParams.delete(name)
+        else changed.searchParams.set(name, value)
+      }
+      for (const [name, value] of Object.entries(twice)) changed.searchParams.append(name, value)
+      return fetchFn(changed, {redirect: 'manual'})
+    }
+    /** One line of the characters RFC 6749 allows in error_description: no line breaks, no `"` or `\`. */
+    const oneLine = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/
+    const cases: [Record<string, string | null>, Record<string, string>, string, string | RegExp][] = [
+      [{code_challenge: null, code_challenge_method: null}, {}, 'invalid_request', 'code_challenge: required (PKCE with S256); code_challenge_method: required (S256)'],
+      [{code_challenge_method: 'plain'}, {}, 'invalid_request', "code_challenge_method: must be S256, not 'plain'"],
+      [{response_type: 'token'}, {}, 'unsupported_response_type', "response_type: must be code, not 'token'"],
+      [{resource: 'not a url'}, {}, 'invalid_request', "resource: must be a URL, not 'not a url'"],
+      [{}, {code_challenge: 'x'.repeat(43)}, 'invalid_request', 'code_challenge: given more than once'],
+      // jarvis's own refusal (the provider's), after the SDK's checks passed.
+      [{resource: 'https://other.example.test/mcp'}, {}, 'invalid_target', /^this server gives tokens for .* not for https:\/\/other\.example\.test\/mcp$/],
+    ]
+    for (const [change, twice, error, description] of cases) {
+      const answered = await answer(change, twice)
+      expect(answered.status, JSON.stringify(change)).toBe(302)
+      const back = new URL(answered.headers.get('location')!)
+      expect(back.origin + back.pathname).toBe(app.redirect)
+      const seen = app.readBack(back, url)
+      expect(seen, JSON.stringify(change)).toEqual({error, description: typeof description === 'string' ? description : expect.stringMatching(description), code: null})
+      expect((seen as {description: string}).description).toMatch(oneLine)
+    }
+    // The same request as a form POST (which the SDK's handler takes as well) is answered the same way.
+    const form = Object.fromEntries([...asked.searchParams].filter(([name]) => name !== 'code_challenge'))
+    const posted = await fetchFn(`${url}/authorize`, {method: 'POST', redirect: 'manual', headers: {'content-type': 'application/x-www-form-urlencoded'}, body: new URLSearchParams(form).toString()})
+    expect(posted.status).toBe(302)
+    expect(app.readBack(new URL(posted.headers.get('location')!), url)).toEqual({error: 'invalid_request', description: 'code_challenge: required (PKCE with S256)', code: null})
+
+    // What must not send anyone anywhere is answered to the person's browser (RFC 6749 §4.1.2.1).
+    for (const [change, body] of [
+      [{client_id: 'no-such-app'}, {error: 'invalid_client', error_description: 'Invalid client_id'}],
+      [{client_id: null}, {error: 'invalid_request', error_description: 'client_id: required (the id /register gave the app, or the address of its client metadata document)'}],
+      [{redirect_uri: 'https://attacker.example.test/cb'}, {error: 'invalid_request', error_description: 'Unregistered redirect_uri'}],
+      [{redirect_uri: 'not a url'}, {error: 'invalid_request', error_description: 'redirect_uri: must be a URL'}],
+    ] as const) {
+      const answered = await answer(change)
+      expect(answered.status, JSON.stringify(change)).toBe(400)
+      expect(answered.headers.get('location')).toBeNull()
+      expect(await answered.json()).toEqual(body)
+    }
+
+    // The other endpoints answer JSON, in one line too (and readable by a browser-based app).
+    const register = (metadata: unknown) => fetchFn(`${url}/register`, {method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify(metadata)})
+    const badAddress = await register({client_name: 'Bad', redirect_uris: ['not a url'], token_endpoint_auth_method: 'none'})
+    expect(badAddress.status).toBe(400)
+    expect(badAddress.headers.get('access-control-allow-origin')).toBe('*')
+    expect(await badAddress.json()).toEqual({error: 'invalid_client_metadata', error_description: "redirect_uris[0]: must be a URL, not 'not a url'"})
+    expect(await (await register({client_name: 'Bad'})).json()).toEqual({error: 'invalid_client_metadata', error_description: 'redirect_uris: required (the addresses the app is sent back to after sign-in)'})
+    const clientId = app.information!.client_id
+    expect(await tokenRequest(url, {client_id: clientId}, fetchFn)).toEqual({status: 400, body: {error: 'invalid_request', error_description: 'grant_type: required (authorization_code or refresh_token)'}})
+    expect(await tokenRequest(url, {client_id: clientId, grant_type: 'authorization_code', code: 'x'}, fetchFn)).toEqual({
+      status: 400,
+      body: {error: 'invalid_request', error_description: 'code_verifier: required (PKCE: the verifier of the code_challenge sent to /authorize)'},
+    })
+    const revoked = await fetchFn(`${url}/revoke`, {method: 'POST', headers: {'content-type': 'application/x-www-form-urlencoded'}, body: new URLSearchParams({client_id: clientId}).toString()})
+    expect(revoked.status).toBe(400)
+    expect(await revoked.json()).toEqual({error: 'invalid_request', error_description: 'token: required (the access or refresh token to revoke)'})
+
+    // Allowed, the same app is sent back with its state, the issuer and a code.
+    const back = await consentWithKey(url, await consentRequestOf(asked, fetchFn), TOKENS.chatgpt, {allow: true, role: 'read'}, fetchFn)
+    expect(app.readBack(back, url)).toEqual({error: null, description: null, code: expect.stringMatching(/^jvc_/)})
   })
 
   it('binds a token to its resource: an /mcp token is refused on the REST API and the other way round, another resource is never given', async () => {

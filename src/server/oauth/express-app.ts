@@ -4,9 +4,14 @@
  * which routes.ts hands the raw requests of those four paths to. Loaded at the first request that needs it: a
  * server no app signs in to never loads express.
  *
- * One thing is done before the SDK sees a token or revocation request: client authentication is brought to the
- * form the SDK reads (clients.ts). A secret sent the RFC 6749 way, in `Authorization: Basic`, is moved into the body,
- * and the presented secret is replaced by its sha256, which is what the store answers for the client.
+ * What is done around the SDK's handlers:
+ * - client authentication is brought to the form the SDK reads (clients.ts): a secret sent the RFC 6749 way, in
+ *   `Authorization: Basic`, is moved into the body, and the presented secret is replaced by its sha256, which is
+ *   what the store answers for the client;
+ * - the parameters are checked first (requests.ts), so a bad request is told in one line what is wrong, where the
+ *   SDK would answer zod's raw issue list;
+ * - every address `/authorize` sends the app back to carries the request's `state` and this server's `iss`, which
+ *   the SDK's error redirects leave out.
  */
 import express, {type NextFunction, type Request, type Response} from 'express'
 import {authorizationHandler} from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js'
@@ -15,6 +20,7 @@ import {revocationHandler} from '@modelcontextprotocol/sdk/server/auth/handlers/
 import {tokenHandler} from '@modelcontextprotocol/sdk/server/auth/handlers/token.js'
 
 import type {JarvisOAuthProvider} from './provider.js'
+import {authorizationClientProblem, backToApp, registrationProblem, revocationRequestProblem, tokenRequestProblem, type OAuthProblem} from './requests.js'
 import {secretHash} from './secrets.js'
 
 export const OAUTH_ENDPOINTS = {authorize: '/authorize', token: '/token', register: '/register', revoke: '/revoke'} as const
@@ -49,6 +55,41 @@ function hashClientSecret(req: Request, _res: Response, next: NextFunction): voi
   next()
 }
 
+/** The parameters of a request as the SDK's handlers read them: the form of a POST, the query of a GET. */
+function paramsOf(req: Request): unknown {
+  return req.method === 'POST' ? ((req.body as unknown) ?? {}) : req.query
+}
+
+/**
+ * Answers a `methods` request in which `check` finds a problem with 400 and that problem, before the SDK's handler
+ * sees it. `cors`: the endpoint answers browser-based apps (the SDK's handler would have said so on its answers).
+ */
+function refuseBadParams(methods: readonly string[], check: (params: unknown) => OAuthProblem | null, cors: boolean) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const problem = methods.includes(req.method) ? check(paramsOf(req)) : null
+    if (problem === null) {
+      next()
+      return
+    }
+    res.setHeader('Cache-Control', 'no-store')
+    if (cors) res.setHeader('Access-Control-Allow-Origin', '*')
+    res.status(400).json({error: problem.error, error_description: problem.description})
+  }
+}
+
+/** Makes every redirect `/authorize` answers back to the app carry `state` and `iss` (requests.ts backToApp). */
+function redirectsBackToApp(issuer: string) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const params = paramsOf(req)
+    const redirect = res.redirect.bind(res) as (status: number, target: string) => void
+    res.redirect = ((first: number | string, second?: string) => {
+      if (typeof first === 'number') redirect(first, backToApp(second ?? '', params, issuer))
+      else redirect(302, backToApp(first, params, issuer))
+    }) as Response['redirect']
+    next()
+  }
+}
+
 /** Fewer limits than the SDK's defaults would leave a person unable to sign in twice in a row behind one proxy. */
 const RATE_LIMITS = {
   authorize: {windowMs: 15 * 60_000, max: 300},
@@ -64,8 +105,8 @@ function answerBroken(error: {status?: number; message?: string} | undefined, re
   res.status(status).json(body)
 }
 
-/** The express app of the four endpoints: `(req, res)` of node:http. */
-export function oauthExpressApp(provider: JarvisOAuthProvider): express.Express {
+/** The express app of the four endpoints, for the server whose issuer is `issuer`: `(req, res)` of node:http. */
+export function oauthExpressApp(provider: JarvisOAuthProvider, issuer: string): express.Express {
   const app = express()
   app.disable('x-powered-by')
   // Never a stack trace in an answer (express's development default).
@@ -74,10 +115,22 @@ export function oauthExpressApp(provider: JarvisOAuthProvider): express.Express 
   app.set('trust proxy', 'loopback')
   // express-rate-limit's checks write to the console; the limits themselves are what matters here.
   const limit = (max: {windowMs: number; max: number}) => ({...max, validate: false})
-  app.use(OAUTH_ENDPOINTS.authorize, authorizationHandler({provider, rateLimit: limit(RATE_LIMITS.authorize)}))
-  app.use(OAUTH_ENDPOINTS.token, express.urlencoded({extended: false}), hashClientSecret, tokenHandler({provider, rateLimit: limit(RATE_LIMITS.token)}))
-  app.use(OAUTH_ENDPOINTS.register, clientRegistrationHandler({clientsStore: provider.clientsStore, rateLimit: limit(RATE_LIMITS.register), clientSecretExpirySeconds: 0}))
-  app.use(OAUTH_ENDPOINTS.revoke, express.urlencoded({extended: false}), hashClientSecret, revocationHandler({provider, rateLimit: limit(RATE_LIMITS.revoke)}))
+  const form = express.urlencoded({extended: false})
+  app.use(
+    OAUTH_ENDPOINTS.authorize,
+    form,
+    refuseBadParams(['GET', 'POST'], authorizationClientProblem, false),
+    redirectsBackToApp(issuer),
+    authorizationHandler({provider, rateLimit: limit(RATE_LIMITS.authorize)}),
+  )
+  app.use(OAUTH_ENDPOINTS.token, form, hashClientSecret, refuseBadParams(['POST'], tokenRequestProblem, true), tokenHandler({provider, rateLimit: limit(RATE_LIMITS.token)}))
+  app.use(
+    OAUTH_ENDPOINTS.register,
+    express.json(),
+    refuseBadParams(['POST'], registrationProblem, true),
+    clientRegistrationHandler({clientsStore: provider.clientsStore, rateLimit: limit(RATE_LIMITS.register), clientSecretExpirySeconds: 0}),
+  )
+  app.use(OAUTH_ENDPOINTS.revoke, form, hashClientSecret, refuseBadParams(['POST'], revocationRequestProblem, true), revocationHandler({provider, rateLimit: limit(RATE_LIMITS.revoke)}))
   app.use((_req: Request, res: Response) => answerBroken(undefined, res))
   app.use((error: {status?: number; message?: string}, _req: Request, res: Response, _next: NextFunction) => answerBroken(error, res))
   return app

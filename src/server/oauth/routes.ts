@@ -73,7 +73,8 @@ export class OAuthServer {
 
   expressApp(): Promise<(req: IncomingMessage, res: ServerResponse) => void> {
     const provider = this.oauthProvider()
-    this.express ??= import('./express-app.js').then(({oauthExpressApp}) => oauthExpressApp(provider))
+    const {issuer} = this.site()
+    this.express ??= import('./express-app.js').then(({oauthExpressApp}) => oauthExpressApp(provider, issuer))
     return this.express
   }
 
@@ -89,7 +90,7 @@ export class OAuthServer {
       token_endpoint_auth_methods_supported: clientAuth,
       revocation_endpoint_auth_methods_supported: clientAuth,
       client_id_metadata_document_supported: true,
-      // The consent page sends the app back with `iss` (RFC 9207), so an app talking to several servers can tell which answered.
+      // Every answer that sends the app back carries `iss` (RFC 9207), so an app talking to several servers can tell which answered.
       authorization_response_iss_parameter_supported: true,
     }
   }
