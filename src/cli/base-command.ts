@@ -1,6 +1,6 @@
 import {Command, Flags, type Interfaces} from '@oclif/core'
 
-import {isJarvisError} from '../errors.js'
+import {ExitCode, isJarvisError} from '../errors.js'
 import {errorEnvelope, errorLines, exitCodeOf, hasOclifExit, isUsageError, type JsonEnvelope, successEnvelope} from './envelope.js'
 import type {CommandOutput} from './actions/output.js'
 import {progressLine} from './progress.js'
@@ -35,6 +35,11 @@ export abstract class JarvisCommand<T extends typeof Command> extends Command {
       enableJsonFlag: this.ctor.enableJsonFlag,
       flags: this.ctor.flags,
       strict: this.ctor.strict,
+    }).catch((error: unknown) => {
+      // Some of oclif's parse errors ("Flag --x can only be specified once", "expects a value") are plain CLIErrors,
+      // whose exit code is 1: bad usage all the same (exit 2).
+      if (error instanceof Error && !isJarvisError(error)) Object.assign(error, {oclif: {exit: ExitCode.badInput}})
+      throw error
     })
     this.flags = flags as JarvisFlags<T>
     this.args = args as JarvisArgs<T>

@@ -128,6 +128,18 @@ describe('the jarvis command line', () => {
     expect(run.code).toBe(2)
   })
 
+  it('a flag given twice, or without its value, is a usage error too (exit 2), with --json as well', async () => {
+    const cwd = await dir()
+    for (const args of [['memory', 'list', '--scope', 'global', '--scope', 'project:x'], ['agents', 'install', '--agent', 'claude', '--agent', 'gemini', '--dry-run'], ['memory', 'list', '--scope']]) {
+      const run = await runJarvis(args, {cwd})
+      expect(run.code, args.join(' ')).toBe(2)
+      expect(run.stderr).toMatch(/Flag --\w+ (can only be specified once|expects a value)/)
+    }
+    const json = await runJarvis(['memory', 'list', '--json', '--scope', 'global', '--scope', 'project:x'], {cwd})
+    expect(json.code).toBe(2)
+    expect(envelope(json)).toMatchObject({status: 2, error: {code: 'USAGE', message: 'Flag --scope can only be specified once'}})
+  })
+
   it('a flag value outside its allowed list is a usage error too (exit 2)', async () => {
     const run = await runJarvis(['serve', '--log-level', 'bogus'], {cwd: await dir()})
     expect(run.code).toBe(2)
