@@ -58,10 +58,10 @@ async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => s
  * Throws when the memory cannot be read: the server (UnreachableError, exit 3), the tree lock (LockedError, exit 6).
  */
 export async function readSessionContext(options: SessionContextOptions): Promise<SessionContext> {
-  const [{readSnapshot}, {withTreeLock}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
+  const [{readSnapshot}, {withTreeLockToRead}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
   const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
-  const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
+  const files = withTreeLockToRead(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
   const [answer, chosen] = await Promise.all([snapshot, files])
   const sections = sessionContextSections({
     agentId: options.agentId,

@@ -309,3 +309,19 @@ export async function withTreeLock<T>(root: string, options: TreeLockOptions, fn
     debug('tree lock of %s released', root)
   }
 }
+
+/**
+ * For a reader that must not see a merge half done: runs `fn` under the tree lock (withTreeLock), but when this
+ * user cannot write the tree at all (no permission, a read-only mount), runs it without: no lock can be taken there,
+ * and no writer of this user's can be running. Files are replaced whole, so such a read sees each one old or new.
+ */
+export async function withTreeLockToRead<T>(root: string, options: TreeLockOptions, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await withTreeLock(root, options, fn)
+  } catch (error) {
+    const code = errorCode(error)
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw error
+    debug('tree %s cannot be written (%s): read without the lock', root, code)
+    return fn()
+  }
+}

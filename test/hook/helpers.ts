@@ -31,15 +31,15 @@ export interface HookRun {
 }
 
 /** Spawns `node bin/run.js hook <event> --agent <agent> [...extra]` with `input` on stdin, as an agent does. */
-export function runHook(event: string, agent: string, input: unknown, options: {cwd: string; env: NodeJS.ProcessEnv; extra?: string[]}): Promise<HookRun> {
+export function runHook(event: string, agent: string, input: unknown, options: {cwd: string; env: NodeJS.ProcessEnv; extra?: string[]; uid?: number; gid?: number}): Promise<HookRun> {
   return runCollected(process.execPath, [runJs, 'hook', event, '--agent', agent, ...(options.extra ?? [])], {...options, input: typeof input === 'string' ? input : JSON.stringify(input)})
 }
 
 /** `file args…` to its end, `input` written to its stdin, its output and exit code collected. */
-export function runCollected(file: string, args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string}): Promise<HookRun> {
+export function runCollected(file: string, args: string[], options: {cwd: string; env: NodeJS.ProcessEnv; input?: string; uid?: number; gid?: number}): Promise<HookRun> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(file, args, {cwd: options.cwd, env: options.env, uid: options.uid, gid: options.gid, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))

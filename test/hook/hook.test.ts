@@ -2,9 +2,10 @@
  * `jarvis hook` end to end: the built binary spawned with each agent's real hook input on stdin, against a real
  * `jarvis serve` on 127.0.0.1, on real trees and real transcript files.
  */
-import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {chmod, mkdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {type AddressInfo, connect, createServer, type Socket} from 'node:net'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -398,6 +399,21 @@ describe('jarvis hook never breaks the agent', () => {
     const log = await hooksLog(p.root)
     for (const [event] of runs.filter(([event]) => event !== 'prompt')) expect(log).toMatch(new RegExp(`^\\S+ claude ${event} .*is locked by process ${process.pid}`, 'm'))
     expect(log).not.toMatch(/ claude prompt .*is locked/)
+  })
+
+  // Only root can run a hook as another user, the one who cannot write the tree.
+  it.runIf(process.getuid?.() === 0)('a tree the user cannot write (a shared checkout): session start still reads the memory', async () => {
+    const p = await project()
+    const nobodyHome = await tempDir('jarvis-hook-nobody-')
+    dirs.push(nobodyHome)
+    await chmod(nobodyHome, 0o777)
+    for (let dir = p.root; dir !== dirname(dir); dir = dirname(dir)) await chmod(dir, (await stat(dir)).mode | 0o555)
+    const run = await runHook('session-start', 'claude', inputs.claude(p.root, 'SessionStart', {source: 'startup'}), {cwd: p.root, env: hookEnv(nobodyHome, 'claude'), uid: 65534, gid: 65534})
+    expect(run).toMatchObject({code: 0, stderr: ''})
+    const context = contextOf('claude', run.stdout, 'SessionStart')
+    expect(context).toContain('Postgres 16 is the only database')
+    expect(context).toContain('PROJECT_MEMORY.md')
+    expect(existsSync(join(p.root, '.nexus', 'lock'))).toBe(false)
   })
 
   it('malformed stdin, unknown event or agent, bad flags: exit 0, nothing on stderr, a line in hooks.log', async () => {

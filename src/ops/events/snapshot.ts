@@ -112,7 +112,12 @@ function unreadable(error: unknown, agentId: string, scopes: string[]): unknown 
  * once leave the later one.
  */
 async function cacheSnapshot(tree: TreeContext, entry: z.input<typeof snapshotCacheSchema>): Promise<void> {
-  await writeNexusFile(tree.root, SNAPSHOT_CACHE_FILE, JSON.stringify(entry, null, 2) + '\n', {durable: false})
+  try {
+    await writeNexusFile(tree.root, SNAPSHOT_CACHE_FILE, JSON.stringify(entry, null, 2) + '\n', {durable: false})
+  } catch (error) {
+    // A tree this user cannot write (a shared checkout, a read-only mount) is still read: the cache is only a cache.
+    debug('the snapshot is not cached: %s', (error as Error).message)
+  }
 }
 
 async function readCachedSnapshot(tree: TreeContext | undefined, agentId: string | undefined, options: SnapshotOptions, now: Date): Promise<SnapshotResult> {
