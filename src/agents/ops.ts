@@ -21,7 +21,7 @@ import {whatHoldsBack} from './trust.js'
 import {type AgentTokenState, tokenStates} from './tokens.js'
 import {EMPTY_MANIFEST, undo, undoManifestSchema, type UndoManifest, undoRecord} from './undo.js'
 import {checkWritable, type FileEdit, foldersLeftEmpty, missingDirs, writeFiles} from './write.js'
-import {AGENT_LABELS, type Change, hooksOfGroup, isJarvisHook, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
+import {AGENT_LABELS, type Change, CODEX_HOOK_TRUST, hooksOfGroup, isJarvisHook, type Scope, SERVER_NAME, wiringFor, type WiringInput} from './wiring.js'
 import {BadInputError, isJarvisError, NotATreeError} from '../errors.js'
 import {agentIdOf, HOOK_AGENTS, type HookAgent} from '../hook/events.js'
 import {type Invocation, jarvisInvocation, shellClientOf, shellLine} from '../invocation.js'
@@ -287,6 +287,8 @@ export interface WiredItem {
   what: string
   file: string
   present: boolean
+  /** What the agent still needs before it runs what is in place (Codex CLI's review of hooks). */
+  note?: string
 }
 
 export interface AgentStatus {
@@ -365,6 +367,13 @@ async function present(change: Change): Promise<boolean> {
   }
 }
 
+/** The hook entries of one scope as one line: how many are in place, and for Codex CLI that it runs them only once trusted. */
+function hooksItem(agent: HookAgent, scope: Scope, hooks: WiredItem[]): WiredItem {
+  const present = hooks.some((h) => h.present)
+  const item = {scope, what: `hooks (${hooks.filter((h) => h.present).length}/${hooks.length})`, file: hooks[0].file, present}
+  return agent === 'codex' && present ? {...item, note: CODEX_HOOK_TRUST} : item
+}
+
 export async function agentsStatus(options: AgentsStatusOptions): Promise<AgentsStatusResult> {
   const context = await agentsContext(options)
   const scopes: Scope[] = context.root ? ['project', 'user'] : ['user']
@@ -378,7 +387,7 @@ export async function agentsStatus(options: AgentsStatusOptions): Promise<Agents
         const {changes} = wiringFor(await wiringInput(context, agent, scope, false))
         const scoped = await Promise.all(changes.map(async (change) => ({scope, what: describe(change), file: change.file, present: await present(change)})))
         const hooks = scoped.filter((item) => item.what.startsWith('hook '))
-        const merged = [...scoped.filter((item) => !item.what.startsWith('hook ')), ...(hooks.length > 0 ? [{scope, what: `hooks (${hooks.filter((h) => h.present).length}/${hooks.length})`, file: hooks[0].file, present: hooks.some((h) => h.present)}] : [])]
+        const merged = [...scoped.filter((item) => !item.what.startsWith('hook ')), ...(hooks.length > 0 ? [hooksItem(agent, scope, hooks)] : [])]
         if (merged.some((item) => item.present)) items.push(...merged)
         const mcp = changes.find((c): c is Extract<Change, {kind: 'mcp'}> => c.kind === 'mcp')
         const registered = mcp && (await registeredServer(mcp))

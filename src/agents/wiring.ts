@@ -9,6 +9,13 @@ import {agentIdOf, type HookAgent, type HookEvent, WATCHED_HOOK_EVENTS} from '..
 import {type Invocation, shellLine} from '../invocation.js'
 
 export const SERVER_NAME = 'jarvis'
+
+/**
+ * Codex CLI runs a hook only once a person trusted it, by a hash jarvis cannot check: said at install, and beside
+ * the hooks in `agents status`, since a hook Codex skips leaves no trace anywhere.
+ */
+export const CODEX_HOOK_TRUST =
+  'Codex CLI runs a hook only after you review and trust it, and again after a jarvis upgrade changes it (it skips an untrusted one silently); until then the agent still has the MCP tools and AGENTS.md.'
 export type Scope = 'project' | 'user'
 export const AGENT_LABELS: Record<HookAgent, string> = {claude: 'Claude Code', gemini: 'Gemini CLI', codex: 'Codex CLI', openclaw: 'OpenClaw'}
 
@@ -132,7 +139,7 @@ export function wiringFor(input: WiringInput): Wiring {
       changes.push({kind: 'mcp', file: join(dir, 'config.toml'), path: [SERVER_NAME], server: serverInvocation(input.jarvis, agent, project)})
       changes.push(...hookChanges(input, agent, join(dir, 'hooks.json')), ...instructions(project ? join(project, 'AGENTS.md') : join(dir, 'AGENTS.md')))
       if (project) notes.push('Codex CLI reads .codex/ only in a project you trust (it asks when you start it there); jarvis does not trust projects for you.')
-      notes.push('Codex CLI runs a hook only after you review and trust it (it skips an untrusted one silently); until then the agent still has the MCP tools and AGENTS.md.')
+      notes.push(CODEX_HOOK_TRUST)
       break
     }
     case 'openclaw': {

@@ -49,7 +49,10 @@ export function renderStatus(result: AgentsStatusResult): string {
     if (server.file) lines.push(`  server      ${server.scope} scope, ${shown(server.file, result.root)}: ${server.command}`)
     if (server.detail) lines.push(`  why         ${server.detail}`)
     if (agent.token) lines.push(`  token       ${agent.token.own ? agent.token.from : agent.token.fix}`)
-    for (const item of agent.items) lines.push(`  ${item.present ? '✓' : '✗'} ${item.what.padEnd(24)} ${item.scope.padEnd(7)} ${shown(item.file, result.root)}`)
+    for (const item of agent.items) {
+      lines.push(`  ${item.present ? '✓' : '✗'} ${item.what.padEnd(24)} ${item.scope.padEnd(7)} ${shown(item.file, result.root)}`)
+      if (item.note) lines.push(`    note      ${item.note}`)
+    }
     if (agent.items.length === 0) lines.push('  nothing wired: `jarvis agents install --agent ' + agent.agent + '`')
   }
   return lines.join('\n')

@@ -258,6 +258,15 @@ describe('jarvis agents install', () => {
 })
 
 describe('jarvis agents status', () => {
+  it('says beside Codex CLI hooks that Codex runs them only once trusted (it skips them without a trace)', async () => {
+    expect((await jarvis(['agents', 'install', '--agent', 'codex'])).code).toBe(0)
+    const run = await jarvis(['agents', 'status', '--agent', 'codex', '--no-probe'])
+    expect(run.stdout).toMatch(/✓ hooks \(\d\/\d\) .*\n {4}note {6}Codex CLI runs a hook only after you review and trust it/)
+    const claude = await jarvis(['agents', 'install', '--agent', 'claude'])
+    expect(claude.code).toBe(0)
+    expect((await jarvis(['agents', 'status', '--agent', 'claude', '--no-probe'])).stdout).not.toContain('note')
+  })
+
   it('tells connected from registered-but-not-started, and says why', async () => {
     expect((await jarvis(['agents', 'install', '--agent', 'claude'])).code).toBe(0)
     expect((await jarvis(['agents', 'install', '--agent', 'gemini'])).code).toBe(0)
