@@ -100,13 +100,13 @@ describe('mergeTranscript', () => {
     )
   })
 
-  it('runs in linear time: 100,000 messages per side (quadratic would take minutes)', () => {
+  // No clock here (a loaded machine is slow, not wrong): a quadratic merge of this size runs for minutes, past the
+  // test's timeout.
+  it('merges 100,000 messages per side, which only a linear merge does within a test', () => {
     const shared = Array.from({length: 80_000}, (_, i) => say('user', `message ${i % 500}`))
     const local = [...shared, ...Array.from({length: 20_000}, (_, i) => say('user', `local ${i}`))]
     const remote = [...shared, ...Array.from({length: 20_000}, (_, i) => say('assistant', `remote ${i}`))]
-    const started = performance.now()
     const result = mergeTranscript(local, remote)
-    expect(performance.now() - started).toBeLessThan(3000)
     expect(result.added).toHaveLength(20_000)
   })
 })
