@@ -12,7 +12,7 @@ import {type MemoryClient, type PullResponse, StalePushError} from '../protocol/
 import type {SyncState} from '../schemas/index.js'
 import {type BaseStore, hashText, readMemoryFile} from '../store/index.js'
 import {sameInstant, type SyncMode} from './plan.js'
-import {MAX_PENDING_PER_PATH, pendingOf, recordBase, settled, writeState} from './record.js'
+import {notePending, pendingOf, recordBase, settled, writeState} from './record.js'
 import {sentFirst} from './requests.js'
 import type {SyncResult} from './types.js'
 
@@ -96,11 +96,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   // The same write records the batch acknowledged before this one.
   if (batch.length > 0) {
     const pending = {...pendingOf(state)}
-    for (const {item, text} of batch) {
-      const hash = hashText(text)
-      const earlier = pending[item.path] ?? []
-      if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
-    }
+    for (const {item, text} of batch) notePending(bases, state, pending, item.path, text)
     state.pending = pending
   }
   if (batch.length > 0 || context.unwritten) {
@@ -129,7 +125,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     const {path} = batch[0].item
     result.invalid.push({path, problems: [`refused by the server: ${refused}`]})
     const pending = {...pendingOf(state)}
-    pending[path] = (pending[path] ?? []).filter((hash) => hash !== hashText(batch[0].text))
+    const hash = hashText(batch[0].text)
+    pending[path] = (pending[path] ?? []).filter((sent) => sent !== hash)
+    bases.forgetSent(path, [hash])
     if (pending[path].length === 0) delete pending[path]
     state.pending = pending
     context.unwritten = true

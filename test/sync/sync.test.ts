@@ -466,10 +466,19 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect((error as JarvisError).exit).toBe(ExitCode.badInput)
       expect((error as JarvisError).message).toContain('move it aside (mv .nexus/sync-state.json .nexus/sync-state.json.broken) and sync again')
       await rename(join(a.root, '.nexus', 'sync-state.json'), join(a.root, '.nexus', 'sync-state.json.broken'))
-      // With no record of the last sync, the edit and the server's text are two versions: the edit is kept beside it.
+      // With no record of the last sync, its base copy still says what the edit changed: merged, nothing in a backup.
       const rebuilt = await a.sync()
-      expect(rebuilt.backups).toEqual([{path: 'notes/kept.md', backup: 'notes/kept.local.bak'}])
-      expect(await a.read('notes/kept.local.bak')).toBe('first, edited\n')
+      expect(rebuilt.backups).toEqual([])
+      expect(rebuilt.merged).toEqual(['notes/kept.md'])
+      expect(await a.read('notes/kept.md')).toBe('first, edited\n')
+      expect((await a.sync()).pushed).toEqual([])
+      // Without the base copies either, the edit and the server's text are two versions: the edit is kept beside it.
+      await a.write('notes/kept.md', 'first, edited twice\n')
+      await rm(join(a.root, '.nexus', 'sync-state.json'))
+      for (const name of await readdir(join(a.root, '.nexus'))) if (name.startsWith('base.')) await rm(join(a.root, '.nexus', name))
+      const twoWay = await a.sync()
+      expect(twoWay.backups).toEqual([{path: 'notes/kept.md', backup: 'notes/kept.local.bak'}])
+      expect(await a.read('notes/kept.local.bak')).toBe('first, edited twice\n')
       expect((await a.sync()).pushed).toEqual([])
     })
 
