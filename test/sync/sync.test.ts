@@ -456,6 +456,24 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(await b.read('menu.md')).toBe('# Menu\n\ncafé au lait\n')
     })
 
+    it('names a file whose JSON one push could not carry (control characters, 6 bytes each), leaves it as it is and syncs the rest', async () => {
+      const a = await client('claude')
+      const b = await client('gemini')
+      // Under 4 MiB, UTF-8, no NUL: 24 MB as JSON, more than a server takes in one request.
+      const controls = '\x1b'.repeat(4_000_000)
+      await a.write('ctl.md', controls)
+      await a.write('small.md', 'small\n')
+      const error = await a.sync().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(JarvisError)
+      expect((error as JarvisError).exit).toBe(ExitCode.badInput)
+      expect((error as JarvisError).message).toMatch(/\.memory\/ctl\.md: is 240001\d\d bytes as JSON \(a control character takes 6\), more than the 16777216 \(16 MiB\) one push may carry/)
+      expect(((error as JarvisError).data.result as {pushed: string[]}).pushed).toEqual(['small.md'])
+      expect(await a.read('ctl.md')).toBe(controls)
+      await b.sync()
+      expect(await b.read('small.md')).toBe('small\n')
+      expect(await b.read('ctl.md')).toBeNull()
+    })
+
     it('a broken sync state stops the sync with what to do, and done, the next sync loses nothing', async () => {
       const a = await client('claude')
       await a.write('notes/kept.md', 'first\n')
