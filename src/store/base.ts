@@ -5,21 +5,25 @@
  * for a free inode past the recently deleted ones); the database takes a batch in one transaction.
  *
  * Not durable on purpose (WAL, `synchronous = NORMAL`: a killed process loses nothing it committed, a power cut may
- * lose the last transactions, never consistency): a base is only trusted when its hash matches the one sync-state
- * recorded, and a missing or torn base means a two-way merge, which never deletes. A database found unusable is
- * made again, empty, for the same reason.
+ * lose the last transactions, never consistency): every base ever written is a text the server held and the file
+ * held, so one lost leaves an older base (still one both sides held), or none: a two-way merge, which never deletes.
+ * A database found unusable is made again, empty, for the same reason.
  *
  * A flush of a few small bases (a sync of a few files) is appended to `.nexus/base.journal` instead, one JSON line per
  * path (`{"p": path, "t": text}`, `"t": null` for a removal): loading SQLite's native module, opening the database
  * and its checkpoint at close cost more than the whole of such a sync's other writes (docs/decisions/sync-writes.md).
  * The journal's lines stand before the database's rows; the first flush that goes to the database (many or large
  * bases, or a journal grown past JOURNAL_MAX_BYTES) writes the journal's entries first and then removes it. The
- * journal is not durable either, and needs no more: a line lost, torn or left by a kill after its fold only gives a
- * base whose hash the sync state does not record, or one that is older than the row and still matches the state
- * (the state is written after the flush that returned), never a wrong one.
+ * journal is not durable either, and needs no more: a line lost, torn or left by a kill after its fold only gives an
+ * older base, whether the sync state records its hash or not, never a text that was no base.
  *
  * An older jarvis kept each base in `.nexus/base/<path>`: those are still read when the database has no row for a
  * path, and removed with it.
+ *
+ * Beside the bases, under keys no path can be (`path` NUL `hash`), the texts of pushes not answered yet (putSent):
+ * what the next merge needs to tell whether the server took ours (src/merge/own-write.ts). Kept the same way, flushed
+ * with the bases before the sync state that names their hashes, and as little trusted: a text is used only when its
+ * hash is one the state awaits.
  */
 import {appendFileSync, existsSync, readFileSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
@@ -74,7 +78,7 @@ const isDamaged = (error: unknown) => isSqliteFileError(error, ['CORRUPT', 'NOTA
 export class BaseStore {
   private db: RowDatabase | undefined
   private statements: {get: RowStatement; put: RowStatement; remove: RowStatement} | undefined
-  /** Written since the last flush: a text, or null for a removal. */
+  /** Written since the last flush, by path (or sentKey): a text, or null for a removal. */
   private readonly pending = new Map<string, string | null>()
   private pendingChars = 0
   /** Whether `.nexus/base/` (an older jarvis's bases) exists, asked once. */
@@ -87,14 +91,38 @@ export class BaseStore {
   /** The base of `rel`, or null when there is none. The path is checked (PathRefusedError). */
   async get(rel: string): Promise<string | null> {
     const clean = checkRelativePath(rel)
-    if (this.pending.has(clean)) return this.pending.get(clean) ?? null
-    const journal = this.readJournal()
-    if (journal.entries.has(clean)) return journal.entries.get(clean) ?? null
-    // A tree that never synced has no database: reading makes none (a command that only looks writes nothing).
-    const row = this.hasDatabase() ? this.open().get.get(clean) : undefined
-    if (row !== undefined) return row[0] as string
-    if (!this.hasLegacy()) return null
+    const stored = this.lookup(clean)
+    if (stored !== undefined || !this.hasLegacy()) return stored ?? null
     return readTextIfExists(await resolveInside(baseDir(this.root), clean))
+  }
+
+  /**
+   * A text of `rel` (its hash `hash`) a sync sent and has not heard back about: kept beside the bases, at the next
+   * flush, until `forgetSent`. Not a base: what the server may hold (src/merge/own-write.ts decides).
+   */
+  putSent(rel: string, hash: string, text: string): void {
+    this.keep(sentKey(checkRelativePath(rel), hash), text)
+  }
+
+  /** The text `putSent` kept for `rel` and `hash`, or null. */
+  async getSent(rel: string, hash: string): Promise<string | null> {
+    return this.lookup(sentKey(checkRelativePath(rel), hash)) ?? null
+  }
+
+  /** Forgets the sent texts of `rel` with these hashes, at the next flush. */
+  forgetSent(rel: string, hashes: readonly string[]): void {
+    const clean = checkRelativePath(rel)
+    for (const hash of hashes) this.pending.set(sentKey(clean, hash), null)
+  }
+
+  /** What the pending writes, the journal or the database hold under `key`: undefined when none of them knows it. */
+  private lookup(key: string): string | null | undefined {
+    if (this.pending.has(key)) return this.pending.get(key) ?? null
+    const journal = this.readJournal()
+    if (journal.entries.has(key)) return journal.entries.get(key) ?? null
+    // A tree that never synced has no database: reading makes none (a command that only looks writes nothing).
+    const row = this.hasDatabase() ? this.open().get.get(key) : undefined
+    return row === undefined ? undefined : (row[0] as string)
   }
 
   /**
@@ -102,8 +130,11 @@ export class BaseStore {
    * sync of a large tree never holds it all (a caller puts a base only once it may be written).
    */
   put(rel: string, text: string | Uint8Array): void {
-    const content = typeof text === 'string' ? text : Buffer.from(text).toString('utf8')
-    this.pending.set(checkRelativePath(rel), content)
+    this.keep(checkRelativePath(rel), typeof text === 'string' ? text : Buffer.from(text).toString('utf8'))
+  }
+
+  private keep(key: string, content: string): void {
+    this.pending.set(key, content)
     this.pendingChars += content.length
     if (this.pendingChars > FLUSH_CHARS) this.flush()
   }
@@ -141,7 +172,7 @@ export class BaseStore {
       return
     }
     if (this.db === undefined && this.journalTakes(this.pending.size, this.pendingChars)) {
-      const lines = [...this.pending].map(([path, text]) => `${JSON.stringify({p: path, t: text})}\n`).join('')
+      const lines = [...this.pending].map(([key, text]) => `${JSON.stringify(journalLine(key, text))}\n`).join('')
       const bytes = Buffer.byteLength(lines)
       if (journal.bytes + bytes <= JOURNAL_MAX_BYTES) {
         // One write: killed inside it, the journal ends in a torn line, which a reader skips and the next flush folds.
@@ -216,7 +247,7 @@ export class BaseStore {
     for (const line of lines) {
       const entry = parseJournalLine(line)
       if (entry === undefined) journal.whole = false
-      else journal.entries.set(entry.path, entry.text)
+      else journal.entries.set(entry.key, entry.text)
     }
     return (this.journal = journal)
   }
@@ -256,8 +287,22 @@ export class BaseStore {
   }
 }
 
-/** One line of the journal, or undefined when it is not one (see readJournal). */
-function parseJournalLine(line: string): {path: string; text: string | null} | undefined {
+/**
+ * A sent text's key among the bases' (`path` NUL `hash`): a NUL is in no checked path, so it names no base, and an
+ * older jarvis, which reads the database by path, never meets it.
+ */
+function sentKey(path: string, hash: string): string {
+  return `${path}\u0000${hash}`
+}
+
+/** A key's journal line: `{p, t}` for a base, `{s, h, t}` for a sent text (a line an older jarvis skips as torn). */
+function journalLine(key: string, text: string | null): {p: string; t: string | null} | {s: string; h: string; t: string | null} {
+  const nul = key.indexOf('\u0000')
+  return nul === -1 ? {p: key, t: text} : {s: key.slice(0, nul), h: key.slice(nul + 1), t: text}
+}
+
+/** One line of the journal, its key and text, or undefined when it is not one (see readJournal). */
+function parseJournalLine(line: string): {key: string; text: string | null} | undefined {
   let value: unknown
   try {
     value = JSON.parse(line)
@@ -265,10 +310,12 @@ function parseJournalLine(line: string): {path: string; text: string | null} | u
     return undefined
   }
   if (typeof value !== 'object' || value === null) return undefined
-  const {p, t} = value as {p?: unknown; t?: unknown}
-  if (typeof p !== 'string' || !(typeof t === 'string' || t === null)) return undefined
+  const {p, s, h, t} = value as {p?: unknown; s?: unknown; h?: unknown; t?: unknown}
+  if (!(typeof t === 'string' || t === null)) return undefined
   try {
-    return {path: checkRelativePath(p), text: t}
+    if (typeof p === 'string') return {key: checkRelativePath(p), text: t}
+    if (typeof s === 'string' && typeof h === 'string' && /^[0-9a-f]+$/.test(h)) return {key: sentKey(checkRelativePath(s), h), text: t}
+    return undefined
   } catch {
     return undefined
   }

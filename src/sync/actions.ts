@@ -11,7 +11,7 @@ import {appendAudit, type BaseStore, deleteMemoryFile, type MemoryFileStat, read
 import type {Action, PlanInput, SyncMode} from './plan.js'
 import {PULL_BATCH_FILES, pullTexts, type RemoteText} from './pull.js'
 import type {PushItem} from './push.js'
-import {recordBase, unchangedSinceScan, verifiedBase} from './record.js'
+import {mergeBase, recordBase, unchangedSinceScan} from './record.js'
 import type {SyncOptions, SyncResult} from './types.js'
 
 const debug = createDebug('jarvis:sync')
@@ -98,7 +98,7 @@ export async function applyActions(context: ActionContext, actions: readonly Act
           recordBase(bases, state, path, remote.content, remote.entry, now)
           break
         }
-        const baseText = await verifiedBase(bases, state, path)
+        const baseText = await mergeBase(bases, state, path, localContent, remote.content)
         const strategy = strategyFor(path, options.settings.strategies)
         const modified = local.get(path)?.mtimeMs
         const merge = mergeByStrategy(path, baseText, localContent, remote.content, strategy, {local: modified === undefined ? undefined : new Date(modified).toISOString(), remote: remote.entry.updatedAt})

@@ -12,7 +12,7 @@ import {type MemoryClient, type PullResponse, StalePushError} from '../protocol/
 import type {SyncState} from '../schemas/index.js'
 import {type BaseStore, hashText, readMemoryFile} from '../store/index.js'
 import {sameInstant, type SyncMode} from './plan.js'
-import {MAX_PENDING_PER_PATH, pendingOf, recordBase, settled, writeState} from './record.js'
+import {notePending, pendingOf, recordBase, settled, writeState} from './record.js'
 import {sentFirst} from './requests.js'
 import type {SyncResult} from './types.js'
 
@@ -96,11 +96,7 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
   // The same write records the batch acknowledged before this one.
   if (batch.length > 0) {
     const pending = {...pendingOf(state)}
-    for (const {item, text} of batch) {
-      const hash = hashText(text)
-      const earlier = pending[item.path] ?? []
-      if (!earlier.includes(hash)) pending[item.path] = [...earlier, hash].slice(-MAX_PENDING_PER_PATH)
-    }
+    for (const {item, text} of batch) notePending(bases, state, pending, item.path, text)
     state.pending = pending
   }
   if (batch.length > 0 || context.unwritten) {
@@ -122,6 +118,11 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
       debug('push of %d files refused as too large: sending halves', batch.length)
       return (await pushBatch(context, batch.slice(0, half), [])) ?? (await pushBatch(context, batch.slice(half), deletes))
     }
+    // One file with the deletions, too large: the file alone, then the deletions, so that a refusal names its cause.
+    if (error instanceof JarvisError && error.data.status === 413 && batch.length === 1 && deletes.length > 0 && !namesPath(error)) {
+      debug('push of one file and %d deletions refused as too large: sending them apart', deletes.length)
+      return (await pushBatch(context, batch, [])) ?? (await pushBatch(context, [], deletes))
+    }
     const refused = batch.length === 1 ? refusalOf(error, batch[0].item.path) : undefined
     if (refused === undefined) throw error
     // The server will not take this one file (too large for it, not text it holds): it stays here as it is, named
@@ -129,7 +130,9 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
     const {path} = batch[0].item
     result.invalid.push({path, problems: [`refused by the server: ${refused}`]})
     const pending = {...pendingOf(state)}
-    pending[path] = (pending[path] ?? []).filter((hash) => hash !== hashText(batch[0].text))
+    const hash = hashText(batch[0].text)
+    pending[path] = (pending[path] ?? []).filter((sent) => sent !== hash)
+    bases.forgetSent(path, [hash])
     if (pending[path].length === 0) delete pending[path]
     state.pending = pending
     context.unwritten = true
@@ -160,14 +163,20 @@ async function pushBatch(context: PushContext, batch: Array<{item: PushItem; tex
 }
 
 /**
- * The server's reason when `error` is its refusal of the file at `path` alone: 413 (larger than it takes) or 400
- * naming that path (content it does not hold, e.g. a NUL byte). Anything else stops the sync as before.
+ * The server's reason when `error` is its refusal of a push of the file at `path` alone: 413 (the file, or the
+ * request, larger than it takes: the request is this file's) or 400 naming that path (content it does not hold, e.g.
+ * a NUL byte). Anything else stops the sync as before.
  */
 function refusalOf(error: unknown, path: string): string | undefined {
   if (!(error instanceof JarvisError) || (error.data.status !== 413 && error.data.status !== 400)) return undefined
   const answer = error.data.answer as {path?: unknown; message?: unknown} | undefined
-  if (answer?.path !== path) return undefined
-  return typeof answer.message === 'string' ? answer.message : `HTTP ${String(error.data.status)}`
+  if (answer?.path !== path && !(error.data.status === 413 && !namesPath(error))) return undefined
+  return typeof answer?.message === 'string' ? answer.message : `HTTP ${String(error.data.status)}`
+}
+
+/** The refusal names a path (one file's), not the whole request. */
+function namesPath(error: JarvisError): boolean {
+  return typeof (error.data.answer as {path?: unknown} | undefined)?.path === 'string'
 }
 
 /** Timestamp mode: the paths of `batch` whose `updatedAt` on the server is no longer the one their push was decided against. */

@@ -3,12 +3,21 @@ import type {z} from 'zod'
 import {SchemaError} from '../errors.js'
 import {activeProjectSchema, contextMapSchema, parseJsonFile, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import {hashText} from '../store/index.js'
+import {jsonStringBytes} from './push.js'
 
 /**
  * The most a memory file may hold: the protocol's limit of one file's content, in UTF-8 bytes (a server refuses a
  * larger one with 413; a request far larger is cut off before its answer, which looked like a server that went away).
  */
 export const MAX_FILE_BYTES = 4 * 1024 * 1024
+/**
+ * The most one push may carry: the protocol's limit of a request body, in bytes of JSON. A file's text grows in JSON,
+ * each control character but a tab or line break to six bytes (`\u001b`): a file of them, well under MAX_FILE_BYTES,
+ * can alone make a push larger than any request the server takes.
+ */
+export const MAX_PUSH_BYTES = 16 * 1024 * 1024
+/** What a push of one file carries besides its text and its path (twice: in `files` and in `base`). */
+const PUSH_ENVELOPE_BYTES = 128
 
 /** The schema a memory file must satisfy, by its path relative to `.memory/` (contract §1). */
 function schemaFor(path: string): z.ZodType | undefined {
@@ -25,7 +34,7 @@ function schemaFor(path: string): z.ZodType | undefined {
  */
 export function problemsOf(path: string, text: string, hash: string): SchemaError | null {
   const file = `.memory/${path}`
-  const notText = textProblem(text, hash)
+  const notText = textProblem(path, text, hash)
   if (notText !== undefined) return new SchemaError(file, [notText])
   if (!path.endsWith('.json')) return null
   try {
@@ -40,7 +49,7 @@ export function problemsOf(path: string, text: string, hash: string): SchemaErro
 }
 
 /** Why the file's text cannot be synced as it is, if it cannot. */
-function textProblem(text: string, hash: string): string | undefined {
+function textProblem(path: string, text: string, hash: string): string | undefined {
   // Bytes that are not UTF-8 were read as U+FFFD: what would be pushed is then not the file (other machines would get
   // the replacement characters, and this one would push it again at every sync, its bytes never matching the base).
   if (text.includes('\uFFFD') && hashText(text) !== hash) {
@@ -52,6 +61,11 @@ function textProblem(text: string, hash: string): string | undefined {
   if (text.length * 3 > MAX_FILE_BYTES) {
     const bytes = Buffer.byteLength(text, 'utf8')
     if (bytes > MAX_FILE_BYTES) return `is ${bytes} bytes, more than the ${MAX_FILE_BYTES} (4 MiB) a memory file may hold; split it, or keep it outside .memory/`
+  }
+  // Measured here rather than learnt from the server's 413: sent, such a push is refused only once all of it went.
+  if (text.length * 6 > MAX_PUSH_BYTES - PUSH_ENVELOPE_BYTES) {
+    const bytes = jsonStringBytes(text) + 2 * jsonStringBytes(path) + PUSH_ENVELOPE_BYTES
+    if (bytes > MAX_PUSH_BYTES) return `is ${bytes} bytes as JSON (a control character takes 6), more than the ${MAX_PUSH_BYTES} (16 MiB) one push may carry; remove the control characters, or keep it outside .memory/`
   }
   return undefined
 }

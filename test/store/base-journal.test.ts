@@ -76,6 +76,39 @@ describe('the base copies\' journal', () => {
     expect(await readBase(root, 'b.md')).toBe('newer\n')
   })
 
+  it('keeps the texts a sync sent beside the bases, in the journal and in the database, never as a base', async () => {
+    const root = await tempTree()
+    const large = 'x'.repeat(JOURNAL_FLUSH_CHARS + 1)
+    await withStore(root, (bases) => {
+      bases.put('a.md', 'base\n')
+      bases.putSent('a.md', 'ab12', 'sent\n')
+      bases.flush()
+    })
+    expect(await nexusFiles(root)).toEqual(['base.journal'])
+    // An older jarvis reads a sent text's line as a torn one: never as the base of its path.
+    expect((await readFile(join(root, '.nexus', 'base.journal'), 'utf8')).split('\n')[1]).toBe(JSON.stringify({s: 'a.md', h: 'ab12', t: 'sent\n'}))
+    await withStore(root, async (bases) => {
+      expect(await bases.get('a.md')).toBe('base\n')
+      expect(await bases.getSent('a.md', 'ab12')).toBe('sent\n')
+      expect(await bases.getSent('a.md', 'cd34')).toBeNull()
+      bases.putSent('a.md', 'cd34', large)
+      bases.flush()
+    })
+    expect(await nexusFiles(root)).toEqual(['base.sqlite'])
+    await withStore(root, async (bases) => {
+      expect(await bases.get('a.md')).toBe('base\n')
+      expect(await bases.getSent('a.md', 'ab12')).toBe('sent\n')
+      expect(await bases.getSent('a.md', 'cd34')).toBe(large)
+      bases.forgetSent('a.md', ['ab12', 'cd34'])
+      bases.flush()
+    })
+    await withStore(root, async (bases) => {
+      expect(await bases.getSent('a.md', 'ab12')).toBeNull()
+      expect(await bases.getSent('a.md', 'cd34')).toBeNull()
+      expect(await bases.get('a.md')).toBe('base\n')
+    })
+  })
+
   it('skips a torn last line (a kill inside an append), and the next flush folds instead of appending after it', async () => {
     const root = await tempTree()
     await writeBase(root, 'a.md', 'one\n')

@@ -174,6 +174,36 @@ describe.each(BACKENDS)('on %s', (backend) => {
       await b.sync()
       expect(await b.read('zz-big.md')).toBe('small now\n')
     })
+
+    it('a file whose push alone is larger than the server takes in a request is named as that file’s refusal, and the rest goes', async () => {
+      // A body of 64 KiB at most: the file is 20 KiB, under every limit of a file, and 120 KiB as JSON.
+      const {url} = await smallServer({bodyLimit: 64 * 1024, maxFileBytes: 1024 * 1024})
+      const a = await makeClient(url, 'claude')
+      const b = await makeClient(url, 'gemini')
+      dirs.push(a.root, b.root)
+      await a.write('gone.md', 'to be deleted\n')
+      await a.sync()
+      await b.sync()
+      for (let i = 0; i < 5; i++) await a.write(`f/${i}.md`, `note ${i}\n`)
+      const controls = '\x1b'.repeat(20 * 1024)
+      await a.write('zz-ctl.md', controls)
+      await a.remove('gone.md')
+      const failed = await a.sync().catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(JarvisError)
+      expect((failed as JarvisError).exit).toBe(ExitCode.badInput)
+      expect((failed as JarvisError).message).toContain('.memory/zz-ctl.md: refused by the server: the request body is larger than 65536 bytes')
+      const done = (failed as JarvisError).data.result as {pushed: string[]; deleted: string[]}
+      expect(done.pushed).toHaveLength(5)
+      expect(done.deleted).toEqual(['gone.md'])
+      expect(await a.read('zz-ctl.md')).toBe(controls)
+      const state = (await readSyncState(a.root)) as {files: Record<string, unknown>; pending?: Record<string, unknown>}
+      expect(state.files['zz-ctl.md']).toBeUndefined()
+      expect(state.pending ?? {}).toEqual({})
+      await b.sync()
+      expect(await b.read('f/4.md')).toBe('note 4\n')
+      expect(await b.read('gone.md')).toBeNull()
+      expect(await b.read('zz-ctl.md')).toBeNull()
+    })
   })
 
   describe('a push in batches writes its sync state once per batch', () => {

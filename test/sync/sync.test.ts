@@ -456,6 +456,24 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(await b.read('menu.md')).toBe('# Menu\n\ncafé au lait\n')
     })
 
+    it('names a file whose JSON one push could not carry (control characters, 6 bytes each), leaves it as it is and syncs the rest', async () => {
+      const a = await client('claude')
+      const b = await client('gemini')
+      // Under 4 MiB, UTF-8, no NUL: 24 MB as JSON, more than a server takes in one request.
+      const controls = '\x1b'.repeat(4_000_000)
+      await a.write('ctl.md', controls)
+      await a.write('small.md', 'small\n')
+      const error = await a.sync().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(JarvisError)
+      expect((error as JarvisError).exit).toBe(ExitCode.badInput)
+      expect((error as JarvisError).message).toMatch(/\.memory\/ctl\.md: is 240001\d\d bytes as JSON \(a control character takes 6\), more than the 16777216 \(16 MiB\) one push may carry/)
+      expect(((error as JarvisError).data.result as {pushed: string[]}).pushed).toEqual(['small.md'])
+      expect(await a.read('ctl.md')).toBe(controls)
+      await b.sync()
+      expect(await b.read('small.md')).toBe('small\n')
+      expect(await b.read('ctl.md')).toBeNull()
+    })
+
     it('a broken sync state stops the sync with what to do, and done, the next sync loses nothing', async () => {
       const a = await client('claude')
       await a.write('notes/kept.md', 'first\n')
@@ -466,10 +484,19 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect((error as JarvisError).exit).toBe(ExitCode.badInput)
       expect((error as JarvisError).message).toContain('move it aside (mv .nexus/sync-state.json .nexus/sync-state.json.broken) and sync again')
       await rename(join(a.root, '.nexus', 'sync-state.json'), join(a.root, '.nexus', 'sync-state.json.broken'))
-      // With no record of the last sync, the edit and the server's text are two versions: the edit is kept beside it.
+      // With no record of the last sync, its base copy still says what the edit changed: merged, nothing in a backup.
       const rebuilt = await a.sync()
-      expect(rebuilt.backups).toEqual([{path: 'notes/kept.md', backup: 'notes/kept.local.bak'}])
-      expect(await a.read('notes/kept.local.bak')).toBe('first, edited\n')
+      expect(rebuilt.backups).toEqual([])
+      expect(rebuilt.merged).toEqual(['notes/kept.md'])
+      expect(await a.read('notes/kept.md')).toBe('first, edited\n')
+      expect((await a.sync()).pushed).toEqual([])
+      // Without the base copies either, the edit and the server's text are two versions: the edit is kept beside it.
+      await a.write('notes/kept.md', 'first, edited twice\n')
+      await rm(join(a.root, '.nexus', 'sync-state.json'))
+      for (const name of await readdir(join(a.root, '.nexus'))) if (name.startsWith('base.')) await rm(join(a.root, '.nexus', name))
+      const twoWay = await a.sync()
+      expect(twoWay.backups).toEqual([{path: 'notes/kept.md', backup: 'notes/kept.local.bak'}])
+      expect(await a.read('notes/kept.local.bak')).toBe('first, edited twice\n')
       expect((await a.sync()).pushed).toEqual([])
     })
 
