@@ -11,7 +11,7 @@ import {randomUUID} from 'node:crypto'
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
 import {applyEdit} from '../files/index.js'
-import {assertClean, mergeSinceBase} from '../files/tools.js'
+import {assertWritable, mergeSinceBase} from '../files/tools.js'
 import {newRunId} from '../ops/events/common.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {RECALL_POOL} from '../ops/recall.js'
@@ -244,7 +244,7 @@ export class HostedBackend implements McpBackend {
   async write(input: WriteInput): Promise<WriteOutput> {
     const path = checkMemoryPath(input.path)
     const text = composeMemoryText(path, input.content, {title: input.title, tags: input.tags, metadata: input.metadata})
-    await assertClean(path, text)
+    await assertWritable(path, text)
     const result = await this.commit(path, input.base_hash, async () => text)
     return {path, created: result.created, changed: result.changed, hash: result.hash, ...(input.base_hash === undefined ? {} : {merged: result.merged})}
   }
@@ -255,7 +255,7 @@ export class HostedBackend implements McpBackend {
       if (current === null) throw new MemoryFileNotFoundError(path)
       const edited = await applyEdit(path, base ?? current, input.edit)
       parseMemoryFile(path, edited) // the edit must leave valid front matter
-      await assertClean(path, edited)
+      await assertWritable(path, edited)
       return edited
     })
     return {path, hash: result.hash, ...(input.base_hash === undefined ? {} : {merged: result.merged})}

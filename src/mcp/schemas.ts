@@ -44,7 +44,11 @@ import {
   workerMemorySchema,
 } from '../schemas/index.js'
 
-/** The largest text a memory file may hold (the server's 4 MiB limit), in characters. */
+/**
+ * A first bound on the texts of a write or an edit, in characters: a longer text is over the 4 MiB of UTF-8 a memory
+ * file may hold anyway (a character is at least one byte). What the file would hold is checked in bytes by the write
+ * itself (files/tools.ts assertWritable), as on the command line.
+ */
 export const MAX_FILE_CHARS = 4 * 1024 * 1024
 /** Queries, regexes, replace texts of an edit: generous, but bounded so a huge string is a clear refusal. */
 const MAX_QUERY_CHARS = 2000

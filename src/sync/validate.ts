@@ -1,14 +1,9 @@
 import type {z} from 'zod'
 
 import {SchemaError} from '../errors.js'
+import {fileSizeProblem} from '../schemas/file-size.js'
 import {activeProjectSchema, contextMapSchema, parseJsonFile, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import {hashText} from '../store/index.js'
-
-/**
- * The most a memory file may hold: the protocol's limit of one file's content, in UTF-8 bytes (a server refuses a
- * larger one with 413; a request far larger is cut off before its answer, which looked like a server that went away).
- */
-export const MAX_FILE_BYTES = 4 * 1024 * 1024
 
 /** The schema a memory file must satisfy, by its path relative to `.memory/` (contract §1). */
 function schemaFor(path: string): z.ZodType | undefined {
@@ -48,12 +43,7 @@ function textProblem(text: string, hash: string): string | undefined {
   }
   const nul = text.indexOf('\u0000')
   if (nul !== -1) return `line ${lineAt(text, nul)}: holds a NUL byte, so it is not text; remove it, or keep the file outside .memory/`
-  // A character is at most 3 UTF-8 bytes (4 for two UTF-16 units): only a text this long can be too large.
-  if (text.length * 3 > MAX_FILE_BYTES) {
-    const bytes = Buffer.byteLength(text, 'utf8')
-    if (bytes > MAX_FILE_BYTES) return `is ${bytes} bytes, more than the ${MAX_FILE_BYTES} (4 MiB) a memory file may hold; split it, or keep it outside .memory/`
-  }
-  return undefined
+  return fileSizeProblem(text)?.message
 }
 
 function lineAt(text: string, index: number): number {

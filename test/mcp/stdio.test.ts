@@ -102,6 +102,18 @@ describe('jarvis mcp (stdio)', () => {
     const bigWrite = await session.call('memory_write', {path: 'notes/huge.md', content: huge})
     expect(exitOf(bigWrite)).toBe(2)
     await expect(readFile(join(tree, '.memory', 'notes', 'huge.md'), 'utf8')).rejects.toThrow(/ENOENT/)
+    // Fewer characters than the bound of the input schema, more UTF-8 bytes than a sync sends: refused the same way,
+    // by the write or the edit, naming the file and the limit.
+    const cjk = '日本語テキスト'.repeat(300_000)
+    const cjkWrite = await session.call('memory_write', {path: 'big/mcp.md', content: cjk})
+    expect(exitOf(cjkWrite)).toBe(2)
+    expect(textOf(cjkWrite)).toMatch(/^\.memory\/big\/mcp\.md: is 6300000 bytes, more than the 4194304 \(4 MiB\) a memory file may hold/)
+    await expect(readFile(join(tree, '.memory', 'big', 'mcp.md'), 'utf8')).rejects.toThrow(/ENOENT/)
+    expect(structured(await session.call('memory_write', {path: 'big/small.md', content: '# Small\n'}))).toMatchObject({created: true})
+    const cjkEdit = await session.call('memory_edit', {path: 'big/small.md', replace: 'Small', with: cjk})
+    expect(exitOf(cjkEdit)).toBe(2)
+    expect(textOf(cjkEdit)).toContain('.memory/big/small.md: is 6300003 bytes')
+    expect(await readFile(join(tree, '.memory', 'big', 'small.md'), 'utf8')).toBe('# Small\n')
     const bigAppend = await session.call('memory_append', {kind: 'fact', key: 'fact:huge', content: huge})
     expect(exitOf(bigAppend)).toBe(2)
     const bigQuery = await session.call('memory_search', {query: huge})
