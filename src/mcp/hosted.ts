@@ -32,7 +32,7 @@ import type {
   LsInput,
   LsOutput,
   ReadInput,
-  ReadOutput,
+  ReadAnswer,
   RecallInput,
   RecallOutput,
   SearchInput,
@@ -221,12 +221,11 @@ export class HostedBackend implements McpBackend {
     return (await this.services.read([path])).get(path) ?? null
   }
 
-  async read(input: ReadInput): Promise<ReadOutput> {
+  async read(input: ReadInput): Promise<ReadAnswer> {
     const path = checkMemoryPath(input.path)
     const file = await this.current(path)
     if (!file) throw new MemoryFileNotFoundError(path)
-    const parsed = parseMemoryFile(path, file.content)
-    const frontMatter: FrontMatter = parsed.frontMatter
+    const frontMatter: FrontMatter = parseMemoryFile(path, file.content).frontMatter
     const hash = hashText(file.content)
     this.state.texts.remember(hash, file.content)
     return {
@@ -234,7 +233,6 @@ export class HostedBackend implements McpBackend {
       ...(typeof frontMatter.title === 'string' ? {title: frontMatter.title} : {}),
       tags: tagsOf(frontMatter),
       frontMatter,
-      body: parsed.body,
       text: file.content,
       lastAccessed: this.now().toISOString(),
       hash,

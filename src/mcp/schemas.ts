@@ -256,13 +256,16 @@ export const lsOutput = z.object({
   truncated: z.literal(true).optional().describe('More files are under the prefix than the limit lets through: ask again with a larger limit.'),
 })
 
+/**
+ * memory_read's structured content: all but the file's text, which is the result's text content. Sent once: a 4 MiB
+ * file of characters JSON escapes is 8 MiB as a JSON string, and an MCP client on stdio reads at most 10 MiB of one
+ * message (mcp/stdio.ts).
+ */
 export const readOutput = z.object({
   path: z.string(),
   title: z.string().optional(),
   tags: z.array(z.unknown()),
   frontMatter: z.record(z.string(), z.unknown()),
-  body: z.string(),
-  text: z.string(),
   lastAccessed: z.string(),
   hash: z.string().describe('sha256 of the text: give it back as base_hash to memory_write / memory_edit.'),
 })
@@ -339,6 +342,8 @@ export type SearchOutput = z.output<typeof searchOutput>
 export type RecallOutput = z.output<typeof recallOutput>
 export type LsOutput = z.output<typeof lsOutput>
 export type ReadOutput = z.output<typeof readOutput>
+/** What a backend answers for memory_read: the structured content and the file's text. */
+export type ReadAnswer = ReadOutput & {text: string}
 export type WriteOutput = z.output<typeof writeOutput>
 export type EditOutput = z.output<typeof editOutput>
 export type GrepOutput = z.output<typeof grepOutput>
@@ -389,7 +394,7 @@ export type ResultsFitTheirSchemas = [
   Holds<Fits<MemorySearchResult, SearchOutput>>,
   Holds<Fits<RecallResult, RecallOutput>>,
   Holds<Fits<LsResult, LsOutput>>,
-  Holds<Fits<ReadResult & {hash: string}, ReadOutput>>,
+  Holds<Fits<Omit<ReadResult, 'text' | 'body'> & {hash: string}, ReadOutput>>,
   Holds<Fits<WriteResult & {hash?: string}, WriteOutput>>,
   Holds<Fits<EditResult & {hash?: string}, EditOutput>>,
   Holds<Fits<GrepResult, GrepOutput>>,

@@ -3,6 +3,7 @@
  * to stderr through `debug` (DEBUG=jarvis:mcp). The session ends when the client closes stdin.
  */
 import {StdioServerTransport} from '@modelcontextprotocol/sdk/server/stdio.js'
+import {STDIO_DEFAULT_MAX_BUFFER_SIZE} from '@modelcontextprotocol/sdk/shared/stdio.js'
 import createDebug from 'debug'
 
 import {LocalBackend, type LocalBackendOptions} from './local.js'
@@ -15,6 +16,14 @@ const debug = createDebug('jarvis:mcp')
  * a 4 MiB file whose every character is escaped in JSON is 24 MB. Our input schemas refuse what is too big.
  */
 export const STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+/**
+ * The largest answer written to stdout. The SDK's client reads at most STDIO_DEFAULT_MAX_BUFFER_SIZE (10 MiB) of one
+ * message, the chunk of stdout it has read with it included, and past that closes the session ("Connection
+ * closed", then "Not connected" for every call): a larger answer is sent as a tool error saying so (exit 2). The
+ * largest file a sync allows fits: 4 MiB of characters JSON escapes with a backslash is 8 MiB as memory_read's text.
+ */
+export const STDIO_MAX_ANSWER_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1024 * 1024
 
 export interface StdioOptions extends LocalBackendOptions {
   version: string
@@ -29,6 +38,7 @@ export async function serveStdio(options: StdioOptions): Promise<void> {
   const mcp = createMcpServer(backend, {
     version: options.version,
     inflight,
+    maxAnswerBytes: STDIO_MAX_ANSWER_BYTES,
     instructions: 'jarvis: the shared memory of the agents of this project. Read it first (memory_snapshot), look things up (recall, memory_search), write what was settled (memory_append).',
   })
   const stdin = (options.stdin ?? process.stdin) as NodeJS.ReadStream
