@@ -5,7 +5,7 @@
 import {readMemoryFile, scanMemory, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {type MemoryFile, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkSlug} from './paths.js'
-import {assertClean} from './tools.js'
+import {assertWritable} from './tools.js'
 
 export const MAX_EPISODES_IN_SUMMARY = 50
 export const MAX_LINES_PER_EPISODE = 12
@@ -93,7 +93,7 @@ export async function compactProject(root: string, slug: string, _options: {now?
     }
     if (episodes.length === 0) return {path, episodes: 0, changed: false, skipped}
     const summary = renderSummary(slug, episodes)
-    await assertClean(path, summary)
+    await assertWritable(path, summary)
     if ((await readMemoryFile(root, path)) === summary) return {path, episodes: episodes.length, changed: false, skipped}
     await writeMemoryFile(root, path, summary)
     return {path, episodes: episodes.length, changed: true, skipped}

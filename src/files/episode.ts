@@ -3,7 +3,7 @@ import {BadInputError} from '../errors.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {renderMemoryFile} from './front-matter.js'
 import {checkSlug, slugify} from './paths.js'
-import {assertClean, type WriteResult} from './tools.js'
+import {assertWritable, type WriteResult} from './tools.js'
 
 export interface EpisodeInput {
   title: string
@@ -51,7 +51,7 @@ export async function writeEpisode(root: string, input: EpisodeInput): Promise<W
   const text = renderEpisode(input)
   const dir = `episodes/${episodeDate(input.now)}`
   const slug = slugify(input.title)
-  await assertClean(`${dir}/${slug}.md`, text)
+  await assertWritable(`${dir}/${slug}.md`, text)
   return withTreeLock(root, {command: 'memory episode'}, async () => {
     for (let n = 1; n <= MAX_VARIANTS; n++) {
       const path = `${dir}/${n === 1 ? slug : `${slug}-${n}`}.md`

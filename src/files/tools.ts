@@ -6,6 +6,7 @@
 import {assertCleanMemoryFile as assertClean} from '../events/index.js'
 import {BadInputError, ConflictLeftError} from '../errors.js'
 import {mergeText} from '../merge/index.js'
+import {fileSizeProblem, MAX_FILE_BYTES} from '../schemas/file-size.js'
 import {deleteMemoryFile, formatJson, hashText, memoryFilePaths, readBase, readMemoryFile, readNexusFile, readSyncState, withTreeLock, writeMemoryFile, writeNexusFile} from '../store/index.js'
 import {compileGrep, type GrepHit, grepLines} from './grep.js'
 import {type FrontMatter, type MemoryFile, memoryLabel, parseMemoryFile, withFrontMatterFields} from './front-matter.js'
@@ -68,6 +69,17 @@ const lockOptions = (command: string) => ({command: `memory ${command}`})
 /** Refuses (exit 5) a text holding a secret or personal data, as every door that writes a memory file does. */
 export {assertClean}
 
+/**
+ * What every door checks before it writes a memory file: a text no larger than `jarvis sync` sends (else
+ * BadInputError, exit 2, naming the file and the limit: a larger file would be written, then refused by every sync),
+ * holding no secret or personal data (exit 5).
+ */
+export async function assertWritable(path: string, text: string): Promise<void> {
+  const tooLarge = fileSizeProblem(text)
+  if (tooLarge) throw new BadInputError(`${memoryLabel(path)}: ${tooLarge.message}; nothing was written`, {path, bytes: tooLarge.bytes, limit: MAX_FILE_BYTES})
+  await assertClean(path, text)
+}
+
 async function readParsed(root: string, path: string): Promise<MemoryFile> {
   const text = await readMemoryFile(root, path)
   if (text === null) throw new MemoryFileNotFoundError(path)
@@ -122,7 +134,7 @@ export function composeMemoryText(path: string, content: string, options: WriteO
 export async function writeMemory(root: string, path: string, body: string, options: WriteOptions = {}, guard: GuardedWrite = {}): Promise<WriteResult> {
   const checked = checkMemoryPath(path)
   const text = composeMemoryText(checked, body, options)
-  await assertClean(checked, text)
+  await assertWritable(checked, text)
   return withTreeLock(root, lockOptions('write'), async () => {
     const before = await readMemoryFile(root, checked)
     const {text: next, merged} = guard.base ? await mergeSinceBase(checked, guard.base, text, before) : {text, merged: false}
@@ -161,7 +173,7 @@ export async function mergeSinceBase(path: string, base: WriteBase, wanted: stri
     })
   }
   parseMemoryFile(path, result.merged) // the merge must leave valid front matter
-  await assertClean(path, result.merged)
+  await assertWritable(path, result.merged)
   return {text: result.merged, merged: true}
 }
 
@@ -179,7 +191,7 @@ export async function editMemory(root: string, path: string, edit: FileEdit, gua
     const changedSince = guard.base !== undefined && hashText(current) !== guard.base.hash
     const edited = await applyEdit(checked, changedSince && guard.base?.text !== undefined ? guard.base.text : current, edit)
     parseMemoryFile(checked, edited) // the edit must leave valid front matter
-    await assertClean(checked, edited)
+    await assertWritable(checked, edited)
     const {text: next, merged} = guard.base ? await mergeSinceBase(checked, guard.base, edited, current) : {text: edited, merged: false}
     guard.onWritten?.(next)
     if (next !== current) await writeMemoryFile(root, checked, next)

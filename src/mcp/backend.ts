@@ -12,7 +12,7 @@ import type {
   LsInput,
   LsOutput,
   ReadInput,
-  ReadOutput,
+  ReadAnswer,
   RecallInput,
   RecallOutput,
   SearchInput,
@@ -33,7 +33,7 @@ export interface McpBackend {
   search(input: SearchInput): Promise<SearchOutput>
   recall(input: RecallInput): Promise<RecallOutput>
   ls(input: LsInput): Promise<LsOutput>
-  read(input: ReadInput): Promise<ReadOutput>
+  read(input: ReadInput): Promise<ReadAnswer>
   write(input: WriteInput): Promise<WriteOutput>
   edit(input: EditCall): Promise<EditOutput>
   grep(input: GrepQuery): Promise<GrepOutput>

@@ -12,7 +12,7 @@ import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {defaultSnapshotScopes} from '../events/rules.js'
 import {checkMemoryPath, checkPrefix, compileGrep, composeMemoryText, type GrepFile, grepGuarded, type FrontMatter, MemoryFileNotFoundError, parseMemoryFile, tagsOf} from '../files/index.js'
 import {applyEdit} from '../files/index.js'
-import {assertClean, mergeSinceBase} from '../files/tools.js'
+import {assertWritable, mergeSinceBase} from '../files/tools.js'
 import {newRunId} from '../ops/events/common.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {RECALL_POOL} from '../ops/recall.js'
@@ -33,7 +33,7 @@ import type {
   LsInput,
   LsOutput,
   ReadInput,
-  ReadOutput,
+  ReadAnswer,
   RecallInput,
   RecallOutput,
   SearchInput,
@@ -222,12 +222,11 @@ export class HostedBackend implements McpBackend {
     return (await this.services.read([path])).get(path) ?? null
   }
 
-  async read(input: ReadInput): Promise<ReadOutput> {
+  async read(input: ReadInput): Promise<ReadAnswer> {
     const path = checkMemoryPath(input.path)
     const file = await this.current(path)
     if (!file) throw new MemoryFileNotFoundError(path)
-    const parsed = parseMemoryFile(path, file.content)
-    const frontMatter: FrontMatter = parsed.frontMatter
+    const frontMatter: FrontMatter = parseMemoryFile(path, file.content).frontMatter
     const hash = hashText(file.content)
     this.state.texts.remember(hash, file.content)
     return {
@@ -235,7 +234,6 @@ export class HostedBackend implements McpBackend {
       ...(typeof frontMatter.title === 'string' ? {title: frontMatter.title} : {}),
       tags: tagsOf(frontMatter),
       frontMatter,
-      body: parsed.body,
       text: file.content,
       lastAccessed: this.now().toISOString(),
       hash,
@@ -245,7 +243,7 @@ export class HostedBackend implements McpBackend {
   async write(input: WriteInput): Promise<WriteOutput> {
     const path = checkMemoryPath(input.path)
     const text = composeMemoryText(path, input.content, {title: input.title, tags: input.tags, metadata: input.metadata})
-    await assertClean(path, text)
+    await assertWritable(path, text)
     const result = await this.commit(path, input.base_hash, async () => text)
     return {path, created: result.created, changed: result.changed, hash: result.hash, ...(input.base_hash === undefined ? {} : {merged: result.merged})}
   }
@@ -256,7 +254,7 @@ export class HostedBackend implements McpBackend {
       if (current === null) throw new MemoryFileNotFoundError(path)
       const edited = await applyEdit(path, base ?? current, input.edit)
       parseMemoryFile(path, edited) // the edit must leave valid front matter
-      await assertClean(path, edited)
+      await assertWritable(path, edited)
       return edited
     })
     return {path, hash: result.hash, ...(input.base_hash === undefined ? {} : {merged: result.merged})}

@@ -18,7 +18,7 @@ import type {CallRunner} from '../warm/protocol.js'
 import type {EditCall, GrepQuery} from './arguments.js'
 import {type McpBackend, ReadTexts} from './backend.js'
 import {eventOf} from './events.js'
-import type {AppendInput, EditOutput, SearchOutput, SyncInput, TaskInput, WriteInput, WriteOutput} from './schemas.js'
+import type {AppendInput, EditOutput, ReadAnswer, SearchOutput, SyncInput, TaskInput, WriteInput, WriteOutput} from './schemas.js'
 import {watchMemory, type MemoryWatch} from './watch.js'
 
 /** How often a session's snapshot also refreshes the tree's offline snapshot cache. */
@@ -89,8 +89,8 @@ export class LocalBackend implements McpBackend {
     return memoryLs({...this.where, prefix: input.prefix, limit: input.limit})
   }
 
-  async read(input: {path: string}) {
-    const file = await memoryRead({...this.where, path: input.path})
+  async read(input: {path: string}): Promise<ReadAnswer> {
+    const {body: _body, ...file} = await memoryRead({...this.where, path: input.path})
     const hash = hashText(file.text)
     this.texts.remember(hash, file.text)
     return {...file, hash}

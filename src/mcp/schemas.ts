@@ -44,7 +44,11 @@ import {
   workerMemorySchema,
 } from '../schemas/index.js'
 
-/** The largest text a memory file may hold (the server's 4 MiB limit), in characters. */
+/**
+ * A first bound on the texts of a write or an edit, in characters: a longer text is over the 4 MiB of UTF-8 a memory
+ * file may hold anyway (a character is at least one byte). What the file would hold is checked in bytes by the write
+ * itself (files/tools.ts assertWritable), as on the command line.
+ */
 export const MAX_FILE_CHARS = 4 * 1024 * 1024
 /** Queries, regexes, replace texts of an edit: generous, but bounded so a huge string is a clear refusal. */
 const MAX_QUERY_CHARS = 2000
@@ -252,13 +256,16 @@ export const lsOutput = z.object({
   truncated: z.literal(true).optional().describe('More files are under the prefix than the limit lets through: ask again with a larger limit.'),
 })
 
+/**
+ * memory_read's structured content: all but the file's text, which is the result's text content. Sent once: a 4 MiB
+ * file of characters JSON escapes is 8 MiB as a JSON string, and an MCP client on stdio reads at most 10 MiB of one
+ * message (mcp/stdio.ts).
+ */
 export const readOutput = z.object({
   path: z.string(),
   title: z.string().optional(),
   tags: z.array(z.unknown()),
   frontMatter: z.record(z.string(), z.unknown()),
-  body: z.string(),
-  text: z.string(),
   lastAccessed: z.string(),
   hash: z.string().describe('sha256 of the text: give it back as base_hash to memory_write / memory_edit.'),
 })
@@ -335,6 +342,8 @@ export type SearchOutput = z.output<typeof searchOutput>
 export type RecallOutput = z.output<typeof recallOutput>
 export type LsOutput = z.output<typeof lsOutput>
 export type ReadOutput = z.output<typeof readOutput>
+/** What a backend answers for memory_read: the structured content and the file's text. */
+export type ReadAnswer = ReadOutput & {text: string}
 export type WriteOutput = z.output<typeof writeOutput>
 export type EditOutput = z.output<typeof editOutput>
 export type GrepOutput = z.output<typeof grepOutput>
@@ -385,7 +394,7 @@ export type ResultsFitTheirSchemas = [
   Holds<Fits<MemorySearchResult, SearchOutput>>,
   Holds<Fits<RecallResult, RecallOutput>>,
   Holds<Fits<LsResult, LsOutput>>,
-  Holds<Fits<ReadResult & {hash: string}, ReadOutput>>,
+  Holds<Fits<Omit<ReadResult, 'text' | 'body'> & {hash: string}, ReadOutput>>,
   Holds<Fits<WriteResult & {hash?: string}, WriteOutput>>,
   Holds<Fits<EditResult & {hash?: string}, EditOutput>>,
   Holds<Fits<GrepResult, GrepOutput>>,

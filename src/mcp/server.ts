@@ -10,7 +10,7 @@ import {McpServer, ResourceTemplate} from '@modelcontextprotocol/sdk/server/mcp.
 import {CallToolRequestSchema, type CallToolResult} from '@modelcontextprotocol/sdk/types.js'
 import createDebug from 'debug'
 
-import {ExitCode, isJarvisError} from '../errors.js'
+import {BadInputError, ExitCode, isJarvisError} from '../errors.js'
 import {jarvisPackageRoot} from '../invocation.js'
 import type {McpBackend} from './backend.js'
 import {publishedOutput, type ToolErrorContent} from './schemas.js'
@@ -32,6 +32,12 @@ export interface McpServerOptions {
   instructions?: string
   /** Tool calls still running are kept here, so that a session that ends can let them finish (a write completes). */
   inflight?: Set<Promise<unknown>>
+  /**
+   * The most bytes of JSON one answer may be, when the transport's client reads no more of one message (stdio). A
+   * tool's answer over it is sent as a tool error (exit 2) saying so, a resource's as a protocol error: either way the
+   * session goes on, where a message the client cannot read closes it.
+   */
+  maxAnswerBytes?: number
 }
 
 /** The structured `error` of a tool error: the command's message and exit code (CONTRACT §2). */
@@ -73,6 +79,17 @@ function withStructuredError(result: CallToolResult): CallToolResult {
   return {...result, structuredContent: {error: content}}
 }
 
+/** Refuses (BadInputError, exit 2) an answer larger than `max` bytes of JSON, naming what answered and why. */
+function checkAnswerSize(answer: unknown, max: number | undefined, what: string): void {
+  if (max === undefined) return
+  const bytes = Buffer.byteLength(JSON.stringify(answer), 'utf8')
+  if (bytes <= max) return
+  throw new BadInputError(
+    `the answer of ${what} is ${bytes} bytes of JSON, more than the ${max} one message may carry to an MCP client over stdio, so it was not sent (the call itself ran): ask for less (a smaller limit, a narrower prefix, pattern or query), or run the same jarvis command in a shell`,
+    {bytes, limit: max},
+  )
+}
+
 function decodePath(value: string | string[] | undefined): string {
   const raw = Array.isArray(value) ? value.join('/') : (value ?? '')
   try {
@@ -109,7 +126,10 @@ export function createMcpServer(backend: McpBackend, options: McpServerOptions):
         const call = (async (): Promise<CallToolResult> => {
           try {
             const result = await definition.run(backend, input)
-            return {content: [{type: 'text', text: definition.text(result)}], structuredContent: result as Record<string, unknown>}
+            const structured = definition.structured ? definition.structured(result) : result
+            const answer: CallToolResult = {content: [{type: 'text', text: definition.text(result)}], structuredContent: structured as Record<string, unknown>}
+            checkAnswerSize(answer, options.maxAnswerBytes, definition.name)
+            return answer
           } catch (error) {
             debug('%s failed: %s', definition.name, error instanceof Error ? error.message : String(error))
             return toolError(error)
@@ -136,7 +156,9 @@ export function createMcpServer(backend: McpBackend, options: McpServerOptions):
     {title: 'Memory files', description: 'The Markdown files of .memory/ (long-term memory), by path.', mimeType: 'text/markdown'},
     async (uri, variables) => {
       const file = await backend.read({path: decodePath(variables.path)})
-      return {contents: [{uri: uri.href, mimeType: 'text/markdown', text: file.text}]}
+      const answer = {contents: [{uri: uri.href, mimeType: 'text/markdown', text: file.text}]}
+      checkAnswerSize(answer, options.maxAnswerBytes, uri.href)
+      return answer
     },
   )
 

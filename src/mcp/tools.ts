@@ -29,6 +29,7 @@ import {
   taskOutput,
   writeInput,
   writeOutput,
+  type ReadAnswer,
   type RecallOutput,
   type SyncOutput,
 } from './schemas.js'
@@ -40,19 +41,24 @@ export interface ToolAnnotations {
   openWorldHint?: boolean
 }
 
-export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
+export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject, R = z.output<O>> {
   name: string
   title: string
   description: string
   input: I
   output: O
   annotations: ToolAnnotations
-  run(backend: McpBackend, input: z.output<I>): Promise<z.output<O>>
+  run(backend: McpBackend, input: z.output<I>): Promise<R>
   /** A few lines for a model to read; the whole result is the structured content. */
-  text(result: z.output<O>): string
+  text(result: R): string
+  /**
+   * The structured content, when it is not the whole result: memory_read's text is its text content and is sent
+   * once (a 4 MiB file sent twice or three times over is more than an MCP client reads in one message).
+   */
+  structured?(result: R): z.output<O>
 }
 
-function tool<I extends z.ZodObject, O extends z.ZodObject>(definition: ToolDefinition<I, O>): ToolDefinition {
+function tool<I extends z.ZodObject, O extends z.ZodObject, R = z.output<O>>(definition: ToolDefinition<I, O, R>): ToolDefinition {
   return definition as unknown as ToolDefinition
 }
 
@@ -169,12 +175,14 @@ export const TOOLS: ToolDefinition[] = [
   tool({
     name: 'memory_read',
     title: 'Read a memory file',
-    description: 'The text of one memory file, its front matter and its hash. Give the hash back as base_hash to memory_write or memory_edit: a change made meanwhile is then merged, never overwritten.',
+    description:
+      'The text of one memory file, as the text content of the result (byte for byte, front matter included); its front matter and its hash as the structured content. Give the hash back as base_hash to memory_write or memory_edit: a change made meanwhile is then merged, never overwritten.',
     input: readInput,
     output: readOutput,
     annotations: {readOnlyHint: true, openWorldHint: false},
-    run: (backend, input) => backend.read(input),
-    text: (result) => result.text,
+    run: (backend, input): Promise<ReadAnswer> => backend.read(input),
+    text: (answer) => answer.text,
+    structured: ({text: _text, ...file}) => file,
   }),
   tool({
     name: 'memory_write',

@@ -10,6 +10,7 @@ import websocket from '@fastify/websocket'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController} from 'fastify'
 
 import {SchemaError} from '../errors.js'
+import {MAX_FILE_BYTES} from '../schemas/file-size.js'
 import {parseJsonText} from '../schemas/index.js'
 import {AGENT_HEADER} from '../schemas/protocol-headers.js'
 import {TokenAuthenticator, bearerToken} from './auth.js'
@@ -57,8 +58,8 @@ declare module 'fastify' {
 
 /** Largest request body (the whole push), in bytes. */
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024
-/** Largest content of one file, in UTF-8 bytes. */
-export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+/** Largest content of one file, in UTF-8 bytes: the limit of a memory file (src/schemas/file-size.ts). */
+export const DEFAULT_MAX_FILE_BYTES = MAX_FILE_BYTES
 /** Largest message a WebSocket client may send (they only send heartbeats). */
 export const WS_MAX_PAYLOAD = 64 * 1024
 /** How long close() lets in-flight requests and WebSocket close handshakes run before cutting them. */

@@ -1,15 +1,11 @@
 import type {z} from 'zod'
 
 import {SchemaError} from '../errors.js'
+import {fileSizeProblem} from '../schemas/file-size.js'
 import {activeProjectSchema, contextMapSchema, parseJsonFile, parseJsonText, workerMemorySchema} from '../schemas/index.js'
 import {hashText} from '../store/index.js'
 import {jsonStringBytes} from './push.js'
 
-/**
- * The most a memory file may hold: the protocol's limit of one file's content, in UTF-8 bytes (a server refuses a
- * larger one with 413; a request far larger is cut off before its answer, which looked like a server that went away).
- */
-export const MAX_FILE_BYTES = 4 * 1024 * 1024
 /**
  * The most one push may carry: the protocol's limit of a request body, in bytes of JSON. A file's text grows in JSON,
  * each control character but a tab or line break to six bytes (`\u001b`): a file of them, well under MAX_FILE_BYTES,
@@ -57,11 +53,8 @@ function textProblem(path: string, text: string, hash: string): string | undefin
   }
   const nul = text.indexOf('\u0000')
   if (nul !== -1) return `line ${lineAt(text, nul)}: holds a NUL byte, so it is not text; remove it, or keep the file outside .memory/`
-  // A character is at most 3 UTF-8 bytes (4 for two UTF-16 units): only a text this long can be too large.
-  if (text.length * 3 > MAX_FILE_BYTES) {
-    const bytes = Buffer.byteLength(text, 'utf8')
-    if (bytes > MAX_FILE_BYTES) return `is ${bytes} bytes, more than the ${MAX_FILE_BYTES} (4 MiB) a memory file may hold; split it, or keep it outside .memory/`
-  }
+  const tooLarge = fileSizeProblem(text)
+  if (tooLarge) return tooLarge.message
   // Measured here rather than learnt from the server's 413: sent, such a push is refused only once all of it went.
   if (text.length * 6 > MAX_PUSH_BYTES - PUSH_ENVELOPE_BYTES) {
     const bytes = jsonStringBytes(text) + 2 * jsonStringBytes(path) + PUSH_ENVELOPE_BYTES

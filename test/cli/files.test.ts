@@ -138,6 +138,16 @@ describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context 
     expect((await scanMemory(root)).size).toBe(0)
   })
 
+  it('exit 2 for a text over the 4 MiB a sync sends, counted in UTF-8 bytes: named with the limit, nothing written', async () => {
+    const cjk = '日本語テキスト'.repeat(300_000) // 2.1 M characters, 6.3 MB
+    const refused = await jarvis(['memory', 'write', 'big/cli.md', '--json'], `${cjk}\n`)
+    expect(refused.code).toBe(2)
+    expect(envelope(refused).error).toMatchObject({code: 'BAD_INPUT', data: {path: 'big/cli.md', bytes: 6_300_001, limit: 4_194_304}})
+    expect(envelope(refused).error!.message).toMatch(/^\.memory\/big\/cli\.md: is 6300001 bytes, more than the 4194304 \(4 MiB\) a memory file may hold/)
+    expect((await jarvis(['memory', 'episode', '--title', 'Big'], cjk)).code).toBe(2)
+    expect((await scanMemory(root)).size).toBe(0)
+  })
+
   it('episode twice writes one file; compact twice changes nothing the second time', async () => {
     const args = ['memory', 'episode', '--title', 'SSH auth failures', '--project', 'app', '--outcome', 'runner_exec works', '--json']
     const first = envelope<{path: string; created: boolean}>(await jarvis(args, '- rotated the key\n'))

@@ -15,8 +15,11 @@ import {
   readMemory,
   renderMemoryFile,
   slugify,
+  writeEpisode,
   writeMemory,
 } from '../../src/files/index.js'
+import {hashText} from '../../src/store/index.js'
+import {problemsOf} from '../../src/sync/validate.js'
 import {initTree, scanMemory, writeBase} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {fakeGithubToken} from './helpers.js'
@@ -179,6 +182,36 @@ describe('memory file tools', () => {
     await writeMemory(root, 'notes/ok.md', 'token: TBD\n')
     expect((await rejection(editMemory(root, 'notes/ok.md', {replace: 'TBD', with: token}))).exit).toBe(5)
     expect(await readFile(memory('notes/ok.md'), 'utf8')).toBe('token: TBD\n')
+  })
+
+  it('refuses (exit 2) a text over the 4 MiB of UTF-8 a sync sends, counted in bytes: write, edit, a merge, an episode; writes nothing', async () => {
+    // 7 characters, 21 UTF-8 bytes: 6.3 MB in 2.1 M characters, under 4 Mi characters.
+    const cjk = '日本語テキスト'.repeat(300_000)
+    const error = await rejection(writeMemory(root, 'big/cli.md', cjk))
+    expect(error).toMatchObject({exit: 2, code: 'BAD_INPUT', data: {path: 'big/cli.md', bytes: 6_300_000, limit: 4_194_304}})
+    expect(error.message).toContain('.memory/big/cli.md: is 6300000 bytes, more than the 4194304 (4 MiB) a memory file may hold')
+    expect((await scanMemory(root)).size).toBe(0)
+
+    // The largest text a sync sends is written; one byte more is not, whichever door.
+    const under = `a\n${'語'.repeat(1_398_099)}\nzz\n` // 4,194,303 bytes
+    const fits = `b${under}` // 4,194,304
+    expect(problemsOf('big/fits.md', fits, hashText(fits))).toBeNull()
+    expect(await writeMemory(root, 'big/fits.md', fits)).toMatchObject({created: true})
+    const more = await rejection(editMemory(root, 'big/fits.md', {replace: 'zz', with: 'zzz'}))
+    expect(more).toMatchObject({exit: 2, data: {bytes: 4_194_305}})
+    expect(more.message).toContain('.memory/big/fits.md')
+    expect(problemsOf('big/fits.md', `${fits}z`, '')?.message).toContain('is 4194305 bytes, more than the 4194304 (4 MiB)')
+    // Two changes that fit, merged since the base was read, would not: refused, the file as the other writer left it.
+    await writeMemory(root, 'big/merged.md', under)
+    const base = {hash: hashText(under), text: under}
+    await writeMemory(root, 'big/merged.md', under.replace('a\n', 'ab\n'))
+    const merged = await rejection(writeMemory(root, 'big/merged.md', under.replace('zz\n', 'zzz\n'), {}, {base}))
+    expect(merged).toMatchObject({exit: 2, data: {bytes: 4_194_305}})
+    expect(await readFile(memory('big/merged.md'), 'utf8')).toBe(under.replace('a\n', 'ab\n'))
+
+    const episode = await rejection(writeEpisode(root, {title: 'Big', body: cjk, now: new Date('2026-01-05T10:00:00Z')}))
+    expect(episode).toMatchObject({exit: 2, data: {path: 'episodes/2026-01-05/big.md'}})
+    expect([...(await scanMemory(root)).keys()].sort()).toEqual(['big/fits.md', 'big/merged.md'])
   })
 
   it('malformed front matter: exit 2 naming the file and line; read refuses, write refuses, ls lists the problem', async () => {

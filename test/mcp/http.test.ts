@@ -122,6 +122,10 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(exitOf(await session.call('memory_snapshot', {limit_recent: -3}))).toBe(2)
       expect(exitOf(await session.call('no_such_tool', {}))).toBe(2)
       expect(exitOf(await session.call('memory_write', {path: 'notes/huge.md', content: 'y'.repeat(5 * 1024 * 1024)}))).toBe(2)
+      // Fewer characters than the input schema's bound, more UTF-8 bytes than a file may hold: the words of `jarvis mcp`.
+      const cjk = await session.call('memory_write', {path: 'notes/huge.md', content: '日本語テキスト'.repeat(300_000)})
+      expect(exitOf(cjk)).toBe(2)
+      expect(textOf(cjk)).toMatch(/^\.memory\/notes\/huge\.md: is 6300000 bytes, more than the 4194304 \(4 MiB\) a memory file may hold/)
       const broken = await request(`${world.server.url}/mcp`, {method: 'POST', headers: {...MCP_HEADERS, authorization: `Bearer ${TOKENS.claude}`}, body: '{"jsonrpc": "2.0", "id": '})
       expect(broken.statusCode).toBe(400)
       await broken.body.text()

@@ -71,8 +71,9 @@ function mergeCases(open: () => Promise<Door>) {
     expect(structured(merged)).toMatchObject({merged: true, changed: true})
     expect(await door.read(path)).toBe(theirs.replace('line four', 'line four (mine)'))
 
-    const reread = structured(await door.session.call('memory_read', {path}))
-    const current = reread.text as string
+    const rereadResult = await door.session.call('memory_read', {path})
+    const reread = structured(rereadResult)
+    const current = textOf(rereadResult) // the text is the text content, the hash in the structured one
     const overlapping = current.replace('line one (theirs)', 'line one (theirs, again)')
     await door.changeMeanwhile(path, overlapping)
     const refused = await door.session.call('memory_write', {path, content: current.replace('line one (theirs)', 'line one (mine)'), base_hash: reread.hash})

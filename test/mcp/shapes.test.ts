@@ -12,8 +12,10 @@ import {join} from 'node:path'
 import {AjvJsonSchemaValidator} from '@modelcontextprotocol/sdk/validation/ajv'
 import {describe, expect, it} from 'vitest'
 
+import {parseMemoryFile} from '../../src/files/index.js'
 import {MemoryClient} from '../../src/protocol/client.js'
-import {initTree, readConfig} from '../../src/store/index.js'
+import {MAX_FILE_BYTES} from '../../src/schemas/file-size.js'
+import {hashText, initTree, readConfig} from '../../src/store/index.js'
 import {fakeGithubToken} from '../cli/memory-helpers.js'
 import {startTestServer, tempDir, TOKENS} from '../helpers/world.js'
 import {exitOf, httpSession, makeTree, stdioSession, structured, textOf, TOOL_NAMES, useMcpWorld, whileLocked, type Session} from './helpers.js'
@@ -37,6 +39,14 @@ async function ok(session: Session, name: string, args: Record<string, unknown> 
   const result = await session.call(name, args)
   expect(result.isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`).toBeFalsy()
   return structured(result)
+}
+
+/** memory_read, which must succeed: its structured content, the file's text (its text content) and the body of that text. */
+async function read(session: Session, path: string): Promise<Record<string, any> & {text: string; body: string}> {
+  const result = await session.call('memory_read', {path})
+  expect(result.isError, `memory_read ${path}: ${textOf(result)}`).toBeFalsy()
+  const text = textOf(result)
+  return {...structured(result), text, body: parseMemoryFile(path, text).body}
 }
 
 /** A call that must be refused with `exit`: the error's structured content, checked against the listed schema too. */
@@ -97,11 +107,12 @@ describe('every tool in every result shape, through a client that listed the too
       expect(await ok(session, 'memory_ls', {prefix: `${dir}/`, limit: 10})).toEqual({prefix: `${dir}/`, files: []})
       const created = await ok(session, 'memory_write', {path: plan, content: PLAN, tags: ['plan'], metadata: {project: 'demo', owner: 'claude'}})
       expect(created).toMatchObject({path: plan, created: true, changed: true})
-      const read = await ok(session, 'memory_read', {path: plan})
-      expect(read.frontMatter).toEqual({project: 'demo', owner: 'claude', tags: ['plan']})
-      expect(read.tags).toEqual(['plan'])
-      expect(read.body).toBe(PLAN)
-      expect(await ok(session, 'memory_write', {path: plan, content: read.text})).toMatchObject({created: false, changed: false})
+      const first = await read(session, plan)
+      expect(first.frontMatter).toEqual({project: 'demo', owner: 'claude', tags: ['plan']})
+      expect(first.tags).toEqual(['plan'])
+      expect(first.body).toBe(PLAN)
+      expect(first.hash).toBe(hashText(first.text))
+      expect(await ok(session, 'memory_write', {path: plan, content: first.text})).toMatchObject({created: false, changed: false})
       // A list the limit cuts says so, through the published schema the client checks.
       await ok(session, 'memory_write', {path: `${dir}/second.md`, content: '# Second\n'})
       expect(await ok(session, 'memory_ls', {prefix: `${dir}/`, limit: 1})).toMatchObject({files: [{path: plan}], truncated: true})
@@ -112,13 +123,13 @@ describe('every tool in every result shape, through a client that listed the too
       const diff = PLAN_DIFF.replace(' line one', ' line 1').replaceAll('notes/plan.md', plan)
       expect(await ok(session, 'memory_edit', {path: plan, patch: diff})).toMatchObject({path: plan})
       expect(await ok(session, 'memory_edit', {path: plan, replace: 'line three', with: 'line 3'})).toMatchObject({path: plan})
-      const edited = await ok(session, 'memory_read', {path: plan})
+      const edited = await read(session, plan)
       expect(edited.body).toBe(PLAN.replace('line one', 'line 1').replace('line two', 'line 2').replace('line three', 'line 3'))
       // A diff made from another text does not apply: refused, the file as it was.
       expect((await refused(session, 'memory_edit', {path: plan, patch: PLAN_DIFF.replaceAll('notes/plan.md', plan)}, 2)).message).toMatch(/does not apply/)
       await refused(session, 'memory_edit', {path: plan, patch: 'make line four shorter'}, 2)
       await refused(session, 'memory_edit', {path: plan}, 2)
-      expect((await ok(session, 'memory_read', {path: plan})).text).toBe(edited.text)
+      expect((await read(session, plan)).text).toBe(edited.text)
 
       // With the hash read: merged with a change made meanwhile, refused where the changes overlap.
       const theirs = edited.text.replace('line 1', 'line 1 (theirs)')
@@ -127,7 +138,7 @@ describe('every tool in every result shape, through a client that listed the too
       expect(await ok(session, 'memory_write', {path: plan, content: `${edited.text}more\n`, base_hash: edited.hash})).toMatchObject({merged: true, changed: true})
       const overlap = await refused(session, 'memory_edit', {path: plan, patch: {replace: 'line 1', with: 'line one, mine'}, base_hash: edited.hash}, 4)
       expect(overlap.code).toBe('CONFLICT_LEFT')
-      const merged = await ok(session, 'memory_read', {path: plan})
+      const merged = await read(session, plan)
       expect(merged.body).toBe(`${PLAN.replace('line one', 'line 1 (theirs)').replace('line two', 'line 2').replace('line three', 'line 3').replace('line four', 'line 4')}more\n`)
 
       // memory_grep(pattern, prefix?, limit?): hits, none, the old name `regex`, a bad pattern.
@@ -158,6 +169,36 @@ describe('every tool in every result shape, through a client that listed the too
         })
         expect(await onDisk(tree, `${dir}/locked.md`)).toBeNull()
       }
+    })
+
+    it('reads the largest files a sync allows, of characters JSON escapes or of multi-byte ones; an answer too large for the client is a tool error', async () => {
+      const {session, tree} = door === 'stdio' ? await stdio() : {session: await http(), tree: undefined}
+      const dir = `large-${door === 'stdio' ? 'local' : 'hosted'}-${Date.now()}`
+      const put = (path: string, text: string) => (tree ? putOnDisk(tree, path, text) : new MemoryClient({server: world.server.url, token: TOKENS.gemini}).push({[path]: text}))
+      // Each 4 MiB of UTF-8, the most a memory file may hold: 8 MiB as a JSON string, and 4 MiB in 1.4 M characters.
+      const large = {[`${dir}/escaped.md`]: `${'"\\'.repeat(MAX_FILE_BYTES / 2 - 1)}"\n`, [`${dir}/cjk.md`]: `${'語'.repeat((MAX_FILE_BYTES - 1) / 3)}\n`}
+      for (const [path, text] of Object.entries(large)) {
+        expect(Buffer.byteLength(text)).toBe(MAX_FILE_BYTES)
+        await put(path, text)
+        const file = await read(session, path)
+        expect(file.text === text, `${path}: the text read is the file`).toBe(true)
+        expect(file).toMatchObject({path, tags: [], frontMatter: {}, hash: hashText(text)})
+        const resource = await session.client.readResource({uri: `jarvis://memory/${path}`})
+        expect((resource.contents[0] as {text: string}).text === text, `${path} as a resource`).toBe(true)
+      }
+
+      // 2 MiB of control characters, each 6 bytes as JSON (\u0001): 12 MiB, more than the SDK's client reads of one
+      // message on stdio. There the answer is a tool error (exit 2) and the session goes on; over HTTP it is read.
+      const controls = `${'\u0001'.repeat(1023)}\n`.repeat(2048)
+      await put(`${dir}/controls.md`, controls)
+      if (door === 'stdio') {
+        expect((await refused(session, 'memory_read', {path: `${dir}/controls.md`}, 2)).message).toMatch(/^the answer of memory_read is \d+ bytes of JSON, more than the 9437184 one message may carry/)
+        expect((await refused(session, 'memory_grep', {pattern: '\u0001', prefix: `${dir}/`, limit: 10_000}, 2)).message).toMatch(/ask for less/)
+        await expect(session.client.readResource({uri: `jarvis://memory/${dir}/controls.md`})).rejects.toThrow(/bytes of JSON/)
+      } else {
+        expect((await read(session, `${dir}/controls.md`)).text === controls).toBe(true)
+      }
+      expect((await ok(session, 'memory_ls', {prefix: `${dir}/`})).files).toHaveLength(3)
     })
 
     it('the event tools: snapshot, append (created, duplicate, refused), search and recall with and without hits, task_complete', async () => {

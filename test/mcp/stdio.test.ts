@@ -102,6 +102,18 @@ describe('jarvis mcp (stdio)', () => {
     const bigWrite = await session.call('memory_write', {path: 'notes/huge.md', content: huge})
     expect(exitOf(bigWrite)).toBe(2)
     await expect(readFile(join(tree, '.memory', 'notes', 'huge.md'), 'utf8')).rejects.toThrow(/ENOENT/)
+    // Fewer characters than the bound of the input schema, more UTF-8 bytes than a sync sends: refused the same way,
+    // by the write or the edit, naming the file and the limit.
+    const cjk = '日本語テキスト'.repeat(300_000)
+    const cjkWrite = await session.call('memory_write', {path: 'big/mcp.md', content: cjk})
+    expect(exitOf(cjkWrite)).toBe(2)
+    expect(textOf(cjkWrite)).toMatch(/^\.memory\/big\/mcp\.md: is 6300000 bytes, more than the 4194304 \(4 MiB\) a memory file may hold/)
+    await expect(readFile(join(tree, '.memory', 'big', 'mcp.md'), 'utf8')).rejects.toThrow(/ENOENT/)
+    expect(structured(await session.call('memory_write', {path: 'big/small.md', content: '# Small\n'}))).toMatchObject({created: true})
+    const cjkEdit = await session.call('memory_edit', {path: 'big/small.md', replace: 'Small', with: cjk})
+    expect(exitOf(cjkEdit)).toBe(2)
+    expect(textOf(cjkEdit)).toContain('.memory/big/small.md: is 6300003 bytes')
+    expect(await readFile(join(tree, '.memory', 'big', 'small.md'), 'utf8')).toBe('# Small\n')
     const bigAppend = await session.call('memory_append', {kind: 'fact', key: 'fact:huge', content: huge})
     expect(exitOf(bigAppend)).toBe(2)
     const bigQuery = await session.call('memory_search', {query: huge})
@@ -224,18 +236,32 @@ describe('jarvis mcp (stdio)', () => {
     expect((await session.call('memory_write', {path: 'notes/locked.md', content: '# Locked\n'})).isError).toBeFalsy()
   })
 
-  it('a write in flight when the client closes stdin is completed before the server exits', async () => {
+  it('answers the calls still running when the client closes stdin, the write completed and every answer written, before it exits', async () => {
     const tree = await makeTree(world.server.url)
     dirs.push(tree)
-    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(world.home, {JARVIS_TOKEN: TOKENS.claude})}, stdio: ['pipe', 'ignore', 'ignore']})
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    // A large answer too: written whole, not cut off by the exit.
+    const large = `# Large\n\n${'a line of a large memory file\n'.repeat(100_000)}`
+    await mkdir(join(tree, '.memory', 'notes'), {recursive: true})
+    await writeFile(join(tree, '.memory', 'notes', 'large.md'), large)
+    const child = spawn(process.execPath, [builtBin, 'mcp'], {cwd: tree, env: {...process.env, ...cleanEnv(world.home, {JARVIS_TOKEN: TOKENS.claude})}, stdio: ['pipe', 'pipe', 'ignore']})
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
     const lines = [
       {jsonrpc: '2.0', id: 1, method: 'initialize', params: {protocolVersion: '2025-06-18', capabilities: {}, clientInfo: {name: 'raw', version: '1'}}},
       {jsonrpc: '2.0', method: 'notifications/initialized'},
-      {jsonrpc: '2.0', id: 2, method: 'tools/call', params: {name: 'memory_write', arguments: {path: 'notes/last-words.md', content: '# Last words\n'}}},
+      {jsonrpc: '2.0', id: 2, method: 'tools/call', params: {name: 'memory_append', arguments: {kind: 'decision', key: 'decision:last_words', content: 'Decided just before the client went away.'}}},
+      {jsonrpc: '2.0', id: 3, method: 'tools/call', params: {name: 'memory_write', arguments: {path: 'notes/last-words.md', content: '# Last words\n'}}},
+      {jsonrpc: '2.0', id: 4, method: 'tools/call', params: {name: 'memory_read', arguments: {path: 'notes/large.md'}}},
     ]
     child.stdin.end(lines.map((line) => `${JSON.stringify(line)}\n`).join(''))
     expect(await exited).toBe(0)
     expect(await readFile(join(tree, '.memory', 'notes', 'last-words.md'), 'utf8')).toBe('# Last words\n')
+    const [event] = await eventsOnServer(world.server.url, 'claude', {dedupe_key: 'decision:last_words'})
+    const answers = new Map(stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as {id: number; result: {isError?: boolean; content: {text: string}[]; structuredContent: Record<string, unknown>}}).map((answer) => [answer.id, answer.result]))
+    expect([...answers.keys()].sort()).toEqual([1, 2, 3, 4])
+    expect(answers.get(2)!.structuredContent).toMatchObject({status: 'created', event_id: event.event_id})
+    expect(answers.get(3)!.structuredContent).toMatchObject({path: 'notes/last-words.md', created: true})
+    expect(answers.get(4)!.content[0].text === large, 'the large answer is whole').toBe(true)
   })
 })

@@ -9,7 +9,7 @@ import type {WriteResult} from '../../files/index.js'
 export default class MemoryWrite extends JarvisCommand<typeof MemoryWrite> {
   static summary = 'Create or overwrite a memory file; the content comes from stdin or --file.'
   static description = `The content may carry its own YAML front matter; --title and --tag set those fields. Written atomically under the tree lock.
-Refused (exit 5, nothing written) when the content holds a secret or personal data; malformed front matter exits 2 naming the line.`
+Refused (exit 5, nothing written) when the content holds a secret or personal data; malformed front matter exits 2 naming the line; a file of more than 4 MiB of UTF-8, the most \`jarvis sync\` sends, exits 2 naming the limit, nothing written.`
   static examples = [
     'echo "Ads paused: ROAS below 1.2" | <%= config.bin %> memory write projects/hdrpop/status.md --title "HDRPop status" --tag hdrpop',
     '<%= config.bin %> memory write notes/setup.md --file setup.md',
