@@ -212,12 +212,9 @@ describe('jarvis mcp (stdio)', () => {
     send({jsonrpc: '2.0', id: 3, method: 'tools/call', params: {name: 'memory_ls', arguments: {limit: 'ten'}}})
     child.stdin.write('this line is not JSON\n')
     send({jsonrpc: '2.0', id: 4, method: 'ping'})
-    const answered = () => stdout.split('\n').filter(Boolean).length
-    for (let attempt = 0; attempt < 200 && answered() < 4; attempt++) await new Promise((resolve) => setTimeout(resolve, 50))
-    const started = Date.now()
+    // Closed at once: every call still running is answered before it exits (no clock: not exiting times the test out).
     child.stdin.end()
     expect(await exited).toBe(0)
-    expect(Date.now() - started).toBeLessThan(1500)
     const lines = stdout.split('\n').filter(Boolean)
     expect(lines.map((line) => JSON.parse(line).id).sort()).toEqual([1, 2, 3, 4])
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({jsonrpc: '2.0'})
