@@ -37,6 +37,10 @@ export function renderStatus(status: StatusResult): string {
     lines.push('', `Recent hook failures, agents' and git's (.nexus/hooks.log):`)
     for (const failure of status.hookFailures) lines.push(`    ${failure.at} ${failure.agent} ${failure.event}: ${failure.reason}`)
   }
+  if (status.replicaFailures.length > 0) {
+    lines.push('', 'Replicas that failed at their last run (jarvis replicate runs them again):')
+    for (const failure of status.replicaFailures) lines.push(`    ${failure.at} ${failure.kind} ${failure.workspace}: ${failure.message}`)
+  }
   const wired = status.agents.filter((a) => a.server.state !== 'not-registered')
   lines.push('', wired.length === 0 ? 'No agent is wired to this memory: jarvis agents install' : `Agents: ${status.agents.map((a) => `${a.label} ${a.server.state === 'not-registered' ? 'not wired' : a.server.state === 'not-started' ? 'registered, not started' : 'wired'}`).join('; ')}`)
   for (const agent of wired.filter((a) => a.server.state === 'not-started')) lines.push(`    ${agent.label}: ${agent.server.detail}`)

@@ -212,6 +212,22 @@ export const backupOwnersSchema = z.lazy(() =>
 )
 export type BackupOwners = z.output<typeof backupOwnersSchema>
 
+/**
+ * `.nexus/replica-failures.json`: the last failure of each replica (by its id), until a later run of it succeeds;
+ * `jarvis status` shows them. Only what a person needs to see that a replica is broken, and why.
+ */
+export const replicaFailuresSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      failures: z
+        .record(z.string(), z.looseObject({at: isoDateTimeSchema, kind: z.string().min(1), workspace: z.string(), code: z.string(), message: z.string()}))
+        .default(() => ({})),
+    })
+    .meta({title: 'Replica failures', description: '.nexus/replica-failures.json'}),
+)
+export type ReplicaFailures = z.output<typeof replicaFailuresSchema>
+
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
 export const syncedFileStateSchema = z.lazy(() =>
   z.looseObject({

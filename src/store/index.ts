@@ -35,6 +35,7 @@ export {
 } from './lock.js'
 export {deleteNexusFile, readNexusFile, writeNexusFile} from './nexus-files.js'
 export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} from './outbox.js'
+export {noteReplicaOutcomes, readReplicaFailures, REPLICA_FAILURES_FILE, type ReplicaFailure, type ReplicaOutcome} from './replica-failures.js'
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, memoryIdentity, NEXUS_DIR, nexusDir} from './root.js'
