@@ -40,6 +40,8 @@ export interface ReplicaAction {
   base: string | null
   /** The workspace text that lost a conflict: saved as a backup before anything is written. */
   backup: string | null
+  /** With a backup: the base its conflict was merged against (what `jarvis resolve --keep local` merges from). */
+  backupBase?: string | null
   conflicts: ReplicaConflict[]
   /** What the plan was made against: the executor writes nothing if either side moved since. */
   expected: {workspace: string | null; memory: string | null}
@@ -90,6 +92,7 @@ function planBoth(file: ReplicaSides): ReplicaAction {
     workspace: writeOrKeep(ws, merge.merged),
     base: merge.merged,
     backup: merge.backup,
+    ...(merge.backup === null ? {} : {backupBase: base}),
     conflicts: merge.conflicts.map((c) => ({kind: c.kind, at: c.at, kept: c.winner === 'local' ? 'workspace' : 'memory'})),
   })
 }

@@ -3,6 +3,7 @@ export {appendLineDurable, AtomicBatch, type AtomicBatchOptions, fsyncDir, fsync
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, BASE_FILE, BASE_JOURNAL_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
+export {CONFLICTS_DIR, type ConflictSides, forgetConflictRecord, readConflictRecord, recordConflict} from './conflict-records.js'
 export {
   attributeBackups,
   BACKUP_OWNERS_FILE,
