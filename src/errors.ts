@@ -87,6 +87,16 @@ export class UnreachableError extends JarvisError {
   }
 }
 
+/**
+ * One error for several things a command left undone at once: every message, in order, with the highest of their
+ * exit codes (and that one's code and data). None: undefined; one: itself.
+ */
+export function mostSevere(errors: readonly JarvisError[]): JarvisError | undefined {
+  if (errors.length <= 1) return errors[0]
+  const worst = errors.reduce((a, b) => (b.exit > a.exit ? b : a))
+  return new JarvisError(errors.map((error) => error.message).join('\n'), {code: worst.code, exit: worst.exit, data: worst.data})
+}
+
 /** A conflict was left for a person to resolve. */
 export class ConflictLeftError extends JarvisError {
   constructor(message: string, data?: Record<string, unknown>) {

@@ -152,7 +152,8 @@ describe('README: your first hour', () => {
     expect(waiting?.output).not.toContain('No local changes since the last sync.')
     const resolved = after(conflict).find((step) => step.args.startsWith('resolve '))
     expect(resolved?.args).toBe('resolve PROJECT_MEMORY.md --keep local')
-    expect(resolved?.output).toContain('your version is back in .memory/PROJECT_MEMORY.md (the next jarvis sync pushes it)')
+    expect(resolved?.output).toContain('your version is back in .memory/PROJECT_MEMORY.md where the two sides disagreed')
+    expect(resolved?.output).toContain('(the next jarvis sync pushes it)')
 
     // After resolve and a sync on each side, every status is clean, on both machines.
     const clean = after(resolved!).filter((step) => step.args === 'status')

@@ -37,6 +37,10 @@ export function renderStatus(status: StatusResult): string {
     lines.push('', `Recent hook failures, agents' and git's (.nexus/hooks.log):`)
     for (const failure of status.hookFailures) lines.push(`    ${failure.at} ${failure.agent} ${failure.event}: ${failure.reason}`)
   }
+  if (status.replicaFailures.length > 0) {
+    lines.push('', 'Replicas that failed at their last run (jarvis replicate runs them again):')
+    for (const failure of status.replicaFailures) lines.push(`    ${failure.at} ${failure.kind} ${failure.workspace}: ${failure.message}`)
+  }
   const wired = status.agents.filter((a) => a.server.state !== 'not-registered')
   lines.push('', wired.length === 0 ? 'No agent is wired to this memory: jarvis agents install' : `Agents: ${status.agents.map((a) => `${a.label} ${a.server.state === 'not-registered' ? 'not wired' : a.server.state === 'not-started' ? 'registered, not started' : 'wired'}`).join('; ')}`)
   for (const agent of wired.filter((a) => a.server.state === 'not-started')) lines.push(`    ${agent.label}: ${agent.server.detail}`)
@@ -45,8 +49,44 @@ export function renderStatus(status: StatusResult): string {
 }
 
 export function renderResolve(result: ResolveResult): string {
-  const done = result.kept === 'local' ? `your version is back in .memory/${result.file} (the next jarvis sync pushes it)` : `kept .memory/${result.file} as it is now`
-  const lines = [`${done}; removed .memory/${result.backup}`]
-  if (result.waiting.length > 0) lines.push(`older conflicts of the same file still wait: ${result.waiting.map((b) => `.memory/${b}`).join(', ')} (run jarvis resolve again)`)
+  const file = `.memory/${result.file}`
+  if (result.kept === 'server') {
+    const lines = [`kept ${file} as it is now; removed .memory/${result.backup}`]
+    if (result.waiting.length > 0) lines.push(`older conflicts of the same file still wait: ${result.waiting.map((b) => `.memory/${b}`).join(', ')} (run jarvis resolve again)`)
+    return lines.join('\n')
+  }
+  const lines: string[] = []
+  const restored = result.decided.find((d) => d.outcome === 'restored')
+  if (restored) {
+    lines.push(`your version is back in ${file}, whole, from .memory/${restored.backup}: no record of its conflict is left here (an older jarvis made the backup, or the file is decided whole), so the other side's changes could not be told from yours (the next jarvis sync pushes it)`)
+  } else if (result.changed) {
+    lines.push(`your version is back in ${file} where the two sides disagreed; the other side's changes elsewhere stay (the next jarvis sync pushes it)`)
+  } else {
+    lines.push(`${file} already holds your version wherever it can: nothing changed in it`)
+  }
+  if (result.replaced) {
+    lines.push(`  it replaced ${result.replaced.lines.length === 1 ? 'this line' : 'these lines'} of the file: ${result.replaced.lines.map((l) => `line ${l.line} "${l.text}"`).join(', ')}`)
+    lines.push(`  the file as it was is now the backup, .memory/${result.replaced.backup}: jarvis resolve .memory/${result.replaced.backup} --keep server drops it, --keep local puts it back in place of yours`)
+  }
+  for (const decided of result.decided) {
+    const backup = `.memory/${decided.backup}`
+    const superseded = (decided.notPutBack ?? []).filter((part) => part.superseded)
+    const changed = (decided.notPutBack ?? []).filter((part) => !part.superseded)
+    if (decided.outcome === 'restored') continue
+    if (decided.outcome === 'put-back') {
+      lines.push(`  removed ${backup}${superseded.length > 0 ? `; where a newer version of yours replaced its lines (${superseded.map((part) => part.at).join(', ')}), that one stays` : ''}`)
+    } else if (decided.outcome === 'kept') {
+      lines.push(`  kept ${backup}: the file changed since that conflict where your lines were:`)
+      for (const part of changed) lines.push(`    ${part.at}: the file has ${quote(part.now)}, yours was ${quote(part.yours)}`)
+    } else if (decided.outcome === 'waits') {
+      lines.push(`  ${backup} waits: no record of its conflict is left, and put back whole it would undo your newer version; to take it whole anyway: jarvis resolve ${backup} --keep local`)
+    }
+  }
   return lines.join('\n')
+}
+
+/** A line or a few, quoted on one line. */
+function quote(text: string): string {
+  const one = text.replace(/\r?\n$/, '').replace(/\r?\n/g, ' ⏎ ')
+  return one === '' ? 'nothing' : `"${one}"`
 }

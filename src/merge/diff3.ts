@@ -19,9 +19,10 @@ export interface Diff3Conflict {
  * of the two sides that overlap *or touch* in the base form one region; a region changed by one
  * side takes that side; changed by both is clean only when both made the identical change.
  * Returns the result as segments of the inputs, a conflicting region as the remote side's lines (what
- * `git merge-file --theirs` writes), and the conflicting regions themselves.
+ * `git merge-file --theirs` writes; `prefer: 'local'`, the local side's, as `--ours`), and the conflicting regions
+ * themselves.
  */
-export function diff3(base: readonly number[], local: readonly number[], remote: readonly number[]): {segments: Segment[]; conflicts: Diff3Conflict[]} {
+export function diff3(base: readonly number[], local: readonly number[], remote: readonly number[], prefer: 'local' | 'remote' = 'remote'): {segments: Segment[]; conflicts: Diff3Conflict[]} {
   const mine = diffSequences(base, local)
   const theirs = diffSequences(base, remote)
   const segments: Segment[] = []
@@ -48,7 +49,7 @@ export function diff3(base: readonly number[], local: readonly number[], remote:
       if (sameLines(local, ours, remote, other)) segments.push({source: 'local', range: ours})
       else {
         conflicts.push({base: [start, end], local: ours, remote: other})
-        segments.push({source: 'remote', range: other})
+        segments.push(prefer === 'local' ? {source: 'local', range: ours} : {source: 'remote', range: other})
       }
     }
     done = end

@@ -4,7 +4,7 @@ import {mergeJson} from './json.js'
 import {mergeLwwDocument} from './lww.js'
 import {mergeText} from './markdown.js'
 import {messageKey, planTranscriptMerge} from './transcript.js'
-import type {FileMerge, MergeResult, MergeRule, UniversalMessage, WorkerMemory} from './types.js'
+import type {FileMerge, MergeResult, MergeRule, Side, UniversalMessage, WorkerMemory} from './types.js'
 import {mergeWorkerMemory} from './worker-memory.js'
 
 /** The merge rule of a path relative to `.memory/`, with `/` separators (contract §1). */
@@ -21,26 +21,28 @@ export function ruleForPath(path: string): MergeRule {
 
 /**
  * Merges the three texts of one file by its path's rule. `base` is the content at the last sync,
- * or null when there is none. Pure: the result depends only on the arguments.
+ * or null when there is none. Pure: the result depends only on the arguments. `winner`: who takes an
+ * overlap of lines or a key both sides changed (remote by default; the rules that decide by stamps or
+ * fields do not take it).
  */
-export function mergeFileText(path: string, base: string | null, local: string, remote: string): FileMerge {
+export function mergeFileText(path: string, base: string | null, local: string, remote: string, winner: Side = 'remote'): FileMerge {
   const rule = ruleForPath(path)
   if (local === remote || base === local) return {merged: remote, conflicts: [], backup: null, rule}
   if (base === remote) return {merged: local, conflicts: [], backup: null, rule}
   switch (rule) {
     case 'markdown':
     case 'text':
-      return {...mergeText(base, local, remote), rule}
+      return {...mergeText(base, local, remote, winner), rule}
     case 'transcript':
       return {merged: mergeTranscriptText(path, local, remote), conflicts: [], backup: null, rule}
     default:
-      return mergeJsonText(path, rule, base, local, remote)
+      return mergeJsonText(path, rule, base, local, remote, winner)
   }
 }
 
-function mergeJsonText(path: string, rule: MergeRule, base: string | null, local: string, remote: string): FileMerge {
+function mergeJsonText(path: string, rule: MergeRule, base: string | null, local: string, remote: string, winner: Side): FileMerge {
   const values = {base: base === null ? null : parseBase(base), local: parseSide(path, 'local', local), remote: parseSide(path, 'remote', remote)}
-  const result = mergeJsonValues(rule, values.base, values.local, values.remote)
+  const result = rule === 'json' ? mergeJson(values.base, values.local, values.remote, winner) : mergeJsonValues(rule, values.base, values.local, values.remote)
   // Hand back an input's own bytes when the merge equals it, so a reformatting alone never
   // looks like a change to push or pull.
   const merged = jsonEqual(result.merged, values.remote) ? remote : jsonEqual(result.merged, values.local) ? local : `${JSON.stringify(result.merged, null, 2)}\n`

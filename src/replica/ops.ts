@@ -4,9 +4,9 @@
  */
 import {join} from 'node:path'
 
-import {ExitCode, JarvisError, SecretRefusedError} from '../errors.js'
+import {ConflictLeftError, ExitCode, JarvisError, mostSevere, SecretRefusedError} from '../errors.js'
 import type {NexusConfig, Replica} from '../schemas/index.js'
-import {findRoot, hashText, isTreeLockHeld, readConfig, withTreeLock} from '../store/index.js'
+import {appendAudit, findRoot, hashText, isTreeLockHeld, noteReplicaOutcomes, readConfig, type ReplicaOutcome, withTreeLock} from '../store/index.js'
 import type {EventReplicaRunOptions, ReplicaEventLog} from './event-log.js'
 import {expandHome, openclawLayout} from './openclaw.js'
 import {emptyReport, type ReplicaReport, runReplica, type Screen} from './run.js'
@@ -67,6 +67,7 @@ export async function runReplicas(input: RunReplicasInput): Promise<ReplicasResu
       const reports: ReplicaReport[] = []
       for (const {replica, index} of order) reports[index] = await runOne(root, config, replica, input, dryRun, eventLog)
       result.replicas.push(...reports)
+      if (!dryRun) await noteOutcomes(root, reports, input.now ?? (() => new Date()))
     } finally {
       if (log) await (await log.catch(() => undefined))?.close()
     }
@@ -104,19 +105,54 @@ async function runOne(root: string, config: NexusConfig, replica: Replica, input
   }
 }
 
-/** The error a door reports after a run that left something undone (exit 1, or 5 for refused secrets); else undefined. */
-export function replicaFailure(result: ReplicasResult): JarvisError | undefined {
+/**
+ * A failure is kept for `jarvis status` (and in the audit log) until a later run of that replica succeeds; a
+ * replica skipped (its folder missing) or paused neither records nor clears one.
+ */
+async function noteOutcomes(root: string, reports: readonly ReplicaReport[], now: () => Date): Promise<void> {
+  const at = now().toISOString()
+  const outcomes: ReplicaOutcome[] = []
+  for (const report of reports) {
+    if (report.skipped) continue
+    if (!report.error) {
+      outcomes.push({id: report.id})
+      continue
+    }
+    outcomes.push({id: report.id, failure: {at, kind: report.kind, workspace: report.workspace, code: report.error.code, message: report.error.message}})
+    await appendAudit(root, {at, type: 'replica-failed', replica: report.id, kind: report.kind, workspace: report.workspace, code: report.error.code, message: report.error.message})
+  }
+  await noteReplicaOutcomes(root, outcomes)
+}
+
+/**
+ * The error a door reports after a run that left something undone, else undefined: a replica that failed (exit
+ * 1, or 3 when only the server could not be reached), deletions held back (4, as a sync's mass deletion; `door`
+ * names the command whose `--force` lets them through), a refused secret (5). Several at once: one message with
+ * each, and the highest of their exit codes.
+ */
+export function replicaFailure(result: ReplicasResult, options: {door?: 'replicate' | 'sync'; data?: Record<string, unknown>} = {}): JarvisError | undefined {
+  const door = options.door ?? 'replicate'
+  const data = options.data ?? {result}
+  const found: JarvisError[] = []
   const failed = result.replicas.filter((r) => r.error)
   if (failed.length > 0) {
     const lines = failed.map((r) => `${r.workspace}: ${r.error!.message}`)
     // Only the server away (an event-log replica cannot read the log) is "cannot be reached"; anything else failed.
     const exit = failed.every((r) => r.error!.code === 'UNREACHABLE') ? ExitCode.unreachable : ExitCode.failed
-    return new JarvisError(`replication failed:\n${lines.join('\n')}`, {code: 'REPLICA_FAILED', exit, data: {result}})
+    found.push(new JarvisError(`replication failed:\n${lines.join('\n')}`, {code: 'REPLICA_FAILED', exit, data}))
+  }
+  const held = result.replicas.filter((r) => r.held.length > 0)
+  if (held.length > 0) {
+    const lines = held.map((r) => `${r.workspace}: ${r.held.map((h) => (h.action === 'delete-memory' ? `.memory/${h.memoryPath}` : join(r.workspace, h.workspacePath))).join(', ')}`)
+    found.push(
+      new ConflictLeftError(
+        `deletions held back: a replica's files vanished at once (every one of them, or more than half), which is how an emptied, moved or unmounted folder looks; nothing was deleted:\n${lines.join('\n')}\nif you did delete them, run \`jarvis ${door} --force\``,
+        data,
+      ),
+    )
   }
   // An openclaw file is named in .memory/; a note of an event-log replica, where the person wrote it.
   const lines = result.replicas.flatMap((r) => r.refused.map(({path, reason}) => `${r.kind === 'openclaw' ? `.memory/${path}` : join(r.workspace, path)}: ${reason}`))
-  if (lines.length > 0) {
-    return new SecretRefusedError(`not replicated, left as they are:\n${lines.join('\n')}`, {result})
-  }
-  return undefined
+  if (lines.length > 0) found.push(new SecretRefusedError(`not replicated, left as they are:\n${lines.join('\n')}`, data))
+  return mostSevere(found)
 }

@@ -40,6 +40,8 @@ export interface ReplicaAction {
   base: string | null
   /** The workspace text that lost a conflict: saved as a backup before anything is written. */
   backup: string | null
+  /** With a backup: the base its conflict was merged against (what `jarvis resolve --keep local` merges from). */
+  backupBase?: string | null
   conflicts: ReplicaConflict[]
   /** What the plan was made against: the executor writes nothing if either side moved since. */
   expected: {workspace: string | null; memory: string | null}
@@ -90,6 +92,7 @@ function planBoth(file: ReplicaSides): ReplicaAction {
     workspace: writeOrKeep(ws, merge.merged),
     base: merge.merged,
     backup: merge.backup,
+    ...(merge.backup === null ? {} : {backupBase: base}),
     conflicts: merge.conflicts.map((c) => ({kind: c.kind, at: c.at, kept: c.winner === 'local' ? 'workspace' : 'memory'})),
   })
 }
@@ -99,15 +102,21 @@ function editDelete(kept: ReplicaConflict['kept']): ReplicaConflict {
 }
 
 /**
- * Every file's action, in path order. More than half of the known files deleted at once (a wiped or
- * re-created workspace) is held back unless `force`, as `jarvis sync` does; deleting a single file is always allowed.
+ * Every file's action, in path order. Deletions are held back unless `force`, as `jarvis sync` holds a mass
+ * deletion: more than half of the known files deleted at once (a wiped or re-created workspace), or every known
+ * file gone from one side at once, even a single one (an empty folder mounted or made where the workspace was, a
+ * `.memory/` folder moved away): that is a lost folder far more often than a person deleting all their notes.
+ * Deleting one file of several is always allowed.
  */
 export function planReplica(files: readonly ReplicaSides[], options: {force?: boolean} = {}): ReplicaPlan {
   const sorted = [...files].sort((a, b) => (a.memoryPath < b.memoryPath ? -1 : a.memoryPath > b.memoryPath ? 1 : 0))
   const actions = sorted.map(planFile).filter((a): a is ReplicaAction => a !== null)
-  const known = files.filter((f) => f.base !== null).length
+  const knownFiles = files.filter((f) => f.base !== null)
+  const known = knownFiles.length
   const deletions = actions.filter(isDeletion)
-  if (options.force || deletions.length <= 1 || deletions.length * 2 <= known) return {actions, held: [], known}
+  const tooMany = deletions.length > 1 && deletions.length * 2 > known
+  const sideEmptied = known > 0 && (knownFiles.every((f) => f.workspace === null) || knownFiles.every((f) => f.memory === null))
+  if (options.force || deletions.length === 0 || (!tooMany && !sideEmptied)) return {actions, held: [], known}
   return {actions: actions.filter((a) => !isDeletion(a)), held: deletions, known}
 }
 

@@ -22,6 +22,7 @@ import {
   readNexusFile,
   readStatCache,
   readTextIfExists,
+  recordConflict,
   saveBackup,
   scanMemory,
   writeFileAtomic,
@@ -198,6 +199,9 @@ async function apply(options: ReplicaRunOptions, state: ReplicaState, action: Re
   if (!(await admitted(options, action, report))) return false
   const {root, id, now} = options
   if (action.backup !== null) {
+    // The workspace played "local", `.memory/` "remote" (plan.ts); what the conflict was between goes first, as in sync.
+    const sides = {base: action.backupBase ?? null, remote: action.expected.memory ?? '', merged: action.base ?? ''}
+    await recordConflict(root, action.memoryPath, action.backup, sides, now().toISOString())
     const saved = await saveBackup(root, action.memoryPath, action.backup)
     report.backups.push({path: action.memoryPath, backup: saved.path})
     await appendAudit(root, {at: now().toISOString(), type: 'backup', path: action.memoryPath, backup: saved.path, replica: id, side: 'workspace'})

@@ -212,6 +212,42 @@ export const backupOwnersSchema = z.lazy(() =>
 )
 export type BackupOwners = z.output<typeof backupOwnersSchema>
 
+/**
+ * `.nexus/replica-failures.json`: the last failure of each replica (by its id), until a later run of it succeeds;
+ * `jarvis status` shows them. Only what a person needs to see that a replica is broken, and why.
+ */
+export const replicaFailuresSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      failures: z
+        .record(z.string(), z.looseObject({at: isoDateTimeSchema, kind: z.string().min(1), workspace: z.string(), code: z.string(), message: z.string()}))
+        .default(() => ({})),
+    })
+    .meta({title: 'Replica failures', description: '.nexus/replica-failures.json'}),
+)
+export type ReplicaFailures = z.output<typeof replicaFailuresSchema>
+
+/**
+ * `.nexus/conflicts/<key>.json`: what a conflict that left a backup was between, so that `jarvis resolve --keep
+ * local` can put back the local side of the overlap only. `key` is made from the file and the backup's text (a
+ * backup keeps its text when it is renamed to a number, not its name). `base`: the text both sides started from
+ * (null: none known); `remote`: the other side's text; `merged`: what the sync wrote into the file.
+ */
+export const conflictRecordSchema = z.lazy(() =>
+  z
+    .looseObject({
+      version: z.literal(1).default(1),
+      file: memoryPathSchema,
+      at: isoDateTimeSchema,
+      base: z.string().nullable(),
+      remote: z.string(),
+      merged: z.string(),
+    })
+    .meta({title: 'Conflict record', description: '.nexus/conflicts/<key>.json'}),
+)
+export type ConflictRecord = z.output<typeof conflictRecordSchema>
+
 /** The base of one synced path: what the file was at its last sync, for the next three-way merge. */
 export const syncedFileStateSchema = z.lazy(() =>
   z.looseObject({

@@ -1,6 +1,6 @@
 /**
  * `jarvis status`: the `git status` of the memory — the tree, its server and agent, the last sync, local changes
- * not yet synced, conflict backups waiting for a person, queued writes, hook failures, the agents' wiring, the
+ * not yet synced, conflict backups waiting for a person, queued writes, hook and replica failures, the agents' wiring, the
  * watch of the tree and whether the server answers. Reads only; with `offline`, touches no network.
  */
 import {agentsStatus, type AgentStatus} from '../agents/ops.js'
@@ -9,7 +9,7 @@ import {type HookLogEntry, readHookFailures} from '../hook/index.js'
 import {openTree} from '../ops/context.js'
 import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient, modeOf, type ServerMode} from '../protocol/client.js'
-import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readStatCache, readSyncState, scanMemory} from '../store/index.js'
+import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readReplicaFailures, readStatCache, readSyncState, type ReplicaFailure, scanMemory} from '../store/index.js'
 import {askWarm} from '../warm/client.js'
 import {ABOUT_OP, type WarmAbout} from '../warm/protocol.js'
 
@@ -41,6 +41,8 @@ export interface StatusResult {
   outbox: number
   /** The newest hook failures (`.nexus/hooks.log`). */
   hookFailures: HookLogEntry[]
+  /** Replicas whose last run failed (`.nexus/replica-failures.json`), newest first; a run that succeeds clears its own. */
+  replicaFailures: ReplicaFailure[]
   agents: AgentStatus[]
   /** The process that watches the tree and answers the other jarvis processes in it, when one runs (src/warm/). */
   watch?: WarmAbout
@@ -55,12 +57,13 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
   const {root} = tree
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree.config, user: await readUserConfig()})
   const backups: string[] = []
-  const [state, local, audit, outbox, hookFailures, agents, watch] = await Promise.all([
+  const [state, local, audit, outbox, hookFailures, replicaFailures, agents, watch] = await Promise.all([
     readSyncState(root),
     readStatCache(root).then((cache) => scanMemory(root, cache, {backups})),
     readAudit(root),
     readOutbox(root),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
+    readReplicaFailures(root),
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
     askWarm<WarmAbout>(root, ABOUT_OP, {}),
   ])
@@ -85,6 +88,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     backupsByFile: await backupsByFile(root, backups),
     outbox: outbox.length,
     hookFailures,
+    replicaFailures,
     agents,
     ...(watch === undefined ? {} : {watch}),
     remote: await remoteState(identity.server, identity.token, options.offline, tree.config.sync.requestTimeout),

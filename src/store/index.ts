@@ -3,6 +3,7 @@ export {appendLineDurable, AtomicBatch, type AtomicBatchOptions, fsyncDir, fsync
 export {AUDIT_FILE, appendAudit, auditPath, type AuditInput, readAudit} from './audit.js'
 export {BASE_DIR, BASE_FILE, BASE_JOURNAL_FILE, baseDir, BaseStore, deleteBase, readBase, writeBase} from './base.js'
 export {forEachConcurrently} from './concurrency.js'
+export {CONFLICTS_DIR, type ConflictSides, forgetConflictRecord, readConflictRecord, recordConflict} from './conflict-records.js'
 export {
   attributeBackups,
   BACKUP_OWNERS_FILE,
@@ -35,6 +36,7 @@ export {
 } from './lock.js'
 export {deleteNexusFile, readNexusFile, writeNexusFile} from './nexus-files.js'
 export {appendOutbox, OUTBOX_FILE, outboxPath, readOutbox, removeFromOutbox} from './outbox.js'
+export {noteReplicaOutcomes, readReplicaFailures, REPLICA_FAILURES_FILE, type ReplicaFailure, type ReplicaOutcome} from './replica-failures.js'
 export {BACKUP_NAME, checkRelativePath, isBackupName, isIgnoredMemoryPath, isTempName, TEMP_NAME} from './paths.js'
 export {pidAlive} from './pid.js'
 export {configPath, findRoot, holdsTree, MEMORY_DIR, memoryDir, memoryIdentity, NEXUS_DIR, nexusDir} from './root.js'

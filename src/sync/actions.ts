@@ -7,7 +7,7 @@ import createDebug from 'debug'
 
 import type {MemoryClient} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
-import {appendAudit, type BaseStore, deleteMemoryFile, type MemoryFileStat, readMemoryFile, saveBackup, writeMemoryFile} from '../store/index.js'
+import {appendAudit, type BaseStore, deleteMemoryFile, type MemoryFileStat, readMemoryFile, recordConflict, saveBackup, writeMemoryFile} from '../store/index.js'
 import type {Action, PlanInput, SyncMode} from './plan.js'
 import {PULL_BATCH_FILES, pullTexts, type RemoteText} from './pull.js'
 import type {PushItem} from './push.js'
@@ -104,6 +104,8 @@ export async function applyActions(context: ActionContext, actions: readonly Act
         const merge = mergeByStrategy(path, baseText, localContent, remote.content, strategy, {local: modified === undefined ? undefined : new Date(modified).toISOString(), remote: remote.entry.updatedAt})
         const rule = merge.strategy === 'merge' ? merge.rule : merge.strategy
         if (merge.backup !== null) {
+          // What the conflict was between, first: `jarvis resolve --keep local` puts back the overlap from it, not the whole backup.
+          await recordConflict(root, path, merge.backup, {base: baseText, remote: remote.content, merged: merge.merged}, now().toISOString())
           const saved = await saveBackup(root, path, merge.backup)
           result.backups.push({path, backup: saved.path})
           await appendAudit(root, {at: now().toISOString(), type: 'backup', path, backup: saved.path, rule})

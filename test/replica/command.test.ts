@@ -1,4 +1,4 @@
-import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {appendFile, mkdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from 'vitest'
@@ -106,6 +106,89 @@ describe('jarvis sync with an OpenClaw replica', () => {
       )
       const again = await sync(root, 'openclaw')
       expect(envelope<SyncOnceResult>(again).result!.replicas!.flatMap((r) => r.changes)).toEqual([])
+    } finally {
+      await server.close()
+    }
+  })
+})
+
+describe('what a replica leaves undone is the exit of jarvis sync and jarvis replicate', () => {
+  it('a replica that fails: sync exits 1 once it synced, replicate 1, status names it until a run succeeds; a conflict of the sync itself still exits 4', async () => {
+    const server = await startTestServer()
+    try {
+      const {home, root, env} = await setup()
+      const as = {...env, JARVIS_TOKEN: TOKENS.openclaw, JARVIS_AGENT: 'openclaw', JARVIS_SERVER: server.url}
+      const jarvis = (...args: string[]) => runJarvis(args, {cwd: root, env: as})
+      await writeFile(join(home, 'workspace/MEMORY.md'), '# m\n')
+      expect((await jarvis('sync', '--quiet')).code).toBe(0)
+      // A folder where OpenClaw's MEMORY.md was: the replica cannot read nor write it (as a read-only mount cannot be written).
+      await rm(join(home, 'workspace/MEMORY.md'))
+      await mkdir(join(home, 'workspace/MEMORY.md'))
+      await appendFile(join(root, '.memory/openclaw/MEMORY.md'), 'more\n')
+      await writeFile(join(root, '.memory/notes.md'), 'still synced\n')
+
+      const failed = await jarvis('sync')
+      expect(failed.code, failed.stderr).toBe(1)
+      expect(failed.stdout).toContain('failed: EISDIR')
+      expect(failed.stderr).toContain('replication failed')
+      const json = envelope<never>(await jarvis('sync', '--json'))
+      expect(json.status).toBe(1)
+      expect((json.error!.data!.result as SyncOnceResult).replicas![0].error).toMatchObject({code: 'EISDIR'})
+      const other = await makeClient(server.url, 'claude')
+      dirs.push(other.root)
+      await other.sync()
+      expect(await other.read('notes.md')).toBe('still synced\n') // the sync itself was done before the exit
+      expect((await jarvis('replicate')).code).toBe(1)
+
+      const status = await jarvis('status', '--offline')
+      expect(status.stdout).toContain('Replicas that failed at their last run')
+      expect(status.stdout).toContain(`openclaw ${join(home, 'workspace')}: EISDIR`)
+
+      // A conflict of the sync itself is the higher exit, and the message tells of both.
+      await other.write('notes.md', 'theirs\n')
+      await other.sync()
+      await writeFile(join(root, '.memory/notes.md'), 'mine\n')
+      const both = await jarvis('sync')
+      expect(both.code).toBe(4)
+      expect(both.stderr).toContain('conflict(s) wait for you')
+      expect(both.stderr).toContain('replication failed')
+
+      await rm(join(home, 'workspace/MEMORY.md'), {recursive: true})
+      const fixed = await jarvis('sync')
+      expect(fixed.code, fixed.stderr).toBe(0)
+      expect(await readFile(join(home, 'workspace/MEMORY.md'), 'utf8')).toBe('# m\nmore\n')
+      expect((await jarvis('status', '--offline')).stdout).not.toContain('Replicas that failed')
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('a workspace whose only file vanished (an empty mount point) is held back: exit 4 naming --force, nothing deleted anywhere, until --force', async () => {
+    const server = await startTestServer()
+    try {
+      const {home, root, env} = await setup()
+      const as = {...env, JARVIS_TOKEN: TOKENS.openclaw, JARVIS_AGENT: 'openclaw', JARVIS_SERVER: server.url}
+      const jarvis = (...args: string[]) => runJarvis(args, {cwd: root, env: as})
+      await writeFile(join(home, 'workspace/MEMORY.md'), '# long-term\n')
+      expect((await jarvis('sync', '--quiet')).code).toBe(0)
+      await rm(join(home, 'workspace/MEMORY.md'))
+
+      const held = await jarvis('sync')
+      expect(held.code).toBe(4)
+      expect(held.stdout).toContain('held back')
+      expect(held.stderr).toContain('jarvis sync --force')
+      expect(await readFile(join(root, '.memory/openclaw/MEMORY.md'), 'utf8')).toBe('# long-term\n')
+      const other = await makeClient(server.url, 'claude')
+      dirs.push(other.root)
+      await other.sync()
+      expect(await other.read('openclaw/MEMORY.md')).toBe('# long-term\n')
+      const replicate = await jarvis('replicate')
+      expect(replicate.code).toBe(4)
+      expect(replicate.stderr).toContain('jarvis replicate --force')
+
+      const forced = await jarvis('sync', '--force')
+      expect(forced.code, forced.stderr).toBe(0)
+      await expect(readFile(join(root, '.memory/openclaw/MEMORY.md'), 'utf8')).rejects.toThrow()
     } finally {
       await server.close()
     }

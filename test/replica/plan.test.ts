@@ -129,6 +129,16 @@ describe('planReplica (pure)', () => {
     expect(held.actions).toEqual([])
     expect(held.held.map((a) => a.kind)).toEqual(['delete-memory', 'delete-memory', 'delete-memory'])
     expect(planReplica(wiped, {force: true}).actions).toHaveLength(3)
-    expect(planReplica([wiped[0], sides('k\n', 'k\n', 'k\n')]).actions).toHaveLength(1) // one deletion is never held
+    expect(planReplica([wiped[0], sides('k\n', 'k\n', 'k\n')]).actions).toHaveLength(1) // one deletion of several is not held
+  })
+
+  it('holds back every file of one side vanishing at once, even a single one, unless forced', () => {
+    const only = (side: 'workspace' | 'memory'): ReplicaSides => ({memoryPath: 'openclaw/MEMORY.md', workspacePath: 'MEMORY.md', base: 'x\n', memory: 'x\n', workspace: 'x\n', [side]: null})
+    for (const side of ['workspace', 'memory'] as const) {
+      const held = planReplica([only(side)])
+      expect(held.actions).toEqual([])
+      expect(held.held.map((a) => a.kind)).toEqual([side === 'workspace' ? 'delete-memory' : 'delete-workspace'])
+      expect(planReplica([only(side)], {force: true}).actions).toHaveLength(1)
+    }
   })
 })

@@ -5,6 +5,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 
 import {assertNoSensitive} from '../../src/events/index.js'
 import {replicaFailure, replicaId, runReplicas, type RunReplicasInput} from '../../src/replica/ops.js'
+import {resolveConflict} from '../../src/status/resolve.js'
 import {initTree, readAudit, withTreeLock} from '../../src/store/index.js'
 import {fakeGithubToken} from '../files/helpers.js'
 import {removeAll, tempDir} from '../helpers/world.js'
@@ -92,6 +93,20 @@ describe('runReplicas on a real tree and an OpenClaw workspace', () => {
     await replicate()
     expect(await read(mem('openclaw/MEMORY.local.bak'))).toBe('a\nfrom openclaw again\n')
     expect(await read(mem('openclaw/MEMORY.local.1.bak'))).toBe('a\nfrom openclaw\n')
+  })
+
+  it('jarvis resolve --keep local on a replica’s backup puts the workspace’s line back and keeps the .memory/ side’s other edit', async () => {
+    await put(wsf('MEMORY.md'), 'a\nb\nc\n')
+    await replicate()
+    await put(wsf('MEMORY.md'), 'a\nfrom openclaw\nc\n')
+    await put(mem('openclaw/MEMORY.md'), 'a\nfrom gemini\nc\nd from gemini\n')
+    await replicate()
+    expect(await read(mem('openclaw/MEMORY.md'))).toBe('a\nfrom gemini\nc\nd from gemini\n')
+    const resolved = await resolveConflict({dir: root, path: 'openclaw/MEMORY.md', keep: 'local'})
+    expect(resolved.decided).toEqual([{backup: 'openclaw/MEMORY.local.bak', outcome: 'put-back'}])
+    expect(await read(mem('openclaw/MEMORY.md'))).toBe('a\nfrom openclaw\nc\nd from gemini\n')
+    await replicate()
+    expect(await read(wsf('MEMORY.md'))).toBe('a\nfrom openclaw\nc\nd from gemini\n')
   })
 
   it('propagates a deletion the base proves, lets an edit beat a deletion, and never deletes without a base', async () => {

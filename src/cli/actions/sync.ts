@@ -1,5 +1,5 @@
 /** One `jarvis sync` (not `--watch`) once its flags are parsed: run by its oclif command and by the fast door. */
-import {ConflictLeftError, JarvisError} from '../../errors.js'
+import {ConflictLeftError, JarvisError, mostSevere} from '../../errors.js'
 import {syncOnce, type SyncOnceResult} from '../../ops/sync.js'
 import {renderSync} from '../render.js'
 import {treeWatchOf} from '../warm.js'
@@ -43,9 +43,25 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
     throw error
   }
   report(result, flags, output)
-  // A conflict a person must decide is exit 4, named; the earlier ones are remembered at every sync.
-  if (result.backups.length > 0) throw new ConflictLeftError(conflictsLeft(result), {result})
+  const undone = await leftUndone(result)
+  if (undone) throw undone
   return result
+}
+
+/**
+ * What the sync left for a person, as its exit: a conflict to decide (4, named; the earlier ones are remembered at
+ * every sync), and what a replica left undone (failed 1, deletions held back 4, a secret refused 5). Both: one
+ * message, the higher code.
+ */
+async function leftUndone(result: SyncOnceResult): Promise<JarvisError | undefined> {
+  const found = result.backups.length > 0 ? [new ConflictLeftError(conflictsLeft(result), {result})] : []
+  if (result.replicas?.length) {
+    // Loaded only for a tree with replicas, like the replicas themselves (ops/sync.ts).
+    const {replicaFailure} = await import('../../replica/ops.js')
+    const replicas = replicaFailure({root: '', dryRun: Boolean(result.dryRun), replicas: result.replicas}, {door: 'sync', data: {result}})
+    if (replicas) found.push(replicas)
+  }
+  return mostSevere(found)
 }
 
 /** What the sync did; and the conflicts waiting, a warning whenever they are not this sync's exit. */
