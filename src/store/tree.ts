@@ -541,6 +541,36 @@ export function memoryFileAbsent(root: string, rel: string): boolean {
   }
 }
 
+/** The system's answer to something this user may not do (its permissions). */
+export function isPermissionError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'EACCES' || code === 'EPERM'
+}
+
+/**
+ * What stands where the memory file `rel` is to be written when it is no file: something other than a folder at one of
+ * its folders' places (`file`), or a folder at its own (`folder`). Undefined when nothing does. Synchronous: asked only
+ * after a write failed or found its place taken.
+ */
+export function shapeInTheWay(root: string, rel: string): {path: string; kind: 'file' | 'folder'} | undefined {
+  const base = memoryDir(root)
+  const segments = checkRelativePath(rel).split('/')
+  for (let i = 1; i <= segments.length; i++) {
+    const path = segments.slice(0, i).join('/')
+    let info
+    try {
+      // A folder on the way may be a symlink to one (the path guard allows those inside the tree); the file's own place is not followed.
+      info = i < segments.length ? statSync(join(base, path), {throwIfNoEntry: false}) : lstatSync(join(base, path), {throwIfNoEntry: false})
+    } catch {
+      return undefined
+    }
+    if (info === undefined) return undefined
+    if (i < segments.length && !info.isDirectory()) return {path, kind: 'file'}
+    if (i === segments.length && info.isDirectory()) return {path, kind: 'folder'}
+  }
+  return undefined
+}
+
 /** Removes empty directories from `dir` upwards, stopping at (and never removing) `stop`. */
 export async function pruneEmptyDirs(dir: string, stop: string): Promise<void> {
   let current = dir

@@ -12,6 +12,7 @@ import type {Action, PlanInput, SyncMode} from './plan.js'
 import {PULL_BATCH_FILES, pullTexts, type RemoteText} from './pull.js'
 import type {PushItem} from './push.js'
 import {recordBase, unchangedSinceScan, verifiedBase} from './record.js'
+import type {SetAside} from './set-aside.js'
 import type {SyncOptions, SyncResult} from './types.js'
 
 const debug = createDebug('jarvis:sync')
@@ -33,11 +34,13 @@ export interface ActionContext {
   onEach?: () => void
   /** Texts the server gave already (statusTexts): not asked for again. */
   given?: ReadonlyMap<string, RemoteText>
+  /** Where a change of the server's not applied is held back. */
+  aside: SetAside
 }
 
 /** Runs every action but the pulls; returns what is to be pushed and deleted on the server. */
 export async function applyActions(context: ActionContext, actions: readonly Action[]): Promise<{pushes: PushItem[]; deletes: string[]; pushBase: Record<string, number | null>}> {
-  const {root, client, bases, state, mode, local, localText, planInput, options, now, result} = context
+  const {root, client, bases, state, mode, local, localText, planInput, options, now, result, aside} = context
   const localHashes = planInput.local
   const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
@@ -65,7 +68,10 @@ export async function applyActions(context: ActionContext, actions: readonly Act
         break
       }
       case 'delete-local': {
-        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) {
+          aside.holdBack(path, 'changed here during the sync')
+          break
+        }
         await deleteMemoryFile(root, path)
         delete state.files[path]
         await bases.remove(path)

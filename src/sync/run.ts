@@ -124,8 +124,9 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
       state.server = client.server
       state.serverId = serverIdOf(status)
       state.mode = mode
-      // Past our own pushes when nobody else wrote meanwhile: the next sync is not shown them as news.
-      if (mode === 'revision' && status.seq !== undefined) state.seq = round.seq ?? status.seq
+      // Past our own pushes when nobody else wrote meanwhile: the next sync is not shown them as news. A round that
+      // held a change of the server's back keeps the sequence it started from: the next listing names it again.
+      if (mode === 'revision' && status.seq !== undefined && !round.heldBack) state.seq = round.seq ?? status.seq
       if (!options.dryRun) {
         // A no-op sync writes nothing but its audit line: no fsync of a state that did not change.
         const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])
