@@ -7,7 +7,7 @@
  */
 import {type MemoryClient, pulledText, type StatusResponse} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
-import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, stageMemoryFile, type StagedFile} from '../store/index.js'
+import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, memoryFileReadable, stageMemoryFile, type StagedFile} from '../store/index.js'
 import type {LocalHashes, RemoteEntry} from './plan.js'
 import {recordBase, stillAbsent, unchangedSinceScan} from './record.js'
 import {prefetch, sentFirst} from './requests.js'
@@ -103,7 +103,7 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
       const scanned = localHashes.get(path)
       // The user may have written the file while its temp was: then it is left for the next sync. A folder in its
       // place (the server's file was a folder here) is named.
-      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) {
+      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned, aside))) {
         if (scanned !== undefined || !aside.notWritten(path)) aside.holdBack(path, 'written here during the sync')
         return writes.discard(file)
       }
@@ -125,6 +125,8 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
       // The server's version is the file here already (a base without the server's time, in timestamp mode):
       // only the base is recorded, the file is not written again.
       if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
+      // A file this user may not read is not written over: it could not be checked right before (see renameStaged).
+      if (localHashes.has(path) && !(await memoryFileReadable(root, path))) return aside.unreadable({path, folder: false})
       let file
       try {
         file = await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})

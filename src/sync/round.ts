@@ -1,6 +1,6 @@
 /**
  * One round of a sync: the plan from the scan, the sync state and the server's status; the local files' checks
- * (malformed, secrets); the local deletions, then the pulls (a file here may stand where the server now
+ * (malformed, secrets, unreadable); the local deletions, then the pulls (a file here may stand where the server now
  * has a folder), then every other action, then the pushes. A round the server refuses as stale
  * (409) is retried by the caller (run.ts) with another listing.
  */
@@ -9,7 +9,7 @@ import createDebug from 'debug'
 import {ConflictLeftError} from '../errors.js'
 import type {MemoryClient, StatusResponse} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
-import {type BaseStore, readMemoryFile, readScanHints, type ScanHints, writeStatCache} from '../store/index.js'
+import {type BaseStore, readScanHints, type ScanHints, type UnreadableEntry, writeStatCache} from '../store/index.js'
 import {applyActions} from './actions.js'
 import {sameFiles, scanAfterRound} from './clean-mark.js'
 import {exceedsDeletionGuard, pathsToPlan, planSync, summarisePlan, type PlanInput, type SyncMode} from './plan.js'
@@ -74,12 +74,19 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   const localText = new Map<string, string>()
   result.invalid = []
   const aside = new SetAside(root, result)
+  // What this user may not read is neither pushed, nor deleted on the server, nor overwritten here.
+  for (const entry of scanned.unreadable) aside.unreadable(entry)
+  for (const path of unreadablePaths(paths, scanned.unreadable)) skip.add(path)
   const sensitive = new SensitiveScan()
   for (const path of paths) {
     const hash = localHashes.get(path)
-    if (hash === undefined || state.files[path]?.hash === hash) continue
-    const text = scannedText.get(path) ?? (await readMemoryFile(root, path))
-    if (text === null) continue
+    if (hash === undefined || state.files[path]?.hash === hash || skip.has(path)) continue
+    const text = scannedText.get(path) ?? (await aside.read(path))
+    if (text === null) {
+      // Gone since the scan (the next sync sees it), or this user may no longer read it: then left alone.
+      if (aside.has(path)) skip.add(path)
+      continue
+    }
     if (text.length <= KEEP_TEXT_BYTES) localText.set(path, text)
     const problem = problemsOf(path, text, hash)
     if (problem) {
@@ -138,3 +145,10 @@ export async function syncRound(input: RoundInput): Promise<RoundOutcome> {
   return {kind: 'done', state: settled(state), changed: true, backupsSeen: backupsSeen.length > 0, scan: scanAfterRound(scanned, state, result, plan), seq: context.seq, heldBack: aside.heldBack}
 }
 
+/** The paths of `paths` that are, or are under, what the scan could not read. */
+function unreadablePaths(paths: readonly string[], unreadable: readonly UnreadableEntry[]): string[] {
+  if (unreadable.length === 0) return []
+  const files = new Set(unreadable.filter((entry) => !entry.folder).map((entry) => entry.path))
+  const folders = unreadable.filter((entry) => entry.folder).map((entry) => `${entry.path}/`)
+  return paths.filter((path) => files.has(path) || folders.some((folder) => path.startsWith(folder)))
+}
