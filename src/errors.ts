@@ -42,6 +42,23 @@ export class BadInputError extends JarvisError {
   }
 }
 
+/**
+ * A memory file or folder this user may not read (its permissions): named with what to do. A sync sets it aside and
+ * syncs the rest; a command that needs it stops here, never with the system's bare EACCES.
+ */
+export class UnreadableFileError extends BadInputError {
+  constructor(path: string, folder: boolean, cause?: unknown) {
+    super(`${path === '' ? '.memory/' : `.memory/${path}${folder ? '/' : ''}`}: ${unreadableProblem(folder)}`, {path, folder}, cause)
+  }
+}
+
+/** What is wrong with a memory file or folder this user may not read, and what to do (UnreadableFileError, a sync's report). */
+export function unreadableProblem(folder: boolean): string {
+  return folder
+    ? 'a folder this user may not read (permission denied): nothing in it is synced, nor deleted anywhere, until it can be; give it back read access (chmod u+rx) or move it out of .memory/'
+    : 'this user may not read it (permission denied): it is not synced, nor deleted anywhere, until it can be; give it back read access (chmod u+r) or move it out of .memory/'
+}
+
 /** The working directory is not inside a jarvis tree. */
 export class NotATreeError extends JarvisError {
   constructor(start: string) {

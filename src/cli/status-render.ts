@@ -28,6 +28,11 @@ export function renderStatus(status: StatusResult): string {
     }
     lines.push('  decide each one: jarvis resolve <file> --keep server   (drop the backup)', '                  jarvis resolve <file> --keep local    (your version back, pushed by the next sync)')
   }
+  if (status.unreadable.length > 0) {
+    lines.push('', `Not readable by this user (${status.unreadable.length}): not synced, nor deleted anywhere, until they can be read.`)
+    for (const entry of status.unreadable) lines.push(`    .memory/${entry.path}${entry.folder ? '/' : ''}`)
+    lines.push('  give them back read access (chmod u+r, a folder u+rx) or move them out of .memory/')
+  }
   const {added, modified, deleted} = status.changes
   if (added.length + modified.length + deleted.length > 0) {
     lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...pathList('new', added), ...pathList('modified', modified), ...pathList('deleted', deleted))

@@ -9,7 +9,7 @@ import {type HookLogEntry, readHookFailures} from '../hook/index.js'
 import {openTree} from '../ops/context.js'
 import {readUserConfig, resolveIdentity} from '../ops/identity.js'
 import {MemoryClient, modeOf, type ServerMode} from '../protocol/client.js'
-import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readReplicaFailures, readStatCache, readSyncState, type ReplicaFailure, scanMemory} from '../store/index.js'
+import {type BackupsOfFile, backupsByFile, readAudit, readOutbox, readReplicaFailures, readStatCache, readSyncState, type ReplicaFailure, scanMemory, type UnreadableEntry, unreadableFiles} from '../store/index.js'
 import {askWarm} from '../warm/client.js'
 import {ABOUT_OP, type WarmAbout} from '../warm/protocol.js'
 
@@ -37,6 +37,11 @@ export interface StatusResult {
    * older jarvis left beside several files named like it (`candidates`), which only a person can attribute.
    */
   backupsByFile: BackupsOfFile[]
+  /**
+   * Files and folders of `.memory/` this user may not read (relative to `.memory/`): a sync leaves them as they are
+   * (neither sent nor deleted anywhere) until they can be read. Their files are in no list of `changes`.
+   */
+  unreadable: UnreadableEntry[]
   /** Writes made offline, waiting in the outbox for the next sync. */
   outbox: number
   /** The newest hook failures (`.nexus/hooks.log`). */
@@ -57,9 +62,10 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
   const {root} = tree
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree.config, user: await readUserConfig()})
   const backups: string[] = []
+  const unreadable: UnreadableEntry[] = []
   const [state, local, audit, outbox, hookFailures, replicaFailures, agents, watch] = await Promise.all([
     readSyncState(root),
-    readStatCache(root).then((cache) => scanMemory(root, cache, {backups})),
+    readStatCache(root).then((cache) => scanMemory(root, cache, {backups, unreadable})),
     readAudit(root),
     readOutbox(root),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
@@ -67,13 +73,17 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
     askWarm<WarmAbout>(root, ABOUT_OP, {}),
   ])
+  // A file the stat cache stood for was not read: asked apart (a sync finds out when it must read one).
+  unreadable.push(...unreadableFiles(root, local.keys()))
+  unreadable.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const changes: StatusResult['changes'] = {added: [], modified: [], deleted: []}
   for (const [path, info] of local) {
     const recorded = state.files[path]
     if (!recorded) changes.added.push(path)
     else if (recorded.hash !== info.hash) changes.modified.push(path)
   }
-  for (const path of Object.keys(state.files)) if (!local.has(path)) changes.deleted.push(path)
+  const unread = (path: string) => unreadable.some((entry) => (entry.folder ? path.startsWith(`${entry.path}/`) : path === entry.path))
+  for (const path of Object.keys(state.files)) if (!local.has(path) && !unread(path)) changes.deleted.push(path)
   for (const list of Object.values(changes)) list.sort()
   const last = audit.findLast((entry) => entry.type === 'sync') as (Record<string, unknown> & {at: string}) | undefined
   const count = (key: string) => (typeof last?.[key] === 'number' ? (last[key] as number) : 0)
@@ -86,6 +96,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     changes,
     backups: backups.sort(),
     backupsByFile: await backupsByFile(root, backups),
+    unreadable,
     outbox: outbox.length,
     hookFailures,
     replicaFailures,

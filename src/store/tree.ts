@@ -2,13 +2,13 @@
  * The `.memory/` tree: scanning (content hashes, the stat cache as a hint only) and file reads/writes that go
  * through the path guard. Backups and temp files are not memory files.
  */
-import {existsSync, lstatSync, readdirSync, statSync} from 'node:fs'
-import {lstat, readFile, rm, rmdir} from 'node:fs/promises'
+import {accessSync, constants, existsSync, lstatSync, readdirSync, statSync} from 'node:fs'
+import {access, lstat, readFile, rm, rmdir} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
 import createDebug from 'debug'
 
-import {BadInputError} from '../errors.js'
+import {BadInputError, UnreadableFileError} from '../errors.js'
 import {type AtomicBatch, fsyncDir, readTextIfExists, type StagedFile, writeFileAtomic} from './atomic.js'
 import {forEachConcurrently} from './concurrency.js'
 import {HASH_HEX_LENGTH, hashBytes} from './hash.js'
@@ -145,6 +145,54 @@ export interface ScanOptions {
    * a sync needs the text of every file changed since its base, which it read a second time.
    */
   texts?: {into: Map<string, string>; maxBytes: number; wanted(rel: string, hash: string): boolean}
+  /**
+   * Filled with the files and folders this user may not read (permission denied), sorted, none under another: they
+   * are left out of the result. Without it such a file or folder stops the scan (UnreadableFileError).
+   */
+  unreadable?: UnreadableEntry[]
+}
+
+/** A file or folder of `.memory/` a scan may not read (see ScanOptions' `unreadable`). */
+export interface UnreadableEntry {
+  path: string
+  folder: boolean
+}
+
+/** The system's answer to something this user may not do (its permissions). */
+export function isPermissionError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'EACCES' || code === 'EPERM'
+}
+
+/** A folder hint that never holds (no mtime is -1): the next scan lists that folder again. */
+const NEVER_HOLDS: DirStat = {mtimeMs: -1, checkedAtMs: 0}
+
+/**
+ * A file or folder the scan may not read (`error`, when it is a permission error; any other is thrown as it is):
+ * added to `unreadable`, or thrown (UnreadableFileError) for a caller that did not ask for them, and always for
+ * `.memory/` itself. The folder it is in (a folder: itself) is listed again by the next scan, whatever its mtime: the
+ * stat cache, which lacks what could not be read, must not stand for it (its files would look deleted).
+ */
+function cannotRead(options: {unreadable?: UnreadableEntry[]; dirs?: Map<string, DirStat>}, path: string, folder: boolean, error: unknown): void {
+  if (!isPermissionError(error)) throw error
+  if (options.unreadable === undefined || (folder && path === '')) throw new UnreadableFileError(path, folder, error)
+  options.unreadable.push({path, folder})
+  options.dirs?.set(folder ? path : parentOf(path), NEVER_HOLDS)
+}
+
+/** `unreadable` sorted, each once, nothing under a folder it names (a scan meets a folder and its files apart). */
+function tidyUnreadable(unreadable: UnreadableEntry[] | undefined): void {
+  if (unreadable === undefined || unreadable.length === 0) return
+  const folders = unreadable.filter((entry) => entry.folder).map((entry) => `${entry.path}/`)
+  const seen = new Set<string>()
+  const kept = unreadable.filter((entry) => {
+    const key = `${entry.folder ? 'd' : 'f'}${entry.path}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return !folders.some((folder) => entry.path.startsWith(folder))
+  })
+  kept.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  unreadable.splice(0, unreadable.length, ...kept)
 }
 
 function cacheHit(cached: MemoryFileStat | undefined, size: number, mtimeMs: number, ino: number): cached is MemoryFileStat {
@@ -236,7 +284,7 @@ interface Found {
  * are the ones the previous walk found (`statCache` for its files). Its files are still each stat-ed by the scan,
  * since an edit in place changes only the file. `dirs` is filled with what this walk saw.
  */
-function walkMemory(root: string, options: {backups?: string[]; statCache?: FileHints; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]} = {}): Found & {temps: string[]} {
+function walkMemory(root: string, options: {backups?: string[]; statCache?: FileHints; dirCache?: Hints<DirStat>; dirs?: Map<string, DirStat>; backupCache?: readonly string[]; unreadable?: UnreadableEntry[]} = {}): Found & {temps: string[]} {
   const base = memoryDir(root)
   const rels: string[] = []
   const known: Array<MemoryFileStat | undefined> = []
@@ -247,7 +295,12 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: File
     const checkedAtMs = Date.now()
     if (entriesKnown) {
       // `.memory/` itself may be a symlink to a folder kept elsewhere (store-format.md); below it, none is followed.
-      const info = dir === base ? statSync(dir, {throwIfNoEntry: false}) : lstatSync(dir, {throwIfNoEntry: false})
+      let info
+      try {
+        info = dir === base ? statSync(dir, {throwIfNoEntry: false}) : lstatSync(dir, {throwIfNoEntry: false})
+      } catch (error) {
+        return cannotRead(options, dirRel, true, error)
+      }
       if (!info?.isDirectory()) {
         if (dir === base) throw Object.assign(new Error(`ENOENT: no such directory, scandir '${dir}'`), {code: 'ENOENT'})
         return // removed while scanning
@@ -274,7 +327,7 @@ function walkMemory(root: string, options: {backups?: string[]; statCache?: File
       entries = readdirSync(dir, {withFileTypes: true})
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && dir !== base) return // removed while scanning
-      throw error
+      return cannotRead(options, dirRel, true, error)
     }
     const subdirs: string[] = []
     for (const entry of entries) {
@@ -340,7 +393,14 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
     const name = nameOf(rel)
     if (isTempName(name)) continue
     if (isBackupName(name)) {
-      if (lstatSync(fullOf(base, rel), {throwIfNoEntry: false})?.isFile()) backups.add(rel)
+      let isFile
+      try {
+        isFile = lstatSync(fullOf(base, rel), {throwIfNoEntry: false})?.isFile()
+      } catch (error) {
+        if (!isPermissionError(error)) throw error
+        continue // in a folder this user may not read: as the cache has it
+      }
+      if (isFile) backups.add(rel)
       else backups.delete(rel)
     } else changed.add(rel)
   }
@@ -364,7 +424,14 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
   const scratch = blankStat()
   for (const rel of [...changed, ...unstatted]) {
     const checkedAtMs = Date.now()
-    const info = lstatInto(fullOf(base, rel), scratch)
+    let info
+    try {
+      info = lstatInto(fullOf(base, rel), scratch)
+    } catch (error) {
+      // Only a folder on the way can refuse an lstat.
+      cannotRead(options, parentOf(rel), true, error)
+      continue
+    }
     if (!info?.isFile) continue
     const cached = hintOf(statCache, rel)
     if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
@@ -373,6 +440,7 @@ export async function scanWatched(root: string, statCache: FileHints, paths: rea
     } else toHash.push({rel, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs})
   }
   await hashFiles(base, toHash, foundRels, foundStats, options)
+  tidyUnreadable(options.unreadable)
   debug('watched scan: %d files, %d reported changed, %d hashed', foundRels.length, changed.size, toHash.length)
   return sortedMap(foundRels, foundStats)
 }
@@ -392,7 +460,7 @@ interface ToHash {
  */
 export async function scanMemory(root: string, statCache?: FileHints, options: ScanOptions = {}): Promise<Map<string, MemoryFileStat>> {
   const base = memoryDir(root)
-  const {rels, known, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs, backupCache: options.backupCache})
+  const {rels, known, temps} = walkMemory(root, {backups: options.backups, statCache, dirCache: options.fullCheck ? undefined : options.dirCache, dirs: options.dirs, backupCache: options.backupCache, unreadable: options.unreadable})
   // The walk sees every temp file anyway: one a dead process left behind goes now (see sweepTempFiles).
   await Promise.all(temps.filter((path) => !pidAlive(Number(TEMP_NAME.exec(basename(path))![1]))).map((path) => rm(path, {force: true})))
 
@@ -409,7 +477,14 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
     for (let i = 0; i < rels.length; i++) {
       const rel = rels[i]
       const checkedAtMs = Date.now()
-      const info = lstatInto(relative ? rel : fullOf(base, rel), scratch)
+      let info
+      try {
+        info = lstatInto(relative ? rel : fullOf(base, rel), scratch)
+      } catch (error) {
+        // Only a folder on the way can refuse an lstat (one whose listing the stat cache stood for).
+        cannotRead(options, parentOf(rel), true, error)
+        continue
+      }
       if (!info?.isFile) continue
       const cached = options.fullCheck ? undefined : (known[i] ?? hintOf(statCache, rel))
       if (cacheHit(cached, info.size, info.mtimeMs, info.ino)) {
@@ -424,6 +499,7 @@ export async function scanMemory(root: string, statCache?: FileHints, options: S
     }
   })
   await hashFiles(base, toHash, foundRels, foundStats, options)
+  tidyUnreadable(options.unreadable)
   debug('scan: %d files, %d hashes reused from the stat cache', foundRels.length, reused)
   return sortedMap(foundRels, foundStats)
 }
@@ -437,7 +513,7 @@ async function hashFiles(base: string, toHash: readonly ToHash[], foundRels: str
       bytes = await readFile(fullOf(base, rel))
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
-      throw error
+      return cannotRead(options, rel, false, error)
     }
     // Size from the bytes we hashed, so the entry never pairs a hash with another version's size.
     const hash = hashBytes(bytes)
@@ -506,6 +582,7 @@ export async function readMemoryFile(root: string, rel: string): Promise<string 
     return await readTextIfExists(path)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EISDIR') throw new BadInputError(`.memory/${rel} is a directory, not a file`, {path: rel})
+    if (isPermissionError(error)) throw new UnreadableFileError(rel, false, error)
     throw error
   }
 }
@@ -539,6 +616,62 @@ export function memoryFileAbsent(root: string, rel: string): boolean {
     if (code === 'ENOENT' || code === 'ENOTDIR') return true
     throw error
   }
+}
+
+/**
+ * What stands where the memory file `rel` is to be written when it is no file: something other than a folder at one of
+ * its folders' places (`file`), or a folder at its own (`folder`). Undefined when nothing does. Synchronous: asked only
+ * after a write failed or found its place taken.
+ */
+export function shapeInTheWay(root: string, rel: string): {path: string; kind: 'file' | 'folder'} | undefined {
+  const base = memoryDir(root)
+  const segments = checkRelativePath(rel).split('/')
+  for (let i = 1; i <= segments.length; i++) {
+    const path = segments.slice(0, i).join('/')
+    let info
+    try {
+      // A folder on the way may be a symlink to one (the path guard allows those inside the tree); the file's own place is not followed.
+      info = i < segments.length ? statSync(join(base, path), {throwIfNoEntry: false}) : lstatSync(join(base, path), {throwIfNoEntry: false})
+    } catch {
+      return undefined
+    }
+    if (info === undefined) return undefined
+    if (i < segments.length && !info.isDirectory()) return {path, kind: 'file'}
+    if (i === segments.length && info.isDirectory()) return {path, kind: 'folder'}
+  }
+  return undefined
+}
+
+/**
+ * False when this user may not read the memory file at `rel` (its permissions), true otherwise (a file that is not
+ * there is no more unreadable): one access(2), nothing read. A pull asks it before writing over a file, which it may
+ * not overwrite without reading it (see unchangedSinceScan).
+ */
+export async function memoryFileReadable(root: string, rel: string): Promise<boolean> {
+  try {
+    await access(join(memoryDir(root), checkRelativePath(rel)), constants.R_OK)
+    return true
+  } catch (error) {
+    return !isPermissionError(error)
+  }
+}
+
+/**
+ * The files of `paths` (relative, `/`) this user may not read, as UnreadableEntry: one access(2) each, nothing read.
+ * For `jarvis status`, whose scan trusts the stat cache for a file whose size and mtime did not move (a chmod moves
+ * neither), where a sync finds out when it must read the file.
+ */
+export function unreadableFiles(root: string, paths: Iterable<string>): UnreadableEntry[] {
+  const base = memoryDir(root)
+  const found: UnreadableEntry[] = []
+  for (const path of paths) {
+    try {
+      accessSync(fullOf(base, path), constants.R_OK)
+    } catch (error) {
+      if (isPermissionError(error)) found.push({path, folder: false})
+    }
+  }
+  return found
 }
 
 /** Removes empty directories from `dir` upwards, stopping at (and never removing) `stop`. */

@@ -7,11 +7,12 @@ import createDebug from 'debug'
 
 import type {MemoryClient} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
-import {appendAudit, type BaseStore, deleteMemoryFile, type MemoryFileStat, readMemoryFile, recordConflict, saveBackup, writeMemoryFile} from '../store/index.js'
+import {appendAudit, type BaseStore, deleteMemoryFile, type MemoryFileStat, recordConflict, saveBackup, writeMemoryFile} from '../store/index.js'
 import type {Action, PlanInput, SyncMode} from './plan.js'
 import {PULL_BATCH_FILES, pullTexts, type RemoteText} from './pull.js'
 import type {PushItem} from './push.js'
 import {mergeBase, recordBase, unchangedSinceScan} from './record.js'
+import type {SetAside} from './set-aside.js'
 import type {SyncOptions, SyncResult} from './types.js'
 
 const debug = createDebug('jarvis:sync')
@@ -33,11 +34,13 @@ export interface ActionContext {
   onEach?: () => void
   /** Texts the server gave already (statusTexts): not asked for again. */
   given?: ReadonlyMap<string, RemoteText>
+  /** Where a local file this user may not read is named, and a change of the server's not applied held back. */
+  aside: SetAside
 }
 
 /** Runs every action but the pulls; returns what is to be pushed and deleted on the server. */
 export async function applyActions(context: ActionContext, actions: readonly Action[]): Promise<{pushes: PushItem[]; deletes: string[]; pushBase: Record<string, number | null>}> {
-  const {root, client, bases, state, mode, local, localText, planInput, options, now, result} = context
+  const {root, client, bases, state, mode, local, localText, planInput, options, now, result, aside} = context
   const localHashes = planInput.local
   const pushes: PushItem[] = []
   const pushBase: Record<string, number | null> = {}
@@ -59,13 +62,16 @@ export async function applyActions(context: ActionContext, actions: readonly Act
           delete state.files[path]
           await bases.remove(path)
         } else {
-          const text = localText.get(path) ?? (await readMemoryFile(root, path))
+          const text = localText.get(path) ?? (await aside.read(path))
           if (text !== null) recordBase(bases, state, path, text, action.remote, now)
         }
         break
       }
       case 'delete-local': {
-        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path), aside))) {
+          aside.holdBack(path, 'changed here during the sync')
+          break
+        }
         await deleteMemoryFile(root, path)
         delete state.files[path]
         await bases.remove(path)
@@ -90,7 +96,7 @@ export async function applyActions(context: ActionContext, actions: readonly Act
         // The merge engine is loaded by the first sync that merges: most never do.
         const {mergeByStrategy, strategyFor} = await import('../merge/index.js')
         const remote = remoteText.get(path)
-        const localContent = localText.get(path) ?? (await readMemoryFile(root, path))
+        const localContent = localText.get(path) ?? (await aside.read(path))
         if (!remote || localContent === null) break
         // Both sides hold the same text (a tree synced before its sync state was lost, or timestamp mode, whose status
         // has no hashes to tell): nothing to merge, only the base to record.
@@ -116,7 +122,7 @@ export async function applyActions(context: ActionContext, actions: readonly Act
           // The server's version that lost to a newer local one (lww) is kept here, in the audit log.
           await appendAudit(root, {at: now().toISOString(), type: 'conflict', path, rule, reason, ...(merge.lost === undefined ? {} : {lost: merge.lost})})
         }
-        if (!(await unchangedSinceScan(root, path, localHashes.get(path)))) break
+        if (!(await unchangedSinceScan(root, path, localHashes.get(path), aside))) break
         if (merge.merged !== localContent) await writeMemoryFile(root, path, merge.merged)
         result.merged.push(path)
         if (merge.merged === remote.content) {

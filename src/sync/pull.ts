@@ -5,17 +5,15 @@
  * syncfs, not an fsync each), renamed (each target looked at right before), and each folder fsynced once. Their bases
  * are recorded as they are renamed; the sync state that names them is written by the caller.
  */
-import createDebug from 'debug'
-
 import {type MemoryClient, pulledText, type StatusResponse} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
-import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, stageMemoryFile, type StagedFile} from '../store/index.js'
+import {AtomicBatch, type BaseStore, forEachConcurrently, hashText, memoryFileReadable, stageMemoryFile, type StagedFile} from '../store/index.js'
 import type {LocalHashes, RemoteEntry} from './plan.js'
 import {recordBase, stillAbsent, unchangedSinceScan} from './record.js'
 import {prefetch, sentFirst} from './requests.js'
+import type {SetAside} from './set-aside.js'
 import type {SyncResult} from './types.js'
 
-const debug = createDebug('jarvis:sync')
 /** Enough to keep the disk and libuv's thread pool busy, few enough to stay far from file-handle limits. */
 const PULL_CONCURRENCY = 16
 /**
@@ -89,11 +87,13 @@ export interface PullContext {
   onEach?: () => void
   /** Texts the server gave already (statusTexts): not asked for again. */
   given?: ReadonlyMap<string, RemoteText>
+  /** Where a file not written here is named, and a pull not made is held back. */
+  aside: SetAside
 }
 
 /** Pulls `pulls` (see above); each file written is in `result.pulled`, sorted, its base recorded in `state`. */
 export async function pullFiles(context: PullContext, pulls: string[]): Promise<void> {
-  const {root, client, bases, state, localHashes, result, now} = context
+  const {root, client, bases, state, localHashes, result, now, aside} = context
   const writes = new AtomicBatch()
   const staged: Array<{path: string; remote: RemoteText; file: StagedFile}> = []
   let stagedChars = 0
@@ -101,9 +101,13 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
     await writes.makeDurable()
     await forEachConcurrently(staged, PULL_CONCURRENCY, async ({path, remote, file}) => {
       const scanned = localHashes.get(path)
-      // The user may have written the file while its temp was: then it is left for the next sync.
-      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned))) return writes.discard(file)
-      if (!writes.commit(file)) return debug('%s: its folder was removed during the sync: left for the next one', path)
+      // The user may have written the file while its temp was: then it is left for the next sync. A folder in its
+      // place (the server's file was a folder here) is named.
+      if (!(scanned === undefined ? stillAbsent(root, path) : await unchangedSinceScan(root, path, scanned, aside))) {
+        if (scanned !== undefined || !aside.notWritten(path)) aside.holdBack(path, 'written here during the sync')
+        return writes.discard(file)
+      }
+      if (!writes.commit(file)) return aside.holdBack(path, 'its folder was removed during the sync')
       recordBase(bases, state, path, remote.content, remote.entry, now)
       result.pulled.push(path)
     })
@@ -121,7 +125,17 @@ export async function pullFiles(context: PullContext, pulls: string[]): Promise<
       // The server's version is the file here already (a base without the server's time, in timestamp mode):
       // only the base is recorded, the file is not written again.
       if (remote.entry.hash === localHashes.get(path)) return recordBase(bases, state, path, remote.content, remote.entry, now)
-      staged.push({path, remote, file: await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})})
+      // A file this user may not read is not written over: it could not be checked right before (see renameStaged).
+      if (localHashes.has(path) && !(await memoryFileReadable(root, path))) return aside.unreadable({path, folder: false})
+      let file
+      try {
+        file = await stageMemoryFile(root, path, remote.content, writes, {absent: !localHashes.has(path)})
+      } catch (error) {
+        // A file where the server has a folder (or the other way), a folder this user may not write in: named, the rest pulled.
+        if (aside.notWritten(path, error)) return
+        throw error
+      }
+      staged.push({path, remote, file})
       stagedChars += remote.content.length
     })
   const given = context.given ?? new Map<string, RemoteText>()

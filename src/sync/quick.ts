@@ -20,6 +20,7 @@ import {
   scanWatched,
   syncStateStamp,
   type TreeWatch,
+  type UnreadableEntry,
   type WatchAnswer,
   type WatchMark,
   watchMarkFresh,
@@ -38,6 +39,8 @@ export interface Scanned {
   local: Map<string, MemoryFileStat>
   dirs: Map<string, DirStat>
   backups: string[]
+  /** What this user may not read (see scanMemory's `unreadable`): left out of `local`. */
+  unreadable: UnreadableEntry[]
   /** The texts of the files `wanted` asked for (see scanMemory's `texts`). */
   texts: Map<string, string>
   /** The paths where the scan differs from the stat cache (see changedSinceCache). */
@@ -63,7 +66,8 @@ export async function scanTree(root: string, hints: ScanHints, wanted: (path: st
   const texts = new Map<string, string>()
   const dirs = new Map<string, DirStat>()
   const counts = {unchanged: 0, hashed: [] as string[]}
-  const options = {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}}
+  const unreadable: UnreadableEntry[] = []
+  const options = {backups, dirCache: hints.dirs, dirs, backupCache: hints.backups, counts, texts: {into: texts, maxBytes: KEEP_TEXT_BYTES, wanted}, unreadable}
   // Asked before the scan: whatever changes after its answer is in the next one.
   const answer = watch === undefined ? undefined : await watch.changes(hints.watch?.clock).catch(() => undefined)
   // Its word stands for the cache's clock only while every file was looked at recently (WATCH_FULL_SCAN_MS).
@@ -77,7 +81,10 @@ export async function scanTree(root: string, hints: ScanHints, wanted: (path: st
   // A new clock is written even when nothing else moved: after a full scan the cache's own is no longer answered, and
   // after paths were named (a file touched, a folder's attributes) the next sync need not look at them again.
   const sameClock = answer === undefined || (watched && answer.paths.length === 0)
-  return {hints, local, dirs, backups, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock, clock: markAfter(hints.watch, answer, watched, startedAt)}
+  // A scan that could not read everything leaves no clock: what it could not read is not in the stat cache, and a
+  // watch would not name it again (it would look deleted), so the next scan looks at every file.
+  const clock = unreadable.length > 0 ? undefined : markAfter(hints.watch, answer, watched, startedAt)
+  return {hints, local, dirs, backups, unreadable, texts, changed: changedSinceCache(hints, local, counts.hashed), unchanged: sameEntries && sameDirs(hints.dirs, dirs) && sameBackups && sameClock && unreadable.length === 0, clock}
 }
 
 /** The watch mark a scan leaves (see Scanned's `clock`): a full look, made after `clock` was given, started at `startedAt`. */
@@ -110,7 +117,7 @@ export async function quickCheck(root: string, client: MemoryClient, watch?: Tre
   const status = await asking
   if (serverIdOf(status) !== clean.serverId || status.seq !== clean.seq || Object.keys(status.files).length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   // A file hashed again (its cached entry was too recent to trust) that still has its hash changed nothing.
-  if (scanned.backups.length > 0 || scanned.changed.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
+  if (scanned.backups.length > 0 || scanned.changed.length > 0 || scanned.unreadable.length > 0) return {kind: 'sync', hints, answer: {seq: clean.seq, status, scanned}}
   if (!scanned.unchanged) await writeStatCache(root, scanned.local, {dirs: scanned.dirs, backups: scanned.backups, clean, revOf: cachedRevsInOrder(hints), watch: scanned.clock})
   // A watched tree whose cache has no head yet (written by an earlier jarvis): the next no-op reads the head only.
   else if (watch !== undefined && watched?.head === false && hints.watch !== undefined) await writeScanHead(root, hints)

@@ -9,6 +9,7 @@ import type {StatusResponse} from '../protocol/client.js'
 import type {SyncState} from '../schemas/index.js'
 import {type BaseStore, hashText, memoryFileAbsent, readMemoryFile, writeSyncState} from '../store/index.js'
 import type {RemoteEntry} from './plan.js'
+import type {SetAside} from './set-aside.js'
 
 const debug = createDebug('jarvis:sync')
 
@@ -104,9 +105,12 @@ async function sentTexts(bases: BaseStore, path: string, hashes: readonly string
   return texts
 }
 
-/** The user may edit while we sync: never overwrite a file that changed since we hashed it. */
-export async function unchangedSinceScan(root: string, path: string, scannedHash: string | undefined): Promise<boolean> {
-  const text = await readMemoryFile(root, path)
+/**
+ * The user may edit while we sync: never overwrite a file that changed since we hashed it. One this user may not read
+ * (its hash came from the stat cache) is no more overwritten: `aside` names it.
+ */
+export async function unchangedSinceScan(root: string, path: string, scannedHash: string | undefined, aside?: SetAside): Promise<boolean> {
+  const text = aside === undefined ? await readMemoryFile(root, path) : await aside.read(path)
   const current = text === null ? undefined : hashText(text)
   if (current === scannedHash) return true
   debug('%s changed during the sync: left for the next one', path)

@@ -3,9 +3,11 @@
  * → push (round.ts), retried when the server says a push was stale (409); the sync state written once the round
  * ends, then the stat cache with its clean mark (clean-mark.ts), then the audit line.
  */
-import {BadInputError, JarvisError} from '../errors.js'
+import {isAbsolute, relative} from 'node:path'
+
+import {BadInputError, FileNotWritableError, JarvisError} from '../errors.js'
 import {modeOf} from '../protocol/client.js'
-import {appendAudit, BaseStore, cachedRevsInOrder, endSyncRun, findBackups, markSyncRunning, readOutbox, readSyncStateAs, sweepTempFiles, syncRunUnfinished, withPathGuardCache} from '../store/index.js'
+import {appendAudit, BaseStore, cachedRevsInOrder, endSyncRun, findBackups, isPermissionError, markSyncRunning, nexusDir, readOutbox, readSyncStateAs, sweepTempFiles, syncRunUnfinished, withPathGuardCache} from '../store/index.js'
 import {writeScan} from './clean-mark.js'
 import {flushOutbox} from './outbox.js'
 import type {Plan, SyncMode} from './plan.js'
@@ -24,7 +26,24 @@ export type {Plan}
 /** One whole `jarvis sync`: flush the outbox, then status → plan → pull/merge → push, retried on 409. */
 export async function runSync(options: SyncOptions): Promise<SyncResult> {
   // The path guard asks of each file's folders once per sync, not once per file and per base.
-  return withPathGuardCache(() => runSyncGuarded(options))
+  try {
+    return await withPathGuardCache(() => runSyncGuarded(options))
+  } catch (error) {
+    throw nexusRefused(options.root, error)
+  }
+}
+
+/**
+ * A file of `.nexus/` this user may not write or read: another user ran jarvis in this tree (root, after the tree was
+ * given to this one). Said so, with what to do, not as the system's bare EACCES.
+ */
+function nexusRefused(root: string, error: unknown): unknown {
+  const path = (error as NodeJS.ErrnoException | undefined)?.path
+  if (!isPermissionError(error) || typeof path !== 'string') return error
+  const inside = relative(nexusDir(root), path)
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) return error
+  const file = `.nexus/${inside.split('\\').join('/')}`
+  return new FileNotWritableError(`${file}: this user may not read or write it (permission denied): another user ran jarvis in this tree; run jarvis as the user who owns the tree, or give .nexus/ to this one (chown -R)`, {path: file}, error)
 }
 
 async function runSyncGuarded(options: SyncOptions): Promise<SyncResult> {
@@ -124,8 +143,9 @@ async function syncRounds(options: SyncOptions, result: SyncResult, bases: BaseS
       state.server = client.server
       state.serverId = serverIdOf(status)
       state.mode = mode
-      // Past our own pushes when nobody else wrote meanwhile: the next sync is not shown them as news.
-      if (mode === 'revision' && status.seq !== undefined) state.seq = round.seq ?? status.seq
+      // Past our own pushes when nobody else wrote meanwhile: the next sync is not shown them as news. A round that
+      // held a change of the server's back keeps the sequence it started from: the next listing names it again.
+      if (mode === 'revision' && status.seq !== undefined && !round.heldBack) state.seq = round.seq ?? status.seq
       if (!options.dryRun) {
         // A no-op sync writes nothing but its audit line: no fsync of a state that did not change.
         const moved = round.changed || forgotRevisions || (['server', 'serverId', 'mode', 'seq'] as const).some((key) => state[key] !== asRead[key])

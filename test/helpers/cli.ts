@@ -13,11 +13,13 @@ export interface CliRun {
   stderr: string
 }
 
-/** Runs the real jarvis binary as a child process, as a user or a git hook would. */
-export function runJarvis(args: string[], options: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string} = {}): Promise<CliRun> {
+/** Runs the real jarvis binary as a child process, as a user or a git hook would (`uid`/`gid`: as another user, when the test runs as root). */
+export function runJarvis(args: string[], options: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string; uid?: number; gid?: number} = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [jarvisBin, ...args], {
       cwd: options.cwd,
+      ...(options.uid === undefined ? {} : {uid: options.uid}),
+      ...(options.gid === undefined ? {} : {gid: options.gid}),
       env: {...process.env, NO_COLOR: '1', ...options.env},
       stdio: ['pipe', 'pipe', 'pipe'],
     })
