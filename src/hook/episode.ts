@@ -28,7 +28,7 @@ import {checkSlug, renderEpisode} from '../files/index.js'
 import {promptTerms} from '../ops/recall-rules.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {oneLine} from './format.js'
-import type {HookAgent} from './events.js'
+import {agentIdOf, type HookAgent} from './events.js'
 import {sessionSlug} from './shown.js'
 import type {DigestItem} from './transcript.js'
 
@@ -385,6 +385,8 @@ export function topicOf(digest: SessionDigest): string | undefined {
 /** The whole episode file. */
 export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): string {
   const short = meta.sessionId.slice(0, 8)
+  // Tagged and referred to by the jarvis id (`chatgpt` for Codex), as the file is named: one name for one agent.
+  const agentId = agentIdOf(meta.agent)
   const topic = topicOf(digest)
   const title = `${AGENT_NAMES[meta.agent]} session ${short}${topic ? `: ${oneLine(topic, 70)}` : ''}`
   let project: string | undefined
@@ -395,13 +397,13 @@ export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): 
   }
   return renderEpisode({
     title,
-    tags: ['session', meta.agent],
+    tags: ['session', agentId],
     body: renderDigest(digest),
     now: new Date(`${meta.date}T12:00:00.000Z`),
     project,
     topic: topic ? oneLine(topic, 160) : undefined,
     outcome: digest.learned ? oneLine(digest.learned, 160) : undefined,
-    refs: `${meta.agent} session ${meta.sessionId}`,
+    refs: `${agentId} session ${meta.sessionId}`,
   })
 }
 

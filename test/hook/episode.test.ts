@@ -196,6 +196,15 @@ describe('what an episode says', () => {
     expect(changedOnly).toContain('title: "Claude Code session abc: changed scripts/deploy.sh"')
     expect(episodePath('2026-09-01', 'chatgpt', 'Thread/../../etc')).toBe('episodes/2026-09-01/chatgpt-thread-etc.md')
   })
+
+  it('a Codex episode is tagged and referred to as the jarvis agent chatgpt, the name its file has', () => {
+    const text = renderSessionEpisode({agent: 'codex', sessionId: '0198c1d2-7a3b', date: '2026-09-01'}, digestOf(items, '/repo'))
+    const file = parseMemoryFile(episodePath('2026-09-01', 'chatgpt', '0198c1d2-7a3b'), text)
+    expect(file.frontMatter.tags).toEqual(['session', 'chatgpt'])
+    expect(file.body).toContain('\nRefs: chatgpt session 0198c1d2-7a3b\n')
+    expect(file.body).toContain('# Episode: Codex CLI session 0198c1d2:')
+    expect(text).not.toMatch(/\bcodex\b/)
+  })
 })
 
 describe('each agent’s real transcript becomes an episode without injected text (fixtures/hook-context)', () => {
