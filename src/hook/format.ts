@@ -81,10 +81,16 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
   const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
   return [
     {lines: header},
-    {lines: pinned, heading: pinned[0]?.startsWith('#') ? 1 : 0},
+    // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
+    {lines: pinned, isHeading: isMarkdownHeading},
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
     ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
   ]
+}
+
+/** A Markdown heading line (`# …` to `###### …`). */
+function isMarkdownHeading(line: string): boolean {
+  return /^#{1,6}\s/.test(line)
 }
 
 /** `<scope>\0<key>` of each bullet of the pinned memory (`## <scope>` headings, then `- [kind] key: …` bullets). */

@@ -4,7 +4,8 @@ import {PassThrough} from 'node:stream'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
-import {formatAnswer, recallBlock, sessionContextSections, unreadableNotice} from '../../src/hook/format.js'
+import {fitToBudget} from '../../src/hook/budget.js'
+import {formatAnswer, omittedNote, recallBlock, sessionContextSections, unreadableNotice} from '../../src/hook/format.js'
 import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
 import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
 import {runHook} from '../../src/hook/ops.js'
@@ -67,6 +68,27 @@ describe('answers in each agent format', () => {
       files: [],
     })
     expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-04 [decision] global cache: Redis (gemini)', '- 2026-09-03 [decision] project:demo cache: Redis in the project (gemini)'])
+  })
+})
+
+describe('the session context within a small budget', () => {
+  it('never ends on a heading of the pinned memory: a scope heading whose bullet does not fit goes too', () => {
+    const long = `We use PostgreSQL 16 for the shop database; ${'every service reads it through pgbouncer. '.repeat(3)}`
+    const pinnedMd = `# Pinned memory\n\n## global\n- [fact] tz: All times are UTC. (gemini, 2026-12-01)\n\n## project:shop\n- [decision] db-engine: ${long}(claude, 2026-12-07)\n`
+    const input = {agentId: 'claude', at: '2026-12-07T10:00:00.000Z', server: 'http://127.0.0.1:8871', scopes: ['global', 'project:shop', 'agent:claude'], pinnedMd, recent: [], files: []}
+    const endings = new Set<string>()
+    for (let maxTokens = 100; maxTokens <= 260; maxTokens += 2) {
+      const fitted = fitToBudget(sessionContextSections(input), maxTokens, omittedNote(maxTokens))
+      if (fitted.omitted === 0) continue
+      const lines = fitted.text.split('\n').filter((line) => line !== '')
+      expect(lines.at(-1), `${maxTokens}`).toMatch(/^… \d+ more lines? left out/)
+      // What the agent reads last before the note is a line of memory (or the header), never a heading alone.
+      expect(lines.at(-2), `${maxTokens}`).not.toMatch(/^#/)
+      endings.add(lines.at(-2)!.slice(0, 12))
+    }
+    // The budgets tried cut after the header and after the global bullet (where `## project:shop` used to be left).
+    expect(endings).toContain('- [fact] tz:')
+    expect(endings).toContain('Treat it as ')
   })
 })
 
