@@ -2,11 +2,13 @@
  * What the session-start and prompt hooks read: the server's snapshot (pinned memory, recent events of the
  * agent's scopes) and the tree's memory files. Modules are loaded only when an event uses them.
  */
+import {lstat, readdir} from 'node:fs/promises'
 import {basename} from 'node:path'
 
 import {UnreachableError} from '../errors.js'
 import type {SearchHit} from '../search/index.js'
-import {readMemoryFile} from '../store/tree.js'
+import {isIgnoredMemoryPath} from '../store/paths.js'
+import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
 import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
 import {queryTerms, relevantFiles} from './relevance.js'
@@ -61,7 +63,7 @@ export async function readSessionContext(options: SessionContextOptions): Promis
   const [{readSnapshot}, {withTreeLock}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
   const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
-  const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
+  const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd, options.now))
   const [answer, chosen] = await Promise.all([snapshot, files])
   const sections = sessionContextSections({
     agentId: options.agentId,
@@ -79,7 +81,7 @@ export async function readSessionContext(options: SessionContextOptions): Promis
  * The memory files a session starts with: the project memory (`PROJECT_MEMORY.md`, `projects/<project>/summary.md`),
  * the files that best match the project's name and directory, and the newest episodes.
  */
-async function startFiles(root: string, project: string | undefined, cwd: string | undefined): Promise<ContextFile[]> {
+async function startFiles(root: string, project: string | undefined, cwd: string | undefined, now: Date): Promise<ContextFile[]> {
   const {searchMemory} = await import('../search/index.js')
   const {summaryOf, toSearchDocument} = await import('../search/document.js')
   const chosen: ContextFile[] = []
@@ -95,12 +97,51 @@ async function startFiles(root: string, project: string | undefined, cwd: string
   let hits: SearchHit[] = []
   if (query) hits = (await searchMemory(root, query, {limit: CONTEXT_FILES_MAX, embeddings: false})).hits
   for (const hit of hits.slice(0, PROJECT_MATCHES)) await add(hit.path)
-  // The newest episodes (of the last two weeks) say what happened lately. Every episode matches `episode`
-  // (its path and its `# Episode:` title); the date in the path orders them.
-  const episodes = await searchMemory(root, 'episode', {limit: 50, prefix: 'episodes/', since: '14d', embeddings: false})
-  const newest = episodes.hits.map((h) => h.path).sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))
-  for (const path of newest.slice(0, NEWEST_EPISODES)) await add(path)
+  // The newest episodes (of the last two weeks) say what happened lately.
+  for (const path of await newestEpisodes(root, now, NEWEST_EPISODES)) await add(path)
   return chosen
+}
+
+/** Days back the session-start context looks for episodes. */
+export const EPISODE_DAYS = 14
+/**
+ * How much later than its file's time an episode may say it changed: another machine's clock ahead of this one's.
+ * A file's time is never earlier than what it says otherwise (written then, or pulled later).
+ */
+const CLOCK_SKEW_MS = 10 * 60_000
+
+/**
+ * The `count` newest episodes under `episodes/<date>/` of the last {@link EPISODE_DAYS} days, newest first: by the
+ * time each says it last changed (episodeTime: its front matter `updated`), never by its name — the date is the only
+ * time in a path, and one day's sessions are named by their ids. The files are read newest file time first, and no
+ * further once a file's time is before the `count`-th newest episode found: a file is never written before the time
+ * it says (a sync pull writes it later), so none further can be newer.
+ */
+export async function newestEpisodes(root: string, now: Date, count: number): Promise<string[]> {
+  const {episodeTime} = await import('./episode.js')
+  const since = new Date(now.getTime() - EPISODE_DAYS * 86_400_000).toISOString().slice(0, 10)
+  const days = (await readdir(memoryFilePath(root, 'episodes')).catch(() => [] as string[])).filter((name) => /^\d{4}-\d{2}-\d{2}$/.test(name) && name >= since)
+  const files: Array<{path: string; mtimeMs: number}> = []
+  for (const day of days) {
+    for (const name of await readdir(memoryFilePath(root, `episodes/${day}`)).catch(() => [] as string[])) {
+      const path = `episodes/${day}/${name}`
+      if (!name.endsWith('.md') || isIgnoredMemoryPath(path)) continue
+      const info = await lstat(memoryFilePath(root, path)).catch(() => undefined)
+      if (info?.isFile()) files.push({path, mtimeMs: info.mtimeMs})
+    }
+  }
+  files.sort((a, b) => b.mtimeMs - a.mtimeMs)
+  const newest: Array<{path: string; time: string}> = []
+  for (const file of files) {
+    if (newest.length >= count && file.mtimeMs + CLOCK_SKEW_MS < Date.parse(newest[count - 1].time)) break
+    const text = await readMemoryFile(root, file.path)
+    if (text === null) continue
+    newest.push({path: file.path, time: episodeTime(file.path, text) ?? ''})
+    // Newest first; of two at the same time, the later path (as the date in it was the order before).
+    newest.sort((a, b) => (a.time !== b.time ? (a.time < b.time ? 1 : -1) : a.path < b.path ? 1 : a.path > b.path ? -1 : 0))
+    newest.splice(count)
+  }
+  return newest.map((e) => e.path)
 }
 
 export interface PromptRecall {

@@ -24,7 +24,7 @@ import {isAbsolute, normalize, relative, resolve} from 'node:path'
 
 import {describeFindings, findSensitive, type SensitiveFinding} from '../events/index.js'
 import {episodeParts, SESSION_SECTIONS} from '../files/episode-parts.js'
-import {checkSlug, renderEpisode} from '../files/index.js'
+import {checkSlug, parseMemoryFile, renderEpisode} from '../files/index.js'
 import {promptTerms} from '../ops/recall-rules.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {oneLine} from './format.js'
@@ -363,6 +363,8 @@ export interface EpisodeMeta {
   /** YYYY-MM-DD: the session's first day. */
   date: string
   project?: string
+  /** ISO time the episode's content last changed (front matter `updated`): what orders the newest episodes. */
+  updated?: string
 }
 
 /** `<agent>-<session>`: lowercase letters, digits and `-`, at most 80 characters. */
@@ -404,7 +406,34 @@ export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): 
     topic: topic ? oneLine(topic, 160) : undefined,
     outcome: digest.learned ? oneLine(digest.learned, 160) : undefined,
     refs: `${agentId} session ${meta.sessionId}`,
+    updated: meta.updated,
   })
+}
+
+/**
+ * When an episode last changed: its front matter `updated` (the hooks write it), else the start of its date (front
+ * matter `date`, else the date in its path), as an ISO time; undefined when it says neither. Not the file's time,
+ * which a sync pull sets to the time of the pull.
+ */
+export function episodeTime(path: string, text: string): string | undefined {
+  let frontMatter: Record<string, unknown> = {}
+  try {
+    frontMatter = parseMemoryFile(path, text).frontMatter
+  } catch {
+    // A front matter that does not parse says no time; the path may still say the date.
+  }
+  const updated = isoTime(frontMatter.updated)
+  if (updated !== undefined && /T/.test(updated)) return updated
+  const date = isoTime(frontMatter.date) ?? /(?:^|\/)(\d{4}-\d{2}-\d{2})\//.exec(path)?.[1]
+  return date === undefined ? undefined : `${date.slice(0, 10)}T00:00:00.000Z`
+}
+
+/** A front matter time as ISO text: a YAML date, or a string that parses as one; undefined otherwise. */
+function isoTime(value: unknown): string | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.toISOString()
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value)) return undefined
+  const time = Date.parse(value)
+  return Number.isNaN(time) ? undefined : value.length <= 10 ? value : new Date(time).toISOString()
 }
 
 // ---- secrets ---------------------------------------------------------------------------------------------------
@@ -460,6 +489,16 @@ export interface RecordInput extends Omit<EpisodeMeta, 'date'> {
   lockTimeoutMs: number
 }
 
+/** The `updated` time an episode file says, as written (undefined for an episode of an earlier version). */
+function writtenTime(path: string, text: string): string | undefined {
+  try {
+    const updated = parseMemoryFile(path, text).frontMatter.updated
+    return typeof updated === 'string' ? updated : updated instanceof Date ? updated.toISOString() : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The dates where this session's episode may already be: its first day, today, yesterday (a session over midnight). */
 function candidateDates(startDate: string | undefined, now: Date): string[] {
   const today = now.toISOString().slice(0, 10)
@@ -488,9 +527,11 @@ export async function recordEpisode(root: string, input: RecordInput): Promise<R
     if (existing === null && !input.adds) return {path, changed: false, skipped: true}
     const date = /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(path)![1]
     const merged = existing === null ? scanned.digest : mergeDigests(parseDigest(existing), scanned.digest)
-    const text = renderSessionEpisode({agent: input.agent, sessionId: input.sessionId, date, project: input.project}, merged)
+    const meta = {agent: input.agent, sessionId: input.sessionId, date, project: input.project}
     const left = scanned.leftOut || undefined
-    if (existing === text) return {path, changed: false, leftOut: left}
+    // The same content again writes nothing, its time included: `updated` moves only when what it says changes.
+    if (existing !== null && renderSessionEpisode({...meta, updated: writtenTime(path, existing)}, merged) === existing) return {path, changed: false, leftOut: left}
+    const text = renderSessionEpisode({...meta, updated: input.now.toISOString()}, merged)
     const remaining = await findSensitive({[`.memory/${path}`]: text})
     if (remaining.length > 0) {
       return {path, changed: false, leftOut: left, refused: `episode ${path} not written: it holds ${describeFindings(remaining)}`}

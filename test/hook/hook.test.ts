@@ -235,6 +235,18 @@ describe('jarvis hook: recording the session', () => {
     expect(await readFile(join(p.memory, `episodes/${today}/chatgpt-other-session.md`), 'utf8')).toContain('## Learned\nWe switched to the --max-tokens flag.')
   })
 
+  it('session start lists the newest episodes, the sessions that stopped last: not the alphabetically last of the day', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'claude')
+    for (const session of ['zz-first', 'yy-second', 'xx-third', 'ww-fourth']) {
+      const input = {...inputs.claude(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: `We decided to use approach ${session} for the cache layer.`}), session_id: session, transcript_path: undefined}
+      expect(await runHook('stop', 'claude', input, {cwd: p.root, env})).toMatchObject({code: 0, stdout: '', stderr: ''})
+    }
+    const start = await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'n1'}, {cwd: p.root, env})
+    const listed = [...contextOf('claude', start.stdout, 'SessionStart').matchAll(/^- episodes\/\S+\/claude-([a-z-]+)\.md/gm)].map((m) => m[1])
+    expect(listed).toEqual(['ww-fourth', 'xx-third', 'yy-second'])
+  })
+
   it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
     const p = await project({autoSync: false})
     const env = hookEnv(home, 'claude')
