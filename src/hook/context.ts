@@ -11,7 +11,7 @@ import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
 import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
-import {queryTerms, relevantFiles} from './relevance.js'
+import {answeringLines, queryTerms, relevantFiles} from './relevance.js'
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {recallBlockPaths, stripInjected} from '../session/injected.js'
 
@@ -164,12 +164,14 @@ export async function readPromptRecall(options: {root: string; prompt: string}):
   const {orderDocuments, searchPastEchoes} = await import('../ops/recall.js')
   // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
   // The rules weigh the same words: a pasted log's thousands of words would cost seconds (MAX_QUERY_TERMS).
-  const query = queryTerms(prompt).join(' ')
+  const terms = queryTerms(prompt)
+  const query = terms.join(' ')
   if (!query) return {block: '', files: []}
   // Each hit's title, tags, body and summary as the index made them from its text: no front matter parsed again.
   const {documents} = await searchPastEchoes(options.root, query, {pool: PROMPT_CANDIDATES, want: PROMPT_CANDIDATES})
   const passed = new Set(relevantFiles(query, documents.map((d) => ({path: d.hit.path, score: d.hit.score, title: d.title, tags: d.tags, body: d.body}))).map((c) => c.path))
   const ordered = await orderDocuments(options.root, query, documents.filter((d) => passed.has(d.hit.path)))
-  const block = recallBlock(ordered.map((d) => ({path: d.path, summary: d.summary || d.title || ''})))
+  // Each file by the line(s) that answer the prompt, else by what it is about.
+  const block = recallBlock(ordered.map((d) => ({path: d.path, summary: answeringLines({path: d.path, body: d.body}, terms) ?? (d.summary || d.title || '')})))
   return {block, files: recallBlockPaths(block)}
 }
