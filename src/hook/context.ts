@@ -10,7 +10,7 @@ import type {SearchHit} from '../search/index.js'
 import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
-import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
+import {type ContextFile, omittedNote, recallBlock, sessionContextSections, sessionEventTexts} from './format.js'
 import {answeringLines, queryTerms, relevantFiles} from './relevance.js'
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {recallBlockPaths, stripInjected} from '../session/injected.js'
@@ -40,6 +40,8 @@ export interface SessionContext extends FittedText {
   server?: string
   snapshotId: string
   files: string[]
+  /** The texts of the shared events the context shows (those the budget kept). */
+  events: string[]
 }
 
 async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
@@ -65,7 +67,7 @@ export async function readSessionContext(options: SessionContextOptions): Promis
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
   const files = withTreeLock(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd, options.now))
   const [answer, chosen] = await Promise.all([snapshot, files])
-  const sections = sessionContextSections({
+  const input = {
     agentId: options.agentId,
     at: options.now.toISOString(),
     server: answer.server,
@@ -73,8 +75,9 @@ export async function readSessionContext(options: SessionContextOptions): Promis
     pinnedMd: answer.pinned_md,
     recent: answer.recent_events,
     files: chosen,
-  })
-  return {...fitToBudget(sections, options.maxTokens, omittedNote(options.maxTokens)), server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path)}
+  }
+  const fitted = fitToBudget(sessionContextSections(input), options.maxTokens, omittedNote(options.maxTokens))
+  return {...fitted, server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path), events: sessionEventTexts(input, fitted.text)}
 }
 
 /**

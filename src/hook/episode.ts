@@ -245,15 +245,25 @@ export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[]
   return digest.decisions.length > 0 || digest.files.length > 0 || items.some(world)
 }
 
-/** A decision or an answer is an echo of a memory file when at least this share of its words is in that file… */
+/** A decision or an answer is an echo of a memory file when at least this share of its topic words is in that file… */
 export const ECHO_SHARE = 0.7
-/** …and it has at least this many: a short decision ("We chose Redis.") shares most of its few words by chance. */
+/** …and it has at least this many words: a short decision ("We chose Redis.") shares most of its few words by chance… */
 export const ECHO_MIN_WORDS = 5
+/** …of which at least this many say what it is about (not FRAMING words). */
+export const ECHO_MIN_TOPIC_WORDS = 2
 
 /**
- * The digest without what only repeats the memory the session was given or read (`sourceTexts`): a decision, or the
- * last answer, most of whose words are in one of those files. The episode keeps what the session added; the note it
- * repeated stays the one place that says it.
+ * Words that frame a decision or point at the memory, and say nothing of what was decided: "We decided to use
+ * PostgreSQL 16, as pinned in the memory" says what the pinned event "We use PostgreSQL 16" says. Not counted in the
+ * share of an echo's words (a decision has one by definition, the memory's text seldom).
+ */
+const FRAMING = new Set(['decided', 'decide', 'decision', 'decisions', 'chose', 'chosen', 'choose', 'agreed', 'settled', 'pinned', 'memory', 'noted', 'recorded', 'according', 'confirmed', 'already', 'stated', 'said', 'says'])
+
+/**
+ * The digest without what only repeats what the session was told (`sourceTexts`: the memory files it was given or
+ * read, the shared events its start showed): a decision, or the last answer, most of whose topic words are in one of
+ * those texts. The episode keeps what the session added; the note or event it repeated stays the one place that says
+ * it.
  */
 export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly string[]): SessionDigest {
   if (sourceTexts.length === 0) return digest
@@ -265,8 +275,9 @@ export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly strin
   // A decision repeats a file only said the same way round; the last answer by its words alone ("I found nothing
   // about X" is not a decision against the file it read, only a question echoed back).
   const echoes = (text: string, wayRound: boolean) => {
-    const words = promptTerms(text)
-    if (words.length < ECHO_MIN_WORDS) return false
+    const all = promptTerms(text)
+    const words = all.filter((word) => !FRAMING.has(word))
+    if (all.length < ECHO_MIN_WORDS || words.length < ECHO_MIN_TOPIC_WORDS) return false
     const shared = (set: ReadonlySet<string>) => words.filter((word) => set.has(word)).length
     return sources.some((source) => {
       if (shared(source.words) < ECHO_SHARE * words.length) return false

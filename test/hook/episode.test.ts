@@ -124,6 +124,18 @@ describe('what an episode says', () => {
     expect(withoutEchoes(same, [note]).decisions).toEqual([])
   })
 
+  it('a decision that only restates a shared event the session was shown is an echo; a new number or a reversal is not', () => {
+    const event = 'We use PostgreSQL 16 for the shop database'
+    const told = digestOf([{kind: 'answer', text: 'We decided to use PostgreSQL 16 for the shop database, as pinned in the memory.'}])
+    expect(told.decisions).toHaveLength(1)
+    expect(withoutEchoes(told, [event])).toEqual({decisions: [], files: [], learned: undefined, sources: []})
+    for (const news of ['We decided to use PostgreSQL 17 for the shop database, as pinned in the memory.', 'We decided not to use PostgreSQL 16 for the shop database any more.', 'We decided to use PostgreSQL 16 for the shop database and Redis for its sessions cache.']) {
+      expect(withoutEchoes(digestOf([{kind: 'answer', text: news}]), [event]).decisions, news).toEqual([news])
+    }
+    // The words that frame a decision say nothing of its topic: framing alone is never an echo.
+    expect(withoutEchoes(digestOf([{kind: 'answer', text: 'We decided and agreed on PostgreSQL, as already noted.'}]), [event]).decisions).toHaveLength(1)
+  })
+
   it('an episode the session read counts as memory it used: an answer quoting it is an echo too', () => {
     const items: DigestItem[] = [
       {kind: 'ask', text: 'how do we ship lithium batteries'},
