@@ -175,7 +175,7 @@ async function record(
   let items: Awaited<ReturnType<typeof readTranscriptItems>> = {items: []}
   if (hook.transcriptPath && agent !== 'openclaw') {
     try {
-      items = await readTranscriptItems(agent, hook.transcriptPath)
+      items = await readTranscriptItems(agent, hook.transcriptPath, {root})
     } catch (error) {
       // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it.
       const missing = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
