@@ -16,6 +16,8 @@ export interface EpisodeInput {
   topic?: string
   outcome?: string
   refs?: string
+  /** ISO time the episode last changed, recorded as front matter `updated` (the newest episodes are ordered by it). */
+  updated?: string
 }
 
 /** How many `-N` variants of one slug a day may hold before we give up (a runaway script, not a person). */
@@ -26,7 +28,7 @@ export function episodeDate(now: Date): string {
   return now.toISOString().slice(0, 10)
 }
 
-/** The file text of an episode: front matter plus the seed's template. Depends on the date, never on the time. */
+/** The file text of an episode: front matter plus the seed's template. Depends on the date, never on the time (but `updated`). */
 export function renderEpisode(input: EpisodeInput): string {
   const title = input.title.trim()
   if (!title) throw new BadInputError('an episode needs a --title')
@@ -40,7 +42,7 @@ export function renderEpisode(input: EpisodeInput): string {
   lines.push(`Tags: ${JSON.stringify(tags)}`, '', 'Summary:')
   const summary = input.body.replace(/\r\n/g, '\n').trim()
   if (summary) lines.push(summary)
-  return renderMemoryFile({title, tags, date, project: input.project, kind: 'episode'}, lines.join('\n') + '\n')
+  return renderMemoryFile({title, tags, date, project: input.project, kind: 'episode', updated: input.updated}, lines.join('\n') + '\n')
 }
 
 /**

@@ -21,6 +21,11 @@ export interface BudgetSection {
   lines: string[]
   /** Lines that only make sense with at least one other line of the section (a heading): dropped when nothing follows them. */
   heading?: number
+  /**
+   * Which other lines of the section are headings (the pinned memory's `## <scope>` above its bullets): a section cut
+   * short never ends on one, so that no heading is shown without a line under it.
+   */
+  isHeading?: (line: string) => boolean
 }
 
 export interface FittedText {
@@ -54,11 +59,14 @@ export function fitToBudget(sections: BudgetSection[], maxTokens: number, omitte
       used += cost
     }
     const heading = section.heading ?? 0
-    if (lines.length <= heading) {
-      // a heading alone says nothing: give its room back and stop here (later sections are less important)
-      used -= lines.reduce((n, line, i) => n + line.length + (i > 0 ? 1 : separator), 0)
-      break
+    const isHeading = (index: number) => index < heading || (section.isHeading?.(lines[index]) ?? false)
+    // A heading with nothing under it says nothing: give its room back (the section's last lines, when it was cut).
+    while (lines.length > 0 && isHeading(lines.length - 1)) {
+      const line = lines.pop()!
+      used -= line.length + (lines.length > 0 ? 1 : separator)
     }
+    // Nothing left but nothing: stop here (later sections are less important).
+    if (lines.length === 0) break
     kept.push(lines)
     shown += lines.length
     if (lines.length < section.lines.length) break

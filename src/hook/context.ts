@@ -2,14 +2,16 @@
  * What the session-start and prompt hooks read: the server's snapshot (pinned memory, recent events of the
  * agent's scopes) and the tree's memory files. Modules are loaded only when an event uses them.
  */
+import {lstat, readdir} from 'node:fs/promises'
 import {basename} from 'node:path'
 
 import {UnreachableError} from '../errors.js'
 import type {SearchHit} from '../search/index.js'
-import {readMemoryFile} from '../store/tree.js'
+import {isIgnoredMemoryPath} from '../store/paths.js'
+import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
-import {type ContextFile, omittedNote, recallBlock, sessionContextSections} from './format.js'
-import {queryTerms, relevantFiles} from './relevance.js'
+import {type ContextFile, omittedNote, recallBlock, sessionContextSections, sessionEventTexts} from './format.js'
+import {answeringLines, queryTerms, relevantFiles} from './relevance.js'
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {recallBlockPaths, stripInjected} from '../session/injected.js'
 
@@ -38,6 +40,8 @@ export interface SessionContext extends FittedText {
   server?: string
   snapshotId: string
   files: string[]
+  /** The texts of the shared events the context shows (those the budget kept). */
+  events: string[]
 }
 
 async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
@@ -61,9 +65,9 @@ export async function readSessionContext(options: SessionContextOptions): Promis
   const [{readSnapshot}, {withTreeLockToRead}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
   const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
-  const files = withTreeLockToRead(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd))
+  const files = withTreeLockToRead(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd, options.now))
   const [answer, chosen] = await Promise.all([snapshot, files])
-  const sections = sessionContextSections({
+  const input = {
     agentId: options.agentId,
     at: options.now.toISOString(),
     server: answer.server,
@@ -71,15 +75,16 @@ export async function readSessionContext(options: SessionContextOptions): Promis
     pinnedMd: answer.pinned_md,
     recent: answer.recent_events,
     files: chosen,
-  })
-  return {...fitToBudget(sections, options.maxTokens, omittedNote(options.maxTokens)), server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path)}
+  }
+  const fitted = fitToBudget(sessionContextSections(input), options.maxTokens, omittedNote(options.maxTokens))
+  return {...fitted, server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path), events: sessionEventTexts(input, fitted.text)}
 }
 
 /**
  * The memory files a session starts with: the project memory (`PROJECT_MEMORY.md`, `projects/<project>/summary.md`),
  * the files that best match the project's name and directory, and the newest episodes.
  */
-async function startFiles(root: string, project: string | undefined, cwd: string | undefined): Promise<ContextFile[]> {
+async function startFiles(root: string, project: string | undefined, cwd: string | undefined, now: Date): Promise<ContextFile[]> {
   const {searchMemory} = await import('../search/index.js')
   const {summaryOf, toSearchDocument} = await import('../search/document.js')
   const chosen: ContextFile[] = []
@@ -95,12 +100,51 @@ async function startFiles(root: string, project: string | undefined, cwd: string
   let hits: SearchHit[] = []
   if (query) hits = (await searchMemory(root, query, {limit: CONTEXT_FILES_MAX, embeddings: false})).hits
   for (const hit of hits.slice(0, PROJECT_MATCHES)) await add(hit.path)
-  // The newest episodes (of the last two weeks) say what happened lately. Every episode matches `episode`
-  // (its path and its `# Episode:` title); the date in the path orders them.
-  const episodes = await searchMemory(root, 'episode', {limit: 50, prefix: 'episodes/', since: '14d', embeddings: false})
-  const newest = episodes.hits.map((h) => h.path).sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))
-  for (const path of newest.slice(0, NEWEST_EPISODES)) await add(path)
+  // The newest episodes (of the last two weeks) say what happened lately.
+  for (const path of await newestEpisodes(root, now, NEWEST_EPISODES)) await add(path)
   return chosen
+}
+
+/** Days back the session-start context looks for episodes. */
+export const EPISODE_DAYS = 14
+/**
+ * How much later than its file's time an episode may say it changed: another machine's clock ahead of this one's.
+ * A file's time is never earlier than what it says otherwise (written then, or pulled later).
+ */
+const CLOCK_SKEW_MS = 10 * 60_000
+
+/**
+ * The `count` newest episodes under `episodes/<date>/` of the last {@link EPISODE_DAYS} days, newest first: by the
+ * time each says it last changed (episodeTime: its front matter `updated`), never by its name — the date is the only
+ * time in a path, and one day's sessions are named by their ids. The files are read newest file time first, and no
+ * further once a file's time is before the `count`-th newest episode found: a file is never written before the time
+ * it says (a sync pull writes it later), so none further can be newer.
+ */
+export async function newestEpisodes(root: string, now: Date, count: number): Promise<string[]> {
+  const {episodeTime} = await import('./episode.js')
+  const since = new Date(now.getTime() - EPISODE_DAYS * 86_400_000).toISOString().slice(0, 10)
+  const days = (await readdir(memoryFilePath(root, 'episodes')).catch(() => [] as string[])).filter((name) => /^\d{4}-\d{2}-\d{2}$/.test(name) && name >= since)
+  const files: Array<{path: string; mtimeMs: number}> = []
+  for (const day of days) {
+    for (const name of await readdir(memoryFilePath(root, `episodes/${day}`)).catch(() => [] as string[])) {
+      const path = `episodes/${day}/${name}`
+      if (!name.endsWith('.md') || isIgnoredMemoryPath(path)) continue
+      const info = await lstat(memoryFilePath(root, path)).catch(() => undefined)
+      if (info?.isFile()) files.push({path, mtimeMs: info.mtimeMs})
+    }
+  }
+  files.sort((a, b) => b.mtimeMs - a.mtimeMs)
+  const newest: Array<{path: string; time: string}> = []
+  for (const file of files) {
+    if (newest.length >= count && file.mtimeMs + CLOCK_SKEW_MS < Date.parse(newest[count - 1].time)) break
+    const text = await readMemoryFile(root, file.path)
+    if (text === null) continue
+    newest.push({path: file.path, time: episodeTime(file.path, text) ?? ''})
+    // Newest first; of two at the same time, the later path (as the date in it was the order before).
+    newest.sort((a, b) => (a.time !== b.time ? (a.time < b.time ? 1 : -1) : a.path < b.path ? 1 : a.path > b.path ? -1 : 0))
+    newest.splice(count)
+  }
+  return newest.map((e) => e.path)
 }
 
 export interface PromptRecall {
@@ -123,12 +167,14 @@ export async function readPromptRecall(options: {root: string; prompt: string}):
   const {orderDocuments, searchPastEchoes} = await import('../ops/recall.js')
   // The search gets the prompt's topic words only: "can you look into" would rank files by "look" and "into".
   // The rules weigh the same words: a pasted log's thousands of words would cost seconds (MAX_QUERY_TERMS).
-  const query = queryTerms(prompt).join(' ')
+  const terms = queryTerms(prompt)
+  const query = terms.join(' ')
   if (!query) return {block: '', files: []}
   // Each hit's title, tags, body and summary as the index made them from its text: no front matter parsed again.
   const {documents} = await searchPastEchoes(options.root, query, {pool: PROMPT_CANDIDATES, want: PROMPT_CANDIDATES})
   const passed = new Set(relevantFiles(query, documents.map((d) => ({path: d.hit.path, score: d.hit.score, title: d.title, tags: d.tags, body: d.body}))).map((c) => c.path))
   const ordered = await orderDocuments(options.root, query, documents.filter((d) => passed.has(d.hit.path)))
-  const block = recallBlock(ordered.map((d) => ({path: d.path, summary: d.summary || d.title || ''})))
+  // Each file by the line(s) that answer the prompt, else by what it is about.
+  const block = recallBlock(ordered.map((d) => ({path: d.path, summary: answeringLines({path: d.path, body: d.body}, terms) ?? (d.summary || d.title || '')})))
   return {block, files: recallBlockPaths(block)}
 }

@@ -24,11 +24,11 @@ import {isAbsolute, normalize, relative, resolve} from 'node:path'
 
 import {describeFindings, findSensitive, type SensitiveFinding} from '../events/index.js'
 import {episodeParts, SESSION_SECTIONS} from '../files/episode-parts.js'
-import {checkSlug, renderEpisode} from '../files/index.js'
+import {checkSlug, parseMemoryFile, renderEpisode} from '../files/index.js'
 import {promptTerms} from '../ops/recall-rules.js'
 import {readMemoryFile, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {oneLine} from './format.js'
-import type {HookAgent} from './events.js'
+import {agentIdOf, type HookAgent} from './events.js'
 import {sessionSlug} from './shown.js'
 import type {DigestItem} from './transcript.js'
 
@@ -245,15 +245,25 @@ export function addsToMemory(digest: SessionDigest, items: readonly DigestItem[]
   return digest.decisions.length > 0 || digest.files.length > 0 || items.some(world)
 }
 
-/** A decision or an answer is an echo of a memory file when at least this share of its words is in that file… */
+/** A decision or an answer is an echo of a memory file when at least this share of its topic words is in that file… */
 export const ECHO_SHARE = 0.7
-/** …and it has at least this many: a short decision ("We chose Redis.") shares most of its few words by chance. */
+/** …and it has at least this many words: a short decision ("We chose Redis.") shares most of its few words by chance… */
 export const ECHO_MIN_WORDS = 5
+/** …of which at least this many say what it is about (not FRAMING words). */
+export const ECHO_MIN_TOPIC_WORDS = 2
 
 /**
- * The digest without what only repeats the memory the session was given or read (`sourceTexts`): a decision, or the
- * last answer, most of whose words are in one of those files. The episode keeps what the session added; the note it
- * repeated stays the one place that says it.
+ * Words that frame a decision or point at the memory, and say nothing of what was decided: "We decided to use
+ * PostgreSQL 16, as pinned in the memory" says what the pinned event "We use PostgreSQL 16" says. Not counted in the
+ * share of an echo's words (a decision has one by definition, the memory's text seldom).
+ */
+const FRAMING = new Set(['decided', 'decide', 'decision', 'decisions', 'chose', 'chosen', 'choose', 'agreed', 'settled', 'pinned', 'memory', 'noted', 'recorded', 'according', 'confirmed', 'already', 'stated', 'said', 'says'])
+
+/**
+ * The digest without what only repeats what the session was told (`sourceTexts`: the memory files it was given or
+ * read, the shared events its start showed): a decision, or the last answer, most of whose topic words are in one of
+ * those texts. The episode keeps what the session added; the note or event it repeated stays the one place that says
+ * it.
  */
 export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly string[]): SessionDigest {
   if (sourceTexts.length === 0) return digest
@@ -265,8 +275,9 @@ export function withoutEchoes(digest: SessionDigest, sourceTexts: readonly strin
   // A decision repeats a file only said the same way round; the last answer by its words alone ("I found nothing
   // about X" is not a decision against the file it read, only a question echoed back).
   const echoes = (text: string, wayRound: boolean) => {
-    const words = promptTerms(text)
-    if (words.length < ECHO_MIN_WORDS) return false
+    const all = promptTerms(text)
+    const words = all.filter((word) => !FRAMING.has(word))
+    if (all.length < ECHO_MIN_WORDS || words.length < ECHO_MIN_TOPIC_WORDS) return false
     const shared = (set: ReadonlySet<string>) => words.filter((word) => set.has(word)).length
     return sources.some((source) => {
       if (shared(source.words) < ECHO_SHARE * words.length) return false
@@ -363,6 +374,8 @@ export interface EpisodeMeta {
   /** YYYY-MM-DD: the session's first day. */
   date: string
   project?: string
+  /** ISO time the episode's content last changed (front matter `updated`): what orders the newest episodes. */
+  updated?: string
 }
 
 /** `<agent>-<session>`: lowercase letters, digits and `-`, at most 80 characters. */
@@ -385,6 +398,8 @@ export function topicOf(digest: SessionDigest): string | undefined {
 /** The whole episode file. */
 export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): string {
   const short = meta.sessionId.slice(0, 8)
+  // Tagged and referred to by the jarvis id (`chatgpt` for Codex), as the file is named: one name for one agent.
+  const agentId = agentIdOf(meta.agent)
   const topic = topicOf(digest)
   const title = `${AGENT_NAMES[meta.agent]} session ${short}${topic ? `: ${oneLine(topic, 70)}` : ''}`
   let project: string | undefined
@@ -395,14 +410,41 @@ export function renderSessionEpisode(meta: EpisodeMeta, digest: SessionDigest): 
   }
   return renderEpisode({
     title,
-    tags: ['session', meta.agent],
+    tags: ['session', agentId],
     body: renderDigest(digest),
     now: new Date(`${meta.date}T12:00:00.000Z`),
     project,
     topic: topic ? oneLine(topic, 160) : undefined,
     outcome: digest.learned ? oneLine(digest.learned, 160) : undefined,
-    refs: `${meta.agent} session ${meta.sessionId}`,
+    refs: `${agentId} session ${meta.sessionId}`,
+    updated: meta.updated,
   })
+}
+
+/**
+ * When an episode last changed: its front matter `updated` (the hooks write it), else the start of its date (front
+ * matter `date`, else the date in its path), as an ISO time; undefined when it says neither. Not the file's time,
+ * which a sync pull sets to the time of the pull.
+ */
+export function episodeTime(path: string, text: string): string | undefined {
+  let frontMatter: Record<string, unknown> = {}
+  try {
+    frontMatter = parseMemoryFile(path, text).frontMatter
+  } catch {
+    // A front matter that does not parse says no time; the path may still say the date.
+  }
+  const updated = isoTime(frontMatter.updated)
+  if (updated !== undefined && /T/.test(updated)) return updated
+  const date = isoTime(frontMatter.date) ?? /(?:^|\/)(\d{4}-\d{2}-\d{2})\//.exec(path)?.[1]
+  return date === undefined ? undefined : `${date.slice(0, 10)}T00:00:00.000Z`
+}
+
+/** A front matter time as ISO text: a YAML date, or a string that parses as one; undefined otherwise. */
+function isoTime(value: unknown): string | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.toISOString()
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value)) return undefined
+  const time = Date.parse(value)
+  return Number.isNaN(time) ? undefined : value.length <= 10 ? value : new Date(time).toISOString()
 }
 
 // ---- secrets ---------------------------------------------------------------------------------------------------
@@ -458,6 +500,16 @@ export interface RecordInput extends Omit<EpisodeMeta, 'date'> {
   lockTimeoutMs: number
 }
 
+/** The `updated` time an episode file says, as written (undefined for an episode of an earlier version). */
+function writtenTime(path: string, text: string): string | undefined {
+  try {
+    const updated = parseMemoryFile(path, text).frontMatter.updated
+    return typeof updated === 'string' ? updated : updated instanceof Date ? updated.toISOString() : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The dates where this session's episode may already be: its first day, today, yesterday (a session over midnight). */
 function candidateDates(startDate: string | undefined, now: Date): string[] {
   const today = now.toISOString().slice(0, 10)
@@ -486,9 +538,11 @@ export async function recordEpisode(root: string, input: RecordInput): Promise<R
     if (existing === null && !input.adds) return {path, changed: false, skipped: true}
     const date = /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(path)![1]
     const merged = existing === null ? scanned.digest : mergeDigests(parseDigest(existing), scanned.digest)
-    const text = renderSessionEpisode({agent: input.agent, sessionId: input.sessionId, date, project: input.project}, merged)
+    const meta = {agent: input.agent, sessionId: input.sessionId, date, project: input.project}
     const left = scanned.leftOut || undefined
-    if (existing === text) return {path, changed: false, leftOut: left}
+    // The same content again writes nothing, its time included: `updated` moves only when what it says changes.
+    if (existing !== null && renderSessionEpisode({...meta, updated: writtenTime(path, existing)}, merged) === existing) return {path, changed: false, leftOut: left}
+    const text = renderSessionEpisode({...meta, updated: input.now.toISOString()}, merged)
     const remaining = await findSensitive({[`.memory/${path}`]: text})
     if (remaining.length > 0) {
       return {path, changed: false, leftOut: left, refused: `episode ${path} not written: it holds ${describeFindings(remaining)}`}

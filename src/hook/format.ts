@@ -57,34 +57,81 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     `[JARVIS SHARED MEMORY] What the agents of this project share, read for ${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}).`,
     'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall <query>`).',
   ]
-  const pinned = input.pinnedMd
+  const pinned = pinnedLines(input.pinnedMd)
+  const recent = recentEvents(input.recent, pinnedKeysOf(pinned)).map((e) => e.line)
+  const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
+  return [
+    {lines: header},
+    // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
+    {lines: pinned, isHeading: isMarkdownHeading},
+    ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
+    ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
+  ]
+}
+
+/** A Markdown heading line (`# …` to `###### …`). */
+function isMarkdownHeading(line: string): boolean {
+  return /^#{1,6}\s/.test(line)
+}
+
+/** The lines of the server's pinned memory, blank ones left out. */
+function pinnedLines(pinnedMd: string): string[] {
+  return pinnedMd
     .replace(/\r\n/g, '\n')
     .split('\n')
     .filter((line) => line.trim() !== '')
-  // The newest event of a key wins: a key pinned above is shown there (its newest value), and of the others only
-  // the newest event of each key is listed — an older one is a value the key no longer has.
-  const pinnedKeys = pinnedKeysOf(pinned)
+}
+
+/** Live events newest first; the server's times are ISO strings of one form, in order as text. */
+function newestFirst(events: readonly StoredMemoryEvent[]): StoredMemoryEvent[] {
+  // Never localeCompare, whose order is the process's locale's (a watch runs hooks whose locale may differ).
+  return events.filter((e) => !e.deprecated).sort((a, b) => ((a.created_at ?? '') < (b.created_at ?? '') ? 1 : (a.created_at ?? '') > (b.created_at ?? '') ? -1 : 0))
+}
+
+const eventKey = (e: Pick<StoredMemoryEvent, 'scope' | 'dedupe_key'>) => `${e.scope}\u0000${e.dedupe_key}`
+
+/**
+ * The recent events the context lists, with their lines. The newest event of a key wins: a key pinned above is shown
+ * there (its newest value), and of the others only the newest event of each key is listed — an older one is a value
+ * the key no longer has.
+ */
+function recentEvents(events: readonly StoredMemoryEvent[], pinnedKeys: ReadonlySet<string>): Array<{line: string; event: StoredMemoryEvent}> {
   const seen = new Set<string>()
-  const recent = [...input.recent]
-    .filter((e) => !e.deprecated)
-    // Newest first. The server's times are ISO strings of one form, in order as text; never localeCompare, whose
-    // order is the process's locale's (a watch runs hooks whose locale may differ).
-    .sort((a, b) => ((a.created_at ?? '') < (b.created_at ?? '') ? 1 : (a.created_at ?? '') > (b.created_at ?? '') ? -1 : 0))
+  return newestFirst(events)
     .filter((e) => {
-      const key = `${e.scope}\u0000${e.dedupe_key}`
+      const key = eventKey(e)
       if (pinnedKeys.has(key) || seen.has(key)) return false
       seen.add(key)
       return true
     })
     .slice(0, CONTEXT_RECENT_MAX)
-    .map((e) => `- ${(e.created_at ?? '').slice(0, 10)} [${e.kind}] ${e.scope} ${e.dedupe_key}: ${oneLine(firstLine(e.content_md), 160)} (${e.agent_id})`)
-  const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
-  return [
-    {lines: header},
-    {lines: pinned, heading: pinned[0]?.startsWith('#') ? 1 : 0},
-    ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
-    ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
-  ]
+    .map((event) => ({line: `- ${(event.created_at ?? '').slice(0, 10)} [${event.kind}] ${event.scope} ${event.dedupe_key}: ${oneLine(firstLine(event.content_md), 160)} (${event.agent_id})`, event}))
+}
+
+/** A bullet of the pinned memory: `- [kind] key: text (agent, date[, confidence])`. */
+const PINNED_BULLET = /^- \[[^\]]+\] ([a-z0-9_:-]+): (.*?)(?: \([^()]*\))?$/
+
+/**
+ * The texts of the shared events a session is told at its start, one per event: each pinned event (its whole text when
+ * the recent events hold it, else the pinned bullet's), then each recent event listed. With `shownText`, the context
+ * as it was cut to the budget, only the events whose line it holds. What a session's episode must not restate
+ * (episode.ts withoutEchoes): the memory already says it.
+ */
+export function sessionEventTexts(input: Pick<SessionContextInput, 'pinnedMd' | 'recent'>, shownText?: string): string[] {
+  const shown = shownText === undefined ? undefined : new Set(shownText.split('\n'))
+  const pinned = pinnedLines(input.pinnedMd)
+  const newest = new Map<string, StoredMemoryEvent>()
+  for (const e of newestFirst(input.recent)) if (!newest.has(eventKey(e))) newest.set(eventKey(e), e)
+  const texts: string[] = []
+  let scope = ''
+  for (const line of pinned) {
+    scope = /^## (\S+)\s*$/.exec(line)?.[1] ?? scope
+    const bullet = PINNED_BULLET.exec(line)
+    if (!bullet || (shown && !shown.has(line))) continue
+    texts.push(newest.get(`${scope}\u0000${bullet[1]}`)?.content_md ?? bullet[2])
+  }
+  for (const {line, event} of recentEvents(input.recent, pinnedKeysOf(pinned))) if (!shown || shown.has(line)) texts.push(event.content_md)
+  return texts
 }
 
 /** `<scope>\0<key>` of each bullet of the pinned memory (`## <scope>` headings, then `- [kind] key: …` bullets). */

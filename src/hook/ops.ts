@@ -19,7 +19,7 @@ import {memoryDir} from '../store/root.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
-import {formatAnswer, oneLine, unreadableNotice} from './format.js'
+import {formatAnswer, oneLine, sessionEventTexts, unreadableNotice} from './format.js'
 import {findHookTree, type HookInput, parseHookInput} from './input.js'
 import {appendHookLog} from './log.js'
 
@@ -108,6 +108,11 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
     const config = await treeSettings(root)
     const {readSessionContext} = await import('./context.js')
     const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now})
+    // Noted for the session's episode: a decision that only restates what the session was told is no news (shown.ts).
+    if (hook.sessionId && context.events.length > 0) {
+      const {noteShownEvents} = await import('./shown.js')
+      await noteShownEvents(root, agentIdOf(agent), hook.sessionId, context.events).catch((error: unknown) => log(`the events shown to the session were not noted: ${describe(error)}`))
+    }
     return formatAnswer(agent, 'session-start', context.text, hook.hookEventName)
   } catch (error) {
     const reason = describe(error)
@@ -170,7 +175,7 @@ async function record(
   let items: Awaited<ReturnType<typeof readTranscriptItems>> = {items: []}
   if (hook.transcriptPath && agent !== 'openclaw') {
     try {
-      items = await readTranscriptItems(agent, hook.transcriptPath)
+      items = await readTranscriptItems(agent, hook.transcriptPath, {root})
     } catch (error) {
       // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it.
       const missing = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
@@ -185,7 +190,10 @@ async function record(
   const cwd = items.cwd ?? hook.cwd ?? root
   const memory = memoryDir(root)
   const shown = await readShown(root, agentIdOf(agent), sessionId)
-  const digest = withoutEchoes(digestOf(all, cwd, shown, memory), await memoryTexts(root, memoryFilesUsed(all, cwd, shown, memory)))
+  // What the session was told — the memory files it was given or read, the shared events its start showed — it only
+  // repeats when it says it again.
+  const told = [...(await memoryTexts(root, memoryFilesUsed(all, cwd, shown, memory))), ...(await eventsShown(root, agentIdOf(agent), sessionId))]
+  const digest = withoutEchoes(digestOf(all, cwd, shown, memory), told)
   if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet
   const startDate = validDate(items.startedAt)
@@ -204,6 +212,20 @@ async function record(
     await start(root, agent, input.env)
     result.syncStarted = true
   }
+}
+
+/**
+ * The texts of the shared events the session was shown at its start (noted by the session-start hook); for a session
+ * whose start noted none (it began before this version, or without a session id), those of the tree's last snapshot
+ * of the agent's memory, which every session start of the agent shows.
+ */
+async function eventsShown(root: string, agentId: string, sessionId: string): Promise<string[]> {
+  const {readShownEvents} = await import('./shown.js')
+  const noted = await readShownEvents(root, agentId, sessionId)
+  if (noted.length > 0) return noted
+  const {readSnapshotCache} = await import('../ops/events/snapshot.js')
+  const cached = await readSnapshotCache(root).catch(() => undefined)
+  return cached && cached.agent_id === agentId ? sessionEventTexts({pinnedMd: cached.snapshot.pinned_md, recent: cached.snapshot.recent_events}) : []
 }
 
 function validDate(iso: string | undefined): string | undefined {

@@ -1,8 +1,9 @@
 /**
- * The memory files the prompt hook gave a session, noted per session in `.nexus/hook-sessions/<agent>-<session>.json`
- * (a JSON array of paths), so that the session's episode can name them (`## Memory used`) and recall can rank the
- * episode after the notes it repeats. The recording hook reads the note; the session-end hook removes it, and any
- * note older than {@link SHOWN_KEEP_MS} (a session whose end never ran).
+ * What jarvis told a session, noted per session in `.nexus/hook-sessions/<agent>-<session>.json`: the memory files the
+ * prompt hook gave it (`files`), so that the session's episode can name them (`## Memory used`) and recall can rank the
+ * episode after the notes it repeats; and the texts of the shared events its session start showed it (`events`), which
+ * its episode must not restate. The recording hook reads the note; the session-end hook removes it, and any note older
+ * than {@link SHOWN_KEEP_MS} (a session whose end never ran). A note of an earlier version is a JSON array of paths.
  *
  * The prompt hook runs at every prompt: this module imports only the store's file helpers.
  */
@@ -17,6 +18,8 @@ export const SHOWN_DIR = 'hook-sessions'
 export const SHOWN_KEEP_MS = 14 * 86_400_000
 /** At most this many paths are noted per session. */
 export const SHOWN_MAX = 50
+/** At most this many event texts are noted per session (a session start shows the pinned memory and 15 recent events). */
+export const SHOWN_EVENTS_MAX = 120
 
 /** `<agent>-<session>`: lowercase letters, digits and `-`, at most 80 characters (the episode's file name too). */
 export function sessionSlug(agentId: string, sessionId: string): string {
@@ -30,23 +33,52 @@ export function sessionSlug(agentId: string, sessionId: string): string {
 
 const noteOf = (agentId: string, sessionId: string) => `${SHOWN_DIR}/${sessionSlug(agentId, sessionId)}.json`
 
-/** The paths noted for the session ([] when none, or the note cannot be read). */
-export async function readShown(root: string, agentId: string, sessionId: string): Promise<string[]> {
+interface ShownNote {
+  files: string[]
+  events: string[]
+}
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [])
+
+/** The session's note (empty when there is none, or it cannot be read). */
+async function readNote(root: string, agentId: string, sessionId: string): Promise<ShownNote> {
   try {
     const value: unknown = JSON.parse((await readNexusFile(root, noteOf(agentId, sessionId))) ?? '[]')
-    return Array.isArray(value) ? value.filter((p): p is string => typeof p === 'string') : []
+    if (Array.isArray(value)) return {files: strings(value), events: []}
+    const note = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+    return {files: strings(note.files), events: strings(note.events)}
   } catch {
-    return []
+    return {files: [], events: []}
   }
+}
+
+/** Adds to the session's note what it does not hold yet (nothing is written when it holds them all). */
+async function addToNote(root: string, agentId: string, sessionId: string, field: keyof ShownNote, values: readonly string[], max: number): Promise<void> {
+  const note = await readNote(root, agentId, sessionId)
+  const added = [...new Set(values)].filter((v) => !note[field].includes(v))
+  if (added.length === 0) return
+  note[field] = [...note[field], ...added].slice(-max)
+  await writeNexusFile(root, noteOf(agentId, sessionId), `${JSON.stringify(note)}\n`, {durable: false})
+}
+
+/** The paths noted for the session ([] when none, or the note cannot be read). */
+export async function readShown(root: string, agentId: string, sessionId: string): Promise<string[]> {
+  return (await readNote(root, agentId, sessionId)).files
 }
 
 /** Adds `paths` to the session's note (nothing is written when they are all there already). */
 export async function noteShown(root: string, agentId: string, sessionId: string, paths: readonly string[]): Promise<void> {
-  if (paths.length === 0) return
-  const known = await readShown(root, agentId, sessionId)
-  const added = paths.filter((p) => !known.includes(p))
-  if (added.length === 0) return
-  await writeNexusFile(root, noteOf(agentId, sessionId), `${JSON.stringify([...known, ...added].slice(-SHOWN_MAX))}\n`, {durable: false})
+  await addToNote(root, agentId, sessionId, 'files', paths, SHOWN_MAX)
+}
+
+/** The texts of the shared events the session was shown at its start ([] when none were noted). */
+export async function readShownEvents(root: string, agentId: string, sessionId: string): Promise<string[]> {
+  return (await readNote(root, agentId, sessionId)).events
+}
+
+/** Adds the texts of the shared events a session start showed to the session's note. */
+export async function noteShownEvents(root: string, agentId: string, sessionId: string, texts: readonly string[]): Promise<void> {
+  await addToNote(root, agentId, sessionId, 'events', texts, SHOWN_EVENTS_MAX)
 }
 
 /** Removes the session's note, and the notes of sessions that ended long ago without saying so. */

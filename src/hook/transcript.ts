@@ -5,6 +5,7 @@
  */
 import type {UniversalMessage} from '../schemas/index.js'
 import type {CodexRollout} from '../session/codex-read.js'
+import type {SessionTranscript} from '../session/universal.js'
 import type {HookAgent} from './events.js'
 
 export type DigestItem =
@@ -20,23 +21,45 @@ export interface TranscriptItems {
   cwd?: string
 }
 
-/** Reads the transcript of `agent` at `path`. Throws (BadInputError and the like) when it cannot be read at all. */
-export async function readTranscriptItems(agent: HookAgent, path: string): Promise<TranscriptItems> {
+/**
+ * Reads the transcript of `agent` at `path`. Throws (BadInputError and the like) when it cannot be read at all. With
+ * `root`, the messages `jarvis session sync` carried into the session from another tool (noted in the tree's `.nexus/`,
+ * src/session/carried.ts) are left out: they are what the session they came from did, and its episode records them.
+ */
+export async function readTranscriptItems(agent: HookAgent, path: string, options: {root?: string} = {}): Promise<TranscriptItems> {
   if (agent === 'claude') {
     const {readClaudeSession} = await import('../session/claude-read.js')
-    const transcript = await readClaudeSession(path, {history: 'full'})
-    return {items: itemsOfMessages(transcript.messages), startedAt: transcript.startTime ?? transcript.messages[0]?.timestamp, cwd: transcript.projectRoot || undefined}
+    return transcriptItems(await ownTranscript(await readClaudeSession(path, {history: 'full'}), options.root))
   }
   if (agent === 'gemini') {
     const {readGeminiSession} = await import('../session/gemini-read.js')
-    const transcript = await readGeminiSession(path)
-    return {items: itemsOfMessages(transcript.messages), startedAt: transcript.startTime ?? transcript.messages[0]?.timestamp, cwd: transcript.projectRoot || undefined}
+    return transcriptItems(await ownTranscript(await readGeminiSession(path), options.root))
   }
   if (agent === 'codex') {
     const {readCodexRollout} = await import('../session/codex-read.js')
-    return codexItems(await readCodexRollout(path))
+    const rollout = await readCodexRollout(path)
+    return codexItems({...rollout, transcript: await ownTranscript(rollout.transcript, options.root)})
   }
   throw new Error(`no reader for ${agent} transcripts`)
+}
+
+/**
+ * The transcript without the messages carried into it (noted in the tree at `root`). A start time the reader took from
+ * the first message (Claude Code's files say none) is then its first own message's: a Claude Code session a sync
+ * created begins with the carried messages, at their own, earlier times.
+ */
+async function ownTranscript(transcript: SessionTranscript, root: string | undefined): Promise<SessionTranscript> {
+  if (root === undefined) return transcript
+  const {readCarried, withoutCarried} = await import('../session/carried.js')
+  const carried = await readCarried(root, transcript.provider, transcript.sessionId)
+  if (carried.size === 0) return transcript
+  const messages = withoutCarried(transcript.messages, carried)
+  const fromFirst = transcript.startTime === undefined || transcript.startTime === transcript.messages[0]?.timestamp
+  return {...transcript, messages, startTime: fromFirst ? (messages[0]?.timestamp ?? transcript.startTime) : transcript.startTime}
+}
+
+function transcriptItems(transcript: SessionTranscript): TranscriptItems {
+  return {items: itemsOfMessages(transcript.messages), startedAt: transcript.startTime ?? transcript.messages[0]?.timestamp, cwd: transcript.projectRoot || undefined}
 }
 
 /** Universal messages (src/session) → digest items: typed prompts, assistant texts, tool calls. */

@@ -40,6 +40,7 @@ import {
   withoutPairsOf,
   writeRegistry,
 } from './registry.js'
+import {addedMessages, noteCarried} from './carried.js'
 import type {SessionSummary, SessionTranscript, UniversalMessage} from './universal.js'
 import {listDir} from './dir.js'
 
@@ -499,6 +500,8 @@ interface Carried {
   existed: boolean
   plan: CarryPlan
   previous?: CarriedPair
+  /** The target's messages before this sync (none for a new one). */
+  before: readonly UniversalMessage[]
   after: SessionTranscript
   written: boolean
   /** The checkpoint's bytes as written (also the backup). */
@@ -595,7 +598,7 @@ async function carryInto(kind: TargetKind, existing: SessionSummary | undefined,
     syncedAt: c.now().toISOString(),
     ...(targetFile ? {targetFile: {mtimeMs: targetFile.mtimeMs, size: targetFile.size}} : previous?.targetFile && !written ? {targetFile: previous.targetFile} : {}),
   }
-  return {kind, ref, path: finalPath, existed: existing !== undefined, plan, previous, after, written, bytes, pair, notCarried, warnings: target?.warnings ?? []}
+  return {kind, ref, path: finalPath, existed: existing !== undefined, plan, previous, before: targetMessages, after, written, bytes, pair, notCarried, warnings: target?.warnings ?? []}
 }
 
 /**
@@ -646,6 +649,13 @@ export async function syncSession(options: SessionSyncOptions): Promise<SessionS
     const main = await carryInto(to, resolved.target, context)
     const checkpoint = to === 'gemini' ? await carryInto('gemini-checkpoint', resolved.checkpoint, context) : undefined
     const carried = [main, ...(checkpoint ? [checkpoint] : [])]
+    // Noted for the target session's own hooks: what came from another tool is not what that session did, and its
+    // episode must not record it again (carried.ts). A checkpoint is no session a hook runs in.
+    for (const one of carried.filter((c) => c.written && c.kind !== 'gemini-checkpoint')) {
+      lock.assertHeld()
+      const added = addedMessages(one.before, one.after.messages)
+      await retry(`note what was carried into ${one.path}`, () => noteCarried(root, one.ref.provider, one.ref.sessionId, added))
+    }
 
     let nextState: SyncState = resolved.replaces ? withoutPairsOf(state, resolved.replaces) : state
     for (const one of carried) {

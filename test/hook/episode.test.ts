@@ -124,6 +124,18 @@ describe('what an episode says', () => {
     expect(withoutEchoes(same, [note]).decisions).toEqual([])
   })
 
+  it('a decision that only restates a shared event the session was shown is an echo; a new number or a reversal is not', () => {
+    const event = 'We use PostgreSQL 16 for the shop database'
+    const told = digestOf([{kind: 'answer', text: 'We decided to use PostgreSQL 16 for the shop database, as pinned in the memory.'}])
+    expect(told.decisions).toHaveLength(1)
+    expect(withoutEchoes(told, [event])).toEqual({decisions: [], files: [], learned: undefined, sources: []})
+    for (const news of ['We decided to use PostgreSQL 17 for the shop database, as pinned in the memory.', 'We decided not to use PostgreSQL 16 for the shop database any more.', 'We decided to use PostgreSQL 16 for the shop database and Redis for its sessions cache.']) {
+      expect(withoutEchoes(digestOf([{kind: 'answer', text: news}]), [event]).decisions, news).toEqual([news])
+    }
+    // The words that frame a decision say nothing of its topic: framing alone is never an echo.
+    expect(withoutEchoes(digestOf([{kind: 'answer', text: 'We decided and agreed on PostgreSQL, as already noted.'}]), [event]).decisions).toHaveLength(1)
+  })
+
   it('an episode the session read counts as memory it used: an answer quoting it is an echo too', () => {
     const items: DigestItem[] = [
       {kind: 'ask', text: 'how do we ship lithium batteries'},
@@ -195,6 +207,15 @@ describe('what an episode says', () => {
     const changedOnly = renderSessionEpisode({agent: 'claude', sessionId: 'abc', date: '2026-09-01'}, digestOf(items.slice(0, 4), '/repo'))
     expect(changedOnly).toContain('title: "Claude Code session abc: changed scripts/deploy.sh"')
     expect(episodePath('2026-09-01', 'chatgpt', 'Thread/../../etc')).toBe('episodes/2026-09-01/chatgpt-thread-etc.md')
+  })
+
+  it('a Codex episode is tagged and referred to as the jarvis agent chatgpt, the name its file has', () => {
+    const text = renderSessionEpisode({agent: 'codex', sessionId: '0198c1d2-7a3b', date: '2026-09-01'}, digestOf(items, '/repo'))
+    const file = parseMemoryFile(episodePath('2026-09-01', 'chatgpt', '0198c1d2-7a3b'), text)
+    expect(file.frontMatter.tags).toEqual(['session', 'chatgpt'])
+    expect(file.body).toContain('\nRefs: chatgpt session 0198c1d2-7a3b\n')
+    expect(file.body).toContain('# Episode: Codex CLI session 0198c1d2:')
+    expect(text).not.toMatch(/\bcodex\b/)
   })
 })
 

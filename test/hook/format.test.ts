@@ -4,7 +4,8 @@ import {PassThrough} from 'node:stream'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
-import {formatAnswer, recallBlock, sessionContextSections, unreadableNotice} from '../../src/hook/format.js'
+import {fitToBudget} from '../../src/hook/budget.js'
+import {formatAnswer, omittedNote, recallBlock, sessionContextSections, sessionEventTexts, unreadableNotice} from '../../src/hook/format.js'
 import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
 import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
 import {runHook} from '../../src/hook/ops.js'
@@ -67,6 +68,52 @@ describe('answers in each agent format', () => {
       files: [],
     })
     expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-04 [decision] global cache: Redis (gemini)', '- 2026-09-03 [decision] project:demo cache: Redis in the project (gemini)'])
+  })
+})
+
+describe('the session context within a small budget', () => {
+  it('never ends on a heading of the pinned memory: a scope heading whose bullet does not fit goes too', () => {
+    const long = `We use PostgreSQL 16 for the shop database; ${'every service reads it through pgbouncer. '.repeat(3)}`
+    const pinnedMd = `# Pinned memory\n\n## global\n- [fact] tz: All times are UTC. (gemini, 2026-12-01)\n\n## project:shop\n- [decision] db-engine: ${long}(claude, 2026-12-07)\n`
+    const input = {agentId: 'claude', at: '2026-12-07T10:00:00.000Z', server: 'http://127.0.0.1:8871', scopes: ['global', 'project:shop', 'agent:claude'], pinnedMd, recent: [], files: []}
+    const endings = new Set<string>()
+    for (let maxTokens = 100; maxTokens <= 260; maxTokens += 2) {
+      const fitted = fitToBudget(sessionContextSections(input), maxTokens, omittedNote(maxTokens))
+      if (fitted.omitted === 0) continue
+      const lines = fitted.text.split('\n').filter((line) => line !== '')
+      expect(lines.at(-1), `${maxTokens}`).toMatch(/^… \d+ more lines? left out/)
+      // What the agent reads last before the note is a line of memory (or the header), never a heading alone.
+      expect(lines.at(-2), `${maxTokens}`).not.toMatch(/^#/)
+      endings.add(lines.at(-2)!.slice(0, 12))
+    }
+    // The budgets tried cut after the header and after the global bullet (where `## project:shop` used to be left).
+    expect(endings).toContain('- [fact] tz:')
+    expect(endings).toContain('Treat it as ')
+  })
+})
+
+describe('the shared events a session is shown, for its episode', () => {
+  const event = (key: string, content: string, at: string, extra = {}) => ({agent_id: 'gemini' as const, run_id: 'r', scope: 'project:shop', kind: 'decision' as const, dedupe_key: key, confidence: 'high' as const, content_md: content, source: {system: 'cli' as const}, ttl_days: 0, event_id: `e-${key}-${at}`, created_at: `2026-12-0${at}T10:00:00.000Z`, deprecated: false, ...extra})
+  const input = {
+    agentId: 'claude',
+    at: '2026-12-07T12:00:00.000Z',
+    scopes: ['global', 'project:shop'],
+    pinnedMd: '# Pinned memory\n\n## global\n- [fact] tz: All times are UTC. (gemini, 2026-12-01)\n\n## project:shop\n- [decision] db: We use PostgreSQL 16 for the shop… (gemini, 2026-12-05)\n',
+    recent: [event('db', 'We use PostgreSQL 16 for the shop database,\nbehind pgbouncer.', '5'), event('cache', 'Redis for the sessions cache', '4'), event('db', 'MySQL', '2')],
+    files: [],
+  }
+
+  it('each pinned event (its whole text when the recent events hold it) and each recent event listed', () => {
+    expect(sessionEventTexts(input)).toEqual(['All times are UTC.', 'We use PostgreSQL 16 for the shop database,\nbehind pgbouncer.', 'Redis for the sessions cache'])
+  })
+
+  it('only those the budget kept in the context', () => {
+    const fitted = fitToBudget(sessionContextSections(input), 150, omittedNote(150))
+    expect(fitted.text).toContain('tz: All times are UTC.')
+    expect(fitted.text).not.toContain('Redis')
+    expect(fitted.text).not.toContain('- [decision] db:')
+    expect(sessionEventTexts(input, fitted.text)).toEqual(['All times are UTC.'])
+    expect(sessionEventTexts(input, fitToBudget(sessionContextSections(input), 2000).text)).toEqual(sessionEventTexts(input))
   })
 })
 

@@ -236,6 +236,45 @@ describe('jarvis hook: recording the session', () => {
     expect(await readFile(join(p.memory, `episodes/${today}/chatgpt-other-session.md`), 'utf8')).toContain('## Learned\nWe switched to the --max-tokens flag.')
   })
 
+  it('session start lists the newest episodes, the sessions that stopped last: not the alphabetically last of the day', async () => {
+    const p = await project({autoSync: false})
+    const env = hookEnv(home, 'claude')
+    for (const session of ['zz-first', 'yy-second', 'xx-third', 'ww-fourth']) {
+      const input = {...inputs.claude(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: `We decided to use approach ${session} for the cache layer.`}), session_id: session, transcript_path: undefined}
+      expect(await runHook('stop', 'claude', input, {cwd: p.root, env})).toMatchObject({code: 0, stdout: '', stderr: ''})
+    }
+    const start = await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'n1'}, {cwd: p.root, env})
+    const listed = [...contextOf('claude', start.stdout, 'SessionStart').matchAll(/^- episodes\/\S+\/claude-([a-z-]+)\.md/gm)].map((m) => m[1])
+    expect(listed).toEqual(['ww-fourth', 'xx-third', 'yy-second'])
+  })
+
+  it('a session told the answer by the pinned memory writes no episode restating it; one that changes it does', async () => {
+    const p = await project({autoSync: false, project: 'shop'})
+    await appendEvent(server.url, 'claude', {kind: 'decision', key: 'shop-database', content: 'We use PostgreSQL 16 for the shop database', scope: 'project:shop'})
+    const env = hookEnv(home, 'claude')
+    const stop = (session: string, answer: string) => runHook('stop', 'claude', {...inputs.claude(p.root, 'Stop', {stop_hook_active: false, last_assistant_message: answer}), session_id: session, transcript_path: undefined}, {cwd: p.root, env})
+    const today = new Date().toISOString().slice(0, 10)
+    const episode = (session: string) => readFile(join(p.memory, `episodes/${today}/claude-${session}.md`), 'utf8')
+
+    // Told at its start, the session answers from the pinned memory: nothing new, nothing recorded.
+    const start = await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'told-1'}, {cwd: p.root, env})
+    expect(contextOf('claude', start.stdout, 'SessionStart')).toContain('[decision] shop-database: We use PostgreSQL 16 for the shop database')
+    expect(await stop('told-1', 'We decided to use PostgreSQL 16 for the shop database, as pinned in the memory.')).toMatchObject({code: 0, stdout: '', stderr: ''})
+    await expect(episode('told-1')).rejects.toThrow(/ENOENT/)
+    expect(JSON.parse(await readFile(join(p.root, '.nexus', 'hook-sessions', 'claude-told-1.json'), 'utf8')).events).toContain('We use PostgreSQL 16 for the shop database')
+    // A session whose start noted nothing (begun before this version) is weighed against the last snapshot of the tree.
+    await stop('told-2', 'We decided to use PostgreSQL 16 for the shop database, as pinned in the memory.')
+    await expect(episode('told-2')).rejects.toThrow(/ENOENT/)
+
+    // A new version or a reversal is news: recorded.
+    await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'changed-1'}, {cwd: p.root, env})
+    await stop('changed-1', 'We decided to use PostgreSQL 17 for the shop database from now on.')
+    expect(await episode('changed-1')).toContain('## Decided\n- We decided to use PostgreSQL 17 for the shop database from now on.')
+    await stop('changed-2', 'We decided not to use PostgreSQL 16 for the shop database.')
+    expect(await episode('changed-2')).toContain('## Decided\n- We decided not to use PostgreSQL 16 for the shop database.')
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
   it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
     const p = await project({autoSync: false})
     const env = hookEnv(home, 'claude')

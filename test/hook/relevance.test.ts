@@ -2,12 +2,13 @@
  * The prompt hook's relevance threshold: the rule itself (pure), then the rule over the real search on a 220-file
  * corpus (an agent's questions get their file; prompts about something else get nothing).
  */
+import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {readPromptRecall} from '../../src/hook/context.js'
-import {containsTerm, coveragePoints, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {answeringLines, containsTerm, coveragePoints, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
 import {MAX_QUERY_TERMS} from '../../src/ops/recall-rules.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
@@ -48,6 +49,34 @@ describe('the relevance rule', () => {
     expect(relevantFiles('pgbouncer pooling', files).map((f) => f.path)).toEqual(['a.md'])
     expect(relevantFiles('write a poem', files)).toEqual([])
     expect(relevantFiles('hello there', files)).toEqual([])
+  })
+})
+
+describe('what the recall block says of a file: the line that answers the prompt', () => {
+  let root: string
+  beforeAll(async () => {
+    root = (await initTree(await tempDir('jarvis-answering-'), {})).root
+    await mkdir(join(root, '.memory', 'notes'), {recursive: true})
+    await writeFile(join(root, '.memory', 'notes', 'staging.md'), 'Our staging database password rotates monthly; ask Priya for access.\nThe staging deploy runs from release/* via GitHub Actions, weekdays at 18:00 UTC.\n')
+  })
+  afterAll(async () => removeAll([root]))
+
+  it('the line holding most of the prompt words, not the first line of the file', async () => {
+    const recall = await readPromptRecall({root, prompt: 'When does the staging deploy run?'})
+    expect(recall.block).toBe('[MEMORY CONTEXT]\n- notes/staging.md\n  Summary: “The staging deploy runs from release/* via GitHub Actions, weekdays at 18:00 UTC.”')
+    const access = await readPromptRecall({root, prompt: 'Who gives access to the staging database password?'})
+    expect(access.block).toContain('Summary: “Our staging database password rotates monthly; ask Priya for access.”')
+  })
+
+  it('lines tied for the most prompt words, in file order; none holding one: what the file is about', () => {
+    const body = '# Retries\n\nWebhooks retry three times.\n\n- Payments retry with backoff.\n```\nretry: 3\n```\n'
+    expect(answeringLines({path: 'notes/retries.md', body}, ['webhooks', 'retry'])).toBe('Webhooks retry three times.')
+    expect(answeringLines({path: 'notes/retries.md', body}, ['retry', 'webhooks', 'payments'])).toBe('Webhooks retry three times. Payments retry with backoff.')
+    expect(answeringLines({path: 'notes/retries.md', body}, ['retry'])).toBe('Webhooks retry three times. Payments retry with backoff. retry: 3')
+    expect(answeringLines({path: 'notes/retries.md', body}, ['haiku'])).toBeUndefined()
+    // A session's episode: its own decision, not the header made from it nor a line that restates the prompt.
+    const episode = '# Episode: Claude Code session s1: Staging deploys\nDate: 2026-09-01\nTopic: staging deploys\n\nSummary:\n## Decided\n- We moved the staging deploy to 18:00 UTC.\n\n## Learned\nWhen does the staging deploy run?\n'
+    expect(answeringLines({path: 'episodes/2026-09-01/claude-s1.md', body: episode}, ['staging', 'deploy', 'run'])).toBe('We moved the staging deploy to 18:00 UTC.')
   })
 })
 

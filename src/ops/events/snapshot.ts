@@ -120,14 +120,21 @@ async function cacheSnapshot(tree: TreeContext, entry: z.input<typeof snapshotCa
   }
 }
 
+export type SnapshotCache = z.output<typeof snapshotCacheSchema>
+
+/** The last snapshot cached in the tree at `root`; undefined when there is none. A malformed cache → SchemaError. */
+export async function readSnapshotCache(root: string): Promise<SnapshotCache | undefined> {
+  const text = await readNexusFile(root, SNAPSHOT_CACHE_FILE)
+  return text === null ? undefined : parseJsonFile(snapshotCacheSchema, text, `.nexus/${SNAPSHOT_CACHE_FILE}`)
+}
+
 async function readCachedSnapshot(tree: TreeContext | undefined, agentId: string | undefined, options: SnapshotOptions, now: Date): Promise<SnapshotResult> {
   const file = `.nexus/${SNAPSHOT_CACHE_FILE}`
   if (!tree) throw new UnreachableError('no cached snapshot: --offline reads the cache of a jarvis tree, and there is none here (run inside a tree or pass --dir)')
-  const text = await readNexusFile(tree.root, SNAPSHOT_CACHE_FILE)
-  if (text === null) {
+  const cache = await readSnapshotCache(tree.root)
+  if (cache === undefined) {
     throw new UnreachableError(`no cached snapshot in ${file}: nothing can be shown offline; run \`jarvis memory snapshot\` once the server answers`, {file})
   }
-  const cache = parseJsonFile(snapshotCacheSchema, text, file)
   if (agentId && cache.agent_id !== agentId) {
     throw new UnreachableError(`no cached snapshot for agent ${agentId}: ${file} holds ${cache.agent_id}'s; run \`jarvis memory snapshot\` once the server answers`, {file})
   }
