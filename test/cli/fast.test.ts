@@ -176,7 +176,8 @@ process.on('exit', () => { if (seen) require('node:fs').writeSync(2, ${JSON.stri
         await utimes(join(own.memory, name), hourAgo, hourAgo)
       }
       const sync = async (root = own.root) => {
-        await run(process.execPath, ['--require', tell, runJs, 'sync', '--quiet'], {cwd: root, env})
+        // Each tree with its own agent's token (a server refuses another agent's).
+        await run(process.execPath, ['--require', tell, runJs, 'sync', '--quiet'], {cwd: root, env: root === own.root ? env : {...env, JARVIS_TOKEN: TOKENS.gemini}})
         return (await readFile(report, 'utf8')).split('\n').filter(Boolean)
       }
       await sync()
