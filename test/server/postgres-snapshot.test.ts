@@ -59,7 +59,7 @@ describe('the snapshot on PostgreSQL', () => {
     await client.query('ANALYZE memory_events')
 
     // The newest 20 of each scope (the snapshot then takes the newest 20 of them all): in no particular order.
-    const newestFirst = (events: {seq: number}[]) => [...events].sort((a, b) => b.seq - a.seq)
+    const newestFirst = <E extends {seq: number}>(events: E[]) => [...events].sort((a, b) => b.seq - a.seq)
     const rows = await storage.snapshotEvents(['global', 'project:busy'], 20, 200)
     expect(newestFirst(rows.recent).map((event) => event.scope)).toEqual([...Array.from({length: 20}, () => 'project:busy'), 'global', 'global', 'global'])
     const global = await storage.snapshotEvents(['global'], 20, 200)
