@@ -16,9 +16,9 @@
  *
  * A prompt with no term left after the filters (a greeting, "ok", "continue") shows nothing.
  */
-import {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms, type RankedFile, restatesQuery, sessionEpisode} from '../ops/recall-rules.js'
+import {answeringLines, containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms, type RankedFile, sessionEpisode} from '../ops/recall-rules.js'
 
-export {containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms}
+export {answeringLines, containsTerm, coveragePoints, MIN_TERM_LENGTH, promptTerms, queryTerms}
 
 export const MIN_COVERAGE_POINTS = 2
 export const MIN_RELATIVE_SCORE = 0.3
@@ -34,31 +34,4 @@ export function relevantFiles<F extends CandidateFile>(prompt: string, candidate
   const notes = covered.filter((c) => !sessionEpisode(c))
   const best = Math.max(...(notes.length > 0 ? notes : covered).map((c) => c.score))
   return covered.filter((c) => c.score >= best * MIN_RELATIVE_SCORE).sort((a, b) => b.score - a.score)
-}
-
-/** Lines of a file that say nothing of their own: an episode's date, tags and refs, its `Summary:` label, a code fence. */
-const LABEL_LINE = /^(?:(?:date|tags|refs):|summary:\s*$|```)/i
-
-/**
- * The line(s) of a file that best answer a prompt: those holding the most of its terms (plural and verb endings
- * match), in the file's order; undefined when no line holds one. A session's episode offers only its own lines (what
- * it decided and learned), not those that restate the prompt. What the recall block shows of a file: its first line
- * ("the staging database password rotates monthly") says nothing about the prompt ("When does the staging deploy
- * run?") when another line answers it.
- */
-export function answeringLines(file: Pick<CandidateFile, 'path' | 'body'>, terms: readonly string[]): string | undefined {
-  if (terms.length === 0) return undefined
-  const episode = sessionEpisode(file)
-  const lines = (episode ? [...episode.decided, ...episode.learned, ...episode.other].filter((line) => !restatesQuery(line, terms)) : file.body.split(/\r?\n/))
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#') && !LABEL_LINE.test(line))
-    .map((line) => line.replace(/^(?:[-*+]\s+|>\s*)/, ''))
-  let best = 0
-  let chosen: string[] = []
-  for (const line of lines) {
-    const held = terms.filter((term) => containsTerm(line, term)).length
-    if (held > best) [best, chosen] = [held, [line]]
-    else if (held === best && held > 0) chosen.push(line)
-  }
-  return best === 0 ? undefined : chosen.join(' ')
 }

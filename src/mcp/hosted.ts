@@ -16,7 +16,7 @@ import {assertWritable, mergeSinceBase} from '../files/tools.js'
 import {newRunId} from '../ops/events/common.js'
 import {agentPrompt} from '../ops/prompt.js'
 import {RECALL_POOL} from '../ops/recall.js'
-import {orderForQuery} from '../ops/recall-rules.js'
+import {answeringLines, orderForQuery, queryTerms} from '../ops/recall-rules.js'
 import {readTaskResult} from '../ops/task.js'
 import type {AppendResponse, SnapshotResponse, StoredMemoryEvent, TaskResult, WorkerMemory} from '../schemas/index.js'
 import {toSearchDocument} from '../search/document.js'
@@ -168,7 +168,13 @@ export class HostedBackend implements McpBackend {
     })
     const dates = new Map(ranked.map((file) => [file.path, file.date]))
     const ordered = orderForQuery(input.query, ranked, dates).slice(0, limit)
-    return {...recallBlock(ordered.map(({hit, text}) => ({hit, text}))), mode: 'keyword'}
+    // Each file by the line(s) that answer the query, else by what it is about (its text's summary).
+    const terms = queryTerms(input.query)
+    const entries = ordered.map((file) => {
+      const answer = answeringLines(file, terms)
+      return answer === undefined ? {hit: file.hit, text: file.text} : {hit: file.hit, summary: answer}
+    })
+    return {...recallBlock(entries), mode: 'keyword'}
   }
 
   /** The search's hits; `texts` keeps the text of each file it read for them, so that no caller reads them again. */

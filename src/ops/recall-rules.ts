@@ -217,3 +217,30 @@ export function orderForQuery<F extends RankedFile>(query: string, files: readon
   }
   return order
 }
+
+/** Lines of a file that say nothing of their own: an episode's date, tags and refs, its `Summary:` label, a code fence. */
+const LABEL_LINE = /^(?:(?:date|tags|refs):|summary:\s*$|```)/i
+
+/**
+ * The line(s) of a file that best answer a prompt: those holding the most of its terms (plural and verb endings
+ * match), in the file's order; undefined when no line holds one. A session's episode offers only its own lines (what
+ * it decided and learned), not those that restate the prompt. What the recall block shows of a file: its first line
+ * ("the staging database password rotates monthly") says nothing about the prompt ("When does the staging deploy
+ * run?") when another line answers it.
+ */
+export function answeringLines(file: Pick<RankedFile, 'path' | 'body'>, terms: readonly string[]): string | undefined {
+  if (terms.length === 0) return undefined
+  const episode = sessionEpisode(file)
+  const lines = (episode ? [...episode.decided, ...episode.learned, ...episode.other].filter((line) => !restatesQuery(line, terms)) : file.body.split(/\r?\n/))
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#') && !LABEL_LINE.test(line))
+    .map((line) => line.replace(/^(?:[-*+]\s+|>\s*)/, ''))
+  let best = 0
+  let chosen: string[] = []
+  for (const line of lines) {
+    const held = terms.filter((term) => containsTerm(line, term)).length
+    if (held > best) [best, chosen] = [held, [line]]
+    else if (held === best && held > 0) chosen.push(line)
+  }
+  return best === 0 ? undefined : chosen.join(' ')
+}

@@ -1,7 +1,7 @@
 import {checkRecallLimit, recallBlock, type RecallResult, searchDocuments, type SearchedDocument, type SearchOptions, type SearchResult} from '../search/index.js'
 import {findRoot} from '../store/root.js'
 import {readMemoryFile} from '../store/tree.js'
-import {evidenceTerms, newestWinsCandidates, orderForQuery, queryTerms, type RankedFile, sessionEpisode} from './recall-rules.js'
+import {answeringLines, evidenceTerms, newestWinsCandidates, orderForQuery, queryTerms, type RankedFile, sessionEpisode} from './recall-rules.js'
 
 export type {RecallResult} from '../search/index.js'
 
@@ -106,7 +106,10 @@ export async function orderDocuments(root: string, query: string, documents: rea
  */
 export async function recallMemory(input: RecallInput): Promise<RecallResult> {
   const {result, ordered} = await recallRanking(input)
-  return {...recallBlock(ordered.map(({hit, summary}) => ({hit, summary}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
+  // Each file by the line(s) that answer the query, as the prompt hook shows it, else by what it is about.
+  const terms = queryTerms(input.query)
+  const summaryOf = (d: SearchedDocument) => answeringLines({path: d.hit.path, body: d.body}, terms) ?? d.summary
+  return {...recallBlock(ordered.map((d) => ({hit: d.hit, summary: summaryOf(d)}))), mode: result.mode, ...(result.model ? {model: result.model} : {}), ...(result.note ? {note: result.note} : {})}
 }
 
 /** Recall's files in its order, at most `limit`, before its block is cut to its character bound; and the search's result. */

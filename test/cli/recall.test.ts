@@ -1,3 +1,4 @@
+import {writeFile} from 'node:fs/promises'
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
@@ -31,8 +32,20 @@ describe('jarvis recall', () => {
     expect(lines[0]).toBe('[MEMORY CONTEXT]')
     expect(lines).toHaveLength(7)
     expect(lines[1]).toBe('- bugs/ssh/runner-exec-auth-failures-after-the-key-rotation.md')
-    expect(lines[2]).toMatch(/^ {2}Summary: “Bug: runner_exec auth failures/)
+    expect(lines[2]).toBe('  Summary: “Symptom: runner_exec auth failures after the key rotation.”')
     expect(run.stderr.trim()).toBe('')
+  })
+
+  it('shows each file by the line that answers the query, not by its first line', async () => {
+    const cwd = await tree()
+    const body = ['# Staging', '', 'The staging database password rotates monthly.', 'The staging deploy runs every night at 18:00 UTC.', ''].join('\n')
+    await writeFile(join(cwd, '.memory', 'staging.md'), body)
+    const run = await runJarvis(['recall', 'when does the staging deploy run'], {cwd, env: cleanEnv(cwd)})
+    expect(run.code, run.stderr).toBe(0)
+    const lines = run.stdout.split('\n')
+    const at = lines.indexOf('- staging.md')
+    expect(at, run.stdout).toBeGreaterThan(0)
+    expect(lines[at + 1]).toBe('  Summary: “The staging deploy runs every night at 18:00 UTC.”')
   })
 
   it('is keyword-only with JARVIS_EMBEDDINGS=off, and says so on stderr', async () => {

@@ -115,6 +115,12 @@ describe.each(BACKENDS)('on %s', (backend) => {
       }
       const recalled = structured(await session.call('recall', {query: QUESTION, limit: 5}))
       expect(recalled.hits.map((hit: {path: string}) => hit.path)[0]).toBe(NOTE.path)
+
+      // Each file is shown by the line that answers the question, not by its first line.
+      const staging = '# Staging\n\nThe staging database password rotates monthly.\nThe staging deploy runs every night at 18:00 UTC.\n'
+      expect((await session.call('memory_write', {path: 'notes/staging.md', content: staging})).isError).toBeFalsy()
+      const block: string = structured(await session.call('recall', {query: 'When does the staging deploy run?'})).block
+      expect(block).toContain('- notes/staging.md\n  Summary: “The staging deploy runs every night at 18:00 UTC.”')
     })
 
     it('keeps answering after bad input over HTTP: wrong types, an unknown tool, a 5 MB string, broken JSON', async () => {
