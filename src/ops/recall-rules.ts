@@ -20,6 +20,7 @@
  *    evidence for the query: a decision taken since is news, and rule 2 orders the two.
  */
 import {episodeParts, type EpisodeParts} from '../files/episode-parts.js'
+import {bigrams, CJK_RUN} from '../store/cjk.js'
 
 /** Terms shorter than this are ignored (`a`, `is`, `db` match too much by chance). */
 export const MIN_TERM_LENGTH = 3
@@ -41,10 +42,32 @@ const IGNORED = new Set(
   ).split(' '),
 )
 
-/** The distinct terms of a prompt or query that can show relevance. */
+const HIRAGANA = /\p{Script=Hiragana}/u
+/** A term made of Japanese, Chinese or Korean characters: found inside a word, as such text has no spaces. */
+const CJK_TERM = new RegExp(`^(?:${CJK_RUN.source})$`, 'u')
+
+/**
+ * The terms of a run of Japanese, Chinese or Korean text: its overlapping pairs of characters, as the search splits
+ * it (store/cjk.ts), so that a word inside a sentence without spaces is found (`デプロイが失敗した` → `デプ プロ ロイ
+ * 失敗`). A pair holding a hiragana character is left out: in Japanese those are particles and verb endings (`した`,
+ * `が失`), which every text has, not a topic. A lone character says too little to count.
+ */
+function cjkTerms(run: string): string[] {
+  return bigrams(run).filter((pair) => [...pair].length === 2 && !HIRAGANA.test(pair))
+}
+
+/** The distinct terms of a prompt or query that can show relevance, in its order. */
 export function promptTerms(prompt: string): string[] {
-  const words = prompt.toLowerCase().split(/[^\p{L}\p{N}_]+/u)
-  return [...new Set(words.filter((w) => w.length >= MIN_TERM_LENGTH && !IGNORED.has(w) && !/^\d+$/.test(w)))]
+  const terms: string[] = []
+  for (const word of prompt.toLowerCase().split(/[^\p{L}\p{N}_]+/u)) {
+    // A word with CJK characters in it: their pairs, and the other letters' words around them (`APIの設計` → `api 設計`).
+    const parts = word.split(new RegExp(`(${CJK_RUN.source})`, 'u'))
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) terms.push(...cjkTerms(part))
+      else if (part.length >= MIN_TERM_LENGTH && !IGNORED.has(part) && !/^\d+$/.test(part)) terms.push(part)
+    })
+  }
+  return [...new Set(terms)]
 }
 
 /**
@@ -69,13 +92,14 @@ const MAX_TERM_PATTERNS = 4096
 
 /**
  * True when `term` is a word of `text`, allowing the endings of a plural or a verb form: `certificates` finds
- * `certificate`, `pgbouncer` finds `pgbouncers`, `fail` finds `failing` — but `write` does not find `writer`.
+ * `certificate`, `pgbouncer` finds `pgbouncers`, `fail` finds `failing` — but `write` does not find `writer`. A
+ * Japanese, Chinese or Korean term is found anywhere in the text: its words are not set apart by spaces.
  */
 export function containsTerm(text: string, term: string): boolean {
   let pattern = termPatterns.get(term)
   if (pattern === undefined) {
     const stem = term.length >= 5 && /[^s]s$/.test(term) ? term.slice(0, -1) : term
-    pattern = new RegExp(`(?:^|[^\\p{L}\\p{N}])${escape(stem)}(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])`, 'iu')
+    pattern = CJK_TERM.test(term) ? new RegExp(escape(term), 'u') : new RegExp(`(?:^|[^\\p{L}\\p{N}])${escape(stem)}(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])`, 'iu')
     // A long-lived process (jarvis mcp) meets ever new terms: the cache starts again rather than grow.
     if (termPatterns.size >= MAX_TERM_PATTERNS) termPatterns.clear()
     termPatterns.set(term, pattern)

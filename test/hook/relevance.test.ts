@@ -22,6 +22,15 @@ describe('the relevance rule', () => {
     expect(promptTerms('Why is 2024 slow')).toEqual(['slow'])
   })
 
+  it('takes the character pairs of Japanese, Chinese and Korean, without the pairs of Japanese grammar', () => {
+    expect(promptTerms('デプロイが失敗した原因は？')).toEqual(['デプ', 'プロ', 'ロイ', '失敗', '原因'])
+    expect(promptTerms('배포 실패 원인이 뭐야?')).toEqual(['배포', '실패', '원인', '인이', '뭐야'])
+    expect(promptTerms('APIの設計 redis')).toEqual(['api', '設計', 'redis'])
+    expect(promptTerms('今日はいい天気ですね')).toEqual(['今日', '天気'])
+    expect(containsTerm('本番環境へのデプロイが失敗した', 'デプ')).toBe(true)
+    expect(containsTerm('本番環境へのデプロイが失敗した', '原因')).toBe(false)
+  })
+
   it('matches whole words with a plural or verb ending, nothing else', () => {
     expect(containsTerm('Run pgbouncers in transaction mode', 'pgbouncer')).toBe(true)
     expect(containsTerm('the repgbouncer tool', 'pgbouncer')).toBe(false)
@@ -60,6 +69,19 @@ describe('what the recall block says of a file: the line that answers the prompt
     await writeFile(join(root, '.memory', 'notes', 'staging.md'), 'Our staging database password rotates monthly; ask Priya for access.\nThe staging deploy runs from release/* via GitHub Actions, weekdays at 18:00 UTC.\n')
   })
   afterAll(async () => removeAll([root]))
+
+  it('finds the note a Japanese, Korean or Chinese prompt asks about, and shows its answering line', async () => {
+    const notes = {
+      'notes/jp.md': '# デプロイ失敗\n本番環境へのデプロイが失敗した。原因はメモリ不足。\n',
+      'notes/ko.md': '# 배포 실패\n프로덕션 배포가 실패했다. 원인은 메모리 부족.\n',
+      'notes/zh.md': '# 部署失败\n生产环境部署失败，原因是内存不足。\n',
+    }
+    for (const [path, text] of Object.entries(notes)) await writeFile(join(root, '.memory', path), text)
+    expect((await readPromptRecall({root, prompt: 'デプロイが失敗した原因は？'})).block).toBe('[MEMORY CONTEXT]\n- notes/jp.md\n  Summary: “本番環境へのデプロイが失敗した。原因はメモリ不足。”')
+    expect((await readPromptRecall({root, prompt: '배포 실패 원인이 뭐야?'})).files).toEqual(['notes/ko.md'])
+    expect((await readPromptRecall({root, prompt: '部署失败的原因是什么？'})).files).toEqual(['notes/zh.md'])
+    expect((await readPromptRecall({root, prompt: '今日はいい天気ですね'})).block).toBe('')
+  })
 
   it('the line holding most of the prompt words, not the first line of the file', async () => {
     const recall = await readPromptRecall({root, prompt: 'When does the staging deploy run?'})

@@ -14,6 +14,7 @@ import {memoryLs} from '../../src/ops/memory-ls.js'
 import {renderEpisode} from '../../src/files/episode.js'
 import {summaryOf, toSearchDocument} from '../../src/search/document.js'
 import {recallMemory} from '../../src/ops/recall.js'
+import {answeringLines} from '../../src/ops/recall-rules.js'
 import {listIndexedFiles, resetSearchCache, searchDocuments, searchMemory, watchSearchIndex} from '../../src/search/index.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
@@ -119,10 +120,14 @@ describe('what the index keeps of each text', () => {
       const doc = toSearchDocument(hit.path, texts[hit.path])
       expect({title, tags, body, summary}).toEqual({title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)})
     }
-    // recall prints the summaries the index kept: the same block as from the texts.
+    // recall shows each file by its line that answers the query, from the body the index kept: the same as from the texts.
     vi.stubEnv('JARVIS_EMBEDDINGS', 'off')
     const block = (await recallMemory({dir: root, query: 'harbour', limit: 5}).finally(() => vi.unstubAllEnvs())).block
-    for (const path of Object.keys(texts)) expect(block).toContain(`- ${path}\n  Summary: “${summaryOf(toSearchDocument(path, texts[path])).replace(/[“”]/g, '"')}”`)
+    for (const path of Object.keys(texts)) {
+      const doc = toSearchDocument(path, texts[path])
+      expect(block).toContain(`- ${path}\n  Summary: “${(answeringLines({path, body: doc.body}, ['harbour']) ?? summaryOf(doc)).replace(/[“”]/g, '"')}”`)
+    }
+    expect(block).toContain('- crlf.md\n  Summary: “The harbour tug.”')
   })
 })
 

@@ -141,7 +141,7 @@ describe('recall', () => {
   beforeEach(() => vi.stubEnv('JARVIS_EMBEDDINGS', 'off'))
   afterEach(() => vi.unstubAllEnvs())
 
-  it('prints the seed 004 §7 block: path and a one-line summary per hit', async () => {
+  it('prints the seed 004 §7 block: path and a one-line summary per hit, the line that answers the query', async () => {
     const root = await tree()
     const {block, hits} = await recallMemory({dir: root, query: 'runner_exec auth failures'})
     expect(hits.length).toBe(3)
@@ -153,7 +153,7 @@ describe('recall', () => {
       expect(lines[2 + 2 * i]).toMatch(/^ {2}Summary: “.+”$/)
     })
     expect(lines[1]).toBe('- bugs/ssh/runner-exec-auth-failures-after-the-key-rotation.md')
-    expect(lines[2]).toBe('  Summary: “Bug: runner_exec auth failures after the key rotation — Area: SSH runner.”')
+    expect(lines[2]).toBe('  Summary: “Symptom: runner_exec auth failures after the key rotation.”')
   })
 
   it('is bounded: long summaries are cut to one line, the block to RECALL_MAX_CHARS, and every hit asked for is shown', async () => {
