@@ -54,6 +54,7 @@ export const SENSITIVE_RULES: Record<string, {kind: SensitiveKind; label: string
   // our own patterns (docs/decisions/secret-scanner.md)
   jwt: {kind: 'secret', label: 'a JSON Web Token'},
   'bearer-token': {kind: 'secret', label: 'a bearer token'},
+  'telegram-bot-token': {kind: 'secret', label: 'a Telegram bot token'},
   'password-assignment': {kind: 'secret', label: 'a password or key assigned to a name (password=…)'},
   email: {kind: 'email', label: 'an e-mail address'},
   phone: {kind: 'phone', label: 'a phone number'},
@@ -199,6 +200,12 @@ const OPENAI_STYLE = /(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|live-|test-)
  */
 const JWT = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,2048}\.eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{16,1024}(?![A-Za-z0-9_-])/g
 
+/**
+ * A Telegram bot token as BotFather gives it: the bot's numeric id, a colon, then 35 base64url characters starting
+ * with `A` (`123456789:AA…`). The preset has no Telegram rule, and `jarvis telegram` asks its user to hold one.
+ */
+const TELEGRAM_BOT_TOKEN = /(?<![A-Za-z0-9_:-])\d{5,16}:(A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])/g
+
 /** `Bearer <token>` as pasted from an Authorization header: at least 16 token characters. */
 const BEARER = /(?<![A-Za-z])Bearer\s+([A-Za-z0-9._~+/-]{16,2048}=*)(?![A-Za-z0-9._~+/=-])/g
 
@@ -244,6 +251,9 @@ function ownSecretSpans(text: string): Span[] {
     if (characterClasses(m[1]) >= 2 && /\d/.test(m[1])) spans.push({start: m.index, end: m.index + m[0].length, rule: 'openai-key'})
   }
   for (const m of text.matchAll(JWT)) spans.push({start: m.index, end: m.index + m[0].length, rule: 'jwt'})
+  for (const m of text.includes(':') ? text.matchAll(TELEGRAM_BOT_TOKEN) : []) {
+    if (characterClasses(m[1]) >= 3) spans.push({start: m.index, end: m.index + m[0].length, rule: 'telegram-bot-token'})
+  }
   for (const m of text.matchAll(BEARER)) {
     if (!PLACEHOLDER.test(m[1]) && characterClasses(m[1]) >= 2) spans.push({start: m.index, end: m.index + m[0].length, rule: 'bearer-token'})
   }

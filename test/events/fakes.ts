@@ -67,6 +67,11 @@ export class Fakes {
     return `https://hooks.slack.com/services/T${this.chars(10, UPPER + DIGITS)}/B${this.chars(10, UPPER + DIGITS)}/${this.chars(24)}`
   }
 
+  /** A bot token as BotFather gives it: the bot's id, a colon, `AA` and 33 more base64url characters. */
+  telegramBot(): string {
+    return `${this.digits(10)}:${'AA'}${this.chars(33, BASE64URL)}`
+  }
+
   /** A project key with the `T3BlbkFJ` marker (base64 of "OpenAI") the preset's rule looks for. */
   openaiProject(): string {
     return `sk-${'proj'}-${this.chars(74, BASE64URL)}T3Blbk${'FJ'}${this.chars(74, BASE64URL)}`

@@ -36,6 +36,8 @@ const positives: Positive[] = [
   positive('OpenAI-compatible key in env line', 'openai-key', f.openaiLegacy(), (s) => `export DEEPSEEK_KEY=${s}`),
   positive('Anthropic key', 'anthropic-key', f.anthropic(), (s) => `Claude API key: ${s}`),
   positive('JWT', 'jwt', f.jwt(), (s) => `session cookie was ${s}; expires tomorrow`),
+  positive('Telegram bot token', 'telegram-bot-token', f.telegramBot(), (s) => `the standup bot is ${s}`),
+  positive('Telegram bot token in an env line', 'telegram-bot-token', f.telegramBot(), (s) => `JARVIS_TELEGRAM_TOKEN=${s}`),
   positive('JWT in an Authorization header', 'bearer-token', f.jwt(), (s) => `curl -H "Authorization: Bearer ${s}" https://api.internal/v1`),
   positive('opaque bearer token', 'bearer-token', f.chars(40), (s) => `Authorization: Bearer ${s}`),
   positive('PEM RSA private key', 'private-key', f.pem('RSA'), (s) => `server key:\n${s}\nkeep it safe`),
@@ -75,6 +77,7 @@ const positives: Positive[] = [
 const negatives: Array<[string, string]> = [
   ['seed §13 example 1', 'TELEGRAM_BOT_TOKEN は ~/claude-telegram-bot/.env に保存（2026-02-02から有効）'],
   ['seed §13 example 2', 'Gateway API Key が無効（401エラー）。原因: API Keyの有効期限切れ。対処: 新しいKeyを発行して更新。'],
+  ['a time and a word after a bot id', 'bot 1234567890:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA placeholder, deploy at 12:00 AM'],
   ['seed §13 example 3', '4者共有メモリは Gateway(D1) をSSOTとし、append-onlyで運用（2026-02-02決定）'],
   ['seed §6b good example', 'TELEGRAM_BOT_TOKEN は ~/claude-telegram-bot/.env に保存（2026-02-02から有効）\n\n理由: セキュリティ向上のため、環境変数で管理。\n影響: 以前の .env.local は廃止。'],
   ['ISO timestamps', 'synced at 2026-02-02T10:00:00Z and again at 2026-02-02T19:00:00.123+09:00'],
