@@ -6,6 +6,7 @@
 import {createHash} from 'node:crypto'
 
 import type {SnapshotResponse, StoredMemoryEvent} from '../schemas/index.js'
+import {shorten} from '../schemas/shorten.js'
 import {deprecatedIds, detectConflicts} from './conflicts.js'
 import {compareEvents, contentHash, RULESET_STAMP, scopeMatches} from './rules.js'
 
@@ -64,7 +65,7 @@ export function contentGist(content: string, width: number): string {
     .map((line) => line.trim().replace(/^(?:#{1,6}\s+|[-*+]\s+|>\s*)/, ''))
     .filter((line) => line !== '')
     .join(' ')
-  return plain.length > width ? `${plain.slice(0, width - 1)}…` : plain
+  return shorten(plain, width)
 }
 
 function bullet(e: StoredMemoryEvent): string {

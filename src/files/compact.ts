@@ -3,6 +3,7 @@
  * Newest first; per episode its title, date, path, headings and outcome lines; bounded length. The episodes stay.
  */
 import {readMemoryFile, scanMemory, withTreeLock, writeMemoryFile} from '../store/index.js'
+import {shorten} from '../schemas/shorten.js'
 import {type MemoryFile, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkSlug} from './paths.js'
 import {assertWritable} from './tools.js'
@@ -32,7 +33,7 @@ export function belongsTo(file: MemoryFile, slug: string): boolean {
 
 function clip(line: string): string {
   const trimmed = line.trim()
-  return trimmed.length > MAX_LINE_CHARS ? `${trimmed.slice(0, MAX_LINE_CHARS - 1)}…` : trimmed
+  return shorten(trimmed, MAX_LINE_CHARS)
 }
 
 function dateOf(file: MemoryFile): string {

@@ -10,6 +10,7 @@
  * - Nothing to say → nothing at all on stdout (not even `{}`).
  */
 import type {StoredMemoryEvent} from '../schemas/index.js'
+import {shorten} from '../schemas/shorten.js'
 import type {BudgetSection} from './budget.js'
 import {answerEventName, type HookAgent} from './events.js'
 
@@ -29,7 +30,7 @@ export function unreadableNotice(reason: string): string {
 /** Newlines and runs of spaces folded, at most `max` characters (an ellipsis marks a cut). */
 export function oneLine(text: string, max = 400): string {
   const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > max ? `${flat.slice(0, max - 1).trimEnd()}…` : flat
+  return shorten(flat, max)
 }
 
 export interface ContextFile {

@@ -4,6 +4,7 @@
  */
 import type {z} from 'zod'
 
+import {shorten} from '../schemas/shorten.js'
 import {editCallOf, grepQueryOf} from './arguments.js'
 import type {McpBackend} from './backend.js'
 import {
@@ -67,7 +68,7 @@ const LINE_CHARS = 160
 
 function oneLine(text: string, max = LINE_CHARS): string {
   const line = text.replace(/\s+/g, ' ').trim()
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+  return shorten(line, max)
 }
 
 /** The recall block cut to about `maxTokens` (4 characters a token), whole entries only. */

@@ -4,6 +4,7 @@
  * file is still searchable, by its whole text (`jarvis memory read` is where the error is reported).
  */
 import {type ListingFields, listingOf} from '../files/front-matter.js'
+import {shorten} from '../schemas/shorten.js'
 
 export type {ListingFields} from '../files/front-matter.js'
 
@@ -59,5 +60,5 @@ export function summaryOf(doc: SearchDocument, max = SUMMARY_CHARS): string {
   const prose = firstLine?.replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '')
   const lead = doc.title && prose && !prose.toLowerCase().includes(doc.title.toLowerCase()) ? `${doc.title} — ${prose}` : prose || doc.title
   const text = (doc.summary || lead || '').replace(/\s+/g, ' ').replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '').trim()
-  return text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text
+  return shorten(text, max)
 }

@@ -11,6 +11,7 @@ import createDebug from 'debug'
 
 import {BadInputError} from '../errors.js'
 import {readMemoryFile} from '../store/tree.js'
+import {headOf, sliceWhole} from '../schemas/shorten.js'
 import {SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
@@ -251,7 +252,7 @@ function snippetOf(text: string, terms: string[]): {line: number; text: string}[
       const raw = lines[line].trim()
       if (raw.length <= SNIPPET_CHARS) return {line: line + 1, text: raw}
       const start = Math.max(0, Math.min(at - 40, raw.length - SNIPPET_CHARS))
-      return {line: line + 1, text: `${start > 0 ? '…' : ''}${raw.slice(start, start + SNIPPET_CHARS - 2).trim()}…`}
+      return {line: line + 1, text: `${start > 0 ? '…' : ''}${sliceWhole(raw, start, start + SNIPPET_CHARS - 2).trim()}…`}
     })
 }
 
@@ -507,7 +508,7 @@ const RECALL_MIN_SUMMARY_CHARS = 48
 /** `text` cut to at most `max` characters, on a word boundary when one is near, with an ellipsis. PURE. */
 function cutSummary(text: string, max: number): string {
   if (text.length <= max) return text
-  const cut = text.slice(0, max - 1)
+  const cut = headOf(text, max - 1)
   const space = cut.lastIndexOf(' ')
   return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`
 }

@@ -12,6 +12,7 @@ import {basename, join} from 'node:path'
 import {BadInputError} from '../errors.js'
 import {writeFileAtomic} from '../store/index.js'
 import {isRecord} from '../schemas/plain-fields.js'
+import {headOf} from '../schemas/shorten.js'
 import {assertUnchangedSince} from './files.js'
 import {claudeProjectDir} from './claude-paths.js'
 import {CLAUDE_CONVERSATION_TYPES, readClaudeChain} from './claude-read.js'
@@ -73,7 +74,7 @@ const TOOL_ID = /^[a-zA-Z0-9_-]+$/
 /** `lastPrompt` as Claude Code writes it: newlines flattened, at most 200 characters plus `…`. */
 export function lastPromptText(text: string): string {
   const flat = text.replace(/\s*\n\s*/g, ' ').trim()
-  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat
+  return flat.length > 200 ? `${headOf(flat, 200)}…` : flat
 }
 
 function render(messages: readonly UniversalMessage[], ctx: RenderContext): Rendered {

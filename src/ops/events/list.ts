@@ -5,6 +5,7 @@ import type {EventQuery} from '../../protocol/events.js'
 import {EVENT_QUERY_MAX, eventKindSchema, parseWith, type StoredMemoryEvent} from '../../schemas/index.js'
 import {openTreeIfAny} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
+import {headOf} from '../../schemas/shorten.js'
 import {asFlagRefusal, checkAgent, checkScopes, openEvents, parseSince, type ServerOptions} from './common.js'
 
 export interface ListOptions extends ServerOptions {
@@ -93,9 +94,8 @@ export async function listEvents(options: ListOptions): Promise<ListResult> {
  */
 export function eventQueryOf(query: string): string {
   if (query.length <= EVENT_QUERY_MAX) return query
-  let cut = query.slice(0, EVENT_QUERY_MAX)
+  let cut = headOf(query, EVENT_QUERY_MAX)
   const space = cut.search(/\s\S*$/)
   if (space > 0 && /\S/.test(query[EVENT_QUERY_MAX])) cut = cut.slice(0, space)
-  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1)
   return cut.trimEnd()
 }
