@@ -15,6 +15,7 @@ import {
   parseJsonFile,
   parseWith,
   projectActiveRequestSchema,
+  projectSlugSchema,
   type TaskResult,
   taskResultSchema,
   type WorkerMemory,
@@ -133,6 +134,8 @@ export interface SwitchProjectOptions {
 /** `jarvis switch-project`: the server records it and tells every client (STATE_CHANGED); offline it is queued. */
 export async function switchProject(options: SwitchProjectOptions): Promise<ActiveProject> {
   const switchedBy = options.switchedBy ?? 'user-cli'
+  const slug = projectSlugSchema.safeParse(options.projectId)
+  if (!slug.success) throw new BadInputError(`projectId: ${slug.error.issues[0].message} (got ${JSON.stringify(options.projectId)})`)
   const body = parseWith(projectActiveRequestSchema, {projectId: options.projectId, switchedBy}, 'projectId')
   const tree = await openTreeIfAny(options.dir)
   const {client, identity: connected} = await connect(tree, options)

@@ -4,7 +4,7 @@
  */
 import {z} from 'zod'
 
-import {isoDateTimeSchema, memoryPathSchema, noNul, pathRecord, revisionSchema, sha256HexSchema} from './common.js'
+import {isoDateTimeSchema, memoryPathSchema, pathRecord, projectSlugSchema, revisionSchema, sha256HexSchema} from './common.js'
 import {activeProjectSchema} from './memory.js'
 
 export const statusFileSchema = z.looseObject({
@@ -102,13 +102,14 @@ export const pushConflictSchema = z.lazy(() =>
 export type PushConflict = z.output<typeof pushConflictSchema>
 
 /**
- * `switchedBy` (new, optional) says who switched; the server records `user-cli` when it is missing. The project id goes
- * into the audit log as it is, so no NUL (a file read back may hold one: the file's schema does not refuse it).
+ * `switchedBy` (new, optional) says who switched; the server records `user-cli` when it is missing. The project id is
+ * a project slug: a switch to `Atlas Project` would name a scope no request may ask for.
  */
 export const projectActiveRequestSchema = z.lazy(() =>
   z
     .looseObject({
-      projectId: activeProjectSchema.shape.projectId.refine(...noNul),
+      // The id names the project's scope (`project:<id>`) and folder (`projects/<id>/`): a slug, as `init --project` takes.
+      projectId: projectSlugSchema,
       switchedBy: activeProjectSchema.shape.switchedBy.optional(),
     })
     .meta({title: 'Project switch', description: 'Body of POST /api/projects/active'}),

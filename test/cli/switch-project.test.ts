@@ -126,6 +126,23 @@ describe('jarvis switch-project', () => {
     expect(await activeProject(srv)).toMatchObject({projectId: 'proj-web', switchedBy: 'user-web'})
   })
 
+  it('refuses a project id that is not a slug (exit 2, nothing queued, the server keeps its project); the server refuses it too', async () => {
+    const srv = await server()
+    await initTree(root, {server: srv.url, agent: 'claude'})
+    expect((await runJarvis(['switch-project', 'atlas', '--dir', root], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})).code).toBe(0)
+    for (const id of ['Atlas Project', 'line1\nline2', '../x']) {
+      const run = await runJarvis(['switch-project', id, '--dir', root], {env: cleanEnv(root, {JARVIS_TOKEN: TOKENS.claude})})
+      expect(run.code, id).toBe(2)
+      expect(run.stderr).toContain(`projectId: must be 1-64 characters of a-z, 0-9, ".", "_" or "-", starting with a letter or digit (got ${JSON.stringify(id)})`)
+    }
+    expect(await readOutbox(root)).toEqual([])
+    expect((await activeProject(srv)).projectId).toBe('atlas')
+    const direct = await fetch(`${srv.url}/api/projects/active`, {method: 'POST', headers: {authorization: `Bearer ${TOKENS.claude}`, 'content-type': 'application/json'}, body: JSON.stringify({projectId: 'Atlas Project'})})
+    expect(direct.status).toBe(400)
+    expect(await direct.text()).toContain('projectId')
+    expect((await activeProject(srv)).projectId).toBe('atlas')
+  })
+
   it('a refused token is not queued: it would be refused again', async () => {
     const srv = await server()
     await initTree(root, {server: srv.url, agent: 'claude'})

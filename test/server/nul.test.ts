@@ -32,7 +32,10 @@ describe.each(BACKENDS)('on %s', (backend) => {
     const {token: admin} = await createKey({dataDir: h.dataDir, databaseUrl: await databaseFor(h.dataDir), agent: 'openclaw', role: 'admin'})
     expect((await h.call('POST', '/api/projects/active', {projectId: 'atlas'})).status).toBe(200)
 
-    expectRefused(await h.call('POST', '/api/projects/active', {projectId: NUL}), 'body/projectId')
+    // A project id is a slug, so a NUL is refused as any other character outside one.
+    const project = await h.call('POST', '/api/projects/active', {projectId: NUL})
+    expect(project.status, project.text).toBe(400)
+    expect(project.body.field).toBe('body/projectId')
     expectRefused(await h.call('POST', '/api/memory/sync-task', {taskId: NUL, timestamp: '2026-02-02T10:00:00Z', type: 'code', success: true}), 'body/taskId')
     for (const name of ['agent', 'q']) expectRefused(await h.call('GET', `/v1/memory/events?${name}=${NUL_IN_QUERY}`), `querystring/${name}`)
     expectRefused(await h.call('GET', `/v1/memory/snapshot?agent_id=${NUL_IN_QUERY}`), 'querystring/agent_id')
