@@ -9,6 +9,7 @@ import {randomBytes} from 'node:crypto'
 
 import {BadInputError} from '../errors.js'
 import {parseDuration} from '../events/duration.js'
+import {agentIdSchema as eventLogAgentSchema} from '../schemas/common.js'
 import {hashText} from '../store/hash.js'
 import {agentIdSchema} from './config.js'
 import {assertServerData, type StorageTarget, withStorage} from './storage/open.js'
@@ -70,6 +71,10 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
   const key: ApiKey = {id: `key_${randomBytes(6).toString('hex')}`, workspace, agentId: agent.data, role, createdAt: now.toISOString(), expiresAt, revokedAt: null}
   await withStorage(options, (storage) => storage.addKey(key, hashText(token)))
   const warnings = await auditKey(options, key, key.createdAt, `key ${key.id} created (role ${role}, ${expiresAt === null ? 'no expiry' : `expires ${expiresAt}`})`)
+  // A CI job's key is meant to be outside the four; a typo of one of them (`claud`) is worth seeing now, not at the first append.
+  if (!eventLogAgentSchema.safeParse(agent.data).success) {
+    warnings.unshift(`${agent.data} is not one of the event log's agents (${eventLogAgentSchema.options.join(', ')}): its key syncs files and reads the global and project events, but cannot append, supersede or forget events`)
+  }
   return {token, key, warnings}
 }
 

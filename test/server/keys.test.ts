@@ -186,6 +186,19 @@ describe.each(BACKENDS)('API keys on %s', (backend) => {
     expect(await create('--agent', 'gemini', '--expires', '0.02h')).toMatchObject({key: {expiresAt: expect.any(String)}})
   })
 
+  it('a key for an agent outside the event log (a CI job) is made, and says at once what it cannot do; an agent of the four gets no such word', async () => {
+    const made = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'ci-bot'], {env: env('')})
+    expect(made.code, made.stderr).toBe(0)
+    expect(made.stderr).toContain("ci-bot is not one of the event log's agents (chatgpt, claude, gemini, openclaw): its key syncs files and reads the global and project events, but cannot append, supersede or forget events")
+    const token = /JARVIS_TOKEN=(\S+)/.exec(made.stdout)![1]
+    const appended = await fetch(`${server.url}/v1/memory/append`, {method: 'POST', headers: {authorization: `Bearer ${token}`, 'content-type': 'application/json'}, body: JSON.stringify({scope: 'global', kind: 'fact', dedupe_key: 'fact:ci_bot', content_md: 'From CI.', confidence: 'high', run_id: 'ci-1', source: {}})})
+    expect(appended.status).toBe(403)
+    expect(await appended.text()).toContain("the token's agent ci-bot is not one of the agents of the shared event log")
+    const four = await runJarvis(['serve', 'token', 'create', ...storageFlags(server), '--agent', 'openclaw'], {env: env('')})
+    expect(four.code, four.stderr).toBe(0)
+    expect(four.stderr).not.toContain('not one of')
+  })
+
   it('the tokens file keeps working beside the keys; /healthz and /readyz answer without a token', async () => {
     expect((await get('/api/memory/status', TOKENS.claude)).status).toBe(200)
     expect((await get('/api/memory/status', 'not-a-token-at-all')).status).toBe(401)
