@@ -258,6 +258,29 @@ export class PostgresStorage implements ServerStorage {
     })
   }
 
+  /**
+   * A connection of the pool, for one transaction: pg emits 'error' on a connection that ends while it is checked out
+   * (a terminated backend, a failover, PostgreSQL stopped with `-m immediate`), and the pool listens only to idle ones.
+   * Unheard, that 'error' ends the process with every request in it; heard, only the statement in flight fails (with
+   * the same error: 503), and `release` destroys the connection rather than pool it again.
+   */
+  private async checkout(): Promise<{client: pg.PoolClient; release: (broken?: Error) => void}> {
+    const client = await this.pool.connect()
+    let lost: Error | undefined
+    const onError = (error: Error) => {
+      lost = error
+      debug('connection lost while in use: %s', error.message)
+    }
+    client.on('error', onError)
+    return {
+      client,
+      release: (broken) => {
+        client.off('error', onError)
+        client.release(broken ?? lost)
+      },
+    }
+  }
+
   /** One statement on a pooled connection, prepared once per connection under `name` (the statement's text never changes). */
   private async query<R>(name: string, text: string, values: unknown[]): Promise<R[]> {
     return (await this.pool.query({name, text, values})).rows as R[]
@@ -292,7 +315,7 @@ export class PostgresStorage implements ServerStorage {
     work: (client: pg.PoolClient, first: Record<string, unknown>[], last: Last, read: Record<string, unknown>[]) => Promise<T>,
     options: {readOnly?: boolean; lock?: number; first?: string; read?: Statement; batch?: boolean} = {},
   ): Promise<T> {
-    const client = await this.pool.connect()
+    const {client, release} = await this.checkout()
     let broken: Error | undefined
     // The last statement of `work` goes with the COMMIT: one round trip less. Once it was sent, the transaction is
     // over whatever `work` does next.
@@ -346,7 +369,7 @@ export class PostgresStorage implements ServerStorage {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError))
       throw error
     } finally {
-      client.release(broken)
+      release(broken)
     }
   }
 
@@ -611,7 +634,7 @@ export class PostgresStorage implements ServerStorage {
    * copy while servers write), a page at a time.
    */
   async *dumpRows(tables: readonly DumpTable[] = DUMP_TABLES, keysOf = DEFAULT_WORKSPACE): AsyncGenerator<DumpRow> {
-    const client = await this.pool.connect()
+    const {client, release} = await this.checkout()
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
       for (const table of tables) {
@@ -629,7 +652,7 @@ export class PostgresStorage implements ServerStorage {
       await client.query('ROLLBACK').catch(() => {})
       throw error
     } finally {
-      client.release()
+      release()
     }
   }
 
