@@ -14,7 +14,7 @@ import {fakeGithubToken} from '../files/helpers.js'
 import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
 import {removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
 import {call} from '../server/helpers.js'
-import {launchBrowser, screenshots, type Browser} from './browser.js'
+import {answerHandled, holdRequests, launchBrowser, noteAnswers, screenshots, type Browser} from './browser.js'
 
 /** Polls until `probe` returns a value: an overall deadline for a step, not a timed assertion. */
 async function until<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, deadlineMs = 30_000): Promise<T> {
@@ -226,6 +226,45 @@ describe('the dashboard', () => {
     await page.close()
   })
 
+  it('a file clicked while the one before is still loading shows, edits and saves its own text only', async () => {
+    for (const [path, content] of [['notes/a2.md', 'a 2\n'], ['notes/a3.md', 'a 3\n']]) {
+      expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/write', {path, content, base: null})).body.rev).toBe(1)
+    }
+    const page = await signedIn(TOKENS.claude, '#/files')
+    await noteAnswers(page)
+    // a2's answer is held until a3 is shown, so that it arrives last, as a slow answer does.
+    const a2 = await holdRequests(page, (url, body) => url.endsWith('/api/memory/pull') && body.includes('notes/a2.md'))
+    await page.getByRole('link', {name: 'a2.md', exact: true}).click()
+    await a2.asked
+    await page.getByRole('link', {name: 'a3.md', exact: true}).click()
+    await page.locator('.file-markdown').getByText('a 3').waitFor()
+    a2.release()
+    await answerHandled(page, '"notes/a2.md"')
+    expect(await page.getByRole('heading', {level: 2}).textContent()).toBe('notes/a3.md')
+    expect((await page.locator('.file-markdown').textContent())?.trim()).toBe('a 3')
+
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/a3.md')
+    expect(await editor.inputValue()).toBe('a 3\n')
+    await editor.fill('a 3 edited\n')
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved notes/a3.md as revision 2.').waitFor()
+    expect(await serverFile('notes/a3.md')).toMatchObject({content: 'a 3 edited\n', rev: 2})
+    expect(await serverFile('notes/a2.md')).toMatchObject({content: 'a 2\n', rev: 1})
+
+    // A path the server refuses shows the refusal, and nothing of the file open before it.
+    await page.getByLabel('New file path').fill('../evil.md')
+    await page.getByRole('button', {name: 'Open'}).click()
+    await page.getByRole('heading', {name: '../evil.md'}).waitFor()
+    const refusal = page.getByRole('alert')
+    await refusal.waitFor()
+    expect(await refusal.textContent()).toMatch(/\.\.\/evil\.md/)
+    const pane = page.locator('section.file')
+    expect(await pane.textContent()).not.toContain('a 3')
+    expect(await pane.getByRole('button', {name: /^(Edit|Create this file)$/}).count()).toBe(0)
+    await page.close()
+  })
+
   it('shows an append from the CLI live, with its confidence and TTL', async () => {
     const page = await signedIn(TOKENS.claude, '#/events')
     const port = page.getByRole('article', {name: /config config:server_port by claude/})
@@ -363,6 +402,47 @@ describe('the dashboard', () => {
     await page.getByRole('button', {name: 'Search'}).click()
     await page.getByRole('link', {name: 'projects/atlas/summary.md'}).waitFor()
     await screenshots(page, 'search')
+    await page.close()
+  })
+
+  it('an answer that arrives after a newer one never replaces it (event log, pinned memory)', async () => {
+    for (const [key, scope, content] of [
+      ['fact:held_back', 'global', 'The zebrafish answer is held back.'],
+      ['fact:answered_first', 'global', 'The quokka answer comes first.'],
+      ['fact:claude_own_fish', 'agent:claude', 'The zebrafish of claude alone.'],
+    ]) {
+      const appended = await call(server.url, TOKENS.claude, 'POST', '/v1/memory/append', {run_id: 'race-run', scope, kind: 'fact', dedupe_key: key, confidence: 'high', content_md: content, source: {system: 'cli'}, ttl_days: 0})
+      expect(appended.status).toBe(200)
+    }
+    const page = await signedIn(TOKENS.claude, '#/events')
+    await noteAnswers(page)
+    const eventsFor = await holdRequests(page, (url) => url.includes('/v1/memory/events') && url.includes('q=zebrafish'))
+    const text = page.getByLabel('Text', {exact: true})
+    await text.fill('zebrafish')
+    await eventsFor.asked
+    await text.fill('quokka')
+    await page.getByRole('article', {name: /fact fact:answered_first/}).waitFor()
+    eventsFor.release()
+    await answerHandled(page, 'q=zebrafish')
+    expect(await text.inputValue()).toBe('quokka')
+    expect(await page.locator('article.event .key').allTextContents()).toEqual(['fact:answered_first'])
+    expect(await page.locator('p.count').textContent()).toBe('1 event.')
+
+    await page.getByRole('link', {name: 'Pinned memory'}).click()
+    const scopes = page.getByLabel('Scopes (comma-separated)')
+    await until('the default scopes', async () => (await scopes.inputValue()) !== '')
+    const pinnedFor = await holdRequests(page, (url) => url.includes('/v1/memory/snapshot') && url.includes('scopes=agent%3Aclaude&'))
+    await scopes.fill('agent:claude')
+    await scopes.press('Tab')
+    await pinnedFor.asked
+    await scopes.fill('global')
+    await scopes.press('Tab')
+    await answerHandled(page, 'scopes=global&')
+    pinnedFor.release()
+    await answerHandled(page, 'scopes=agent%3Aclaude&')
+    expect(await scopes.inputValue()).toBe('global')
+    expect(await page.locator('.pinned').textContent()).toContain('The quokka answer comes first.')
+    expect(await page.locator('main').textContent()).not.toContain('The zebrafish of claude alone.')
     await page.close()
   })
 
