@@ -265,6 +265,33 @@ describe('the dashboard', () => {
     await page.close()
   })
 
+  it('keeps the draft of a large file through a reload, and says so when a draft does not fit in the tab', async () => {
+    // Two files just under the 4 MiB a file may hold: the text and the text it started from do not both fit in the tab's storage.
+    const big = `${'x'.repeat(99)}\n`.repeat(40_000)
+    for (const path of ['notes/big.txt', 'notes/big-too.txt']) expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/write', {path, content: big, base: null})).status).toBe(200)
+    const page = await signedIn(TOKENS.claude, '#/files/notes/big.txt')
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/big.txt')
+    await editor.focus()
+    await page.keyboard.press('Control+End')
+    await page.keyboard.insertText('typed at the end')
+    await page.reload()
+    expect(await editor.inputValue()).toBe(`${big}typed at the end`)
+    expect(await page.getByRole('alert').count()).toBe(0)
+
+    // A second such draft does not fit beside the first: the editor says a reload would lose it.
+    await page.getByRole('link', {name: 'big-too.txt', exact: true}).click()
+    await page.getByRole('button', {name: 'Edit'}).click()
+    await page.getByRole('alert').getByText('This draft is too large for the tab’s storage', {exact: false}).waitFor()
+    await page.getByRole('button', {name: 'Discard edit'}).click()
+
+    await page.getByRole('link', {name: 'big.txt', exact: true}).click()
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved notes/big.txt as revision 2.').waitFor()
+    expect((await serverFile('notes/big.txt'))?.content).toBe(`${big}typed at the end`)
+    await page.close()
+  })
+
   it('shows an append from the CLI live, with its confidence and TTL', async () => {
     const page = await signedIn(TOKENS.claude, '#/events')
     const port = page.getByRole('article', {name: /config config:server_port by claude/})

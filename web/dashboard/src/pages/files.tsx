@@ -8,7 +8,7 @@ import {useCallback, useEffect, useState} from 'preact/hooks'
 import {mergeFileText} from '../../../../src/merge/dispatch.js'
 import {api, ApiError, type CurrentFile, type FileEntry, liveFiles, messageOf, pullFiles} from '../api.js'
 import {splitFrontMatter} from '../markdown.js'
-import {type Draft, dropDraft, loadDraft, saveDraft} from '../session.js'
+import {type Draft, type DraftKept, dropDraft, loadDraft, saveDraft} from '../session.js'
 import {Markdown, Notice, Time, type Tone, useAnswerGuard, useLive} from '../ui.js'
 
 interface TreeNode {
@@ -148,9 +148,14 @@ export function FilesPage({path}: {path: string}) {
   )
 }
 
+/** The draft does not fit in the tab's storage: said in the editor, since the docs promise a reload loses nothing. */
+const DRAFT_NOT_KEPT =
+  'This draft is too large for the tab’s storage (about five million characters for all of this tab’s drafts together): a reload or a closed tab loses it. Save it, or copy it somewhere, before you leave the page.'
+
 function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | undefined; onSaved: () => Promise<void>}) {
   const [view, setView] = useState<View>({state: 'loading'})
   const [draft, setDraft] = useState<Draft | null>(() => loadDraft(path))
+  const [kept, setKept] = useState<DraftKept>('whole')
   const [notice, setNotice] = useState<{tone: Tone; text: string} | null>(null)
   const [merge, setMerge] = useState<MergeShown | null>(null)
   const [remoteChange, setRemoteChange] = useState<string | null>(null)
@@ -167,6 +172,8 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
         return
       }
       setView({state: 'shown', file: {path, content: pulled.content, rev: pulled.rev, updatedAt: pulled.updatedAt}})
+      // A draft kept without its base (too large for the tab's storage whole) gets it back while the file is still at that revision.
+      setDraft((open) => (open !== null && open.baseText === null && open.baseRev === pulled.rev ? {...open, baseText: pulled.content} : open))
     } catch (error) {
       if (current()) setView({state: 'failed', message: messageOf(error)})
     }
@@ -184,10 +191,10 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
     else if (message.rev !== draft.baseRev) setRemoteChange(`${String(message.author)} changed this file on the server (revision ${String(message.rev)}) while you edit it. Saving will show you the merge first.`)
   })
 
-  /** The draft in the editor, and in the tab's storage. */
+  /** The draft in the editor, and as much of it in the tab's storage as fits. */
   const keep = (next: Draft) => {
     setDraft(next)
-    saveDraft(path, next)
+    setKept(saveDraft(path, next))
   }
 
   const edit = (text: string) => {
@@ -204,6 +211,7 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
   const cancelEdit = () => {
     dropDraft(path)
     setDraft(null)
+    setKept('whole')
     setMerge(null)
     setRemoteChange(null)
     void loadFile()
@@ -246,6 +254,7 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
       dropDraft(path)
       if (!answers.shown()) return
       setDraft(null)
+      setKept('whole')
       setMerge(null)
       setRemoteChange(null)
       setNotice({tone: 'success', text: `Saved ${path} as revision ${answer.rev}.`})
@@ -273,6 +282,7 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
       {remoteChange ? <Notice tone="info">{remoteChange}</Notice> : null}
       {draft !== null ? (
         <form class="editor" onSubmit={save}>
+          {kept === 'none' ? <Notice tone="error">{DRAFT_NOT_KEPT}</Notice> : null}
           {merge ? (
             <Notice tone="info">
               <p>{merge.message}</p>
