@@ -533,6 +533,28 @@ describe('the dashboard', () => {
     await asGemini.close()
   })
 
+  it('the audit log keeps the older entries shown when a new one arrives live', async () => {
+    const refuse = async (kind: string) => {
+      const answer = await call(server.url, TOKENS.gemini, 'POST', '/v1/memory/append', {run_id: 'audit-pages', scope: 'global', kind, dedupe_key: `${kind}:refused_token`, confidence: 'high', content_md: `The token is ${fakeGithubToken()}`, source: {system: 'cli'}, ttl_days: 0})
+      expect(answer.status).toBe(422)
+    }
+    // More than one page (50) of gemini's entries.
+    for (let count = 0; count < 60; count += 1) await refuse('fact')
+    const page = await signedIn(TOKENS.gemini, '#/audit')
+    const entries = page.locator('li.audit')
+    await until('the newest page', async () => (await entries.count()) === 50)
+    await page.getByRole('button', {name: 'Show older entries'}).click()
+    await until('the older entries', async () => (await entries.count()) > 50)
+    const loaded = await entries.count()
+    const oldest = await entries.last().textContent()
+
+    await refuse('decision')
+    await page.getByRole('listitem', {name: 'secret refused by gemini'}).filter({hasText: 'a decision event for global'}).waitFor()
+    expect(await entries.count()).toBe(loaded + 1)
+    expect(await entries.last().textContent()).toBe(oldest)
+    await page.close()
+  })
+
   it('a refused token and a server restart while editing give a clear message and lose nothing typed', async () => {
     const key = await runJarvis(['serve', 'token', 'create', '--agent', 'claude', '--data', dataDir, '--json'])
     expect(key.code, key.stderr).toBe(0)
