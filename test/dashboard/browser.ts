@@ -60,3 +60,44 @@ export async function screenshots(page: Page, name: string, mask: Locator[] = []
   }
   await page.setViewportSize(before)
 }
+
+/**
+ * Makes `page` note each answer it reads from the server (its URL and text) once the page has had its turn to use
+ * it: its own continuations and Preact's render run as microtasks, before the task that notes it. A test can then
+ * wait until a late answer was handled, and only then look, instead of sleeping. Holds until the next navigation.
+ */
+export async function noteAnswers(page: Page): Promise<void> {
+  await page.evaluate(`(() => {
+    const read = Response.prototype.text
+    window.answersHandled = []
+    Response.prototype.text = async function () {
+      const text = await read.call(this)
+      setTimeout(() => window.answersHandled.push(this.url + '\\n' + text), 0)
+      return text
+    }
+  })()`)
+}
+
+/** Waits until `page` (see noteAnswers) has handled an answer whose URL or text contains `part`. */
+export async function answerHandled(page: Page, part: string): Promise<void> {
+  await page.waitForFunction((wanted) => (globalThis as unknown as {answersHandled: string[]}).answersHandled.some((answer) => answer.includes(wanted)), part)
+}
+
+/** Holds the page's requests that `matches` picks until release() (a slow answer, made to arrive last); `asked` resolves at the first. */
+export async function holdRequests(page: Page, matches: (url: string, body: string) => boolean): Promise<{asked: Promise<void>; release: () => void}> {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let seen!: () => void
+  const asked = new Promise<void>((resolve) => (seen = resolve))
+  await page.route(
+    (url) => url.pathname.startsWith('/api/') || url.pathname.startsWith('/v1/'),
+    async (route) => {
+      const request = route.request()
+      if (!matches(request.url(), request.postData() ?? '')) return route.fallback()
+      seen()
+      await released
+      await route.continue()
+    },
+  )
+  return {asked, release}
+}

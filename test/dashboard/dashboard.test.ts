@@ -14,7 +14,7 @@ import {fakeGithubToken} from '../files/helpers.js'
 import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
 import {removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
 import {call} from '../server/helpers.js'
-import {launchBrowser, screenshots, type Browser} from './browser.js'
+import {answerHandled, holdRequests, launchBrowser, noteAnswers, screenshots, type Browser} from './browser.js'
 
 /** Polls until `probe` returns a value: an overall deadline for a step, not a timed assertion. */
 async function until<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, deadlineMs = 30_000): Promise<T> {
@@ -226,6 +226,72 @@ describe('the dashboard', () => {
     await page.close()
   })
 
+  it('a file clicked while the one before is still loading shows, edits and saves its own text only', async () => {
+    for (const [path, content] of [['notes/a2.md', 'a 2\n'], ['notes/a3.md', 'a 3\n']]) {
+      expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/write', {path, content, base: null})).body.rev).toBe(1)
+    }
+    const page = await signedIn(TOKENS.claude, '#/files')
+    await noteAnswers(page)
+    // a2's answer is held until a3 is shown, so that it arrives last, as a slow answer does.
+    const a2 = await holdRequests(page, (url, body) => url.endsWith('/api/memory/pull') && body.includes('notes/a2.md'))
+    await page.getByRole('link', {name: 'a2.md', exact: true}).click()
+    await a2.asked
+    await page.getByRole('link', {name: 'a3.md', exact: true}).click()
+    await page.locator('.file-markdown').getByText('a 3').waitFor()
+    a2.release()
+    await answerHandled(page, '"notes/a2.md"')
+    expect(await page.getByRole('heading', {level: 2}).textContent()).toBe('notes/a3.md')
+    expect((await page.locator('.file-markdown').textContent())?.trim()).toBe('a 3')
+
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/a3.md')
+    expect(await editor.inputValue()).toBe('a 3\n')
+    await editor.fill('a 3 edited\n')
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved notes/a3.md as revision 2.').waitFor()
+    expect(await serverFile('notes/a3.md')).toMatchObject({content: 'a 3 edited\n', rev: 2})
+    expect(await serverFile('notes/a2.md')).toMatchObject({content: 'a 2\n', rev: 1})
+
+    // A path the server refuses shows the refusal, and nothing of the file open before it.
+    await page.getByLabel('New file path').fill('../evil.md')
+    await page.getByRole('button', {name: 'Open'}).click()
+    await page.getByRole('heading', {name: '../evil.md'}).waitFor()
+    const refusal = page.getByRole('alert')
+    await refusal.waitFor()
+    expect(await refusal.textContent()).toMatch(/\.\.\/evil\.md/)
+    const pane = page.locator('section.file')
+    expect(await pane.textContent()).not.toContain('a 3')
+    expect(await pane.getByRole('button', {name: /^(Edit|Create this file)$/}).count()).toBe(0)
+    await page.close()
+  })
+
+  it('keeps the draft of a large file through a reload, and says so when a draft does not fit in the tab', async () => {
+    // Two files just under the 4 MiB a file may hold: the text and the text it started from do not both fit in the tab's storage.
+    const big = `${'x'.repeat(99)}\n`.repeat(40_000)
+    for (const path of ['notes/big.txt', 'notes/big-too.txt']) expect((await call(server.url, TOKENS.claude, 'POST', '/api/memory/write', {path, content: big, base: null})).status).toBe(200)
+    const page = await signedIn(TOKENS.claude, '#/files/notes/big.txt')
+    await page.getByRole('button', {name: 'Edit'}).click()
+    const editor = page.getByLabel('Content of notes/big.txt')
+    await editor.focus()
+    await page.keyboard.press('Control+End')
+    await page.keyboard.insertText('typed at the end')
+    await page.reload()
+    expect(await editor.inputValue()).toBe(`${big}typed at the end`)
+    expect(await page.getByRole('alert').count()).toBe(0)
+
+    // A second such draft does not fit beside the first: the editor says a reload would lose it.
+    await page.getByRole('link', {name: 'big-too.txt', exact: true}).click()
+    await page.getByRole('button', {name: 'Edit'}).click()
+    await page.getByRole('alert').getByText('This draft is too large for the tab’s storage', {exact: false}).waitFor()
+    await page.getByRole('button', {name: 'Discard edit'}).click()
+
+    await page.getByRole('link', {name: 'big.txt', exact: true}).click()
+    await page.getByRole('button', {name: 'Save'}).click()
+    await page.getByText('Saved notes/big.txt as revision 2.').waitFor()
+    expect((await serverFile('notes/big.txt'))?.content).toBe(`${big}typed at the end`)
+    await page.close()
+  })
+
   it('shows an append from the CLI live, with its confidence and TTL', async () => {
     const page = await signedIn(TOKENS.claude, '#/events')
     const port = page.getByRole('article', {name: /config config:server_port by claude/})
@@ -366,6 +432,47 @@ describe('the dashboard', () => {
     await page.close()
   })
 
+  it('an answer that arrives after a newer one never replaces it (event log, pinned memory)', async () => {
+    for (const [key, scope, content] of [
+      ['fact:held_back', 'global', 'The zebrafish answer is held back.'],
+      ['fact:answered_first', 'global', 'The quokka answer comes first.'],
+      ['fact:claude_own_fish', 'agent:claude', 'The zebrafish of claude alone.'],
+    ]) {
+      const appended = await call(server.url, TOKENS.claude, 'POST', '/v1/memory/append', {run_id: 'race-run', scope, kind: 'fact', dedupe_key: key, confidence: 'high', content_md: content, source: {system: 'cli'}, ttl_days: 0})
+      expect(appended.status).toBe(200)
+    }
+    const page = await signedIn(TOKENS.claude, '#/events')
+    await noteAnswers(page)
+    const eventsFor = await holdRequests(page, (url) => url.includes('/v1/memory/events') && url.includes('q=zebrafish'))
+    const text = page.getByLabel('Text', {exact: true})
+    await text.fill('zebrafish')
+    await eventsFor.asked
+    await text.fill('quokka')
+    await page.getByRole('article', {name: /fact fact:answered_first/}).waitFor()
+    eventsFor.release()
+    await answerHandled(page, 'q=zebrafish')
+    expect(await text.inputValue()).toBe('quokka')
+    expect(await page.locator('article.event .key').allTextContents()).toEqual(['fact:answered_first'])
+    expect(await page.locator('p.count').textContent()).toBe('1 event.')
+
+    await page.getByRole('link', {name: 'Pinned memory'}).click()
+    const scopes = page.getByLabel('Scopes (comma-separated)')
+    await until('the default scopes', async () => (await scopes.inputValue()) !== '')
+    const pinnedFor = await holdRequests(page, (url) => url.includes('/v1/memory/snapshot') && url.includes('scopes=agent%3Aclaude&'))
+    await scopes.fill('agent:claude')
+    await scopes.press('Tab')
+    await pinnedFor.asked
+    await scopes.fill('global')
+    await scopes.press('Tab')
+    await answerHandled(page, 'scopes=global&')
+    pinnedFor.release()
+    await answerHandled(page, 'scopes=agent%3Aclaude&')
+    expect(await scopes.inputValue()).toBe('global')
+    expect(await page.locator('.pinned').textContent()).toContain('The quokka answer comes first.')
+    expect(await page.locator('main').textContent()).not.toContain('The zebrafish of claude alone.')
+    await page.close()
+  })
+
   it('the audit log shows a CLI sync with a conflict, a refused secret and a forget, live, filtered by kind, and only to their agent', async () => {
     const page = await signedIn(TOKENS.claude, '#/audit')
     await page.getByRole('heading', {name: 'Audit log'}).waitFor()
@@ -424,6 +531,28 @@ describe('the dashboard', () => {
     await until('gemini’s list', async () => (await asGemini.locator('p.count').count()) === 1)
     expect(await asGemini.locator('li.audit .agent').allTextContents()).not.toContain('claude')
     await asGemini.close()
+  })
+
+  it('the audit log keeps the older entries shown when a new one arrives live', async () => {
+    const refuse = async (kind: string) => {
+      const answer = await call(server.url, TOKENS.gemini, 'POST', '/v1/memory/append', {run_id: 'audit-pages', scope: 'global', kind, dedupe_key: `${kind}:refused_token`, confidence: 'high', content_md: `The token is ${fakeGithubToken()}`, source: {system: 'cli'}, ttl_days: 0})
+      expect(answer.status).toBe(422)
+    }
+    // More than one page (50) of gemini's entries.
+    for (let count = 0; count < 60; count += 1) await refuse('fact')
+    const page = await signedIn(TOKENS.gemini, '#/audit')
+    const entries = page.locator('li.audit')
+    await until('the newest page', async () => (await entries.count()) === 50)
+    await page.getByRole('button', {name: 'Show older entries'}).click()
+    await until('the older entries', async () => (await entries.count()) > 50)
+    const loaded = await entries.count()
+    const oldest = await entries.last().textContent()
+
+    await refuse('decision')
+    await page.getByRole('listitem', {name: 'secret refused by gemini'}).filter({hasText: 'a decision event for global'}).waitFor()
+    expect(await entries.count()).toBe(loaded + 1)
+    expect(await entries.last().textContent()).toBe(oldest)
+    await page.close()
   })
 
   it('a refused token and a server restart while editing give a clear message and lose nothing typed', async () => {

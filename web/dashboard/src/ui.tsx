@@ -1,7 +1,7 @@
 /** Small pieces every page uses: notices, a confirmation dialog, times, rendered Markdown, an event card. */
 import type {ComponentChildren} from 'preact'
 import {createContext} from 'preact'
-import {useContext, useEffect, useRef} from 'preact/hooks'
+import {useContext, useEffect, useMemo, useRef} from 'preact/hooks'
 
 import type {StoredEvent} from './api.js'
 import type {Live, LiveMessage} from './live.js'
@@ -27,6 +27,38 @@ export function useLive(handler: (message: LiveMessage) => void): void {
   const latest = useRef(handler)
   latest.current = handler
   useEffect(() => live.subscribe((message) => latest.current(message)), [live])
+}
+
+export interface AnswerGuard {
+  /** Before a request whose answer replaces what is shown (other filters, another file): every earlier answer is now out of date. */
+  replacing(): () => boolean
+  /** Before a request whose answer adds to what is shown (an older page, new live entries): out of date once a replacing one begins. */
+  adding(): () => boolean
+  /** Whether the component is still on the page: an action's answer for a page the person left must not change what they see now. */
+  shown(): boolean
+}
+
+/**
+ * Answers arrive in any order: a slow one for the filter typed first can come after the one for the filter typed
+ * last. Each request takes a check before it asks, and its answer is used only while the check holds, so what is
+ * shown always answers what the page shows it for (the box, the file's name), never an earlier question.
+ */
+export function useAnswerGuard(): AnswerGuard {
+  const state = useRef({generation: 0, shown: true})
+  useEffect(
+    () => () => {
+      state.current.shown = false
+    },
+    [],
+  )
+  return useMemo(() => {
+    const holds = (generation: number) => () => state.current.shown && state.current.generation === generation
+    return {
+      replacing: () => holds(++state.current.generation),
+      adding: () => holds(state.current.generation),
+      shown: () => state.current.shown,
+    }
+  }, [])
 }
 
 /** A labelled choice of one of `options`, or any (the empty value). */

@@ -6,7 +6,7 @@
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
 import {AGENT_IDS, api, type AuditAnswer, type AuditEntry, AUDIT_KINDS, messageOf, query} from '../api.js'
-import {AnyOf, Notice, Time, useLive} from '../ui.js'
+import {AnyOf, Notice, Time, useAnswerGuard, useLive} from '../ui.js'
 
 const PAGE_SIZE = 50
 
@@ -48,31 +48,69 @@ export function AuditPage() {
   const [nextBefore, setNextBefore] = useState<number | null>(null)
   const [error, setError] = useState<string | null>(null)
 
+  const answers = useAnswerGuard()
+
+  const page = useCallback((before?: number) => api<AuditAnswer>('GET', `/api/audit${query({kind: filters.kind, agent: filters.agent, limit: PAGE_SIZE, before})}`), [filters])
+
+  /** The newest page for the filters, replacing the list (filters changed). */
   const load = useCallback(async () => {
+    const current = answers.replacing()
     try {
-      const answer = await api<AuditAnswer>('GET', `/api/audit${query({kind: filters.kind, agent: filters.agent, limit: PAGE_SIZE})}`)
+      const answer = await page()
+      if (!current()) return
       setEntries(answer.entries)
       setNextBefore(answer.next_before)
       setError(null)
     } catch (failure) {
-      setError(messageOf(failure))
+      if (current()) setError(messageOf(failure))
     }
-  }, [filters])
+  }, [answers, page])
+
+  /**
+   * Entries newer than the list's newest, put on top: what the person loaded with "Show older entries" stays. Pages
+   * back until the list's newest entry is reached, so that no entry between is left out.
+   */
+  const addNewer = useCallback(async () => {
+    if (entries === null) return void load()
+    const newest = entries[0]?.seq ?? 0
+    const current = answers.adding()
+    try {
+      const newer: AuditEntry[] = []
+      let before: number | undefined
+      for (;;) {
+        const answer = await page(before)
+        newer.push(...answer.entries.filter((entry) => entry.seq > newest))
+        if (answer.next_before === null || answer.entries.some((entry) => entry.seq <= newest)) break
+        before = answer.next_before
+      }
+      if (!current()) return
+      // Two live entries close together ask twice: an entry both answers hold is shown once.
+      setEntries((shown) => (shown === null ? newer : [...newer.filter((entry) => entry.seq > (shown[0]?.seq ?? 0)), ...shown]))
+      setError(null)
+    } catch (failure) {
+      if (current()) setError(messageOf(failure))
+    }
+  }, [answers, entries, load, page])
 
   const older = async () => {
     if (nextBefore === null) return
+    const current = answers.adding()
     try {
-      const answer = await api<AuditAnswer>('GET', `/api/audit${query({kind: filters.kind, agent: filters.agent, limit: PAGE_SIZE, before: nextBefore})}`)
-      setEntries((current) => [...(current ?? []), ...answer.entries])
+      const answer = await page(nextBefore)
+      if (!current()) return
+      setEntries((shown) => {
+        const known = new Set(shown?.map((entry) => entry.seq))
+        return [...(shown ?? []), ...answer.entries.filter((entry) => !known.has(entry.seq))]
+      })
       setNextBefore(answer.next_before)
     } catch (failure) {
-      setError(messageOf(failure))
+      if (current()) setError(messageOf(failure))
     }
   }
 
   useEffect(() => void load(), [load])
   useLive((message) => {
-    if (message.type === 'AUDIT_APPENDED' || message.type === 'RECONNECTED') void load()
+    if (message.type === 'AUDIT_APPENDED' || message.type === 'RECONNECTED') void addNewer()
   })
 
   return (

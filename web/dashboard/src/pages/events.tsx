@@ -6,7 +6,7 @@
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
 import {AGENT_IDS, api, ApiError, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId} from '../api.js'
-import {AnyOf, ConfirmDialog, EventCard, Notice, type Tone, useLive, useSession} from '../ui.js'
+import {AnyOf, ConfirmDialog, EventCard, Notice, type Tone, useAnswerGuard, useLive, useSession} from '../ui.js'
 
 interface Filters {
   scope: string
@@ -30,21 +30,27 @@ export function EventsPage() {
   const [editing, setEditing] = useState<{id: string; content: string} | null>(null)
   const [pending, setPending] = useState<Pending | null>(null)
 
+  const answers = useAnswerGuard()
+
   const load = useCallback(async () => {
+    // An answer for filters typed earlier can come last: only the newest request's answer is shown.
+    const current = answers.replacing()
     try {
       const answer = await api<{events: StoredEvent[]; total: number}>(
         'GET',
         `/v1/memory/events${query({scope: filters.scope, kind: filters.kind, agent: filters.agent, q: filters.q, include_deprecated: filters.includeDeprecated, limit: LIST_LIMIT})}`,
       )
+      if (!current()) return
       setEvents(answer.events)
       setTotal(answer.total)
       setError(null)
     } catch (failure) {
+      if (!current()) return
       setError(messageOf(failure))
       // Refused filters (400, 403): the list shown was for other filters, so it goes. A server away keeps the last one.
       if (failure instanceof ApiError && failure.status >= 400 && failure.status < 500) setEvents(null)
     }
-  }, [filters])
+  }, [answers, filters])
 
   useEffect(() => {
     // Typing in the text filter asks once the person pauses.

@@ -2,7 +2,7 @@
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
 import {api, type ActiveProject, messageOf, query, type StoredEvent} from '../api.js'
-import {EventCard, Markdown, Notice, useLive, useSession} from '../ui.js'
+import {EventCard, Markdown, Notice, useAnswerGuard, useLive, useSession} from '../ui.js'
 
 interface Snapshot {
   pinned_md: string
@@ -27,15 +27,20 @@ export function PinnedPage() {
     )
   }, [agentId, scopes])
 
+  const answers = useAnswerGuard()
   const load = useCallback(async () => {
     if (scopes === null) return
+    // The snapshot of scopes typed earlier can come last: only the newest request's answer is shown.
+    const current = answers.replacing()
     try {
-      setSnapshot(await api<Snapshot>('GET', `/v1/memory/snapshot${query({scopes: scopes.replace(/\s+/g, ''), limit_recent: 20})}`))
+      const answer = await api<Snapshot>('GET', `/v1/memory/snapshot${query({scopes: scopes.replace(/\s+/g, ''), limit_recent: 20})}`)
+      if (!current()) return
+      setSnapshot(answer)
       setError(null)
     } catch (failure) {
-      setError(messageOf(failure))
+      if (current()) setError(messageOf(failure))
     }
-  }, [scopes])
+  }, [answers, scopes])
   useEffect(() => void load(), [load])
   useLive((message) => {
     if (message.type === 'EVENT_APPENDED' || message.type === 'RECONNECTED') void load()
