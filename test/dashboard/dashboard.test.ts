@@ -412,6 +412,20 @@ describe('the dashboard', () => {
     await ofDefault.close()
   })
 
+  it('signed in with the key of an agent outside the event log (a CI job), reads pinned memory and events, and says why it cannot forget', async () => {
+    const created = await runJarvis(['serve', 'token', 'create', '--agent', 'ci-bot', '--role', 'admin', '--data', dataDir, '--json'], {env: {JARVIS_DATABASE_URL: ''}})
+    expect(created.code, created.stderr).toBe(0)
+    const page = await signedIn(envelope<{token: string}>(created).result!.token, '#/pinned')
+    await page.getByText(/decision:dashboard_stack/).first().waitFor()
+    expect(await page.getByLabel('Scopes (comma-separated)').inputValue()).not.toContain('agent:ci-bot')
+    expect(await page.locator('main [role=alert]').count()).toBe(0)
+    await page.goto(`${server.url}/#/events`)
+    await page.getByText("This key speaks for ci-bot, which is not one of the event log's agents").waitFor()
+    await page.getByText(/decision:dashboard_stack/).first().waitFor()
+    expect(await page.getByRole('button', {name: /^Forget/}).count()).toBe(0)
+    await page.close()
+  })
+
   it('shows agents, pinned memory and search', async () => {
     const page = await signedIn(TOKENS.claude, '#/agents')
     const card = page.getByRole('article', {name: 'claude'})

@@ -78,6 +78,11 @@ export {AUDIT_KINDS} from '../../../src/server/storage/types.js'
 export const EVENT_KINDS = ['decision', 'config', 'constraint', 'workflow', 'fact', 'bug', 'todo', 'log', 'deprecation', 'conflict_resolution'] as const
 export const AGENT_IDS = ['claude', 'gemini', 'chatgpt', 'openclaw'] as const
 
+/** Whether a key's agent is one of the event log's: only those append, supersede and forget events, or keep a private scope. */
+export function writesEvents(agentId: string | null): boolean {
+  return agentId !== null && (AGENT_IDS as readonly string[]).includes(agentId)
+}
+
 /** The paths of live files, from the status. */
 export async function liveFiles(): Promise<Record<string, StatusFileEntry>> {
   const status = await api<StatusAnswer>('GET', '/api/memory/status')

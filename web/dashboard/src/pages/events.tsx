@@ -5,7 +5,7 @@
  */
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
-import {AGENT_IDS, api, ApiError, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId} from '../api.js'
+import {AGENT_IDS, api, ApiError, EVENT_KINDS, messageOf, query, type StoredEvent, webRunId, writesEvents} from '../api.js'
 import {AnyOf, ConfirmDialog, EventCard, Notice, type Tone, useAnswerGuard, useLive, useSession} from '../ui.js'
 
 interface Filters {
@@ -111,6 +111,11 @@ export function EventsPage() {
   return (
     <section aria-labelledby="events-title">
       <h1 id="events-title">Event log</h1>
+      {agentId !== null && !writesEvents(agentId) ? (
+        <Notice tone="info">
+          This key speaks for {agentId}, which is not one of the event log's agents ({AGENT_IDS.join(', ')}): it reads the events, but cannot supersede or forget them. Sign in with an agent's key for that.
+        </Notice>
+      ) : null}
       <form class="filters" onSubmit={(e) => (e.preventDefault(), void load())} aria-label="Filters">
         <div>
           <label for="f-scope">Scope</label>
@@ -119,7 +124,7 @@ export function EventsPage() {
             <option value="global" />
             <option value="project:*" />
             <option value="agent:*" />
-            {agentId ? <option value={`agent:${agentId}`} /> : null}
+            {writesEvents(agentId) ? <option value={`agent:${agentId}`} /> : null}
           </datalist>
         </div>
         <AnyOf id="f-kind" label="Kind" options={EVENT_KINDS} value={filters.kind} onChange={(kind) => set({kind})} />
@@ -158,7 +163,7 @@ export function EventsPage() {
                       </button>
                     </div>
                   </form>
-                ) : (
+                ) : !writesEvents(agentId) ? null : (
                   <div class="actions">
                     {event.deprecated ? null : (
                       <button type="button" onClick={() => setEditing({id: event.event_id, content: event.content_md})} aria-label={`Supersede ${event.dedupe_key}`}>

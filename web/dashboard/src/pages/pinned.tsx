@@ -1,7 +1,7 @@
 /** Pinned memory as an agent reads it when it starts: the snapshot of the scopes it asks for. */
 import {useCallback, useEffect, useState} from 'preact/hooks'
 
-import {api, type ActiveProject, messageOf, query, type StoredEvent} from '../api.js'
+import {api, type ActiveProject, messageOf, query, type StoredEvent, writesEvents} from '../api.js'
 import {EventCard, Markdown, Notice, useAnswerGuard, useLive, useSession} from '../ui.js'
 
 interface Snapshot {
@@ -17,13 +17,15 @@ export function PinnedPage() {
   const [snapshot, setSnapshot] = useState<Snapshot | null>(null)
   const [error, setError] = useState<string | null>(null)
 
-  // What an agent of this token asks for by default: global, its own scope, and the active project's.
+  // What an agent of this token asks for by default: global, its own scope (a key outside the event log's agents,
+  // a CI job's, keeps none), and the active project's.
   useEffect(() => {
     if (agentId === null || scopes !== null) return
+    const own = writesEvents(agentId) ? `global,agent:${agentId}` : 'global'
     api<ActiveProject>('GET', '/api/projects/active').then(
-      (active) => setScopes(`global,agent:${agentId},project:${active.projectId}`),
+      (active) => setScopes(`${own},project:${active.projectId}`),
       // No active project (404) or none readable: the agent's default scopes.
-      () => setScopes(`global,agent:${agentId}`),
+      () => setScopes(own),
     )
   }, [agentId, scopes])
 
