@@ -212,6 +212,24 @@ export function workspaceSchema(workspace: string): string {
   return `jarvis_ws_${workspace.replace(/-/g, '_')}`
 }
 
+/** How long a first connection may take before the database counts as not answering. */
+const CONNECT_TIMEOUT_MS = 15_000
+
+/** The error of a database jarvis cannot use, saying what to do where the reason is a known one. */
+function unusableDatabase(url: string, error: unknown): JarvisError {
+  const message = (error as Error).message
+  // pg's words when the server asks for a password (SCRAM, md5) and none was given.
+  const hint = /client password must be a string|password authentication failed|no password supplied/i.test(message)
+    ? '; give the password in the URL (postgres://user:password@host/db), in PGPASSWORD, or in ~/.pgpass'
+    : ''
+  return new JarvisError(`cannot use the PostgreSQL database ${redactDatabaseUrl(url)}: ${message}${hint}`, {
+    code: 'STORAGE',
+    exit: ExitCode.failed,
+    data: {database: redactDatabaseUrl(url)},
+    cause: error,
+  })
+}
+
 export interface PostgresStorageOptions {
   /** The workspace whose memory this is; default the default workspace (the database's own search_path). */
   workspace?: string
@@ -288,18 +306,16 @@ export class PostgresStorage implements ServerStorage {
 
   /** Connects, and brings the schema up to date (once, even when several processes start together). */
   static async open(url: string, options: PostgresStorageOptions = {}): Promise<PostgresStorage> {
+    // One connection of its own first, ended whatever happens: a connection that fails half-way (a SCRAM login
+    // without a password) leaves its socket open inside the pool, and the process would never exit.
+    await PostgresStorage.ask(url, 'SELECT 1', [])
     const storage = new PostgresStorage(url, options)
     try {
       await storage.migrate()
     } catch (error) {
       await storage.pool.end().catch(() => {})
       if (error instanceof JarvisError) throw error
-      throw new JarvisError(`cannot use the PostgreSQL database ${storage.url}: ${(error as Error).message}`, {
-        code: 'STORAGE',
-        exit: ExitCode.failed,
-        data: {database: storage.url},
-        cause: error,
-      })
+      throw unusableDatabase(url, error)
     }
     return storage
   }
@@ -607,12 +623,15 @@ export class PostgresStorage implements ServerStorage {
 
   /** Whether `sql` finds a row, on a connection of its own that changes nothing. */
   private static async ask(url: string, sql: string, values: unknown[]): Promise<boolean> {
-    const client = new pg.Client({connectionString: url, application_name: 'jarvis serve'})
+    // A server that takes the connection and never answers is an error after a while, not a wait for ever.
+    const client = new pg.Client({connectionString: url, application_name: 'jarvis serve', connectionTimeoutMillis: CONNECT_TIMEOUT_MS})
+    // The statement in flight fails with the same error when the connection ends.
+    client.on('error', () => {})
     try {
       await client.connect()
       return ((await client.query(sql, values)).rowCount ?? 0) > 0
     } catch (error) {
-      throw new JarvisError(`cannot use the PostgreSQL database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, {code: 'STORAGE', exit: ExitCode.failed, data: {database: redactDatabaseUrl(url)}, cause: error})
+      throw unusableDatabase(url, error)
     } finally {
       await client.end().catch(() => {})
     }
