@@ -389,11 +389,33 @@ export class PostgresStorage implements ServerStorage {
     }
   }
 
+  /**
+   * Refuses a database another application already uses: its own `schema_migrations` (Rails, Django, Flyway keep
+   * one), or tables named as jarvis's without jarvis's migrations. Told "newer than this jarvis; upgrade" or "relation
+   * files already exists", the user would look in the wrong place; nothing of the other application is changed.
+   */
+  private async assertOwnDatabase(client: pg.PoolClient): Promise<void> {
+    const {rows} = await client.query<{columns: string[]; files: boolean; count: number}>(
+      `SELECT array(SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'schema_migrations') AS columns,
+         to_regclass('files') IS NOT NULL AS files, (SELECT count(*)::int FROM schema_migrations) AS count`,
+    )
+    const [found] = rows
+    const ours = ['version', 'description', 'applied_at'].every((column) => found.columns.includes(column))
+    const why = !ours ? 'its schema_migrations table is not the one jarvis keeps' : found.count === 0 && found.files ? 'it has a files table that jarvis did not make' : null
+    if (why === null) return
+    throw new JarvisError(`the PostgreSQL database ${this.url} is used by another application (${why}); give jarvis a database of its own (CREATE DATABASE jarvis)`, {
+      code: 'STORAGE',
+      exit: ExitCode.failed,
+      data: {database: this.url},
+    })
+  }
+
   private async migrate(): Promise<void> {
     await this.transaction(
       async (client) => {
         if (this.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`)
         await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at text NOT NULL)')
+        await this.assertOwnDatabase(client)
         const applied = new Set((await client.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version))
         const newest = Math.max(0, ...applied)
         if (newest > POSTGRES_SCHEMA_VERSION) {
