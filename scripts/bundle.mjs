@@ -189,8 +189,12 @@ const onUseHost = (name) => ({
 
 const commands = readdirSync(`${root}src/commands`, {recursive: true}).filter((file) => file.endsWith('.ts')).map((file) => `src/commands/${file}`)
 
-/** Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it). */
-const external = ['@oclif/core', '@modelcontextprotocol/sdk', '@fastify/*', 'better-sqlite3', 'chokidar', 'fastify', 'pg', 'pino', 'proper-lockfile', 'simple-git', 'undici']
+/**
+ * Packages that stay in node_modules: native code, workers, files read at run time, oclif (plugins share it), and
+ * grammy: node-fetch, under it, takes a signal only from a class named AbortSignal, and bundled, abort-controller's
+ * class is renamed AbortSignal2 (the global's name is taken) — every Bot API call then failed.
+ */
+const external = ['@oclif/core', '@modelcontextprotocol/sdk', '@fastify/*', 'better-sqlite3', 'chokidar', 'fastify', 'grammy', 'pg', 'pino', 'proper-lockfile', 'simple-git', 'undici']
 
 await build({
   absWorkingDir: root,

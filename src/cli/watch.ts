@@ -9,6 +9,7 @@ import {assertSyncEnabled} from '../ops/sync.js'
 import {connect, openTree} from '../ops/context.js'
 import {renderSync} from './render.js'
 import {treeWatchOf} from './warm.js'
+import {nextSignal} from './signals.js'
 import {runWarmCallOnUse} from './warm-call-on-use.js'
 import type {SyncOnceOptions} from '../ops/sync.js'
 
@@ -42,22 +43,6 @@ export interface WatchOutput {
 export type WatchCommandOptions = Pick<SyncOnceOptions, 'dir' | 'server' | 'agent'> & {
   /** Resolves with the name of the signal that should stop the watch; default SIGINT or SIGTERM. */
   until?: Promise<string>
-}
-
-/** The first of these signals to arrive (while waiting, they no longer end the process at once); `dispose` stops listening. */
-export function nextSignal(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): {signal: Promise<string>; dispose(): void} {
-  let handler: (signal: NodeJS.Signals) => void = () => {}
-  const dispose = () => {
-    for (const s of signals) process.removeListener(s, handler)
-  }
-  const signal = new Promise<string>((resolve) => {
-    handler = (received) => {
-      dispose()
-      resolve(received)
-    }
-    for (const s of signals) process.once(s, handler)
-  })
-  return {signal, dispose}
 }
 
 /** `jarvis sync --watch`: starts the watch on this tree, runs until a signal, stops cleanly, returns a summary. */

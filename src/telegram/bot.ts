@@ -3,8 +3,14 @@
  * and /switch for the chats on the allow list only, through the same operations as the commands — so an append
  * goes through the same secret refusal, with the same message, and is written with `source: telegram` (the chat
  * and the message as `thread_id` and `message_id`). Any other chat gets one line saying it is not allowed.
+ *
+ * It answers only what speaks to it: anything in a private chat, and in a group a command with no bot named or this
+ * one — never a group's chatter, a command for another bot, or the bot being added to or removed from a chat. A reply
+ * that cannot be sent (a blocked user, a kicked bot, the Bot API down after its retries) is one line of the log, and
+ * the bot goes on answering the others.
  */
 import {Bot, type Context} from 'grammy'
+import type {Message} from 'grammy/types'
 
 import {SchemaError} from '../errors.js'
 import {appendMemory, type FieldNames} from '../ops/events/append.js'
@@ -14,6 +20,7 @@ import {readSnapshot} from '../ops/events/snapshot.js'
 import {recallMemory} from '../ops/recall.js'
 import {switchProject} from '../ops/task.js'
 import {renderAppend, renderEvents, renderSnapshot} from '../cli/memory-render.js'
+import {describeApiError, retryingTransformer} from './api.js'
 
 /** Telegram refuses longer messages. */
 const MESSAGE_MAX = 4096
@@ -40,7 +47,15 @@ export interface TelegramBotOptions {
   dir?: string
   /** Another Bot API server (a self-hosted one); default Telegram's. */
   apiRoot?: string
+  /** Where the bot tells what went wrong (a reply not sent, a call tried again): one line each, never the token. */
+  log?: (line: string) => void
 }
+
+/**
+ * Longest wait for one Bot API request, past the 30 s long poll of getUpdates: grammy's own default is 500 s, which a
+ * Bot API that accepts connections and never answers would hold each reply for.
+ */
+const REQUEST_TIMEOUT_SECONDS = 60
 
 function clip(text: string): string {
   return text.length <= MESSAGE_MAX ? text : `${text.slice(0, MESSAGE_MAX - 2)}\n…`
@@ -60,15 +75,33 @@ export function appendArguments(text: string): {kind: string; key: string; conte
   return match ? {kind: match[1], key: match[2], content: match[3]} : null
 }
 
+/**
+ * Whether a message speaks to the bot `username`: anything in a private chat; in a group, a command (`/x` at the start)
+ * naming no bot or this one (`/x@jarvis_bot`) — not plain talk, nor `/x@another_bot`.
+ */
+export function addressedToBot(message: Pick<Message, 'chat' | 'text' | 'entities'>, username: string): boolean {
+  if (message.chat.type === 'private') return true
+  const command = message.entities?.[0]
+  if (command?.type !== 'bot_command' || command.offset !== 0 || message.text === undefined) return false
+  const named = message.text.slice(0, command.length).split('@')[1]
+  return named === undefined || named.toLowerCase() === username.toLowerCase()
+}
+
 export function createTelegramBot(options: TelegramBotOptions): Bot {
-  const bot = new Bot(options.token, options.apiRoot ? {client: {apiRoot: options.apiRoot}} : undefined)
+  const log = options.log ?? (() => {})
+  const bot = new Bot(options.token, {client: {timeoutSeconds: REQUEST_TIMEOUT_SECONDS, ...(options.apiRoot ? {apiRoot: options.apiRoot} : {})}})
+  bot.api.config.use(retryingTransformer(options.token, (method, reason, waitMs) => log(`${method} failed (${reason}); trying again in ${waitMs / 1000} s`)))
+  // Without a handler of its own grammy stops the bot at the first reply it cannot send, printing the error's URL.
+  bot.catch((error) => log(`no answer to chat ${error.ctx.chat?.id ?? '?'}: ${describeApiError(error, options.token)}`))
   const dir = options.dir
 
-  // The allow list comes first: nothing else runs for another chat.
+  // What does not speak to the bot goes no further; then the allow list: nothing else runs for another chat. Only a
+  // message is answered — the update of the bot being removed from a chat would be answered with a 403.
   bot.use(async (ctx, next) => {
-    const chat = ctx.chat?.id
-    if (chat === undefined || !options.allowChats.has(chat)) {
-      if (chat !== undefined) await ctx.reply(`This chat (${chat}) is not allowed to use this jarvis; its owner can add it with --allow-chat ${chat}.`)
+    if (!ctx.message || !addressedToBot(ctx.message, ctx.me.username)) return
+    const chat = ctx.message.chat.id
+    if (!options.allowChats.has(chat)) {
+      await ctx.reply(`This chat (${chat}) is not allowed to use this jarvis; its owner can add it with --allow-chat ${chat}.`)
       return
     }
     await next()
