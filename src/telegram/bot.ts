@@ -20,6 +20,7 @@ import {readSnapshot} from '../ops/events/snapshot.js'
 import {recallMemory} from '../ops/recall.js'
 import {switchProject} from '../ops/task.js'
 import {renderAppend, renderEvents, renderSnapshot} from '../cli/memory-render.js'
+import {headOf} from '../schemas/shorten.js'
 import {describeApiError, retryingTransformer} from './api.js'
 
 /** Telegram refuses longer messages. */
@@ -57,8 +58,9 @@ export interface TelegramBotOptions {
  */
 const REQUEST_TIMEOUT_SECONDS = 60
 
-function clip(text: string): string {
-  return text.length <= MESSAGE_MAX ? text : `${text.slice(0, MESSAGE_MAX - 2)}\n…`
+/** A reply cut to what one Telegram message holds, never inside an emoji. */
+export function clipToMessage(text: string): string {
+  return text.length <= MESSAGE_MAX ? text : `${headOf(text, MESSAGE_MAX - 2)}\n…`
 }
 
 /** The words after the command (`/append@jarvis_bot a b` → `a b`). */
@@ -115,7 +117,7 @@ export function createTelegramBot(options: TelegramBotOptions): Bot {
       // The same words a command prints: a refused secret names what was found and where, never the secret.
       text = `jarvis: ${error instanceof Error ? error.message : String(error)}`
     }
-    await ctx.reply(clip(text))
+    await ctx.reply(clipToMessage(text))
   }
 
   bot.command(['start', 'help'], (ctx) => ctx.reply(HELP))

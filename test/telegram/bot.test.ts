@@ -16,7 +16,7 @@ import {fakeGithubToken} from '../files/helpers.js'
 import {jarvisBin, runJarvis} from '../helpers/cli.js'
 import {makeClient, removeAll, startTestServer, tempDir, TOKENS, until, type TestClient, type TestServer} from '../helpers/world.js'
 import {API_RETRY, retryDelayMs} from '../../src/telegram/api.js'
-import {HELP} from '../../src/telegram/bot.js'
+import {clipToMessage, HELP} from '../../src/telegram/bot.js'
 
 interface Sent {
   chat_id: number
@@ -397,5 +397,15 @@ describe('retryDelayMs', () => {
     // A blocked user, a kicked bot, a bad request: the same call would fail the same way.
     expect(retryDelayMs({error_code: 403, description: 'Forbidden: bot was blocked by the user'}, 1)).toBeUndefined()
     expect(retryDelayMs({error_code: 400}, 1)).toBeUndefined()
+  })
+})
+
+describe('clipToMessage', () => {
+  it('cuts a long reply to one message of 4096 units, never inside an emoji', () => {
+    const clipped = clipToMessage(`x${'🎉'.repeat(3000)}`)
+    expect(clipped.length).toBeLessThanOrEqual(4096)
+    expect(clipped.endsWith('🎉\n…')).toBe(true)
+    expect(/\p{Cs}/u.test(clipped)).toBe(false)
+    expect(clipToMessage('short')).toBe('short')
   })
 })
