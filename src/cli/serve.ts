@@ -43,6 +43,8 @@ export async function serveUntilSignal(options: ServeOptions, say: (line: string
   if (server.tokens && server.tokensGenerated) {
     say(`created one token per agent in ${server.tokensFile} (mode 0600); a client uses its own like this:`)
     for (const [agent, token] of Object.entries(server.tokens)) say(`  ${agent.padEnd(8)}  JARVIS_TOKEN=${token} jarvis sync --server ${server.url}`)
+    // The tokens file is this process's own; keys are the database's, so every process of a team server knows them.
+    if (server.database !== undefined) say('these tokens open this process only: for several jarvis serve processes on one database, make keys with `jarvis serve token create`')
   } else if (server.tokens) {
     say(`tokens of the agents: ${server.tokensFile}`)
   }
