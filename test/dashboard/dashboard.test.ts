@@ -247,7 +247,12 @@ describe('the dashboard', () => {
     const editor = page.getByLabel('Content of notes/a3.md')
     expect(await editor.inputValue()).toBe('a 3\n')
     await editor.fill('a 3 edited\n')
+    // While the save is on its way the text cannot change: what is typed then would be dropped when it lands.
+    const write = await holdRequests(page, (url) => url.endsWith('/api/memory/write'))
     await page.getByRole('button', {name: 'Save'}).click()
+    await write.asked
+    expect(await editor.isEditable()).toBe(false)
+    write.release()
     await page.getByText('Saved notes/a3.md as revision 2.').waitFor()
     expect(await serverFile('notes/a3.md')).toMatchObject({content: 'a 3 edited\n', rev: 2})
     expect(await serverFile('notes/a2.md')).toMatchObject({content: 'a 2\n', rev: 1})

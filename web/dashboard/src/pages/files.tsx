@@ -294,7 +294,7 @@ function OpenFile({path, entry, onSaved}: {path: string; entry: FileEntry | unde
             </Notice>
           ) : null}
           <label for="editor-text">Content of {path}</label>
-          <textarea id="editor-text" rows={18} spellcheck={false} value={draft.text} onInput={(e) => edit(e.currentTarget.value)} />
+          <textarea id="editor-text" rows={18} spellcheck={false} readOnly={saving} value={draft.text} onInput={(e) => edit(e.currentTarget.value)} />
           {merge?.yours ? (
             <>
               <label for="your-version">Your version (not saved)</label>
