@@ -59,6 +59,9 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult
       if (!configured) return result
       const broughtDown = result.pulled.length + result.merged.length + result.deleted.length > 0
       result.replicas = broughtDown && !options.dryRun ? [...before, ...(await replicate())] : before
+      // A backup a replica made in this run is this sync's conflict (named in its exit), not an earlier one waiting.
+      const made = new Set(result.replicas.flatMap((replica) => replica.backups.map((b) => b.backup)))
+      result.waiting = result.waiting.filter((backup) => !made.has(backup))
       return result
     })
   } finally {

@@ -127,7 +127,8 @@ async function noteOutcomes(root: string, reports: readonly ReplicaReport[], now
 /**
  * The error a door reports after a run that left something undone, else undefined: a replica that failed (exit
  * 1, or 3 when only the server could not be reached), deletions held back (4, as a sync's mass deletion; `door`
- * names the command whose `--force` lets them through), a refused secret (5). Several at once: one message with
+ * names the command whose `--force` lets them through), a conflict kept as a backup (4, as a sync's), a refused
+ * secret (5). Several at once: one message with
  * each, and the highest of their exit codes.
  */
 export function replicaFailure(result: ReplicasResult, options: {door?: 'replicate' | 'sync'; data?: Record<string, unknown>} = {}): JarvisError | undefined {
@@ -151,6 +152,9 @@ export function replicaFailure(result: ReplicasResult, options: {door?: 'replica
       ),
     )
   }
+  // A replica's side that lost a conflict is kept as a backup, as a sync keeps a local one: a person decides (4).
+  const backups = result.replicas.flatMap((r) => r.backups.map(({path, backup}) => `  ${path}: the merge is in .memory/${path}, the replica's text in .memory/${backup}`))
+  if (backups.length > 0) found.push(new ConflictLeftError(`conflicts left for you: compare, then \`jarvis resolve <file> --keep server|local\`\n${backups.join('\n')}`, data))
   // An openclaw file is named in .memory/; a note of an event-log replica, where the person wrote it.
   const lines = result.replicas.flatMap((r) => r.refused.map(({path, reason}) => `${r.kind === 'openclaw' ? `.memory/${path}` : join(r.workspace, path)}: ${reason}`))
   if (lines.length > 0) found.push(new SecretRefusedError(`not replicated, left as they are:\n${lines.join('\n')}`, data))

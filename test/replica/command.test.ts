@@ -49,6 +49,20 @@ describe('jarvis replicate', () => {
     await expect(readFile(join(root, '.memory/openclaw/MEMORY.md'), 'utf8')).rejects.toThrow()
   })
 
+  it('a conflict that keeps the workspace text as a backup is exit 4 naming the backup, as a sync conflict is', async () => {
+    const {home, root, run} = await setup()
+    await writeFile(join(home, 'workspace/MEMORY.md'), 'a\nb\nc\n')
+    expect((await run()).code).toBe(0)
+    await writeFile(join(home, 'workspace/MEMORY.md'), 'a\nb-workspace\nc\n')
+    await writeFile(join(root, '.memory/openclaw/MEMORY.md'), 'a\nb-memory\nc\n')
+    const conflict = await run()
+    expect(conflict.code, conflict.stderr).toBe(4)
+    expect(conflict.stderr).toContain('openclaw/MEMORY.md: the merge is in .memory/openclaw/MEMORY.md, the replica\'s text in .memory/openclaw/MEMORY.local.bak')
+    expect(await readFile(join(root, '.memory/openclaw/MEMORY.local.bak'), 'utf8')).toBe('a\nb-workspace\nc\n')
+    const again = await run()
+    expect(again.code, again.stderr).toBe(0)
+  })
+
   it('an unknown kind in .nexus/config.json is exit 2 naming the field', async () => {
     const {run} = await setup([{kind: 'notion', path: '~/vault'}])
     const bad = await run('--json')
