@@ -16,7 +16,7 @@
  *   the sync's own timeouts end the background process.
  */
 import {chmod, mkdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
-import {basename, dirname, isAbsolute, join, relative, resolve} from 'node:path'
+import {basename, dirname, isAbsolute, join, posix, relative, resolve} from 'node:path'
 
 import createDebug from 'debug'
 
@@ -84,6 +84,9 @@ export function hookBlock(target: HookTarget | string): string {
     '# Syncs the shared memory in the background: git never waits for it and never fails because of it.',
     '# A failure is a line in .nexus/hooks.log, which `jarvis status` shows (a conflict kept in a backup is not one).',
     '(',
+    // A checkout where jarvis is not set up (a linked `git worktree`, a fresh clone of a repo that tracks .memory/)
+    // has nothing to sync, and no .nexus/ for a line: the hook does nothing there.
+    `  [ -d ${shellQuote(posix.dirname(log))} ] || exit 0`,
     ...run.slice(0, -1),
     // Exit 4 is a sync that did its work and kept a conflict in a backup: `jarvis status` shows that, not as a failure.
     `${run.at(-1)} || { code=$?; [ "$code" = 4 ] || echo ${failed} >> ${shellQuote(log)}; }`,

@@ -265,16 +265,22 @@ describe('the hook block', () => {
     expect(updated.split(BLOCK_END)).toHaveLength(2)
   })
 
-  it('logs a sync that failed, not one that kept a conflict in a backup (exit 4)', async () => {
+  it('logs a sync that failed, not one that kept a conflict in a backup (exit 4); does nothing where jarvis is not set up', async () => {
     const dir = await tempDir('jarvis-hook-block-')
     try {
       const fake = join(dir, 'fake-jarvis')
-      await writeFile(fake, '#!/bin/sh\nexit "$EXIT_WITH"\n')
+      await writeFile(fake, '#!/bin/sh\necho ran >> "$RUNS"\nexit "$EXIT_WITH"\n')
       await chmod(fake, 0o755)
-      const log = join(dir, 'hooks.log')
+      const log = join(dir, '.nexus', 'hooks.log')
       // The block runs the sync in the background; `wait` lets this shell see it end.
-      const script = `${hookBlock(fake).replace('>> .nexus/hooks.log', `>> ${log}`)}\nwait\n`
-      for (const code of ['4', '3', '0']) expect(spawnSync('sh', ['-c', script], {env: {...process.env, EXIT_WITH: code}}).status).toBe(0)
+      const script = `${hookBlock(fake)}\nwait\n`
+      const env = (code: string) => ({...process.env, EXIT_WITH: code, RUNS: join(dir, 'runs')})
+      // A checkout without .nexus/ (a linked worktree): no sync runs, nothing is written, git goes on.
+      expect(spawnSync('sh', ['-c', script], {cwd: dir, env: env('3')}).status).toBe(0)
+      await expect(readFile(join(dir, 'runs'), 'utf8')).rejects.toThrow()
+      await mkdir(join(dir, '.nexus'))
+      for (const code of ['4', '3', '0']) expect(spawnSync('sh', ['-c', script], {cwd: dir, env: env(code)}).status).toBe(0)
+      expect(await readFile(join(dir, 'runs'), 'utf8')).toBe('ran\nran\nran\n')
       const lines = (await readFile(log, 'utf8')).trim().split('\n')
       expect(lines).toHaveLength(1)
       expect(lines[0]).toMatch(/^\S+ git sync jarvis sync from a git hook failed \(exit 3\)/)
