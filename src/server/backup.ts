@@ -4,7 +4,7 @@
  * `--keep`: a restore moves the database it replaces aside, it does not remove it.
  */
 import {createReadStream, createWriteStream} from 'node:fs'
-import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
+import {chmod, copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
 import {once} from 'node:events'
 import {join, resolve} from 'node:path'
 
@@ -62,6 +62,8 @@ export async function backupData(options: StorageTarget & {to: string; keep?: nu
   await rm(partial, {force: true})
   if (databaseUrl === undefined) copySqliteDatabase(options.dataDir, partial)
   else await dumpTo(databaseUrl, partial)
+  // As private as the database it copies (VACUUM INTO makes its file under the umask: readable by others).
+  await chmod(partial, 0o600)
   // Under its final name only once complete and on disk: a backup killed halfway never looks like one.
   await fsyncFile(partial)
   await rename(partial, file)

@@ -6,7 +6,7 @@
  * serve import` keeps the clients of its tokens file.
  */
 import {existsSync} from 'node:fs'
-import {readFile, writeFile} from 'node:fs/promises'
+import {readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import Database from 'better-sqlite3'
@@ -230,6 +230,8 @@ describe.each(BACKENDS)('a %s backup', (backend) => {
 
     const backups = cleanup.dir(await tempDir('jarvis-dump-safety-backups-'))
     const {file} = await backupData({...source, to: backups})
+    // It holds the memory and the keys' hashes: readable by its owner only, as the database is.
+    expect((await stat(file)).mode & 0o077).toBe(0)
     const restoredTo = backend === 'postgres' ? {databaseUrl: await freshDatabase(), dataDir: cleanup.dir(await tempDir('jarvis-dump-safety-restored-'))} : {dataDir: join(backups, 'restored')}
     const restore = await jarvis(['serve', 'restore', file, ...storageFlags(restoredTo)])
     expect(restore.code, restore.stderr).toBe(0)
