@@ -102,3 +102,10 @@ export function jarvisPackageRoot(moduleUrl: string): string {
     if (dirname(dir) === dir) throw new Error(`jarvis's package.json not found above ${start}`)
   }
 }
+
+let version: string | undefined
+/** This jarvis's version (its package.json's), read once. */
+export function jarvisVersion(): string {
+  version ??= (JSON.parse(readFileSync(join(jarvisPackageRoot(import.meta.url), 'package.json'), 'utf8')) as {version: string}).version
+  return version
+}

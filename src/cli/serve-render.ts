@@ -50,6 +50,11 @@ export function describeCounts(counts: {files: number; memory_events: number; ap
   return [plural(counts.files, 'file'), plural(counts.memory_events, 'event'), plural(counts.api_keys, 'key'), plural(counts.audit_log, 'audit entry').replace(/entrys$/, 'entries')].join(', ')
 }
 
+/** What `jarvis serve export` says of the tokens file's tokens it put in the dump as keys. */
+export function renderTokensFileKeys(tokensFile: {file: string; keys: number}): string {
+  return `the ${tokensFile.keys === 1 ? 'token' : `${tokensFile.keys} tokens`} of ${tokensFile.file} went in as write ${tokensFile.keys === 1 ? 'key' : 'keys'} (hashes only, counted above): clients using them go on against the imported copy`
+}
+
 export function renderBackup(result: {file: string; bytes: number; removed: string[]}): string {
   const lines = [`backed up to ${result.file} (${(result.bytes / 1024).toFixed(0)} KiB)`]
   if (result.removed.length > 0) lines.push(`removed ${result.removed.length} older backup(s): ${result.removed.join(', ')}`)

@@ -3,15 +3,12 @@
  * (`jarvis://memory/<path>`) and the shared-memory instructions as the prompt `jarvis_instructions`, over a backend.
  * The transports (stdio.ts for `jarvis mcp`, server/routes/mcp.ts for `/mcp`) connect it.
  */
-import {readFileSync} from 'node:fs'
-import {join} from 'node:path'
-
 import {McpServer, ResourceTemplate} from '@modelcontextprotocol/sdk/server/mcp.js'
 import {CallToolRequestSchema, type CallToolResult} from '@modelcontextprotocol/sdk/types.js'
 import createDebug from 'debug'
 
 import {BadInputError, ExitCode, isJarvisError} from '../errors.js'
-import {jarvisPackageRoot} from '../invocation.js'
+import {jarvisVersion} from '../invocation.js'
 import type {McpBackend} from './backend.js'
 import {publishedOutput, type ToolErrorContent} from './schemas.js'
 import {TOOLS} from './tools.js'
@@ -174,4 +171,4 @@ export function createMcpServer(backend: McpBackend, options: McpServerOptions):
 }
 
 /** jarvis's version, for the server info of both doors. */
-export const JARVIS_VERSION: string = (JSON.parse(readFileSync(join(jarvisPackageRoot(import.meta.url), 'package.json'), 'utf8')) as {version: string}).version
+export const JARVIS_VERSION: string = jarvisVersion()

@@ -4,7 +4,7 @@
  * `--keep`: a restore moves the database it replaces aside, it does not remove it.
  */
 import {createReadStream, createWriteStream} from 'node:fs'
-import {copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
+import {chmod, copyFile, mkdir, open, readdir, rename, rm, stat} from 'node:fs/promises'
 import {once} from 'node:events'
 import {join, resolve} from 'node:path'
 
@@ -13,7 +13,7 @@ import {fsyncDir, fsyncFile} from '../store/atomic.js'
 import {defaultDataDir} from './config.js'
 import {exportData, importData} from './dump.js'
 import {assertServerData, redactDatabaseUrl, type StorageTarget} from './storage/open.js'
-import {SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION, withSqliteStorage} from './storage/sqlite.js'
+import {copySqliteDatabase, SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
 import {openSqlite} from '../store/sqlite-open.js'
 
 const BACKUP_NAME = /^jarvis-\d{8}T\d{6}(?:\d{3})?Z\.(?:sqlite|jsonl)$/
@@ -23,12 +23,17 @@ function backupName(now: Date, extension: 'sqlite' | 'jsonl'): string {
   return `jarvis-${now.toISOString().replace(/[-:.]/g, '')}.${extension}`
 }
 
-/** A PostgreSQL database's backup: its dump (`jarvis serve export`), read in one transaction; `jarvis serve import` brings it back. */
+/**
+ * A PostgreSQL database's backup: the default workspace's dump (`jarvis serve export`) with the keys of every
+ * workspace, as a SQLite backup (a copy of the file that holds them all) has them; read in one transaction.
+ * `jarvis serve restore` (or `import`) brings it back.
+ */
 async function dumpTo(databaseUrl: string, file: string): Promise<void> {
   const out = createWriteStream(file, {mode: 0o600})
   try {
     await exportData({
       databaseUrl,
+      everyWorkspaceKeys: true,
       write: async (line) => {
         if (!out.write(`${line}\n`)) await once(out, 'drain')
       },
@@ -55,8 +60,10 @@ export async function backupData(options: StorageTarget & {to: string; keep?: nu
   const file = join(to, backupName(options.now ?? new Date(), databaseUrl === undefined ? 'sqlite' : 'jsonl'))
   const partial = `${file}.partial`
   await rm(partial, {force: true})
-  if (databaseUrl === undefined) await withSqliteStorage(options.dataDir, (storage) => storage.copyTo(partial))
+  if (databaseUrl === undefined) copySqliteDatabase(options.dataDir, partial)
   else await dumpTo(databaseUrl, partial)
+  // As private as the database it copies (VACUUM INTO makes its file under the umask: readable by others).
+  await chmod(partial, 0o600)
   // Under its final name only once complete and on disk: a backup killed halfway never looks like one.
   await fsyncFile(partial)
   await rename(partial, file)
@@ -90,7 +97,7 @@ const SQLITE_HEADER = 'SQLite format 3\0'
  * database as `jarvis serve import` does (all or nothing). A database that holds memory is never replaced: there is
  * nothing to move aside, so --force is refused rather than read as "drop it".
  */
-async function restoreIntoDatabase(file: string, databaseUrl: string, force: boolean | undefined): Promise<RestoreResult> {
+async function restoreIntoDatabase(file: string, databaseUrl: string, force: boolean | undefined, warn: ((message: string) => void) | undefined): Promise<RestoreResult> {
   const handle = await open(file, 'r').catch((error: Error) => {
     throw new BadInputError(`${file}: cannot read it: ${error.message}`, {file})
   })
@@ -107,7 +114,7 @@ async function restoreIntoDatabase(file: string, databaseUrl: string, force: boo
     )
   }
   if (force) throw new BadInputError('--force: a PostgreSQL database is never replaced; restore into a new, empty database', {field: 'force'})
-  await importData({databaseUrl, input: createReadStream(file), source: file})
+  await importData({databaseUrl, input: createReadStream(file), source: file, warn})
   return {file, database: redactDatabaseUrl(databaseUrl)}
 }
 
@@ -159,9 +166,9 @@ function assertNotOpen(file: string): void {
  * Brings a backup back as the data directory's database. Stop the server first. A database already there is
  * refused unless `force`, and then moved aside (with its -wal and -shm) under `<name>.replaced-<time>`.
  */
-export async function restoreData(options: StorageTarget & {file: string; force?: boolean; now?: Date}): Promise<RestoreResult> {
+export async function restoreData(options: StorageTarget & {file: string; force?: boolean; now?: Date; warn?: (message: string) => void}): Promise<RestoreResult> {
   const file = resolve(options.file)
-  if (options.databaseUrl) return restoreIntoDatabase(file, options.databaseUrl, options.force)
+  if (options.databaseUrl) return restoreIntoDatabase(file, options.databaseUrl, options.force, options.warn)
   checkBackup(file)
   const dataDir = resolve(options.dataDir ?? defaultDataDir())
   await mkdir(dataDir, {recursive: true, mode: 0o700})

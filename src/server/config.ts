@@ -145,7 +145,8 @@ async function permissionWarning(file: string): Promise<string[]> {
   return []
 }
 
-async function readTokensFile(file: string): Promise<TokenMap> {
+/** The token map of a tokens file (`--tokens FILE`, `<data>/tokens.json`); exit 2 naming the file when it cannot be read or is not one. */
+export async function readTokensFile(file: string): Promise<TokenMap> {
   let text: string
   try {
     text = await readFile(file, 'utf8')

@@ -82,7 +82,7 @@ export async function createKey(options: CreateKeyOptions): Promise<{token: stri
 export async function listKeys(options: StorageTarget & {workspace?: string}): Promise<ApiKey[]> {
   const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
   await assertServerData(options)
-  const keys = await withStorage(options, (storage) => storage.listKeys())
+  const keys = await withStorage(options, (storage) => storage.listKeys(), {migrate: false})
   return workspace === undefined ? keys : keys.filter((key) => key.workspace === workspace)
 }
 
@@ -102,7 +102,7 @@ export async function revokeKey(options: StorageTarget & {id: string; now?: Date
  */
 export async function auditKey(target: StorageTarget, key: Pick<ApiKey, 'workspace' | 'agentId'>, at: string, detail: string): Promise<string[]> {
   try {
-    await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), key.workspace)
+    await withStorage(target, (storage) => storage.appendAudit([{at, agent: key.agentId, kind: 'key', paths: [], event_ids: [], count: 1, detail}]), {workspace: key.workspace})
     return []
   } catch (error) {
     return [`${detail}, but the workspace ${key.workspace}'s audit log could not record it: ${(error as Error).message}`]

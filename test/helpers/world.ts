@@ -47,16 +47,27 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
+export interface ServerProcessOptions {
+  /**
+   * Without --tokens: the server uses its data directory's tokens.json, made (and printed) at its first start, as a
+   * user's first `jarvis serve` does; the test reads them there. Default: the test tokens (TOKENS), in a file of their own.
+   */
+  dataDirTokens?: boolean
+  /** The PostgreSQL database to serve, or null for the data directory's SQLite file; default the suite's backend's. */
+  databaseUrl?: string | null
+}
+
 /** A real `jarvis serve` as its own process, to kill and restart; `args`: more flags (`--tls-cert`, …). */
-export async function startServerProcess(dataDir: string, port = 0, args: readonly string[] = []): Promise<ServerProcess> {
+export async function startServerProcess(dataDir: string, port = 0, args: readonly string[] = [], options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const tokensFile = join(dataDir, '..', `tokens-${Date.now()}-${Math.random().toString(36).slice(2)}.json`)
   await mkdir(dataDir, {recursive: true})
-  await writeFile(tokensFile, JSON.stringify(tokenMap))
-  const databaseUrl = await databaseFor(dataDir)
+  if (!options.dataDirTokens) await writeFile(tokensFile, JSON.stringify(tokenMap))
+  const databaseUrl = options.databaseUrl === null ? undefined : (options.databaseUrl ?? (await databaseFor(dataDir)))
   const database = databaseUrl === undefined ? [] : ['--database', databaseUrl]
-  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, '--tokens', tokensFile, ...database, ...args], {
+  const tokens = options.dataDirTokens ? [] : ['--tokens', tokensFile]
+  const child = spawn(process.execPath, [jarvisBin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data', dataDir, ...tokens, ...database, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: {...process.env, NO_COLOR: '1'},
+    env: {...process.env, NO_COLOR: '1', JARVIS_DATABASE_URL: '', JARVIS_SERVER_TOKENS: ''},
   })
   let output = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))

@@ -66,7 +66,7 @@ describe.each(MOVES)('serve export from %s, import into %s', (from, to) => {
     // The audit log moves too: the two pushes and the key.
     expect(exported.stderr).toContain('exported 2 files, 2 events, 1 key, 3 audit entries')
     dump = exported.stdout
-    expect(JSON.parse(dump.split('\n')[0])).toMatchObject({jarvis_dump: 1})
+    expect(JSON.parse(dump.split('\n')[0])).toMatchObject({jarvis_dump: 2})
 
     const target = await newPlace('copy')
     const imported = await runJarvis(['serve', 'import', ...storageFlags(target)], {env: env(), input: dump})

@@ -83,7 +83,7 @@ describe.each(MOVES)('serve export --workspace from %s, import --workspace into 
     const exported = await jarvis(['serve', 'export', '--workspace', 'team-b', ...storageFlags(source)])
     expect(exported.code, exported.stderr).toBe(0)
     expect(exported.stderr).toContain('exported 3 files, 1 event, 1 key')
-    expect(JSON.parse(exported.stdout.split('\n')[0])).toMatchObject({jarvis_dump: 1, workspace: 'team-b'})
+    expect(JSON.parse(exported.stdout.split('\n')[0])).toMatchObject({jarvis_dump: 2, workspace: 'team-b'})
     expect(exported.stdout).not.toContain('default-only')
 
     const target = to === 'postgres' ? {dataDir: join(work, 'copy'), databaseUrl: await freshDatabase()} : {dataDir: join(work, 'copy')}

@@ -7,7 +7,7 @@ import {restoreData, type RestoreResult} from '../../server/backup.js'
 
 export default class ServeRestore extends JarvisCommand<typeof ServeRestore> {
   static summary = 'Bring a backup of `jarvis serve backup` back as the server’s database (SQLite file, or PostgreSQL).'
-  static description = `Stop the server first: a database a running server has open is refused (exit 6). The backup is checked (integrity, a jarvis database this version reads) before anything moves. A database already in the data directory is refused unless --force, and then moved aside as jarvis.sqlite.replaced-<time>, never deleted. With --database (or JARVIS_DATABASE_URL), FILE is the .jsonl dump that \`jarvis serve backup --database\` writes, loaded into an empty PostgreSQL database, all or nothing.`
+  static description = `Stop the server first: a database a running server has open is refused (exit 6). The backup is checked (integrity, a jarvis database this version reads) before anything moves. A database already in the data directory is refused unless --force, and then moved aside as jarvis.sqlite.replaced-<time>, never deleted. With --database (or JARVIS_DATABASE_URL), FILE is the .jsonl dump that \`jarvis serve backup --database\` writes, loaded into an empty PostgreSQL database, all or nothing: a dump that was cut (fewer rows than its first line counts, or no last line) is refused.`
   static examples = ['<%= config.bin %> serve restore /backups/jarvis/jarvis-20261125T181500123Z.sqlite --data /srv/jarvis --force', '<%= config.bin %> serve restore /backups/jarvis/jarvis-20261125T181500123Z.jsonl --database postgres://jarvis@db.internal/jarvis_restored']
 
   static args = {file: Args.string({description: 'The backup file.', required: true})}
@@ -19,7 +19,7 @@ export default class ServeRestore extends JarvisCommand<typeof ServeRestore> {
   }
 
   async run(): Promise<RestoreResult> {
-    const result = await restoreData({file: this.args.file, dataDir: this.flags.data, databaseUrl: this.flags.database, force: this.flags.force})
+    const result = await restoreData({file: this.args.file, dataDir: this.flags.data, databaseUrl: this.flags.database, force: this.flags.force, warn: (message) => this.warn(message)})
     this.log(renderRestore(result))
     return result
   }

@@ -20,7 +20,7 @@ export function isGrantId(id: string): boolean {
 export async function listGrants(options: StorageTarget & {workspace?: string}): Promise<OAuthGrantListed[]> {
   const workspace = options.workspace === undefined ? undefined : checkWorkspaceName(options.workspace, '--workspace')
   await assertServerData(options)
-  const grants = await withStorage(options, (storage) => storage.oauth.listGrants())
+  const grants = await withStorage(options, (storage) => storage.oauth.listGrants(), {migrate: false})
   return workspace === undefined ? grants : grants.filter((grant) => grant.workspace === workspace)
 }
 

@@ -4,11 +4,12 @@
  * then, so a SQLite server never loads it.
  */
 import {existsSync} from 'node:fs'
+import {rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {BadInputError} from '../../errors.js'
 import {defaultDataDir} from '../config.js'
-import type {DumpRow, DumpTable} from './sqlite-dump.js'
+import type {DumpItem, DumpRow, DumpTable} from './sqlite-dump.js'
 import {openSqliteStorage, SQLITE_FILE_NAME, type SqliteStorageOptions} from './sqlite.js'
 import type {ServerStorage} from './types.js'
 import {DEFAULT_WORKSPACE} from './workspace-name.js'
@@ -21,8 +22,11 @@ export interface StorageTarget {
 
 /** A storage with everything `jarvis serve` and its subcommands use, export and import included. */
 export type OpenedStorage = ServerStorage & {
-  /** Every row of `tables` (default all), the keys of workspace `keysOf` (default the default one) only, read in one transaction. */
-  dumpRows(tables?: readonly DumpTable[], keysOf?: string): Iterable<DumpRow> | AsyncIterable<DumpRow>
+  /**
+   * How many rows of each of `tables` (default all) there are, then every one of them, read in one transaction; the
+   * keys of workspace `keysOf` only (default the default one; null: every workspace's).
+   */
+  dumpRows(tables?: readonly DumpTable[], keysOf?: string | null): Iterable<DumpItem> | AsyncIterable<DumpItem>
   /** Loads a dump into a storage that holds no memory yet. */
   loadRows(rows: AsyncIterable<{row: DumpRow; where: string}>): Promise<Record<DumpTable, number>>
 }
@@ -60,18 +64,29 @@ export function workspaceDir(dataDir: string, workspace: string): string {
   return workspace === DEFAULT_WORKSPACE ? dataDir : join(dataDir, 'workspaces', workspace)
 }
 
+export interface OpenOptions {
+  /** The checked name of the workspace whose storage to open; default the default workspace. */
+  workspace?: string
+  /**
+   * false for the commands that only read (`serve token list`, `serve export`, `serve backup`): a schema older than
+   * this jarvis's is refused (exit 2, schema-version.ts), never upgraded under the servers of the older version that
+   * may be using it. Default true: the server and the commands that write bring it up to date.
+   */
+  migrate?: boolean
+}
+
 /**
  * Opens (creating or migrating when needed) the storage of `target`: the default workspace's, or the checked
  * `workspace`'s (docs/decisions/workspaces.md). The default workspace's storage also holds every workspace's keys.
  */
-export async function openStorage(target: StorageTarget, options: Pick<SqliteStorageOptions, 'groupCommit'> & {workspace?: string} = {}): Promise<OpenedStorage> {
+export async function openStorage(target: StorageTarget, options: Pick<SqliteStorageOptions, 'groupCommit'> & OpenOptions = {}): Promise<OpenedStorage> {
   const workspace = options.workspace ?? DEFAULT_WORKSPACE
   const url = postgresUrlOf(target)
   if (url !== undefined) {
     const {PostgresStorage} = await import('./postgres.js')
-    return PostgresStorage.open(url, {workspace})
+    return PostgresStorage.open(url, {workspace, migrate: options.migrate})
   }
-  return openSqliteStorage(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), undefined, options)
+  return openSqliteStorage(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), undefined, {...options, workspace})
 }
 
 /** Whether workspace `workspace` has a storage in `target` yet (the default one always has). */
@@ -83,6 +98,20 @@ export async function workspaceExists(target: StorageTarget, workspace: string):
     return PostgresStorage.hasWorkspace(url, workspace)
   }
   return existsSync(join(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), SQLITE_FILE_NAME))
+}
+
+/**
+ * Removes the storage of workspace `workspace` (never the default one's): its SQLite directory, or its PostgreSQL
+ * schema. For an import into a new workspace that failed, which must leave no workspace behind.
+ */
+export async function removeWorkspaceStorage(target: StorageTarget, workspace: string): Promise<void> {
+  if (workspace === DEFAULT_WORKSPACE) throw new Error('the default workspace is never removed')
+  const url = postgresUrlOf(target)
+  if (url !== undefined) {
+    const {PostgresStorage} = await import('./postgres.js')
+    return PostgresStorage.dropWorkspace(url, workspace)
+  }
+  await rm(workspaceDir(target.dataDir ?? defaultDataDir(), workspace), {recursive: true, force: true})
 }
 
 /**
@@ -105,8 +134,8 @@ export async function assertServerData(target: StorageTarget): Promise<void> {
 }
 
 /** The storage of `target` for one piece of work of a `jarvis serve` subcommand, closed after it whatever happens. */
-export async function withStorage<T>(target: StorageTarget, use: (storage: OpenedStorage) => Promise<T>, workspace?: string): Promise<T> {
-  const storage = await openStorage(target, {workspace})
+export async function withStorage<T>(target: StorageTarget, use: (storage: OpenedStorage) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+  const storage = await openStorage(target, options)
   try {
     return await use(storage)
   } finally {

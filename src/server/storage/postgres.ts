@@ -34,10 +34,11 @@ import {COLUMNS as EVENT_COLUMNS} from './event-rows.js'
 import {KEY_COLUMNS, KEYS_WORKSPACE_MIGRATION_SQL, type KeyRow, toKey} from './key-rows.js'
 import {tsText} from './fts.js'
 import {redactDatabaseUrl} from './open.js'
+import {olderSchemaRefusal} from './schema-version.js'
 import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
 import {PostgresOAuthStore} from './postgres-oauth.js'
 import {EVENTS_LOCK, FTS_VALUE, PG_APPEND_FUNCTION_SQL, PG_DELETED_EVENTS_MIGRATION_SQL, PG_EVENTS_MIGRATION_SQL, PG_LIVE_EVENTS_MIGRATION_SQL, PostgresEventLog} from './postgres-events.js'
-import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpRow, type DumpTable} from './sqlite-dump.js'
+import {DUMP_TABLES, DUMP_ORDER, dumpFilter, EMPTY_BEFORE_IMPORT, type DumpItem, type DumpRow, type DumpTable, type DumpTally} from './sqlite-dump.js'
 import {DEFAULT_WORKSPACE} from './workspace-name.js'
 import type {
   ApiKey,
@@ -233,6 +234,11 @@ function unusableDatabase(url: string, error: unknown): JarvisError {
 export interface PostgresStorageOptions {
   /** The workspace whose memory this is; default the default workspace (the database's own search_path). */
   workspace?: string
+  /**
+   * Whether a schema older than this jarvis's is brought up to date (default: the server and the commands that write)
+   * or refused (false: the commands that only read, schema-version.ts).
+   */
+  migrate?: boolean
 }
 
 export class PostgresStorage implements ServerStorage {
@@ -244,12 +250,14 @@ export class PostgresStorage implements ServerStorage {
   readonly oauth: PostgresOAuthStore
   private readonly commits: Batcher<PendingCommit, CommitOutcome>
   private readonly channel: string
+  private readonly workspace: string
   private closed = false
   private listener: pg.Client | null = null
 
   private constructor(url: string, options: PostgresStorageOptions) {
     this.url = redactDatabaseUrl(url)
     const workspace = options.workspace ?? DEFAULT_WORKSPACE
+    this.workspace = workspace
     this.schema = workspace === DEFAULT_WORKSPACE ? undefined : workspaceSchema(workspace)
     this.channel = this.schema === undefined ? BROADCAST_CHANNEL : `${this.schema}_broadcast`
     this.pool = new pg.Pool({
@@ -304,14 +312,18 @@ export class PostgresStorage implements ServerStorage {
     return (await this.pool.query({name, text, values})).rows as R[]
   }
 
-  /** Connects, and brings the schema up to date (once, even when several processes start together). */
+  /**
+   * Connects, and brings the schema up to date (once, even when several processes start together); with `migrate:
+   * false`, refuses a schema that is not this jarvis's instead, changing nothing.
+   */
   static async open(url: string, options: PostgresStorageOptions = {}): Promise<PostgresStorage> {
     // One connection of its own first, ended whatever happens: a connection that fails half-way (a SCRAM login
     // without a password) leaves its socket open inside the pool, and the process would never exit.
     await PostgresStorage.ask(url, 'SELECT 1', [])
     const storage = new PostgresStorage(url, options)
     try {
-      await storage.migrate()
+      if (options.migrate ?? true) await storage.migrate()
+      else await storage.assertCurrentSchema()
     } catch (error) {
       await storage.pool.end().catch(() => {})
       if (error instanceof JarvisError) throw error
@@ -410,6 +422,28 @@ export class PostgresStorage implements ServerStorage {
     })
   }
 
+  /** A schema written by a newer jarvis is refused: this one does not know its tables. */
+  private assertNotNewer(version: number): void {
+    if (version <= POSTGRES_SCHEMA_VERSION) return
+    throw new JarvisError(`the PostgreSQL database ${this.url} has schema version ${version}, newer than this jarvis (${POSTGRES_SCHEMA_VERSION}); upgrade jarvis`, {
+      code: 'STORAGE_VERSION',
+      exit: ExitCode.failed,
+      data: {database: this.url, version},
+    })
+  }
+
+  /** Refuses a schema older or newer than this jarvis's, changing nothing (schema-version.ts). */
+  private async assertCurrentSchema(): Promise<void> {
+    const present = (await this.pool.query<{present: boolean}>("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")).rows[0]?.present === true
+    const applied = new Set(present ? (await this.pool.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version) : [])
+    this.assertNotNewer(Math.max(0, ...applied))
+    const missing = MIGRATIONS.find((migration) => !applied.has(migration.version))
+    if (missing) {
+      const where = this.schema === undefined ? `the PostgreSQL database ${this.url}` : `the schema ${this.schema} of the PostgreSQL database ${this.url}`
+      throw olderSchemaRefusal(where, missing.version - 1, POSTGRES_SCHEMA_VERSION, this.workspace, {database: this.url})
+    }
+  }
+
   private async migrate(): Promise<void> {
     await this.transaction(
       async (client) => {
@@ -417,14 +451,7 @@ export class PostgresStorage implements ServerStorage {
         await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at text NOT NULL)')
         await this.assertOwnDatabase(client)
         const applied = new Set((await client.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version))
-        const newest = Math.max(0, ...applied)
-        if (newest > POSTGRES_SCHEMA_VERSION) {
-          throw new JarvisError(`the PostgreSQL database ${this.url} has schema version ${newest}, newer than this jarvis (${POSTGRES_SCHEMA_VERSION}); upgrade jarvis`, {
-            code: 'STORAGE_VERSION',
-            exit: ExitCode.failed,
-            data: {database: this.url, version: newest},
-          })
-        }
+        this.assertNotNewer(Math.max(0, ...applied))
         for (const migration of MIGRATIONS) {
           if (applied.has(migration.version)) continue
           debug('applying migration %d: %s', migration.version, migration.description)
@@ -643,7 +670,16 @@ export class PostgresStorage implements ServerStorage {
     return PostgresStorage.ask(url, "SELECT 1 WHERE to_regclass('schema_migrations') IS NOT NULL", [])
   }
 
-  /** Whether `sql` finds a row, on a connection of its own that changes nothing. */
+  /**
+   * Drops the schema of workspace `workspace` (never the default one's) with everything in it: for an import into a new
+   * workspace that failed, which must leave no workspace behind.
+   */
+  static async dropWorkspace(url: string, workspace: string): Promise<void> {
+    if (workspace === DEFAULT_WORKSPACE) throw new Error('the default workspace is never dropped')
+    await PostgresStorage.ask(url, `DROP SCHEMA IF EXISTS ${workspaceSchema(workspace)} CASCADE`, [])
+  }
+
+  /** Whether `sql` finds a row, on a connection of its own. */
   private static async ask(url: string, sql: string, values: unknown[]): Promise<boolean> {
     // A server that takes the connection and never answers is an error after a while, not a wait for ever.
     const client = new pg.Client({connectionString: url, application_name: 'jarvis serve', connectionTimeoutMillis: CONNECT_TIMEOUT_MS})
@@ -671,13 +707,17 @@ export class PostgresStorage implements ServerStorage {
   // Export and import (dump.ts): the same rows as the SQLite storage's.
 
   /**
-   * Every row of `tables` (the keys of workspace `keysOf` only), read in one REPEATABLE READ transaction (a consistent
-   * copy while servers write), a page at a time.
+   * The tally, then every row of `tables` (the keys of workspace `keysOf` only; null: every workspace's), read in one
+   * REPEATABLE READ transaction (a consistent copy while servers write), a page at a time.
    */
-  async *dumpRows(tables: readonly DumpTable[] = DUMP_TABLES, keysOf = DEFAULT_WORKSPACE): AsyncGenerator<DumpRow> {
+  async *dumpRows(tables: readonly DumpTable[] = DUMP_TABLES, keysOf: string | null = DEFAULT_WORKSPACE): AsyncGenerator<DumpItem> {
     const {client, release} = await this.checkout()
+    let committed = false
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      const counts: DumpTally['counts'] = {}
+      for (const table of tables) counts[table] = Number((await client.query<{n: number}>(`SELECT COUNT(*) AS n FROM ${table} ${dumpFilter(table, keysOf)}`)).rows[0]?.n ?? 0)
+      yield {counts}
       for (const table of tables) {
         const columns = table === 'memory_events' ? EVENT_COLUMNS : '*'
         await client.query(`DECLARE dump_rows NO SCROLL CURSOR FOR SELECT ${columns} FROM ${table} ${dumpFilter(table, keysOf)} ORDER BY ${DUMP_ORDER[table]}`)
@@ -689,11 +729,12 @@ export class PostgresStorage implements ServerStorage {
         await client.query('CLOSE dump_rows')
       }
       await client.query('COMMIT')
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw error
+      committed = true
     } finally {
-      release()
+      // Failed, or left before its end (a reader that stopped): the transaction is ended before the connection is pooled again.
+      let broken: Error | undefined
+      if (!committed) await client.query('ROLLBACK').catch((error: Error) => (broken = error))
+      release(broken)
     }
   }
 

@@ -18,6 +18,14 @@ export interface DumpRow {
   row: Record<string, unknown>
 }
 
+/** How many rows of each table a storage's dump holds, read in the transaction its rows are read in. */
+export interface DumpTally {
+  counts: Partial<Record<DumpTable, number>>
+}
+
+/** What a storage's dump yields: first its tally, then its rows. */
+export type DumpItem = DumpTally | DumpRow
+
 /** The order rows are dumped in, per table (the same for every backend). */
 export const DUMP_ORDER: Record<DumpTable, string> = {
   server_state: 'id',
@@ -34,18 +42,26 @@ export const DUMP_ORDER: Record<DumpTable, string> = {
 export const WORKSPACE_TABLES = DUMP_TABLES.filter((table) => table !== 'api_keys')
 
 /**
- * The WHERE of a table's dump: the keys of one workspace (keys of every workspace share the default one's table).
- * `keysOf` is a checked workspace name (storage/workspace-name.ts: letters, digits, `-`), safe inside quotes.
+ * The WHERE of a table's dump: the keys of one workspace (keys of every workspace share the default one's table), or
+ * of every workspace when `keysOf` is null (a backup). `keysOf` is a checked workspace name
+ * (storage/workspace-name.ts: letters, digits, `-`), safe inside quotes.
  */
-export function dumpFilter(table: DumpTable, keysOf: string): string {
+export function dumpFilter(table: DumpTable, keysOf: string | null): string {
+  if (keysOf === null || table !== 'api_keys') return ''
   if (!isWorkspaceName(keysOf)) throw new Error(`not a workspace name: ${JSON.stringify(keysOf)}`)
-  return table === 'api_keys' ? `WHERE workspace = '${keysOf}'` : ''
+  return `WHERE workspace = '${keysOf}'`
 }
 
-/** Every row of `tables`, read in one transaction: a consistent copy even while a server writes. */
-export function* exportRows(db: Database.Database, tables: readonly DumpTable[] = DUMP_TABLES, keysOf = DEFAULT_WORKSPACE): Generator<DumpRow> {
+/**
+ * The tally of `tables` (the keys of workspace `keysOf` only; null: every workspace's), then every row of them, read
+ * in one transaction: a consistent copy even while a server writes.
+ */
+export function* exportRows(db: Database.Database, tables: readonly DumpTable[] = DUMP_TABLES, keysOf: string | null = DEFAULT_WORKSPACE): Generator<DumpItem> {
   db.exec('BEGIN DEFERRED')
   try {
+    const counts: DumpTally['counts'] = {}
+    for (const table of tables) counts[table] = db.prepare<[], {n: number}>(`SELECT COUNT(*) AS n FROM ${table} ${dumpFilter(table, keysOf)}`).get()?.n ?? 0
+    yield {counts}
     for (const table of tables) {
       for (const row of db.prepare<[], Record<string, unknown>>(`SELECT * FROM ${table} ${dumpFilter(table, keysOf)} ORDER BY ${DUMP_ORDER[table]}`).iterate()) yield {table, row}
     }

@@ -22,13 +22,15 @@ import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
 import {AUDIT_MIGRATION_SQL, SqliteAuditLog} from './sqlite-audit.js'
 import {DELETED_EVENTS_MIGRATION_SQL, EVENTS_MIGRATION_SQL, SqliteEventLog} from './sqlite-events.js'
-import {type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
+import {type DumpItem, type DumpRow, type DumpTable, exportRows, importRows, isEmpty} from './sqlite-dump.js'
 import {KEYS_WORKSPACE_MIGRATION_SQL} from './key-rows.js'
 import {KEYS_MIGRATION_SQL, SqliteKeyStore} from './sqlite-keys.js'
 import {OAUTH_MIGRATION_DESCRIPTION, OAUTH_MIGRATION_SQL} from './oauth-rows.js'
 import {SqliteOAuthStore} from './sqlite-oauth.js'
 import {openSqlite} from '../../store/sqlite-open.js'
+import {olderSchemaRefusal} from './schema-version.js'
 import {WalSync, type SyncFn} from './wal-sync.js'
+import {DEFAULT_WORKSPACE} from './workspace-name.js'
 
 export {baseMatches} from './commit-rules.js'
 import type {
@@ -167,6 +169,13 @@ export interface SqliteStorageOptions {
   groupCommit?: boolean
   /** How the WAL is flushed after a group commit; default fdatasync on the thread pool (tests replace it). */
   walFlush?: SyncFn
+  /**
+   * Whether a schema older than this jarvis's is brought up to date (default: the server and the commands that write)
+   * or refused (false: the commands that only read, schema-version.ts).
+   */
+  migrate?: boolean
+  /** The workspace whose storage this is, named when an older schema is refused. */
+  workspace?: string
 }
 
 export class SqliteStorage implements ServerStorage {
@@ -214,7 +223,8 @@ export class SqliteStorage implements ServerStorage {
       if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`)
       this.db.pragma('synchronous = FULL')
       this.db.pragma('busy_timeout = 5000')
-      this.migrate()
+      if (options.migrate ?? true) this.migrate()
+      else this.assertCurrentSchema(options.workspace ?? DEFAULT_WORKSPACE)
     } catch (error) {
       this.db.close()
       if (error instanceof JarvisError) throw error
@@ -276,13 +286,7 @@ export class SqliteStorage implements ServerStorage {
         .all()
         .map((row) => row.version),
     )
-    const newest = Math.max(0, ...applied)
-    if (newest > SQLITE_SCHEMA_VERSION) {
-      throw new JarvisError(
-        `the server database ${this.file} has schema version ${newest}, newer than this jarvis (${SQLITE_SCHEMA_VERSION}); upgrade jarvis`,
-        {code: 'STORAGE_VERSION', exit: ExitCode.failed, data: {file: this.file, version: newest}},
-      )
-    }
+    assertNotNewer(this.file, Math.max(0, ...applied))
     const record = this.db.prepare<[number, string, string]>(
       'INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)',
     )
@@ -293,6 +297,14 @@ export class SqliteStorage implements ServerStorage {
         record.run(migration.version, migration.description, new Date().toISOString())
       }).immediate()
     }
+  }
+
+  /** Refuses a schema older (or newer) than this jarvis's, changing nothing: for the commands that only read. */
+  private assertCurrentSchema(workspace: string): void {
+    const applied = appliedVersions(this.db)
+    assertNotNewer(this.file, Math.max(0, ...applied))
+    const missing = MIGRATIONS.find((migration) => !applied.has(migration.version))
+    if (missing) throw olderSchemaRefusal(`the server database ${this.file}`, missing.version - 1, SQLITE_SCHEMA_VERSION, workspace, {file: this.file})
   }
 
   private currentSeq(): number {
@@ -445,17 +457,8 @@ export class SqliteStorage implements ServerStorage {
     return this.keys.byTokenHash(tokenHash)
   }
 
-  /**
-   * A consistent copy of the whole database in `file` (which must not exist), taken in one read transaction while
-   * other connections go on writing. `VACUUM INTO`, not the backup API: that one starts again whenever another
-   * process writes to the source, so under a steady load it may never finish.
-   */
-  async copyTo(file: string): Promise<void> {
-    this.db.prepare('VACUUM INTO ?').run(file)
-  }
-
-  /** Every row of `tables`, the keys of workspace `keysOf` only, in one read transaction (sqlite-dump.ts). */
-  dumpRows(tables?: readonly DumpTable[], keysOf?: string): Iterable<DumpRow> {
+  /** The tally, then every row of `tables`, the keys of workspace `keysOf` only (null: every workspace's), in one read transaction (sqlite-dump.ts). */
+  dumpRows(tables?: readonly DumpTable[], keysOf?: string | null): Iterable<DumpItem> {
     return exportRows(this.db, tables, keysOf)
   }
 
@@ -483,20 +486,47 @@ export class SqliteStorage implements ServerStorage {
   }
 }
 
+/** The schema versions applied to a jarvis database (none when none is recorded), read without changing it. */
+function appliedVersions(db: Database.Database): Set<number> {
+  const table = db.prepare<[], {n: number}>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()
+  if (table?.n !== 1) return new Set()
+  return new Set(db.prepare<[], {version: number}>('SELECT version FROM schema_migrations').all().map((row) => row.version))
+}
+
+/** A database written by a newer jarvis is refused: this one does not know its tables. */
+function assertNotNewer(file: string, version: number): void {
+  if (version <= SQLITE_SCHEMA_VERSION) return
+  throw new JarvisError(`the server database ${file} has schema version ${version}, newer than this jarvis (${SQLITE_SCHEMA_VERSION}); upgrade jarvis`, {
+    code: 'STORAGE_VERSION',
+    exit: ExitCode.failed,
+    data: {file, version},
+  })
+}
+
 /**
- * The data directory's storage (default: the server's own) for one piece of work of a `jarvis serve` subcommand
- * (token, export, import, backup), closed after it whatever happens.
+ * A consistent copy of the data directory's database in `file` (which must not exist), as it is: an older schema is
+ * copied without being upgraded (a backup taken before an upgrade is one to go back to). Taken in one read
+ * transaction while the server goes on writing: `VACUUM INTO`, not the backup API, which starts again whenever
+ * another process writes to the source, so under a steady load it may never finish.
  */
-export async function withSqliteStorage<T>(dataDir: string | undefined, use: (storage: SqliteStorage) => Promise<T>): Promise<T> {
-  const storage = openSqliteStorage(dataDir ?? defaultDataDir())
+export function copySqliteDatabase(dataDir: string | undefined, file: string): void {
+  const source = join(dataDir ?? defaultDataDir(), SQLITE_FILE_NAME)
+  let db: Database.Database
   try {
-    return await use(storage)
+    db = openSqlite(source, {fileMustExist: true})
+  } catch (error) {
+    throw new JarvisError(`cannot open the server database ${source}: ${(error as Error).message}`, {code: 'STORAGE', exit: ExitCode.failed, data: {file: source}, cause: error})
+  }
+  try {
+    db.pragma('busy_timeout = 5000')
+    assertNotNewer(source, Math.max(0, ...appliedVersions(db)))
+    db.prepare('VACUUM INTO ?').run(file)
   } finally {
-    await storage.close()
+    db.close()
   }
 }
 
 /** Opens (creating when needed) the SQLite storage in `dataDir`. */
-export function openSqliteStorage(dataDir: string, fileName?: string, options: Pick<SqliteStorageOptions, 'groupCommit' | 'walFlush'> = {}): SqliteStorage {
+export function openSqliteStorage(dataDir: string, fileName?: string, options: Pick<SqliteStorageOptions, 'groupCommit' | 'walFlush' | 'migrate' | 'workspace'> = {}): SqliteStorage {
   return new SqliteStorage({dataDir, fileName, ...options})
 }

@@ -8,7 +8,7 @@ import {listGrants, type OAuthGrantListed} from '../../../server/oauth/grants.js
 
 export default class ServeTokenList extends JarvisCommand<typeof ServeTokenList> {
   static summary = "List the server's API keys and the apps people let in (OAuth): id, workspace, agent, role, expiry, revocation (never a token)."
-  static description = 'An app (ChatGPT, Claude, …) that signed in with OAuth is listed under the keys by the id of its access (grant_…), with its name, the agent it acts as and until when it can refresh its tokens; `jarvis serve token revoke grant_…` takes it back.'
+  static description = "An app (ChatGPT, Claude, …) that signed in with OAuth is listed under the keys by the id of its access (grant_…), with its name, the agent it acts as and until when it can refresh its tokens; `jarvis serve token revoke grant_…` takes it back. Only reads: a database at an older schema than this jarvis's is refused (exit 2), never upgraded under the servers that use it; start jarvis serve of this version on it once first."
   static examples = ['<%= config.bin %> serve token list', '<%= config.bin %> serve token list --workspace team-a', '<%= config.bin %> serve token list --data /srv/jarvis --json']
 
   static flags = {
