@@ -20,13 +20,15 @@ export function renderStatus(status: StatusResult): string {
   }
 
   if (status.backups.length > 0) {
-    lines.push('', `Conflicts waiting for you (${status.backups.length}): the file holds the server's version, the backup yours.`)
+    // Which side is where depends on what made the backup (a sync keeps the server's in the file; a replica the merge;
+    // `resolve --keep local` of a backup with no record swaps them): say what holds for all, and what each choice does.
+    lines.push('', `Conflicts waiting for you (${status.backups.length}): each file holds one side, its backup the other (after a sync, the server's version is in the file and yours in the backup).`)
     for (const group of status.backupsByFile) {
       for (const backup of group.backups) {
         lines.push(group.file === null ? `    .memory/${backup}   (left by an older jarvis; it may be ${group.candidates?.join(' or ')}: copy what you want by hand, then delete it)` : `    .memory/${backup}   (${group.file})`)
       }
     }
-    lines.push('  decide each one: jarvis resolve <file> --keep server   (drop the backup)', '                  jarvis resolve <file> --keep local    (your version back, pushed by the next sync)')
+    lines.push('  decide each one: jarvis resolve <file> --keep server   (keep the file as it is, drop the backup)', "                  jarvis resolve <file> --keep local    (the backup's side back, pushed by the next sync)")
   }
   if (status.unreadable.length > 0) {
     lines.push('', `Not readable by this user (${status.unreadable.length}): not synced, nor deleted anywhere, until they can be read.`)

@@ -61,6 +61,8 @@ describe('jarvis status and jarvis resolve', () => {
     expect(status.code).toBe(0)
     expect(status.stdout).toContain('Conflicts waiting for you (1)')
     expect(status.stdout).toContain('.memory/notes/plan.local.bak   (notes/plan.md)')
+    // Each choice said by what it does to the file and the backup, true whichever side is where.
+    expect(status.stdout).toContain('jarvis resolve <file> --keep server   (keep the file as it is, drop the backup)')
     expect(status.stdout).toMatch(/server http:\/\/127\.0\.0\.1:\d+: answers \(1 file\)/)
 
     const again = await b.run(['sync'])
