@@ -26,6 +26,8 @@ describe('a PostgreSQL database another application uses', () => {
   it('with its own schema_migrations (Rails): refused as another application, its rows kept', async () => {
     const {url, client} = await databaseWith("CREATE TABLE schema_migrations (version varchar PRIMARY KEY); INSERT INTO schema_migrations VALUES ('20240101000000')")
     await expect(PostgresStorage.open(url)).rejects.toThrow(/is used by another application \(its schema_migrations table is not the one jarvis keeps\); give jarvis a database of its own/)
+    // A command that only reads (serve token list, export) says the same, not "newer than this jarvis".
+    await expect(PostgresStorage.open(url, {migrate: false})).rejects.toThrow(/is used by another application \(its schema_migrations table is not the one jarvis keeps\)/)
     expect((await client.query('SELECT version FROM schema_migrations')).rows).toEqual([{version: '20240101000000'}])
     expect((await client.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'")).rows[0].n).toBe(1)
   })

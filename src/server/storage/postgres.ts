@@ -406,7 +406,7 @@ export class PostgresStorage implements ServerStorage {
    * one), or tables named as jarvis's without jarvis's migrations. Told "newer than this jarvis; upgrade" or "relation
    * files already exists", the user would look in the wrong place; nothing of the other application is changed.
    */
-  private async assertOwnDatabase(client: pg.PoolClient): Promise<void> {
+  private async assertOwnDatabase(client: pg.PoolClient | pg.Pool): Promise<void> {
     const {rows} = await client.query<{columns: string[]; files: boolean; count: number}>(
       `SELECT array(SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'schema_migrations') AS columns,
          to_regclass('files') IS NOT NULL AS files, (SELECT count(*)::int FROM schema_migrations) AS count`,
@@ -435,6 +435,7 @@ export class PostgresStorage implements ServerStorage {
   /** Refuses a schema older or newer than this jarvis's, changing nothing (schema-version.ts). */
   private async assertCurrentSchema(): Promise<void> {
     const present = (await this.pool.query<{present: boolean}>("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")).rows[0]?.present === true
+    if (present) await this.assertOwnDatabase(this.pool)
     const applied = new Set(present ? (await this.pool.query<{version: number}>('SELECT version FROM schema_migrations')).rows.map((row) => row.version) : [])
     this.assertNotNewer(Math.max(0, ...applied))
     const missing = MIGRATIONS.find((migration) => !applied.has(migration.version))
