@@ -489,6 +489,13 @@ describe('the dashboard', () => {
     expect(await scopes.inputValue()).toBe('global')
     expect(await page.locator('.pinned').textContent()).toContain('The quokka answer comes first.')
     expect(await page.locator('main').textContent()).not.toContain('The zebrafish of claude alone.')
+
+    // Scopes this token may not read: the refusal alone, not the snapshot of the scopes before under it.
+    await scopes.fill('agent:gemini')
+    await scopes.press('Tab')
+    await page.getByRole('alert').waitFor()
+    expect(await page.locator('.pinned').count()).toBe(0)
+    expect(await page.locator('main').textContent()).not.toContain('The quokka answer comes first.')
     await page.close()
   })
 

@@ -40,7 +40,10 @@ export function PinnedPage() {
       setSnapshot(answer)
       setError(null)
     } catch (failure) {
-      if (current()) setError(messageOf(failure))
+      if (!current()) return
+      // The snapshot of the scopes before is not what these scopes hold: shown under the error, it would pass for it.
+      setSnapshot(null)
+      setError(messageOf(failure))
     }
   }, [answers, scopes])
   useEffect(() => void load(), [load])
