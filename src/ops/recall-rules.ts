@@ -45,6 +45,8 @@ const IGNORED = new Set(
 const HIRAGANA = /\p{Script=Hiragana}/u
 /** A term made of Japanese, Chinese or Korean characters: found inside a word, as such text has no spaces. */
 const CJK_TERM = new RegExp(`^(?:${CJK_RUN.source})$`, 'u')
+/** Splits a word at its runs of those characters, keeping the runs (at the odd indexes). */
+const CJK_PARTS = new RegExp(`(${CJK_RUN.source})`, 'u')
 
 /**
  * The terms of a run of Japanese, Chinese or Korean text: its overlapping pairs of characters, as the search splits
@@ -61,7 +63,7 @@ export function promptTerms(prompt: string): string[] {
   const terms: string[] = []
   for (const word of prompt.toLowerCase().split(/[^\p{L}\p{N}_]+/u)) {
     // A word with CJK characters in it: their pairs, and the other letters' words around them (`APIの設計` → `api 設計`).
-    const parts = word.split(new RegExp(`(${CJK_RUN.source})`, 'u'))
+    const parts = word.split(CJK_PARTS)
     parts.forEach((part, i) => {
       if (i % 2 === 1) terms.push(...cjkTerms(part))
       else if (part.length >= MIN_TERM_LENGTH && !IGNORED.has(part) && !/^\d+$/.test(part)) terms.push(part)

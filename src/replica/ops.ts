@@ -128,8 +128,7 @@ async function noteOutcomes(root: string, reports: readonly ReplicaReport[], now
  * The error a door reports after a run that left something undone, else undefined: a replica that failed (exit
  * 1, or 3 when only the server could not be reached), deletions held back (4, as a sync's mass deletion; `door`
  * names the command whose `--force` lets them through), a conflict kept as a backup (4, as a sync's), a refused
- * secret (5). Several at once: one message with
- * each, and the highest of their exit codes.
+ * secret (5). Several at once: one message with each, and the highest of their exit codes.
  */
 export function replicaFailure(result: ReplicasResult, options: {door?: 'replicate' | 'sync'; data?: Record<string, unknown>} = {}): JarvisError | undefined {
   const door = options.door ?? 'replicate'
