@@ -7,6 +7,7 @@ import pg from 'pg'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {databaseFor, useBackend} from '../helpers/backends.js'
+import {until} from '../helpers/world.js'
 import {Cleanup, harness} from './helpers.js'
 
 const cleanup = new Cleanup()
@@ -14,14 +15,6 @@ afterEach(() => cleanup.run())
 
 function event(key: string): Record<string, unknown> {
   return {scope: 'global', kind: 'fact', dedupe_key: key, content_md: `The ${key} holds.`, confidence: 'high', run_id: 'run-dropped', source: {system: 'cli'}}
-}
-
-async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 describe('on postgres', () => {
@@ -36,7 +29,7 @@ describe('on postgres', () => {
     await holder.query('BEGIN')
     await holder.query('LOCK TABLE memory_events IN ACCESS EXCLUSIVE MODE')
     const waiting = h.call('POST', '/v1/memory/append', event('fact:dropped'))
-    const backend = await until(async () => {
+    const backend = await until('the append to wait on the lock', async () => {
       const rows = (await holder.query<{pid: number}>("SELECT pid FROM pg_stat_activity WHERE application_name = 'jarvis serve' AND wait_event_type = 'Lock'")).rows
       return rows[0]?.pid
     })

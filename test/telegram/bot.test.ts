@@ -341,26 +341,28 @@ describe('jarvis telegram, when the Bot API fails it', () => {
     await removeAll([home])
   })
 
+  /** SIGTERM: the bot exits 0, with no crash and without its token in anything it printed. */
+  async function stopsCleanly(bot: BotProcess): Promise<void> {
+    bot.child.kill('SIGTERM')
+    expect(await bot.exit, bot.stderr()).toBe(0)
+    expect(bot.stderr()).not.toContain(botToken)
+    expect(bot.stderr()).not.toMatch(CRASH)
+  }
+
   it('stops cleanly on SIGTERM after the Bot API went away, never printing the token', async () => {
     const api = new BotApiStandIn()
     await api.start(botToken)
     const bot = spawnBot(['--allow-chat', '42', '--api-root', api.url], {token: botToken, cwd: home})
     await until('the bot to start', () => (bot.stderr().includes('answers chat(s) 42') ? true : undefined), 45_000)
     await api.close()
-    bot.child.kill('SIGTERM')
-    expect(await bot.exit, bot.stderr()).toBe(0)
-    expect(bot.stderr()).not.toContain(botToken)
-    expect(bot.stderr()).not.toMatch(CRASH)
+    await stopsCleanly(bot)
   })
 
   it('stops cleanly on SIGTERM while it waits for a Bot API that cannot be reached', async () => {
     const apiRoot = `http://127.0.0.1:${await closedPort()}`
     const bot = spawnBot(['--allow-chat', '42', '--api-root', apiRoot], {token: botToken, cwd: home})
     await until('the first retry', () => (bot.stderr().includes('getMe failed') ? true : undefined), 45_000)
-    bot.child.kill('SIGTERM')
-    expect(await bot.exit, bot.stderr()).toBe(0)
-    expect(bot.stderr()).not.toContain(botToken)
-    expect(bot.stderr()).not.toMatch(CRASH)
+    await stopsCleanly(bot)
   })
 
   it('gives up on a Bot API that cannot be reached with exit 3, naming it and what to do', async () => {
