@@ -1,10 +1,12 @@
 /**
  * `projects/<slug>/summary.md`: a deterministic roll-up of a project's episodes (seed 004 §10), no LLM.
- * Newest first; per episode its title, date, path, headings and outcome lines; bounded length. The episodes stay.
+ * Newest first; per episode its title, date, path, headings and outcome lines; bounded length. The episodes stay, and
+ * so does anything a person wrote in the summary outside the roll-up's block.
  */
 import {readMemoryFile, scanMemory, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {shorten} from '../schemas/shorten.js'
-import {type MemoryFile, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
+import {hasBlock, putBlock} from '../merge/marked-block.js'
+import {type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkSlug} from './paths.js'
 import {assertWritable} from './tools.js'
 
@@ -40,36 +42,86 @@ function dateOf(file: MemoryFile): string {
   return EPISODE_PATH.exec(file.path)?.[1] ?? ''
 }
 
-/** PURE: the summary text for these episodes (any order in, newest first out). */
-export function renderSummary(slug: string, episodes: MemoryFile[]): string {
-  const sorted = [...episodes].sort((a, b) => {
+/** One episode's section of the roll-up: its title and date, its path, its headings and outcome lines. */
+function renderSection(episode: MemoryFile): string {
+  const title = typeof episode.frontMatter.title === 'string' ? episode.frontMatter.title : episode.path
+  const kept: string[] = []
+  for (const raw of episode.body.split('\n')) {
+    const line = raw.replace(/\r$/, '')
+    if (/^#\s+Episode:/i.test(line)) continue // the title, shown above
+    if (HEADING.test(line)) kept.push(`- ${clip(line.replace(/^#+\s+/, ''))}`)
+    else if (OUTCOME.test(line)) kept.push(`- ${clip(line.replace(/^\s*[-*]\s*/, ''))}`)
+    if (kept.length >= MAX_LINES_PER_EPISODE) break
+  }
+  return [`## ${dateOf(episode)} — ${clip(title)}`, '', `Source: ${episode.path}`, ...(kept.length ? ['', ...kept] : [])].join('\n')
+}
+
+function newestFirst(episodes: MemoryFile[]): MemoryFile[] {
+  return [...episodes].sort((a, b) => {
     const byDate = dateOf(b).localeCompare(dateOf(a))
     return byDate !== 0 ? byDate : a.path < b.path ? -1 : a.path > b.path ? 1 : 0
   })
+}
+
+/** PURE: what compact writes between the markers: the bounded roll-up of these episodes, newest first. */
+function rollUp(sorted: MemoryFile[]): string {
   const sections: string[] = []
   let size = 0
-  let shown = 0
   for (const episode of sorted.slice(0, MAX_EPISODES_IN_SUMMARY)) {
-    const title = typeof episode.frontMatter.title === 'string' ? episode.frontMatter.title : episode.path
-    const kept: string[] = []
-    for (const raw of episode.body.split('\n')) {
-      const line = raw.replace(/\r$/, '')
-      if (/^#\s+Episode:/i.test(line)) continue // the title, shown above
-      if (HEADING.test(line)) kept.push(`- ${clip(line.replace(/^#+\s+/, ''))}`)
-      else if (OUTCOME.test(line)) kept.push(`- ${clip(line.replace(/^\s*[-*]\s*/, ''))}`)
-      if (kept.length >= MAX_LINES_PER_EPISODE) break
-    }
-    const section = [`## ${dateOf(episode)} — ${clip(title)}`, '', `Source: ${episode.path}`, ...(kept.length ? ['', ...kept] : [])].join('\n')
+    const section = renderSection(episode)
     if (size + section.length > MAX_SUMMARY_CHARS) break
     sections.push(section)
     size += section.length + 2
-    shown++
   }
-  const left = sorted.length - shown
-  const intro = `Rolled up from ${sorted.length} episode${sorted.length === 1 ? '' : 's'} by \`jarvis memory compact\`, newest first. The episodes are kept; edit them, not this file.`
-  const body = [`# Project ${slug}: summary`, '', intro, '', ...sections.flatMap((s) => [s, '']), ...(left > 0 ? [`… and ${left} older episode${left === 1 ? '' : 's'}, not shown.`, ''] : [])].join('\n')
+  const left = sorted.length - sections.length
+  const intro = `Rolled up from ${sorted.length} episode${sorted.length === 1 ? '' : 's'} by \`jarvis memory compact\`, newest first. The episodes are kept; edit them, not this block: text outside it is yours, and compact keeps it.`
+  return [intro, ...sections, ...(left > 0 ? [`… and ${left} older episode${left === 1 ? '' : 's'}, not shown.`] : [])].join('\n\n')
+}
+
+const LEGACY_INTRO = /^Rolled up from \d+ episodes? by `jarvis memory compact`, newest first\. The episodes are kept; edit them, not this file\.$/
+const LEGACY_LEFT = /^… and \d+ older episodes?, not shown\.$/
+
+/**
+ * PURE: what a person wrote in a summary compact wrote before it kept its roll-up between markers: the old roll-up
+ * less its heading, its intro and every section exactly as compact would write it today for the same episode. A
+ * section someone edited, or whose episode changed since, stays: it cannot be told from a person's text.
+ */
+function personsText(body: string, slug: string, episodes: MemoryFile[]): string {
+  const byPath = new Map(episodes.map((episode) => [episode.path, episode]))
+  const chunks = body.split(/\n(?=## )/)
+  const kept: string[] = []
+  for (const chunk of chunks) {
+    if (chunk.startsWith('## ')) {
+      const source = /^Source: (\S+)$/m.exec(chunk)?.[1]
+      const episode = source ? byPath.get(source) : undefined
+      const section = chunk.split('\n').filter((line) => !LEGACY_LEFT.test(line)).join('\n')
+      if (episode && section.trimEnd() === renderSection(episode)) continue
+      kept.push(chunk)
+    } else {
+      const rest = chunk.split('\n').filter((line) => line !== `# Project ${slug}: summary` && !LEGACY_INTRO.test(line) && !LEGACY_LEFT.test(line))
+      kept.push(rest.join('\n'))
+    }
+  }
+  return kept.join('\n').trim()
+}
+
+/**
+ * PURE: the summary file for these episodes (any order in, newest first out). The roll-up is jarvis's block
+ * (`<!-- jarvis:begin -->` … `<!-- jarvis:end -->`), rewritten in place; whatever else the file holds — its front matter,
+ * a person's notes above or below the block — is kept as it is.
+ */
+export function renderSummary(slug: string, episodes: MemoryFile[], existing?: MemoryFile): string {
+  const sorted = newestFirst(episodes)
   const newest = sorted.length ? dateOf(sorted[0]) : undefined
-  return renderMemoryFile({title: `${slug}: project summary`, tags: [slug, 'summary'], project: slug, kind: 'summary', episodes: sorted.length, updated: newest}, body)
+  const counts = {episodes: sorted.length, updated: newest}
+  const fresh = {title: `${slug}: project summary`, tags: [slug, 'summary'], project: slug, kind: 'summary', ...counts}
+  const block = rollUp(sorted)
+  if (!existing) return renderMemoryFile(fresh, putBlock(`# Project ${slug}: summary\n`, memoryLabel(`projects/${slug}/summary.md`), block))
+  const label = memoryLabel(existing.path)
+  const legacy = existing.frontMatter.kind === 'summary' && !hasBlock(existing.body)
+  const person = legacy ? personsText(existing.body, slug, episodes) : existing.body
+  const body = putBlock(person === '' ? `# Project ${slug}: summary\n` : person, label, block)
+  return renderMemoryFile({...fresh, ...existing.frontMatter, ...counts}, body)
 }
 
 /** Rolls the project's episodes into `projects/<slug>/summary.md` under the lock; running it twice changes nothing. */
@@ -93,9 +145,11 @@ export async function compactProject(root: string, slug: string, _options: {now?
       if (belongsTo(file, slug)) episodes.push(file)
     }
     if (episodes.length === 0) return {path, episodes: 0, changed: false, skipped}
-    const summary = renderSummary(slug, episodes)
+    const before = await readMemoryFile(root, path)
+    // A summary whose front matter does not parse is a person's to fix: compact never writes over what it cannot read.
+    const summary = renderSummary(slug, episodes, before === null ? undefined : parseMemoryFile(path, before))
     await assertWritable(path, summary)
-    if ((await readMemoryFile(root, path)) === summary) return {path, episodes: episodes.length, changed: false, skipped}
+    if (before === summary) return {path, episodes: episodes.length, changed: false, skipped}
     await writeMemoryFile(root, path, summary)
     return {path, episodes: episodes.length, changed: true, skipped}
   })

@@ -55,8 +55,9 @@ export function summaryOf(doc: SearchDocument, max = SUMMARY_CHARS): string {
   const firstLine = doc.body
     .split(/\r?\n/)
     .map((line) => line.trim())
-    // An episode's `Summary:` heading line alone says nothing: the summary is the lines under it.
-    .find((line) => line && !line.startsWith('#') && !/^[-*]\s*$/.test(line) && !/^(date|tags|refs|topic):/i.test(line) && !/^summary:\s*$/i.test(line))
+    // An episode's `Summary:` heading line alone says nothing: the summary is the lines under it. Nor does a marker
+    // of jarvis's block in a person's file (<!-- jarvis:begin -->), or any other HTML comment.
+    .find((line) => line && !line.startsWith('#') && !/^<!--.*-->$/.test(line) && !/^[-*]\s*$/.test(line) && !/^(date|tags|refs|topic):/i.test(line) && !/^summary:\s*$/i.test(line))
   const prose = firstLine?.replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '')
   const lead = doc.title && prose && !prose.toLowerCase().includes(doc.title.toLowerCase()) ? `${doc.title} — ${prose}` : prose || doc.title
   const text = (doc.summary || lead || '').replace(/\s+/g, ' ').replace(/^[-*]\s+/, '').replace(/^summary:\s*/i, '').trim()

@@ -99,7 +99,8 @@ describe('compact', () => {
         '---',
         '# Project app: summary',
         '',
-        'Rolled up from 3 episodes by `jarvis memory compact`, newest first. The episodes are kept; edit them, not this file.',
+        '<!-- jarvis:begin -->',
+        'Rolled up from 3 episodes by `jarvis memory compact`, newest first. The episodes are kept; edit them, not this block: text outside it is yours, and compact keeps it.',
         '',
         '## 2026-01-15 — Ads budget',
         '',
@@ -120,6 +121,7 @@ describe('compact', () => {
         '- Outcome: runner_exec works again',
         '- Cause',
         '- Fix',
+        '<!-- jarvis:end -->',
         '',
       ].join('\n'),
     )
@@ -130,6 +132,56 @@ describe('compact', () => {
     expect(await readFile(join(root, '.memory/projects/app/summary.md'), 'utf8')).toBe(text)
     // The episodes stay.
     expect([...(await scanMemory(root)).keys()].filter((p) => p.startsWith('episodes/'))).toHaveLength(5)
+  })
+
+  it('keeps what a person wrote in the summary: a file of their own, and their lines around the rolled-up block', async () => {
+    const summaryFile = join(root, '.memory/projects/app/summary.md')
+    await mkdir(join(root, '.memory/projects/app'), {recursive: true})
+    await writeFile(summaryFile, '---\ntitle: App notes\n---\nLaunch date: 2027-01-15 (agreed with finance).\n')
+    expect(await compactProject(root, 'app', {now})).toMatchObject({episodes: 3, changed: true})
+    const first = await readFile(summaryFile, 'utf8')
+    expect(first).toMatch(/^---\ntitle: App notes\n[^]*---\nLaunch date: 2027-01-15 \(agreed with finance\)\.\n\n<!-- jarvis:begin -->\nRolled up from 3 episodes/)
+    expect(first).toContain('Source: episodes/2026-01-15/ads-budget.md')
+
+    // Lines added above and below the block stay through the next roll-up, which replaces only the block.
+    await writeFile(summaryFile, `${first.replace('Launch date', 'Owner: Ana\nLaunch date')}\nRisks: the March ad freeze.\n`)
+    await writeEpisode(root, {title: 'Ads resumed', tags: ['app'], body: 'Back on.\n', outcome: 'ads on again', now: new Date('2026-02-01T10:00:00Z')})
+    expect(await compactProject(root, 'app', {now})).toMatchObject({episodes: 4, changed: true})
+    const second = await readFile(summaryFile, 'utf8')
+    expect(second).toContain('Owner: Ana\nLaunch date: 2027-01-15')
+    expect(second).toMatch(/<!-- jarvis:end -->\n\nRisks: the March ad freeze\.\n$/)
+    expect(second).toContain('Rolled up from 4 episodes')
+    expect(second.match(/<!-- jarvis:begin -->/g)).toHaveLength(1)
+    expect(await compactProject(root, 'app', {now})).toMatchObject({changed: false})
+  })
+
+  it('moves a summary written before the block into one, keeping only the lines a person added to it', async () => {
+    const summaryFile = join(root, '.memory/projects/app/summary.md')
+    await compactProject(root, 'app', {now})
+    // The summary as compact wrote it before it had a block, with one line a person added and one section edited.
+    const legacy = (await readFile(summaryFile, 'utf8'))
+      .replace(/<!-- jarvis:(begin|end) -->\n/g, '')
+      .replace('edit them, not this block: text outside it is yours, and compact keeps it.', 'edit them, not this file.')
+      .replace('- Outcome: paused until March', '- Outcome: paused until March (Ana: until April now)')
+      .replace('# Project app: summary\n', '# Project app: summary\n\nAsk Ana before touching ads.\n')
+    await writeFile(summaryFile, legacy)
+    await compactProject(root, 'app', {now})
+    const moved = await readFile(summaryFile, 'utf8')
+    const [person, block] = moved.split('<!-- jarvis:begin -->')
+    expect(person).toContain('Ask Ana before touching ads.')
+    expect(person).toContain('Ana: until April now')
+    expect(person).not.toContain('Source: episodes/2026-01-15/ads-budget.md')
+    expect(person).not.toContain('Rolled up from')
+    expect(block).toContain('Source: episodes/2026-01-15/ads-budget.md')
+    expect(block).toContain('Source: episodes/2026-01-15/ads-paused.md')
+  })
+
+  it('leaves a summary whose front matter does not parse as it is (exit 2)', async () => {
+    const summaryFile = join(root, '.memory/projects/app/summary.md')
+    await mkdir(join(root, '.memory/projects/app'), {recursive: true})
+    await writeFile(summaryFile, '---\ntags: [app\n---\nmy notes\n')
+    await expect(compactProject(root, 'app', {now})).rejects.toMatchObject({exit: 2})
+    expect(await readFile(summaryFile, 'utf8')).toBe('---\ntags: [app\n---\nmy notes\n')
   })
 
   it('is bounded in length however many episodes there are', () => {

@@ -138,4 +138,9 @@ describe('a summary line', () => {
     // An empty summary in the front matter is none.
     expect(summaryOf(toSearchDocument('notes/a.md', '---\ntitle: Deploys\nsummary: ""\n---\n'))).toBe('Deploys')
   })
+
+  it('of a file with a jarvis block is its first line of text, never the block marker', () => {
+    const text = '---\ntitle: "app: project summary"\n---\n# Project app: summary\n\n<!-- jarvis:begin -->\nRolled up from 3 episodes.\n<!-- jarvis:end -->\n'
+    expect(summaryOf(toSearchDocument('projects/app/summary.md', text))).toBe('app: project summary — Rolled up from 3 episodes.')
+  })
 })
