@@ -63,7 +63,8 @@ function textProblem(path: string, text: string, hash: string): string | undefin
   return undefined
 }
 
-function lineAt(text: string, index: number): number {
+/** The 1-based line of the character at `index`. */
+export function lineAt(text: string, index: number): number {
   let line = 1
   for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++
   return line

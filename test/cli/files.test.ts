@@ -11,7 +11,7 @@ import {removeAll, tempDir} from '../helpers/world.js'
 describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context map', () => {
   const dirs: string[] = []
   let root: string
-  const jarvis = (args: string[], input?: string) => runJarvis(args, {cwd: root, input, env: {JARVIS_DIR: undefined}})
+  const jarvis = (args: string[], input?: string | Buffer) => runJarvis(args, {cwd: root, input, env: {JARVIS_DIR: undefined}})
 
   beforeEach(async () => {
     const dir = await tempDir('jarvis-files-cli-')
@@ -145,6 +145,19 @@ describe('jarvis memory ls/read/write/edit/grep/delete/episode/compact, context 
     expect(envelope(refused).error).toMatchObject({code: 'BAD_INPUT', data: {path: 'big/cli.md', bytes: 6_300_001, limit: 4_194_304}})
     expect(envelope(refused).error!.message).toMatch(/^\.memory\/big\/cli\.md: is 6300001 bytes, more than the 4194304 \(4 MiB\) a memory file may hold/)
     expect((await jarvis(['memory', 'episode', '--title', 'Big'], cjk)).code).toBe(2)
+    expect((await scanMemory(root)).size).toBe(0)
+  })
+
+  it('exit 2 for bytes that are not UTF-8, from stdin or a file, naming the line; nothing written, no character replaced', async () => {
+    const latin1 = Buffer.from('caf\xe9 au lait\nd\xe9j\xe0 vu\n', 'latin1')
+    const piped = await jarvis(['memory', 'write', 'notes/cafe.md', '--json'], latin1)
+    expect(piped.code).toBe(2)
+    expect(envelope(piped).error!.message).toBe('<stdin>: line 1: not UTF-8 text; save it as UTF-8 and run again (nothing was written)')
+    const file = join(root, 'latin1.txt')
+    await writeFile(file, Buffer.concat([Buffer.from('fine\n'), latin1]))
+    const named = await jarvis(['memory', 'episode', '--title', 'Cafe', '--file', file])
+    expect(named.code).toBe(2)
+    expect(named.stderr).toContain(`${file}: line 2: not UTF-8 text`)
     expect((await scanMemory(root)).size).toBe(0)
   })
 

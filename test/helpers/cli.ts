@@ -14,7 +14,7 @@ export interface CliRun {
 }
 
 /** Runs the real jarvis binary as a child process, as a user or a git hook would (`uid`/`gid`: as another user, when the test runs as root). */
-export function runJarvis(args: string[], options: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string; uid?: number; gid?: number} = {}): Promise<CliRun> {
+export function runJarvis(args: string[], options: {cwd?: string; env?: NodeJS.ProcessEnv; input?: string | Buffer; uid?: number; gid?: number} = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [jarvisBin, ...args], {
       cwd: options.cwd,
