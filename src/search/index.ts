@@ -384,7 +384,11 @@ async function searchWithTexts(root: string, query: string, options: SearchOptio
       const fused = semantic.words
         ? convexFusion(keyword, semantic.ranked, BUILTIN_WEIGHTS.keyword, {scores: semantic.words, weight: BUILTIN_WEIGHTS.words}, BUILTIN_MIN_SPREAD)
         : convexFusion(keyword, semantic.ranked)
-      ranked = unmatched(keyword, semantic.words) ? [] : fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
+      // And when the built-in model holds no word of the query whole (typos: "webhok verifcation"), its vector is made
+      // of word pieces and as near every file: the keyword ranking alone, or the files it ranks on noise come along.
+      if (unmatched(keyword, semantic.words)) ranked = []
+      else if (semantic.words?.size === 0) ranked = keyword.map(({path, score}) => ({path, score}))
+      else ranked = fused.filter((h) => h.score > 0 && h.score >= fused[0].score * MIN_SHARE_OF_BEST)
       mode = 'hybrid'
       model = provider.kind === 'builtin' ? BUILTIN_MODEL : provider.config.model
     } catch (error) {

@@ -62,6 +62,18 @@ describe('search by meaning, with nothing configured', () => {
     expect((await searchMemory(root, 'xyzzyplugh vacation', {limit: 3})).hits[0].path).toBe(HOLIDAY)
   })
 
+  it('ranks a query whose every word is a typo by its keywords alone: the files its word pieces are near do not come along', async () => {
+    const root = await tree()
+    await writeFile(join(root, '.memory/notes/stripe-webhooks.md'), '# Stripe webhook verification\n\nStripe webhooks are verified with stripe.webhooks.constructEvent on the raw body.\n')
+    for (let i = 1; i <= 6; i++) await writeFile(join(root, `.memory/notes/rename-${i}.md`), `# Rename helper${i}\n\nWe renamed helper${i} to util${i} in src/db_${i}.ts to keep the naming consistent.\n`)
+    const keyword = await searchMemory(root, 'webhok verifcation', {embeddings: false})
+    const result = await searchMemory(root, 'webhok verifcation')
+    expect(result.mode).toBe('hybrid')
+    expect(result.hits.map((h) => h.path)).toEqual(keyword.hits.map((h) => h.path))
+    expect(result.hits[0].path).toBe('notes/stripe-webhooks.md')
+    expect(result.hits.some((h) => h.path.startsWith('notes/rename-'))).toBe(false)
+  })
+
   it('ranks the fixture questions at least as well as the keywords alone', async () => {
     const root = await tree()
     const recallAt5 = async (hybrid: boolean) => {
