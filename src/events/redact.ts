@@ -55,6 +55,7 @@ export const SENSITIVE_RULES: Record<string, {kind: SensitiveKind; label: string
   jwt: {kind: 'secret', label: 'a JSON Web Token'},
   'bearer-token': {kind: 'secret', label: 'a bearer token'},
   'telegram-bot-token': {kind: 'secret', label: 'a Telegram bot token'},
+  'stripe-key': {kind: 'secret', label: 'a Stripe secret key or webhook signing secret'},
   'password-assignment': {kind: 'secret', label: 'a password or key assigned to a name (password=…)'},
   email: {kind: 'email', label: 'an e-mail address'},
   phone: {kind: 'phone', label: 'a phone number'},
@@ -206,6 +207,13 @@ const JWT = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,2048}\.eyJ[A-Za-z0-9_-]{8,4096
  */
 const TELEGRAM_BOT_TOKEN = /(?<![A-Za-z0-9_:-])\d{5,16}:(A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])/g
 
+/**
+ * A Stripe secret or restricted key (`sk_live_…`, `rk_test_…`) or webhook signing secret (`whsec_…`): the preset has
+ * no Stripe rule, and payment keys are what a memory of a shop's code is most likely to be handed. Publishable keys
+ * (`pk_…`) are public by design and pass.
+ */
+const STRIPE_KEY = /(?<![A-Za-z0-9_])(?:[sr]k_(?:live|test)_|whsec_)([A-Za-z0-9]{20,247})(?![A-Za-z0-9_])/g
+
 /** `Bearer <token>` as pasted from an Authorization header: at least 16 token characters. */
 const BEARER = /(?<![A-Za-z])Bearer\s+([A-Za-z0-9._~+/-]{16,2048}=*)(?![A-Za-z0-9._~+/=-])/g
 
@@ -253,6 +261,9 @@ function ownSecretSpans(text: string): Span[] {
   for (const m of text.matchAll(JWT)) spans.push({start: m.index, end: m.index + m[0].length, rule: 'jwt'})
   for (const m of text.includes(':') ? text.matchAll(TELEGRAM_BOT_TOKEN) : []) {
     if (characterClasses(m[1]) >= 3) spans.push({start: m.index, end: m.index + m[0].length, rule: 'telegram-bot-token'})
+  }
+  for (const m of text.includes('_') ? text.matchAll(STRIPE_KEY) : []) {
+    if (characterClasses(m[1]) >= 2 && !PLACEHOLDER.test(m[1])) spans.push({start: m.index, end: m.index + m[0].length, rule: 'stripe-key'})
   }
   for (const m of text.matchAll(BEARER)) {
     if (!PLACEHOLDER.test(m[1]) && characterClasses(m[1]) >= 2) spans.push({start: m.index, end: m.index + m[0].length, rule: 'bearer-token'})

@@ -72,6 +72,11 @@ export class Fakes {
     return `${this.digits(10)}:${'AA'}${this.chars(33, BASE64URL)}`
   }
 
+  /** A Stripe key (`sk_live_…`, `rk_test_…`) or webhook signing secret (`whsec_…`), made here so none is ever in the repo. */
+  stripe(prefix: 'sk_live' | 'rk_test' | 'whsec'): string {
+    return `${prefix}_${this.chars(prefix === 'whsec' ? 32 : 99, ALNUM)}`
+  }
+
   /** A project key with the `T3BlbkFJ` marker (base64 of "OpenAI") the preset's rule looks for. */
   openaiProject(): string {
     return `sk-${'proj'}-${this.chars(74, BASE64URL)}T3Blbk${'FJ'}${this.chars(74, BASE64URL)}`
