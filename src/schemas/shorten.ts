@@ -15,7 +15,14 @@ export function headOf(text: string, end: number): string {
   return sliceWhole(text, 0, end)
 }
 
-/** `text` when it has at most `max` units, else its head and an ellipsis, `max` units at most in all. */
+/**
+ * `text` when it has at most `max` units, else its head and an ellipsis, `max` units at most in all. The head ends
+ * at the end of a word when one ends in its last third: "rotated every 90…" says what "rotated every 90 da…" does,
+ * without a word the reader must guess. Text without spaces there (Japanese, a long path) is cut where it reaches.
+ */
 export function shorten(text: string, max: number): string {
-  return text.length > max ? `${headOf(text, max - 1).trimEnd()}…` : text
+  if (text.length <= max) return text
+  const head = headOf(text, max - 1)
+  const wordEnd = /\s/.test(text[head.length] ?? '') ? head.length : head.search(/\s+\S*$/)
+  return `${(wordEnd * 3 >= head.length * 2 ? head.slice(0, wordEnd) : head).trimEnd()}…`
 }

@@ -16,6 +16,13 @@ describe('shorten', () => {
     expect(sliceWhole('🎉ab🎉', 1, 4)).toBe('ab')
   })
 
+  it('ends at a word when one ends near the cut, and cuts text without spaces where it reaches', () => {
+    expect(shorten('passwords are rotated every 90 days by the vault', 24)).toBe('passwords are rotated…')
+    expect(shorten('rotated every 90 days', 17)).toBe('rotated every 90…')
+    expect(shorten('see /srv/app/releases/2026-12-07/current', 24)).toBe('see /srv/app/releases/2…')
+    expect(shorten('パスワードは九十日ごとに更新する', 8)).toBe('パスワードは九…')
+  })
+
   it('never leaves a lone surrogate, whatever the text and the cut', () => {
     fc.assert(
       fc.property(fc.string({unit: 'grapheme'}), fc.nat(40), fc.nat(40), (text, a, b) => {
