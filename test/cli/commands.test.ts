@@ -37,6 +37,12 @@ describe('the jarvis command line', () => {
     const withArgs = await runJarvis(['memory', 'serach', 'deploy', 'day', '--json'])
     expect(withArgs.code).toBe(2)
     expect(envelope(withArgs)).toMatchObject({status: 2, error: {code: 'USAGE', message: '"memory serach" is not a jarvis command. Did you mean `jarvis memory search`? `jarvis --help` lists them all.'}})
+    // A misspelt topic is named as a command is; with the word after it, the command they name.
+    const topic = await runJarvis(['memry'])
+    expect(topic.code).toBe(2)
+    expect(topic.stderr.replace(/\s*›\s*/g, ' ')).toContain('"memry" is not a jarvis command. Did you mean `jarvis memory`?')
+    const topicThenCommand = await runJarvis(['memry', 'search', 'deploy', '--json'])
+    expect(envelope(topicThenCommand)).toMatchObject({status: 2, error: {message: '"memry search" is not a jarvis command. Did you mean `jarvis memory search`? `jarvis --help` lists them all.'}})
     const nothingClose = await runJarvis(['frobnicate'])
     expect(nothingClose.code).toBe(2)
     expect(nothingClose.stderr).not.toContain('Did you mean')
