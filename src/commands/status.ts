@@ -16,7 +16,7 @@ export default class Status extends JarvisCommand<typeof Status> {
   }
 
   async run(): Promise<StatusResult> {
-    const result = await treeStatus({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent, offline: this.flags.offline})
+    const result = await treeStatus({dir: this.flags.dir, server: this.flags.server, agent: this.flags.agent, offline: this.flags.offline, warn: (message) => this.warn(message)})
     this.log(renderStatus(result))
     return result
   }

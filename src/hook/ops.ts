@@ -83,7 +83,7 @@ export async function runHook(input: RunHookInput): Promise<RunHookResult> {
   try {
     if (event === 'session-start') result.stdout = await sessionStart(root, agent, parsed.input, input, now, log)
     else if (event === 'prompt') result.stdout = await prompt(root, agent, parsed.input, log)
-    else if (RECORDING_EVENTS.has(event)) await record(root, agent, event, parsed.input, input, now, log, result)
+    else if (RECORDING_EVENTS.has(event)) await record(root, agent, event, parsed.input, parsed.ok, input, now, log, result)
   } catch (error) {
     await log(describe(error))
   }
@@ -156,6 +156,7 @@ async function record(
   agent: HookAgent,
   event: HookEvent,
   hook: HookInput,
+  inputRead: boolean,
   input: RunHookInput,
   now: Date,
   log: (reason: string) => Promise<void>,
@@ -163,7 +164,8 @@ async function record(
 ): Promise<void> {
   const sessionId = hook.sessionId ?? input.env.GEMINI_SESSION_ID ?? input.env.CLAUDE_CODE_SESSION_ID
   if (!sessionId) {
-    await log('no session_id in the hook input: the session was not recorded')
+    // Input that could not be read is logged as that, its cause: no second line for the session id it did not give.
+    if (inputRead) await log('no session_id in the hook input: the session was not recorded')
     return
   }
   const config = await treeSettings(root)
@@ -177,9 +179,10 @@ async function record(
     try {
       items = await readTranscriptItems(agent, hook.transcriptPath, {root})
     } catch (error) {
-      // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it.
+      // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it;
+      // a stop or a compaction comes after a turn, which the transcript holds: missing then, it is a failure too.
       const missing = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
-      if (!missing) await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
+      if (!missing || event !== 'session-end') await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
     }
   }
   const extra = [

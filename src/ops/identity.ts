@@ -48,8 +48,9 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
   let text: string
   try {
     text = readFileSync(file, 'utf8')
-  } catch {
-    return {}
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {}
+    throw unreadableUserConfig(file, error)
   }
   // Most user configs (a server, an agent, tokens) pass a hand check: zod, and every schema, is then not loaded.
   try {
@@ -59,6 +60,20 @@ export async function readUserConfig(env: NodeJS.ProcessEnv = process.env): Prom
     // parseJsonFile says where
   }
   return parseJsonFile(userConfigSchema(), text, file)
+}
+
+/**
+ * A user config that is there but cannot be read stops the command (exit 2) naming it and what to do: ignored, its
+ * tokens and server would silently be missing, and `auth login` would fail on it with the system's bare error.
+ * An error this does not know stays the system's (exit 1).
+ */
+function unreadableUserConfig(file: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code
+  const keeps = 'jarvis keeps your settings and agent tokens in that file'
+  if (code === 'EISDIR') return new BadInputError(`${file} is a directory, not jarvis's user config file: remove or rename that directory (${keeps})`, {file}, error)
+  if (code === 'ENOTDIR') return new BadInputError(`${file}: a folder on its path is a file: remove or rename that file (${keeps})`, {file}, error)
+  if (code === 'EACCES') return new BadInputError(`${file}: this user may not read it (permission denied): give it back read access (chmod u+r)`, {file}, error)
+  return error
 }
 
 /** True only for what userConfigSchema reads unchanged (property-tested); anything else is zod's to read and name. */

@@ -10,7 +10,7 @@ import {join, resolve} from 'node:path'
 
 import {BadInputError, ExitCode, JarvisError} from '../errors.js'
 import {fsyncDir, fsyncFile} from '../store/atomic.js'
-import {defaultDataDir} from './config.js'
+import {defaultDataDir, makeDataDir} from './config.js'
 import {exportData, importData} from './dump.js'
 import {assertServerData, redactDatabaseUrl, type StorageTarget} from './storage/open.js'
 import {copySqliteDatabase, SQLITE_FILE_NAME, SQLITE_SCHEMA_VERSION} from './storage/sqlite.js'
@@ -171,7 +171,7 @@ export async function restoreData(options: StorageTarget & {file: string; force?
   if (options.databaseUrl) return restoreIntoDatabase(file, options.databaseUrl, options.force, options.warn)
   checkBackup(file)
   const dataDir = resolve(options.dataDir ?? defaultDataDir())
-  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  makeDataDir(dataDir)
   const target = join(dataDir, SQLITE_FILE_NAME)
   const exists = await stat(target).then(
     () => true,

@@ -3,8 +3,8 @@
  * the default data directory and the token → agent map (option, file, environment, or generated).
  */
 import {randomBytes} from 'node:crypto'
-import {constants as fsConstants} from 'node:fs'
-import {mkdir, open, readFile, stat} from 'node:fs/promises'
+import {constants as fsConstants, mkdirSync} from 'node:fs'
+import {open, readFile, stat} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {isAbsolute, join} from 'node:path'
 
@@ -27,6 +27,21 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, home: strin
   const xdg = env.XDG_DATA_HOME
   if (xdg !== undefined && xdg !== '' && isAbsolute(xdg)) return join(xdg, 'jarvis')
   return join(home, '.local', 'share', 'jarvis')
+}
+
+/**
+ * Makes the server's data directory `dir` (mode 0700) when it is missing. A path that is a file, or goes through
+ * one, is refused with exit 2 naming --data and what to do, not the system's bare EEXIST or ENOTDIR.
+ */
+export function makeDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, {recursive: true, mode: 0o700})
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw error
+    const problem = code === 'EEXIST' ? 'is a file' : 'goes through a file'
+    throw new BadInputError(`--data: ${dir} ${problem}, not a directory: give --data a directory (one that does not exist yet is made), or move that file away`, {field: 'data', dir}, error)
+  }
 }
 
 /**
@@ -167,7 +182,7 @@ export async function loadOrCreateDataDirTokens(
   agents: readonly string[] = DEFAULT_AGENTS,
 ): Promise<{tokens: TokenMap; file: string; generated: boolean}> {
   const file = join(dataDir, TOKENS_FILE_NAME)
-  await mkdir(dataDir, {recursive: true, mode: 0o700})
+  makeDataDir(dataDir)
   const tokens: TokenMap = {}
   for (const agent of agents) tokens[generateToken()] = agentIdSchema.parse(agent)
   let handle

@@ -19,6 +19,8 @@ export interface StatusOptions {
   agent?: string
   /** Do not ask the server. */
   offline?: boolean
+  /** Told of what status read past: a line of the audit log that is not an entry. */
+  warn?: (message: string) => void
 }
 
 export interface StatusResult {
@@ -66,7 +68,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
   const [state, local, audit, outbox, hookFailures, replicaFailures, agents, watch] = await Promise.all([
     readSyncState(root),
     readStatCache(root).then((cache) => scanMemory(root, cache, {backups, unreadable})),
-    readAudit(root),
+    readAudit(root, options.warn),
     readOutbox(root),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
     readReplicaFailures(root),

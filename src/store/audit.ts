@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {parseWith} from '../schemas/parse.js'
 import {type AuditEntry, auditEntrySchema} from '../schemas/nexus.js'
 import {appendLineDurable} from './atomic.js'
-import {readJsonLines} from './jsonl.js'
+import {readJsonLinesSkipping} from './jsonl.js'
 import {nexusDir} from './root.js'
 import {isWrittenDateTime} from '../schemas/written-date.js'
 
@@ -30,7 +30,15 @@ export async function appendAudit(root: string, entry: AuditInput): Promise<Audi
   return checked
 }
 
-/** Every entry in order (a torn last line is ignored). */
-export async function readAudit(root: string): Promise<AuditEntry[]> {
-  return readJsonLines(auditPath(root), AUDIT_FILE, auditEntrySchema)
+/**
+ * Every entry in order (a torn last line is ignored). The log is a record for people that no command needs in order
+ * to go on, and every sync appends to it whatever it holds: a line that is not an entry (a hand edit, a stray
+ * write) is skipped, and `warn` told which one and what to do, rather than stopping its reader.
+ */
+export async function readAudit(root: string, warn?: (message: string) => void): Promise<AuditEntry[]> {
+  const {entries, badLines} = await readJsonLinesSkipping(auditPath(root), AUDIT_FILE, auditEntrySchema)
+  for (const {line, problems} of badLines) {
+    warn?.(`${AUDIT_FILE}: line ${line} skipped, it is not an audit entry (${problems.join('; ')}): fix or remove that line to stop this warning`)
+  }
+  return entries
 }

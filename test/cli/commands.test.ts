@@ -1,5 +1,5 @@
 import {spawn} from 'node:child_process'
-import {writeFile} from 'node:fs/promises'
+import {mkdir, writeFile} from 'node:fs/promises'
 import {type AddressInfo} from 'node:net'
 import {createServer} from 'node:http'
 import {join} from 'node:path'
@@ -7,6 +7,7 @@ import {fileURLToPath} from 'node:url'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
+import {cleanEnv} from './memory-helpers.js'
 import {removeAll, tempDir, TOKENS} from '../helpers/world.js'
 
 const cleanup: string[] = []
@@ -36,6 +37,12 @@ describe('the jarvis command line', () => {
     const withArgs = await runJarvis(['memory', 'serach', 'deploy', 'day', '--json'])
     expect(withArgs.code).toBe(2)
     expect(envelope(withArgs)).toMatchObject({status: 2, error: {code: 'USAGE', message: '"memory serach" is not a jarvis command. Did you mean `jarvis memory search`? `jarvis --help` lists them all.'}})
+    // A misspelt topic is named as a command is; with the word after it, the command they name.
+    const topic = await runJarvis(['memry'])
+    expect(topic.code).toBe(2)
+    expect(topic.stderr.replace(/\s*›\s*/g, ' ')).toContain('"memry" is not a jarvis command. Did you mean `jarvis memory`?')
+    const topicThenCommand = await runJarvis(['memry', 'search', 'deploy', '--json'])
+    expect(envelope(topicThenCommand)).toMatchObject({status: 2, error: {message: '"memry search" is not a jarvis command. Did you mean `jarvis memory search`? `jarvis --help` lists them all.'}})
     const nothingClose = await runJarvis(['frobnicate'])
     expect(nothingClose.code).toBe(2)
     expect(nothingClose.stderr).not.toContain('Did you mean')
@@ -144,6 +151,40 @@ describe('the jarvis command line', () => {
     const run = await runJarvis(['serve', '--log-level', 'bogus'], {cwd: await dir()})
     expect(run.code).toBe(2)
     expect(run.stderr).toContain('--log-level')
+  })
+
+  it('serve and its subcommands with --data naming a file: exit 2 naming --data and asking for a directory', async () => {
+    const cwd = await dir()
+    await writeFile(join(cwd, 'dfile'), 'hi\n')
+    await writeFile(join(cwd, 'tokens.json'), JSON.stringify({[TOKENS.claude]: 'claude'}))
+    const env = {JARVIS_SERVER_TOKENS: ''}
+    for (const args of [
+      ['serve', '--port', '0', '--data', 'dfile', '--tokens', 'tokens.json'],
+      ['serve', '--port', '0', '--data', 'dfile'],
+      ['serve', 'token', 'create', '--agent', 'claude', '--data', 'dfile'],
+    ]) {
+      const run = await runJarvis(args, {cwd, env})
+      expect(run.code, args.join(' ')).toBe(2)
+      expect(run.stderr).toContain('--data: dfile is a file, not a directory: give --data a directory')
+    }
+    const under = await runJarvis(['serve', '--port', '0', '--data', join('dfile', 'sub'), '--tokens', 'tokens.json'], {cwd, env})
+    expect(under.code).toBe(2)
+    expect(under.stderr).toContain(`--data: ${join('dfile', 'sub')} goes through a file, not a directory`)
+  })
+
+  it('a user config path that is a directory: exit 2 naming it, for auth login and every other command', async () => {
+    const cwd = await dir()
+    const env = cleanEnv(cwd)
+    const file = join(env.XDG_CONFIG_HOME!, 'jarvis', 'config.json')
+    expect((await runJarvis(['init', '--agent', 'claude', '--server', 'http://127.0.0.1:9'], {cwd, env})).code).toBe(0)
+    await mkdir(file, {recursive: true})
+    const said = `${file} is a directory, not jarvis's user config file: remove or rename that directory`
+    const login = await runJarvis(['auth', 'login', '--agent', 'claude', '--with-token', '--no-verify'], {cwd, env, input: `${TOKENS.claude}\n`})
+    expect(login.code).toBe(2)
+    expect(login.stderr).toContain(said)
+    const status = await runJarvis(['status', '--offline'], {cwd, env})
+    expect(status.code).toBe(2)
+    expect(status.stderr).toContain(said)
   })
 
   it('serve --json says where it listens as soon as it does, and gives its envelope when it stops', async () => {

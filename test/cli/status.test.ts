@@ -141,6 +141,30 @@ describe('jarvis status and jarvis resolve', () => {
     expect(human.stdout).toContain('No agent is wired to this memory: jarvis agents install')
   })
 
+  it('a bad line in the audit log is skipped with a warning naming it; a bad outbox line says what it is and what to do', async () => {
+    const a = await tree('claude')
+    await writeFile(join(a.root, '.memory', 'audit-line.md'), 'one\n')
+    expect((await a.run(['sync'])).code).toBe(0)
+    await writeFile(join(a.root, '.nexus', 'audit.jsonl'), `${await readFile(join(a.root, '.nexus', 'audit.jsonl'), 'utf8')}garbage\n`)
+    const lines = (await readFile(join(a.root, '.nexus', 'audit.jsonl'), 'utf8')).trimEnd().split('\n').length
+    const status = await a.run(['status', '--offline'])
+    expect(status.code).toBe(0)
+    expect(status.stdout).toMatch(/last sync \S+: 1 pushed/)
+    expect(status.stderr).toContain(`warning: .nexus/audit.jsonl: line ${lines} skipped, it is not an audit entry (invalid JSON:`)
+    expect(status.stderr).toContain('fix or remove that line to stop this warning')
+    expect((await a.run(['sync'])).code).toBe(0)
+
+    await writeFile(join(a.root, '.nexus', 'outbox.jsonl'), 'junk\n')
+    for (const args of [['status', '--offline'], ['sync']]) {
+      const run = await a.run(args)
+      expect(run.code, args.join(' ')).toBe(2)
+      expect(flat(run.stderr)).toContain('.nexus/outbox.jsonl: line 1: invalid JSON')
+      expect(flat(run.stderr)).toContain(
+        '.nexus/outbox.jsonl: line 1 is a write the server has not received yet (a memory event, a task result or a project switch, queued while it could not be reached): fix that line, or remove it and run `jarvis sync` again, knowing that what it holds is then never sent',
+      )
+    }
+  })
+
   it('sync.enabled false switches syncing off: sync and sync --watch refuse, saying where, and send nothing', async () => {
     const a = await tree('claude')
     await writeFile(join(a.root, '.memory', 'switched-off.md'), 'stays here\n')

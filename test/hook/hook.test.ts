@@ -466,6 +466,9 @@ describe('jarvis hook never breaks the agent', () => {
     for (const run of [unknownEvent, unknownAgent, badFlag]) expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
     const log = await hooksLog(p.root)
     expect(log).toMatch(/^\S+ claude prompt the hook input on stdin is not JSON/m)
+    // Its cause alone: input that is not JSON gives no session id, which is no second failure.
+    expect(await runHook('stop', 'claude', 'not json', {cwd: p.root, env})).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect((await hooksLog(p.root)).split('\n').filter((line) => / claude stop /.test(line))).toEqual([expect.stringMatching(/^\S+ claude stop the hook input on stdin is not JSON \(/)])
     expect(log).toMatch(/^\S+ claude teardown unknown hook event "teardown"/m)
     expect(log).toMatch(/^\S+ cursor prompt unknown agent "cursor"/m)
     expect(log).toMatch(/^\S+ - - jarvis hook session-start --agent claude --max-tokens lots: .*max-tokens/m)
@@ -484,6 +487,19 @@ describe('jarvis hook never breaks the agent', () => {
     dirs.push(folder)
     await runHook('session-end', 'claude', {...inputs.claude(p.root, 'SessionEnd', {reason: 'exit'}), transcript_path: folder}, {cwd: p.root, env})
     expect(await hooksLog(p.root)).toMatch(/session-end the transcript could not be read/)
+  })
+
+  it('a stop or a compaction whose transcript does not exist logs it: they come after a turn the transcript holds', async () => {
+    const p = await project()
+    const env = hookEnv(home, 'claude')
+    const missing = join(p.root, '..', 'no-such-transcript.jsonl')
+    const stop = await runHook('stop', 'claude', {...inputs.claude(p.root, 'Stop', {stop_hook_active: false}), transcript_path: missing}, {cwd: p.root, env})
+    const compact = await runHook('pre-compact', 'claude', {...inputs.claude(p.root, 'PreCompact', {trigger: 'auto'}), transcript_path: missing}, {cwd: p.root, env})
+    for (const run of [stop, compact]) expect(run).toMatchObject({code: 0, stdout: '', stderr: ''})
+    const log = await hooksLog(p.root)
+    for (const event of ['stop', 'pre-compact']) {
+      expect(log).toContain(` claude ${event} the transcript could not be read (${missing}: no such transcript file); the episode holds only what the hook input says`)
+    }
   })
 
   it('outside any jarvis tree: exit 0, nothing printed, nothing created', async () => {

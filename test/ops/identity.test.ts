@@ -1,7 +1,11 @@
+import {mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
-import {explainTokenRefusal, foreignTokenError, resolveIdentity, userConfigSchema} from '../../src/ops/index.js'
+import {explainTokenRefusal, foreignTokenError, readUserConfig, resolveIdentity, userConfigSchema} from '../../src/ops/index.js'
 
 const server = 'http://127.0.0.1:8787'
 /** Fake tokens built at run time (no secret in the repo). */
@@ -99,5 +103,25 @@ describe('the one sentence for a token of another agent', () => {
     expect(explainTokenRefusal(stored, 401, 'the token has expired', env)?.message).toContain(`refused the token stored for claude in ~/.config/jarvis/config.json (tokens["${server}"]["claude"]) (HTTP 401: the token has expired)`)
     const none = resolveIdentity({flags: {server, agent: 'gemini'}, env: {}, user: {}})
     expect(explainTokenRefusal(none, 401, 'missing Authorization: Bearer <token> header', env)?.message).toMatch(/^no token for gemini on http:\/\/127\.0\.0\.1:8787: store gemini's own with/)
+  })
+})
+
+describe('readUserConfig', () => {
+  it('a missing user config is an empty one; one that cannot be read is bad input naming it', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'jarvis-user-config-'))
+    try {
+      const at = {XDG_CONFIG_HOME: home}
+      expect(await readUserConfig(at)).toEqual({})
+      await mkdir(join(home, 'jarvis', 'config.json'), {recursive: true})
+      await expect(readUserConfig(at)).rejects.toMatchObject({
+        exit: 2,
+        message: `${join(home, 'jarvis', 'config.json')} is a directory, not jarvis's user config file: remove or rename that directory (jarvis keeps your settings and agent tokens in that file)`,
+      })
+      await rm(join(home, 'jarvis'), {recursive: true})
+      await writeFile(join(home, 'jarvis'), '')
+      await expect(readUserConfig(at)).rejects.toThrow(/config\.json: a folder on its path is a file: remove or rename that file/)
+    } finally {
+      await rm(home, {recursive: true, force: true})
+    }
   })
 })

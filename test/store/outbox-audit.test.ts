@@ -38,6 +38,9 @@ describe('outbox', () => {
     expect((error as SchemaError).file).toBe('.nexus/outbox.jsonl')
     expect((error as SchemaError).message).toMatch(/line 2: invalid JSON/)
     expect((error as SchemaError).message).toMatch(/line 3: kind/)
+    expect((error as SchemaError).problems.at(-1)).toBe(
+      'lines 2, 3 are each a write the server has not received yet (a memory event, a task result or a project switch, queued while it could not be reached): fix them, or remove them and run `jarvis sync` again, knowing that what they hold is then never sent; the other lines are sent by that sync',
+    )
   })
 
   it('refuses an invalid entry before writing', async () => {
@@ -66,4 +69,26 @@ describe('audit', () => {
     expect(JSON.parse(lines[0])).toEqual({at: written.at, type: 'sync', pushed: 2})
     expect((await readAudit(root)).map((e) => e.type)).toEqual(['sync', 'backup'])
   })
+
+  it('skips a line that is not an entry, telling which one, and reads the rest', async () => {
+    const root = await tempTree()
+    await appendAudit(root, {at: '2026-01-01T00:00:00.000Z', type: 'sync', pushed: 1})
+    await appendFile(join(root, '.nexus', 'audit.jsonl'), 'garbage\n{"at":"2026-01-02T00:00:00.000Z"}\n')
+    await appendAudit(root, {at: '2026-01-03T00:00:00.000Z', type: 'sync', pushed: 2})
+    const warnings: string[] = []
+    expect((await readAudit(root, (message) => warnings.push(message))).map((e) => e.pushed)).toEqual([1, 2])
+    expect(warnings).toEqual([
+      `.nexus/audit.jsonl: line 2 skipped, it is not an audit entry (invalid JSON: ${jsonError('garbage')}): fix or remove that line to stop this warning`,
+      expect.stringMatching(/^\.nexus\/audit\.jsonl: line 3 skipped, it is not an audit entry \(type: .*\): fix or remove that line to stop this warning$/),
+    ])
+  })
 })
+
+function jsonError(text: string): string {
+  try {
+    JSON.parse(text)
+  } catch (error) {
+    return (error as Error).message
+  }
+  throw new Error(`${text} is JSON`)
+}

@@ -11,13 +11,13 @@
  * - `schema_migrations` records the applied schema versions; a database written by a newer server is refused.
  * - Migration 2 adds the shared event log (sqlite-events.ts): `memory_events`, `memory_pins`, `memory_events_fts`.
  */
-import {chmodSync, mkdirSync} from 'node:fs'
+import {chmodSync} from 'node:fs'
 import {join} from 'node:path'
 
 import type Database from 'better-sqlite3'
 
 import {BadInputError, JarvisError, ExitCode} from '../../errors.js'
-import {defaultDataDir} from '../config.js'
+import {defaultDataDir, makeDataDir} from '../config.js'
 import {commitAuditEntries} from './audit-rows.js'
 import {planCommit} from './commit-rules.js'
 import {AUDIT_MIGRATION_SQL, SqliteAuditLog} from './sqlite-audit.js'
@@ -197,7 +197,7 @@ export class SqliteStorage implements ServerStorage {
   private readonly commitRun: (request: CommitRequest, author: string, now: string) => CommitOutcome
 
   constructor(options: SqliteStorageOptions) {
-    mkdirSync(options.dataDir, {recursive: true, mode: 0o700})
+    makeDataDir(options.dataDir)
     this.file = join(options.dataDir, options.fileName ?? SQLITE_FILE_NAME)
     try {
       this.db = openSqlite(this.file)
