@@ -8,7 +8,7 @@
  * declined is read from its debug log (`DEBUG=jarvis:warm`).
  */
 import {execFileSync, spawn} from 'node:child_process'
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {createServer as createHttpServer, request as httpRequest} from 'node:http'
 import {createServer} from 'node:net'
 import {join} from 'node:path'
@@ -413,7 +413,7 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     }
   })
 
-  it('a stop hook in a locked tree runs once, in the watch: the client waits out the watch’s wait for the lock', async () => {
+  it('a stop hook in a locked tree runs once, in the watch (the client waits out its wait for the lock), and what it recorded is written once the tree is free', async () => {
     const t = await tree()
     const session = await startWatch(t.root, t.env, 'mcp')
     const env = {...t.env, CLAUDE_PROJECT_DIR: t.root}
@@ -434,7 +434,12 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     expect(session.running()).toBe(1)
     const lines = (await hooksLog(t.root)).trim().split('\n')
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/locked/)
+    expect(lines[0]).toMatch(/ claude stop .* is locked by process \d+.*: the episode waits in \.nexus\/pending-episodes\//)
+    // Kept, the session's decision reaches its episode once the tree is free.
+    await waitForBackgroundSyncs(t.root)
+    const episodes = await readdir(join(t.memory, 'episodes'), {recursive: true})
+    const episode = episodes.find((name) => name.endsWith('claude-locked-session.md'))
+    expect(await readFile(join(t.memory, 'episodes', episode!), 'utf8')).toContain('- We decided to use Redis for the job queue.')
   })
 
   it('compares only the variables that change a call, a missing one as an empty one', () => {
