@@ -8,8 +8,10 @@
 # JSON written by hand; the tests check it under both.
 #
 # A hook (`hook prompt`, `hook stop`, …) sends what the agent wrote on stdin with the call, and is bounded in time:
-# when the watch has not answered within HOOK_SECONDS, jarvis runs it itself (a recording hook run twice updates
-# the same episode). Whenever jarvis runs a hook itself, it gets the same stdin through a pipe.
+# when the watch has not answered within HOOK_SECONDS — plus, for a hook that records the session, the tree's
+# sync.lockTimeout, which the watch may spend waiting for the tree lock — the watch is taken to hang and jarvis runs
+# the hook itself (a recording hook run twice updates the same episode). A watch that waits for a locked tree answers
+# before then: the hook runs once. Whenever jarvis runs a hook itself, it gets the same stdin through a pipe.
 
 my ($socket_path, $cwd, @argv) = @ARGV;
 (my $bin = $0) =~ s{/[^/]*\z}{};
@@ -22,6 +24,10 @@ my $HOOK_STDIN_SECONDS = 3;
 # A larger stdin is not sent: jarvis reads it itself.
 my $HOOK_STDIN_SENT = 512 * 1024;
 my $HOOK_SECONDS = 5;
+# The hooks that write the session's episode under the tree lock (src/hook/events.ts, RECORDING_EVENTS).
+my $is_recording_hook = $is_hook && @argv > 1 && $argv[1] =~ /\A(?:stop|pre-compact|session-end)\z/;
+# sync.lockTimeout's default (src/schemas/nexus.ts), in seconds.
+my $LOCK_TIMEOUT_SECONDS = 5;
 my $stdin;
 
 sub run_jarvis_here {
@@ -48,6 +54,17 @@ sub read_hook_stdin {
     last unless defined $got && $got > 0;
   }
   return $read;
+}
+
+# How long jarvis waits for the tree lock, in seconds: sync.lockTimeout (milliseconds) in the .nexus/config.json of the
+# tree, the nearest folder above the working one that holds .memory/ (as bin/jarvis found it); else the default.
+sub lock_timeout_seconds {
+  my $dir = $cwd;
+  $dir =~ s{/[^/]*\z}{} while length $dir && !-d "$dir/.memory";
+  open(my $config, '<', "$dir/.nexus/config.json") or return $LOCK_TIMEOUT_SECONDS;
+  my $text = do { local $/; <$config> };
+  close($config);
+  return defined $text && $text =~ /"lockTimeout"\s*:\s*(\d+)/ ? $1 / 1000 : $LOCK_TIMEOUT_SECONDS;
 }
 
 sub json_string {
@@ -82,7 +99,7 @@ my $request = '{"v":1,"op":"call","root":"","env":"","input":{'
   . '"stderrTTY":' . (-t STDERR ? 'true' : 'false')
   . (defined $stdin ? ',"stdin":' . json_string($stdin) : '') . "}}\n";
 # A hook's answer is waited for until then; anything else's as long as it takes (a large sync).
-my $deadline = $is_hook ? time + $HOOK_SECONDS : undef;
+my $deadline = $is_hook ? time + $HOOK_SECONDS + ($is_recording_hook ? lock_timeout_seconds() : 0) : undef;
 while (length $request) {
   my $written = syswrite(SOCKET, $request);
   run_jarvis_here() unless defined $written;

@@ -22,6 +22,7 @@
  */
 import {isAbsolute, normalize, relative, resolve} from 'node:path'
 
+import {LockedError} from '../errors.js'
 import {describeFindings, findSensitive, type SensitiveFinding} from '../events/index.js'
 import {episodeParts, SESSION_SECTIONS} from '../files/episode-parts.js'
 import {checkSlug, parseMemoryFile, renderEpisode} from '../files/index.js'
@@ -487,6 +488,21 @@ export interface RecordResult {
   refused?: string
   /** True when nothing was written because the session added nothing to record (addsToMemory) and had no episode yet. */
   skipped?: boolean
+  /**
+   * Set when the tree stayed locked past the wait: nothing was written, the digest waits in `.nexus/pending-episodes/`
+   * for the next hook or background sync that gets the lock (pending.ts); says so for the hook log.
+   */
+  kept?: string
+  /** The episodes of earlier hooks that had found the tree locked, written first (writePendingEpisodes). */
+  earlier?: EpisodeWritten[]
+}
+
+/** One episode a record waiting in `.nexus/pending-episodes/` went into. */
+export interface EpisodeWritten {
+  path: string
+  changed: boolean
+  /** Set when it was not written: it held a secret, or the record could not be read; for the hook log. */
+  refused?: string
 }
 
 export interface RecordInput extends Omit<EpisodeMeta, 'date'> {
@@ -519,35 +535,84 @@ function candidateDates(startDate: string | undefined, now: Date): string[] {
 
 /**
  * Writes (or updates) the session's episode under the tree lock: the union of the file and the new digest,
- * secrets left out. Waits at most `lockTimeoutMs` for the lock (LockedError, exit 6, after that).
+ * secrets left out. Records of earlier hooks that found the tree locked are written first. Waits at most
+ * `lockTimeoutMs` for the lock; a tree still locked then writes nothing into `.memory/`: the digest is kept in
+ * `.nexus/pending-episodes/` (`kept` says where) for the next hook or background sync that gets the lock.
  */
 export async function recordEpisode(root: string, input: RecordInput): Promise<RecordResult> {
   const scanned = await withoutSensitive(input.digest)
-  return withTreeLock(root, {timeoutMs: input.lockTimeoutMs, command: 'jarvis hook'}, async () => {
-    let path = episodePath(input.startDate ?? input.now.toISOString().slice(0, 10), input.agentId, input.sessionId)
-    let existing: string | null = null
-    for (const date of candidateDates(input.startDate, input.now)) {
-      const candidate = episodePath(date, input.agentId, input.sessionId)
-      const text = await readMemoryFile(root, candidate)
-      if (text !== null) {
-        path = candidate
-        existing = text
-        break
-      }
+  const clean = {...input, digest: scanned.digest}
+  const leftOut = scanned.leftOut || undefined
+  try {
+    return await withTreeLock(root, {timeoutMs: input.lockTimeoutMs, command: 'jarvis hook'}, async () => {
+      const earlier = await writePendingEpisodes(root)
+      const written = await writeEpisode(root, clean)
+      return {...written, leftOut, ...(earlier.length > 0 ? {earlier} : {})}
+    })
+  } catch (error) {
+    if (!(error instanceof LockedError)) throw error
+    const {keepPendingEpisode} = await import('./pending.js')
+    const rel = await keepPendingEpisode(root, {
+      agent: input.agent,
+      sessionId: input.sessionId,
+      digest: clean.digest,
+      adds: input.adds,
+      ...(input.startDate ? {startDate: input.startDate} : {}),
+      at: input.now.toISOString(),
+      ...(input.project === undefined ? {} : {project: input.project}),
+    })
+    const locked = error.message.replace(/; try again when it has finished$/, '')
+    return {
+      path: episodePath(input.startDate ?? input.now.toISOString().slice(0, 10), input.agentId, input.sessionId),
+      changed: false,
+      leftOut,
+      kept: `${locked}: the episode waits in .nexus/${rel}, written by the next hook or background sync that gets the lock`,
     }
-    if (existing === null && !input.adds) return {path, changed: false, skipped: true}
-    const date = /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(path)![1]
-    const merged = existing === null ? scanned.digest : mergeDigests(parseDigest(existing), scanned.digest)
-    const meta = {agent: input.agent, sessionId: input.sessionId, date, project: input.project}
-    const left = scanned.leftOut || undefined
-    // The same content again writes nothing, its time included: `updated` moves only when what it says changes.
-    if (existing !== null && renderSessionEpisode({...meta, updated: writtenTime(path, existing)}, merged) === existing) return {path, changed: false, leftOut: left}
-    const text = renderSessionEpisode({...meta, updated: input.now.toISOString()}, merged)
-    const remaining = await findSensitive({[`.memory/${path}`]: text})
-    if (remaining.length > 0) {
-      return {path, changed: false, leftOut: left, refused: `episode ${path} not written: it holds ${describeFindings(remaining)}`}
+  }
+}
+
+/**
+ * Writes the records earlier hooks kept because the tree was locked (pending.ts) into their sessions' episodes, oldest
+ * first, and removes them. The caller holds the tree lock. A record that cannot be read is removed too, and said.
+ */
+export async function writePendingEpisodes(root: string): Promise<EpisodeWritten[]> {
+  const {forgetPendingEpisode, readPendingEpisodes} = await import('./pending.js')
+  const written: EpisodeWritten[] = []
+  for (const file of await readPendingEpisodes(root)) {
+    if ('problem' in file) {
+      written.push({path: `.nexus/${file.rel}`, changed: false, refused: `a kept episode could not be read and was dropped: ${oneLine(file.problem, 400)}`})
+    } else {
+      const {record} = file
+      const episode = await writeEpisode(root, {...record, agentId: agentIdOf(record.agent), now: new Date(record.at)})
+      if (!episode.skipped) written.push({path: episode.path, changed: episode.changed, ...(episode.refused ? {refused: episode.refused} : {})})
     }
-    await writeMemoryFile(root, path, text)
-    return {path, changed: true, leftOut: left}
-  })
+    await forgetPendingEpisode(root, file.rel)
+  }
+  return written
+}
+
+/** The session's episode brought up to date with a digest already cleaned of secrets; the caller holds the tree lock. */
+async function writeEpisode(root: string, input: Omit<RecordInput, 'lockTimeoutMs' | 'updated'>): Promise<Omit<RecordResult, 'leftOut'>> {
+  let path = episodePath(input.startDate ?? input.now.toISOString().slice(0, 10), input.agentId, input.sessionId)
+  let existing: string | null = null
+  for (const date of candidateDates(input.startDate, input.now)) {
+    const candidate = episodePath(date, input.agentId, input.sessionId)
+    const text = await readMemoryFile(root, candidate)
+    if (text !== null) {
+      path = candidate
+      existing = text
+      break
+    }
+  }
+  if (existing === null && !input.adds) return {path, changed: false, skipped: true}
+  const date = /^episodes\/(\d{4}-\d{2}-\d{2})\//.exec(path)![1]
+  const merged = existing === null ? input.digest : mergeDigests(parseDigest(existing), input.digest)
+  const meta = {agent: input.agent, sessionId: input.sessionId, date, project: input.project}
+  // The same content again writes nothing, its time included: `updated` moves only when what it says changes.
+  if (existing !== null && renderSessionEpisode({...meta, updated: writtenTime(path, existing)}, merged) === existing) return {path, changed: false}
+  const text = renderSessionEpisode({...meta, updated: input.now.toISOString()}, merged)
+  const remaining = await findSensitive({[`.memory/${path}`]: text})
+  if (remaining.length > 0) return {path, changed: false, refused: `episode ${path} not written: it holds ${describeFindings(remaining)}`}
+  await writeMemoryFile(root, path, text)
+  return {path, changed: true}
 }

@@ -203,18 +203,27 @@ async function record(
   const lockTimeoutMs = event === 'session-end' ? Math.min(config.sync.lockTimeout, SESSION_END_LOCK_MS) : config.sync.lockTimeout
   const adds = addsToMemory(digest, all, cwd, memory)
   const written = await recordEpisode(root, {agent, agentId: agentIdOf(agent), sessionId, digest, adds, startDate, now, lockTimeoutMs, project: config.project})
-  if (written.skipped) return // the session only asked and was told: nothing to record
-  result.episode = written.path
-  if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
-  if (written.refused) {
-    await log(written.refused)
-    return
-  }
-  if (written.changed && config.sync.enabled && config.sync.autoSync) {
-    const start = input.startSync ?? (await import('./background-sync.js')).startBackgroundSync
-    await start(root, agent, input.env)
+  // Episodes of earlier hooks that had found the tree locked, written first.
+  for (const earlier of written.earlier ?? []) if (earlier.refused) await log(earlier.refused)
+  const startSync = async () => {
+    await (input.startSync ?? (await import('./background-sync.js')).startBackgroundSync)(root, agent, input.env)
     result.syncStarted = true
   }
+  if (written.kept) {
+    if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
+    await log(written.kept)
+    // The background sync waits for the tree, writes the episode, and syncs it when autoSync is on.
+    await startSync()
+    return
+  }
+  const changed = written.changed || (written.earlier ?? []).some((earlier) => earlier.changed)
+  // Skipped: the session only asked and was told, nothing to record.
+  if (!written.skipped) {
+    result.episode = written.path
+    if (written.leftOut) await log(`${written.path}: ${written.leftOut}`)
+    if (written.refused) await log(written.refused)
+  }
+  if (changed && config.sync.enabled && config.sync.autoSync) await startSync()
 }
 
 /**

@@ -320,3 +320,31 @@ export const outboxPayloadSchemas = {
   'memory-event': memoryEventSchema,
   'active-project': projectActiveRequestSchema,
 } as const satisfies Record<OutboxKind, z.ZodType>
+
+/**
+ * `.nexus/pending-episodes/<time>-<agent>-<session>-<n>.json`: what a recording hook could not write into the session's
+ * episode because another jarvis held the tree past its wait. Written once, atomically, without the lock; the next
+ * hook or background sync that holds the lock writes it into the episode and removes it (src/hook/pending.ts).
+ */
+export const pendingEpisodeSchema = z.looseObject({
+  agent: z.enum(['claude', 'gemini', 'codex', 'openclaw']),
+  sessionId: z.string().min(1),
+  /** The session's digest as the hook made it, lines holding a secret already left out. */
+  digest: z.object({
+    decisions: z.array(z.string()),
+    files: z.array(z.object({path: z.string(), verbs: z.array(z.string())})),
+    learned: z.string().optional(),
+    sources: z.array(z.string()),
+  }),
+  /** Whether the session adds to memory (a session that only asked writes no new episode). */
+  adds: z.boolean(),
+  /** The session's first day (YYYY-MM-DD), when known. */
+  startDate: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/)
+    .optional(),
+  /** When the hook ran: the episode's `updated` time. */
+  at: isoDateTimeSchema,
+  project: z.string().optional(),
+})
+export type PendingEpisode = z.output<typeof pendingEpisodeSchema>

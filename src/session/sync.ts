@@ -230,6 +230,25 @@ export class SessionNotFoundError extends JarvisError {
 
 const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/
 
+/**
+ * The tag a new conversation gets: `<provider>-<first 8 characters of the session id>`, or more of the id (up to the
+ * next "-") while another conversation has that tag. Codex ids are UUIDv7, whose first 8 characters are a timestamp
+ * that threads started within about a minute share; joined under one tag, two conversations would be mixed. Pure.
+ */
+export function defaultTag(registry: SessionRegistry, source: Pick<SessionSummary, 'provider' | 'sessionId'>): string {
+  const id = source.sessionId
+  const cuts = [8, ...[...id.matchAll(/-/g)].map((m) => m.index).filter((at) => at > 8), id.length]
+  for (const cut of cuts) {
+    const tag = `${source.provider}-${id.slice(0, cut)}`
+    if (!entryOfTag(registry, tag)) return tag
+  }
+  // Only a --tag can have taken the whole id: number the next ones.
+  for (let n = 2; ; n++) {
+    const tag = `${source.provider}-${id}-${n}`
+    if (!entryOfTag(registry, tag)) return tag
+  }
+}
+
 export interface ResolvedSync {
   source: SessionSummary
   /** The existing target session, if there is one (for Gemini CLI: its chat session, not the checkpoint). */
@@ -298,7 +317,7 @@ export function resolveSync(input: {ref: string; to: Provider; tag?: string; reg
     }
     throw new BadInputError(`the conversation ${JSON.stringify(entry!.sessionTag ?? ref)} has no session outside ${PROVIDER_LABEL[to]} in this project any more`, {ref})
   }
-  const tag = entry?.sessionTag ?? input.tag ?? (source.provider === 'gemini' && source.tag ? source.tag : `${source.provider}-${source.sessionId.slice(0, 8)}`)
+  const tag = entry?.sessionTag ?? input.tag ?? (source.provider === 'gemini' && source.tag ? source.tag : defaultTag(registry, source))
   const chats = (list: SessionSummary[]) => (to === 'gemini' ? list.filter((s) => !s.tag) : list)
   const target = newest(chats(live(to, entry)))
   const gone = entry?.providers.find((info) => info.provider === to && !(to === 'gemini' && info.sessionId === tag) && !lists[to].some((s) => sameSession(refOf(s), info)))
@@ -385,7 +404,7 @@ export interface SessionSyncOptions {
   to: Provider
   /** Append to a target session even though its file changed in the last seconds. */
   force?: boolean
-  /** The tag of a conversation that has none yet (default `claude-<id8>` / `gemini-<id8>`). */
+  /** The tag of a conversation that has none yet (default: see `defaultTag`). */
   tag?: string
   env?: NodeJS.ProcessEnv
   now?: () => Date

@@ -1,5 +1,5 @@
 /** The episode a recording hook writes: extraction, the union of later hooks, the file format, secrets. Pure parts and a temp tree. */
-import {readFile} from 'node:fs/promises'
+import {readdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import fc from 'fast-check'
@@ -10,7 +10,7 @@ import type {HookAgent} from '../../src/hook/events.js'
 import {codexItems, type DigestItem, readTranscriptItems} from '../../src/hook/transcript.js'
 import {parseCodexRollout} from '../../src/session/codex-read.js'
 import {parseMemoryFile} from '../../src/files/index.js'
-import {initTree} from '../../src/store/index.js'
+import {initTree, withTreeLock} from '../../src/store/index.js'
 import {fakeGithubToken} from '../cli/memory-helpers.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {codexRollout} from './helpers.js'
@@ -277,5 +277,38 @@ describe('recording an episode in a tree', () => {
     const text = await readFile(join(root, '.memory', result.path), 'utf8')
     expect(text).toContain('- We decided to deploy the app on Fridays.')
     expect(text).not.toContain(token)
+  })
+
+  it('a tree locked past the wait loses nothing: the digest waits in .nexus/, and the next hook that gets the lock writes it first', async () => {
+    const {root} = await initTree(await tempDir('jarvis-episode-'), {})
+    dirs.push(root)
+    const decided = (text: string) => digestOf([{kind: 'answer', text}])
+    const session = {agent: 'codex' as const, agentId: 'chatgpt', sessionId: 's-locked', adds: true, startDate: '2026-09-01', lockTimeoutMs: 50}
+    const pending = () => readdir(join(root, '.nexus', 'pending-episodes')).catch(() => [] as string[])
+    // Another jarvis (a sync) holds the tree while the session's last turns end.
+    let release!: () => void
+    let locked!: () => void
+    const taken = new Promise<void>((resolve) => (locked = resolve))
+    const holder = withTreeLock(root, {command: 'jarvis sync'}, () => new Promise<void>((resolve) => ((release = resolve), locked())))
+    await taken
+    try {
+      const stop = await recordEpisode(root, {...session, digest: decided('We decided to use Redis for the job queue.'), now: new Date('2026-09-01T10:00:00Z')})
+      expect(stop).toMatchObject({path: 'episodes/2026-09-01/chatgpt-s-locked.md', changed: false, kept: expect.stringMatching(/is locked by process \d+.*: the episode waits in \.nexus\/pending-episodes\/\S+\.json/)})
+      const end = await recordEpisode(root, {...session, digest: decided('We decided to keep the jobs for a week.'), now: new Date('2026-09-01T10:05:00Z')})
+      expect(end.kept).toBeDefined()
+      await expect(readFile(join(root, '.memory', stop.path), 'utf8')).rejects.toThrow(/ENOENT/)
+      expect(await pending()).toHaveLength(2)
+    } finally {
+      release()
+      await holder
+    }
+    // The next hook of any session writes them into their episode before its own.
+    const next = await recordEpisode(root, {...session, agent: 'claude', agentId: 'claude', sessionId: 's-next', digest: decided('We decided to pin Node 20.'), now: new Date('2026-09-01T11:00:00Z')})
+    expect(next).toMatchObject({path: 'episodes/2026-09-01/claude-s-next.md', changed: true, earlier: [{path: 'episodes/2026-09-01/chatgpt-s-locked.md', changed: true}, {path: 'episodes/2026-09-01/chatgpt-s-locked.md', changed: true}]})
+    const episode = await readFile(join(root, '.memory', 'episodes', '2026-09-01', 'chatgpt-s-locked.md'), 'utf8')
+    expect(episode).toContain('- We decided to use Redis for the job queue.\n- We decided to keep the jobs for a week.')
+    expect(parseMemoryFile('x.md', episode).frontMatter.updated).toBe('2026-09-01T10:05:00.000Z')
+    expect(await pending()).toEqual([])
+    expect((await recordEpisode(root, {...session, sessionId: 's-next', agent: 'claude', agentId: 'claude', digest: decided('We decided to pin Node 20.'), now: new Date('2026-09-01T11:00:00Z')})).earlier).toBeUndefined()
   })
 })

@@ -408,7 +408,7 @@ describe('jarvis hook never breaks the agent', () => {
     }
   }, 30_000)
 
-  it('tree locked: every hook exits 0 and logs why; session start answers with the one-line notice; a prompt is still answered', async () => {
+  it('tree locked: every hook exits 0 and logs why; session start answers with the one-line notice; a prompt is still answered; the episode is written once the tree is free', async () => {
     const p = await project({lockTimeout: 300})
     const env = hookEnv(home, 'claude')
     const transcript = await transcriptFor(p.root)
@@ -438,6 +438,12 @@ describe('jarvis hook never breaks the agent', () => {
     const log = await hooksLog(p.root)
     for (const [event] of runs.filter(([event]) => event !== 'prompt')) expect(log).toMatch(new RegExp(`^\\S+ claude ${event} .*is locked by process ${process.pid}`, 'm'))
     expect(log).not.toMatch(/ claude prompt .*is locked/)
+    // What the session decided waited in .nexus/ while the tree was locked; the hooks' background sync wrote it after.
+    expect(log).toMatch(/ claude stop .*: the episode waits in \.nexus\/pending-episodes\//)
+    await waitForBackgroundSyncs(p.root)
+    const episode = await readFile(join(p.memory, 'episodes', '2026-09-01', 'claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')
+    expect(episode).toContain('- We chose transaction pooling.')
+    expect(existsSync(join(p.root, '.nexus', 'pending-episodes'))).toBe(false)
   })
 
   // Only root can run a hook as another user, the one who cannot write the tree.

@@ -4,7 +4,7 @@ import {describe, expect, it} from 'vitest'
 
 import type {SessionRegistry, UniversalMessage} from '../../src/schemas/index.js'
 import type {CarriedPair} from '../../src/session/registry.js'
-import {keyedSide, markOf, planCarry, resolveSync, retryFileAccess, syncKey} from '../../src/session/sync.js'
+import {defaultTag, keyedSide, markOf, planCarry, resolveSync, retryFileAccess, syncKey} from '../../src/session/sync.js'
 import type {SessionSummary} from '../../src/session/universal.js'
 
 let id = 0
@@ -241,6 +241,23 @@ describe('resolveSync', () => {
     expect(() => resolveSync({ref: 'aaab', to: 'gemini', tag: 'auth', registry: linked, ...lists})).toThrow(
       expect.objectContaining({exit: 2, message: expect.stringContaining('--tag "auth" already names another conversation')}),
     )
+  })
+})
+
+describe('defaultTag', () => {
+  const tagged = (...tags: string[]): SessionRegistry => ({
+    version: 1,
+    sessions: tags.map((sessionTag, i) => ({sessionId: `e${i}`, sessionTag, projectPath: '/p', createdAt: '2026-05-01T10:00:00Z', lastActivity: '2026-05-01T10:00:00Z', providers: []})),
+  })
+  const codex = {provider: 'codex' as const, sessionId: '01a25257-589b-7a10-9b2c-3d4e5f607182'}
+
+  it('is <provider>-<id8>, or more of the id while another conversation has that tag', () => {
+    expect(defaultTag(tagged(), codex)).toBe('codex-01a25257')
+    expect(defaultTag(tagged('codex-01a25257'), codex)).toBe('codex-01a25257-589b')
+    expect(defaultTag(tagged('codex-01a25257', 'codex-01a25257-589b', 'codex-01a25257-589b-7a10'), codex)).toBe('codex-01a25257-589b-7a10-9b2c')
+    expect(defaultTag(tagged('codex-01a25257', 'codex-01a25257-589b-7a10-9b2c-3d4e5f607182'), codex)).toBe('codex-01a25257-589b')
+    const all = ['codex-01a25257', 'codex-01a25257-589b', 'codex-01a25257-589b-7a10', 'codex-01a25257-589b-7a10-9b2c', `codex-${codex.sessionId}`]
+    expect(defaultTag(tagged(...all), codex)).toBe(`codex-${codex.sessionId}-2`)
   })
 })
 

@@ -234,6 +234,43 @@ describe('jarvis session sync (in-process)', () => {
     expect(entry?.providers.map((p) => p.provider).sort()).toEqual(['claude', 'codex', 'gemini', 'gemini'])
   })
 
+  it('two Codex threads started the same minute (UUIDv7 ids with the same first 8 characters) stay two conversations', async () => {
+    const w = await world()
+    const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
+    const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
+    const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
+    await mkdir(day, {recursive: true})
+    const recorded = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8').replaceAll('/home/dev/acme-api', w.root)
+    const tests = '01a25257-09c5-7c4d-8e5f-6a7b8c9d0e1f'
+    const build = '01a25257-589b-7a10-9b2c-3d4e5f607182'
+    const thread = async (id: string, question: string) => {
+      const path = join(day, `rollout-2026-08-20T09-30-00-${id}.jsonl`)
+      await writeFile(path, recorded.replaceAll('0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', id).replaceAll('Why does npm test fail? Fix it.', question))
+      await idle(path)
+    }
+    await thread(tests, 'Why does npm test fail? Fix it.')
+    await thread(build, 'Why does the build fail? Fix it.')
+
+    const first = await sync({ref: tests, to: 'claude'})
+    expect(first).toMatchObject({tag: 'codex-01a25257', from: {sessionId: tests}, to: {created: true}})
+    const second = await sync({ref: build, to: 'gemini'})
+    expect(second).toMatchObject({tag: 'codex-01a25257-589b', from: {sessionId: build}, to: {provider: 'gemini', created: true}})
+    const carried = texts((await readGeminiSession(second.to.path)).messages).join('\n')
+    expect(carried).toContain('Why does the build fail?')
+    expect(carried).not.toContain('Why does npm test fail?')
+
+    const registry = await readRegistry(w.root)
+    const threads = (tag: string) => registry.sessions.find((e) => e.sessionTag === tag)?.providers.filter((p) => p.provider === 'codex').map((p) => p.sessionId)
+    expect(threads('codex-01a25257')).toEqual([tests])
+    expect(threads('codex-01a25257-589b')).toEqual([build])
+    // The conversation tagged before keeps its tag: carried by it, it is still the first thread.
+    const again = await sync({ref: 'codex-01a25257', to: 'gemini'})
+    expect(again).toMatchObject({tag: 'codex-01a25257', to: {created: true}})
+    const tagged = texts((await readGeminiSession(again.to.path)).messages).join('\n')
+    expect(tagged).toContain('Why does npm test fail?')
+    expect(tagged).not.toContain('Why does the build fail?')
+  })
+
   it('an unknown name is exit 2; a held tree lock is exit 6 after sync.lockTimeout', async () => {
     const w = await world()
     await expect(w.sync({ref: 'nothing-here', to: 'gemini'})).rejects.toMatchObject({code: 'SESSION_NOT_FOUND', exit: 2})

@@ -8,13 +8,14 @@
  * declined is read from its debug log (`DEBUG=jarvis:warm`).
  */
 import {execFileSync, spawn} from 'node:child_process'
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {createServer as createHttpServer, request as httpRequest} from 'node:http'
 import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from 'vitest'
 
+import {withTreeLock} from '../../src/store/index.js'
 import {WARM_PROTOCOL} from '../../src/warm/protocol.js'
 import {envDifference, hookEnvDifference} from '../../src/cli/warm-call.js'
 import {cleanEnv} from '../cli/memory-helpers.js'
@@ -410,6 +411,35 @@ describe('bin/jarvis: a watch of the tree runs memory ls and search, recall, syn
     } finally {
       await new Promise((resolve) => hung.close(resolve))
     }
+  })
+
+  it('a stop hook in a locked tree runs once, in the watch (the client waits out its wait for the lock), and what it recorded is written once the tree is free', async () => {
+    const t = await tree()
+    const session = await startWatch(t.root, t.env, 'mcp')
+    const env = {...t.env, CLAUDE_PROJECT_DIR: t.root}
+    const input = JSON.stringify({session_id: 'locked-session', hook_event_name: 'Stop', cwd: t.root, last_assistant_message: 'We decided to use Redis for the job queue.'})
+    // Another jarvis holds the tree for longer than sync.lockTimeout (5 s, the default) while the agent's turn ends.
+    let release!: () => void
+    let locked!: () => void
+    const taken = new Promise<void>((resolve) => (locked = resolve))
+    const holder = withTreeLock(t.root, {}, () => new Promise<void>((resolve) => ((release = resolve), locked())))
+    await taken
+    try {
+      expect(seen(await hookBy('installed', t.root, env, input, ['hook', 'stop', '--agent', 'claude']))).toEqual({code: 0, stdout: '', stderr: ''})
+    } finally {
+      release()
+      await holder
+    }
+    // The watch ran it; jarvis did not run it a second time after it: one wait for the lock, one line about it.
+    expect(session.running()).toBe(1)
+    const lines = (await hooksLog(t.root)).trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/ claude stop .* is locked by process \d+.*: the episode waits in \.nexus\/pending-episodes\//)
+    // Kept, the session's decision reaches its episode once the tree is free.
+    await waitForBackgroundSyncs(t.root)
+    const episodes = await readdir(join(t.memory, 'episodes'), {recursive: true})
+    const episode = episodes.find((name) => name.endsWith('claude-locked-session.md'))
+    expect(await readFile(join(t.memory, 'episodes', episode!), 'utf8')).toContain('- We decided to use Redis for the job queue.')
   })
 
   it('compares only the variables that change a call, a missing one as an empty one', () => {

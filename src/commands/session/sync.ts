@@ -34,7 +34,7 @@ Settings from .nexus/config.json: sync.incrementalSync, sync.deduplicateMessages
       },
     })(),
     force: Flags.boolean({description: 'Append to a target session even if its file changed in the last seconds.'}),
-    tag: Flags.string({description: 'Tag for a conversation that has none yet (default claude-<id8> / gemini-<id8> / codex-<id8>); also the Gemini checkpoint name.'}),
+    tag: Flags.string({description: 'Tag for a conversation that has none yet (default claude-<id8> / gemini-<id8> / codex-<id8>, more of the id when another conversation has that tag); also the Gemini checkpoint name.'}),
   }
 
   async run(): Promise<SessionSyncResult> {
