@@ -466,6 +466,12 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     await expect(consentWithKey(url, id, TOKENS.claude, {allow: true, agent: 'chatgpt', role: 'write'}, fetchFn)).rejects.toThrow(/403: you are signed in as claude: only chatgpt's own token or an admin key/)
     await expect(consentWithKey(url, id, keys.read, {allow: true, role: 'write'}, fetchFn)).rejects.toThrow(/403: your key can only read/)
     expect(((await (await get(`/api/oauth/authorizations/${id}`, keys.admin)).json()) as {agents: unknown}).agents).toEqual({any: true})
+    // An agent the event log does not know (a typo, or the admin key's own ops) would sign in and have every append
+    // refused: the consent is refused instead, naming the agents it can be, and the request still waits.
+    await expect(consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgtp', role: 'write'}, fetchFn)).rejects.toThrow(
+      /400: agent: chatgtp is not one of the agents that write the shared event log \(chatgpt, claude, gemini, openclaw\)/,
+    )
+    await expect(consentWithKey(url, id, keys.admin, {allow: true, role: 'read'}, fetchFn)).rejects.toThrow(/400: agent: ops is not one of the agents/)
     const back = await consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)
     await expect(consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)).rejects.toThrow(/410: this request was answered/)
     expect(await auth(app, {serverUrl: `${url}/mcp`, authorizationCode: back.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
@@ -483,7 +489,7 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     // An app's own token never answers an app's request.
     const apiApp = new TestApp('Helper', 'https://helper.example.test/cb')
     expect(await auth(apiApp, {serverUrl: url, fetchFn})).toBe('REDIRECT')
-    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'ops', role: 'write'}, fetchFn)
+    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'openclaw', role: 'write'}, fetchFn)
     expect(await auth(apiApp, {serverUrl: url, authorizationCode: apiBack.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
     await expect(consentWithKey(url, await ask(new TestApp('ChatGPT')), apiApp.accessToken, {allow: true}, fetchFn)).rejects.toThrow(/403: an app's token cannot answer/)
   })
