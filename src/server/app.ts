@@ -6,6 +6,8 @@
  * hook from the token) and nothing else: a route registered in the authenticated scope cannot reach another
  * workspace's memory because it is never handed one.
  */
+import type {IncomingMessage} from 'node:http'
+
 import websocket from '@fastify/websocket'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController} from 'fastify'
 
@@ -170,6 +172,14 @@ export function toHttpError(error: unknown, bodyLimit: number): HttpError {
   return new HttpError(500, 'internal', 'internal server error')
 }
 
+/**
+ * Whether a request failed because its client went away before sending the whole body: the error is the request
+ * stream's own (Node's `aborted`, code ECONNRESET), which is no database connection reset and no outage.
+ */
+export function isClientAbort(error: unknown, request: Pick<IncomingMessage, 'errored' | 'readableAborted' | 'complete'>): boolean {
+  return error != null && (error === request.errored || (request.readableAborted && !request.complete))
+}
+
 /** The fastify app. Not listening yet: `await app.listen(...)`, or use `app.inject` in tests. */
 export function buildServer(options: BuildServerOptions): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
@@ -234,6 +244,11 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   app.decorateRequest('viaApp', false)
 
   app.setErrorHandler((error, request, reply) => {
+    // Nobody is left to read an answer: said once, at info, as what it is (a client gone, not the storage).
+    if (isClientAbort(error, request.raw)) {
+      request.log.info({detail: (error as Error).message}, 'request abandoned: the client closed the connection before sending its whole body')
+      return reply.code(400).type('application/json').send({error: 'bad_request', message: 'the connection closed before the whole body was sent'})
+    }
     const http = toHttpError(error, bodyLimit)
     // A database away answers every request so: one line each, not a stack trace each.
     if (isStorageOutage(error)) request.log.warn({detail: (error as Error).message}, 'request refused: the storage does not answer')
