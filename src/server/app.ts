@@ -15,7 +15,7 @@ import {SchemaError} from '../errors.js'
 import {MAX_FILE_BYTES} from '../schemas/file-size.js'
 import {parseJsonText} from '../schemas/index.js'
 import {AGENT_HEADER} from '../schemas/protocol-headers.js'
-import {TokenAuthenticator, bearerToken} from './auth.js'
+import {type AppGrant, TokenAuthenticator, bearerToken, readOnlyRefusal} from './auth.js'
 import type {TokenMap} from './config.js'
 import {HttpError} from './http-error.js'
 import type {ClientDocumentFetch} from './oauth/clients.js'
@@ -44,8 +44,8 @@ declare module 'fastify' {
     agentId: string
     /** What the token may do: a `read` key is refused by every route marked {writes: true}. */
     role: KeyRole
-    /** True when the token is an app's OAuth access token (not a jarvis key). */
-    viaApp: boolean
+    /** The grant of an app's OAuth access token; null for a jarvis key. */
+    grant: AppGrant | null
     /**
      * Asks again whether the request's token is still good: null, or why it is refused now (a key or an app's access
      * revoked or expired since). Set on the WebSocket's request, which stays open long after its upgrade.
@@ -241,7 +241,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   app.decorateRequest('agentId', '')
   app.decorateRequest('workspace', null as unknown as Workspace)
   app.decorateRequest('role', 'read')
-  app.decorateRequest('viaApp', false)
+  app.decorateRequest('grant', null)
 
   app.setErrorHandler((error, request, reply) => {
     // Nobody is left to read an answer: said once, at info, as what it is (a client gone, not the storage).
@@ -327,7 +327,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         throw new HttpError(403, 'forbidden', `${AGENT_HEADER} names ${JSON.stringify(named)}, but the token belongs to ${answer.identity.agentId}`, {field: `headers/${AGENT_HEADER}`})
       }
       request.role = answer.identity.role
-      request.viaApp = answer.identity.app !== undefined
+      request.grant = answer.identity.app ?? null
       if (url === WS_PATH) {
         request.recheck = async () => {
           const again = await auth.authenticate(token, resource)
@@ -335,7 +335,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         }
       }
       if (answer.identity.role === 'read' && route.config.writes) {
-        throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${url} changes the memory; ask for a write key`)
+        throw readOnlyRefusal(`${request.method} ${url}`, answer.identity.app)
       }
       try {
         request.workspace = await workspaces.get(answer.identity.workspace)

@@ -478,7 +478,9 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     const reader = await session(app)
     const write = await reader.call('memory_append', {kind: 'fact', key: 'fact:read_only', content: 'nope'})
     expect(write.isError).toBe(true)
-    expect(textOf(write)).toMatch(/read/)
+    // Told as an app is fixed: a person connects it again and allows writing; no "write key" an app could hold.
+    expect(textOf(write)).toMatch(/^ChatGPT was allowed only to read this memory \(grant grant_[0-9a-f]+\): memory_append changes it\. To let it write, connect the app again .* choose "read and write" on the consent page$/)
+    expect(textOf(write)).not.toContain('write key')
 
     // Refused: the app is sent back with access_denied, and gets nothing.
     const denied = new TestApp('ChatGPT')
@@ -489,8 +491,12 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     // An app's own token never answers an app's request.
     const apiApp = new TestApp('Helper', 'https://helper.example.test/cb')
     expect(await auth(apiApp, {serverUrl: url, fetchFn})).toBe('REDIRECT')
-    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'openclaw', role: 'write'}, fetchFn)
+    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'openclaw', role: 'read'}, fetchFn)
     expect(await auth(apiApp, {serverUrl: url, authorizationCode: apiBack.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
+    // Allowed to read only, on the REST API too: a push is refused with the same remedy.
+    const push = await fetchFn(`${url}/api/memory/push`, {method: 'POST', headers: {authorization: `Bearer ${apiApp.accessToken}`, 'content-type': 'application/json'}, body: JSON.stringify({files: {'notes/x.md': 'x\n'}})})
+    expect(push.status).toBe(403)
+    expect(((await push.json()) as {message: string}).message).toMatch(/^Helper was allowed only to read this memory \(grant grant_[0-9a-f]+\): POST \/api\/memory\/push changes it\. To let it write, connect the app again/)
     await expect(consentWithKey(url, await ask(new TestApp('ChatGPT')), apiApp.accessToken, {allow: true}, fetchFn)).rejects.toThrow(/403: an app's token cannot answer/)
   })
 
