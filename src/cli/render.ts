@@ -25,6 +25,9 @@ export function renderSync(result: SyncOnceResult): string {
   for (const backup of result.backups) lines.push(`  conflict in ${backup.path}: the server's version won, yours is kept in .memory/${backup.backup}`)
   if (result.outbox.sent > 0) lines.push(`  sent ${result.outbox.sent} queued write(s)`)
   if (result.outbox.left > 0) lines.push(`  ${result.outbox.left} queued write(s) still waiting${outboxWhy(result.outbox)}`)
+  if (result.outbox.dropped) {
+    lines.push(`  ${result.outbox.dropped} queued write(s) not sent and taken out of the outbox: the server ${(result.outbox.missing ?? []).join(' and ')}, so it would never take them; each is kept whole in .nexus/audit.jsonl`)
+  }
   if (lines.length === 1) lines.push('  already in sync')
   // A replica in step says nothing here; `jarvis replicate` shows every replica.
   for (const report of result.replicas ?? []) {

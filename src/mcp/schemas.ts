@@ -326,7 +326,7 @@ export const syncOutput = z.object({
   refused: z
     .array(z.object({path: z.string(), findings: z.array(z.object({kind: z.enum(['secret', 'email', 'phone']), rule: z.string(), field: z.string(), line: z.number().int(), column: z.number().int()}))}))
     .describe('Files holding a secret or personal data: left on this machine as they are, not sent.'),
-  outbox: z.object({sent: z.number(), left: z.number(), refused: z.number().optional()}),
+  outbox: z.object({sent: z.number(), left: z.number(), refused: z.number().optional(), dropped: z.number().optional(), missing: z.array(z.string()).optional()}),
   dryRun: z.boolean(),
   plan: z
     .object({push: planned, pull: planned, merge: planned, 'delete-remote': planned, 'delete-local': planned, record: planned})

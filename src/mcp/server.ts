@@ -4,10 +4,11 @@
  * The transports (stdio.ts for `jarvis mcp`, server/routes/mcp.ts for `/mcp`) connect it.
  */
 import {McpServer, ResourceTemplate} from '@modelcontextprotocol/sdk/server/mcp.js'
-import {CallToolRequestSchema, type CallToolResult} from '@modelcontextprotocol/sdk/types.js'
+import {CallToolRequestSchema, type CallToolResult, McpError} from '@modelcontextprotocol/sdk/types.js'
 import createDebug from 'debug'
 
 import {BadInputError, ExitCode, isJarvisError} from '../errors.js'
+import {MemoryFileNotFoundError} from '../files/index.js'
 import {jarvisVersion} from '../invocation.js'
 import type {McpBackend} from './backend.js'
 import {publishedOutput, type ToolErrorContent} from './schemas.js'
@@ -18,6 +19,11 @@ const debug = createDebug('jarvis:mcp')
 export const SERVER_NAME = 'jarvis'
 export const RESOURCE_PREFIX = 'jarvis://memory/'
 export const PROMPT_NAME = 'jarvis_instructions'
+/**
+ * The JSON-RPC error of a resource that does not exist, as the specification of every protocol version the SDK
+ * speaks (up to 2025-11-25) names it; the SDK has no constant for it (SEP-2164 moves it to -32602 from 2026-07-28).
+ */
+export const RESOURCE_NOT_FOUND = -32002
 /** Resources listed at most (the rest stay readable by URI and through memory_ls). */
 export const MAX_LISTED_RESOURCES = 1000
 /** `data` of an error larger than this (JSON) is left out of the structured content. */
@@ -87,6 +93,15 @@ function checkAnswerSize(answer: unknown, max: number | undefined, what: string)
   )
 }
 
+/**
+ * The URI of a memory file: each segment of its path percent-encoded, so that a name holding `%`, `#`, `?` or a space
+ * reads back that same file (`plan%202026.md` and `plan 2026.md` are two files, two URIs).
+ */
+export function memoryResourceUri(path: string): string {
+  return RESOURCE_PREFIX + path.split('/').map(encodeURIComponent).join('/')
+}
+
+/** The path a resource URI names (the template's `{+path}`, still percent-encoded); malformed encoding is left as is (no such file). */
 function decodePath(value: string | string[] | undefined): string {
   const raw = Array.isArray(value) ? value.join('/') : (value ?? '')
   try {
@@ -146,15 +161,24 @@ export function createMcpServer(backend: McpBackend, options: McpServerOptions):
       list: async () => {
         const {files} = await backend.ls({limit: MAX_LISTED_RESOURCES})
         return {
-          resources: files.map((file) => ({uri: `${RESOURCE_PREFIX}${file.path}`, name: file.path, title: file.title, mimeType: 'text/markdown', size: file.size})),
+          resources: files.map((file) => ({uri: memoryResourceUri(file.path), name: file.path, title: file.title, mimeType: 'text/markdown', size: file.size})),
         }
       },
     }),
     {title: 'Memory files', description: 'The Markdown files of .memory/ (long-term memory), by path.', mimeType: 'text/markdown'},
     async (uri, variables) => {
-      const file = await backend.read({path: decodePath(variables.path)})
-      const answer = {contents: [{uri: uri.href, mimeType: 'text/markdown', text: file.text}]}
-      checkAnswerSize(answer, options.maxAnswerBytes, uri.href)
+      const path = decodePath(variables.path)
+      let file: Awaited<ReturnType<McpBackend['read']>>
+      try {
+        file = await backend.read({path})
+      } catch (error) {
+        if (error instanceof MemoryFileNotFoundError) throw new McpError(RESOURCE_NOT_FOUND, error.message, {uri: uri.href})
+        throw error
+      }
+      // The URI as listed, whichever spelling of it was asked for: a client matches the answer to its list by it.
+      const listed = memoryResourceUri(file.path)
+      const answer = {contents: [{uri: listed, mimeType: 'text/markdown', text: file.text}]}
+      checkAnswerSize(answer, options.maxAnswerBytes, listed)
       return answer
     },
   )

@@ -24,7 +24,7 @@ import {
 import {type MemoryClient, pulledText} from '../protocol/client.js'
 import {appendOutbox, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {assertOutboxServer, connect, connectAs, openTreeIfAny, type TreeContext} from './context.js'
-import {worthQueueing} from './events/common.js'
+import {withoutPart, worthQueueing} from './events/common.js'
 import {readUserConfig, resolveIdentity} from './identity.js'
 
 const debug = createDebug('jarvis:task')
@@ -108,7 +108,7 @@ export async function completeTask(options: TaskCompleteOptions): Promise<TaskCo
     const workerMemory = await client.syncTask(body, workerMemorySchema)
     return {queued: false, agentId, taskId: body.taskId, workerMemory}
   } catch (error) {
-    if (!worthQueueing(error)) throw error
+    if (!worthQueueing(error)) throw withoutPart(error, `the task ${body.taskId} was not recorded, and not queued: this server would refuse it again`)
     const id = await queue(tree, connected.server, 'task-result', body, error)
     throw new UnreachableError(`${(error as Error).message}\nthe task ${body.taskId} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`, {
       ...(error as UnreachableError).data,
@@ -143,7 +143,7 @@ export async function switchProject(options: SwitchProjectOptions): Promise<Acti
   try {
     answer = await client.switchProject(body.projectId, switchedBy)
   } catch (error) {
-    if (!worthQueueing(error)) throw error
+    if (!worthQueueing(error)) throw withoutPart(error, `the active project was not switched, and the switch not queued: this server would refuse it again`)
     const id = await queue(tree, connected.server, 'active-project', body, error)
     throw new UnreachableError(
       `${(error as Error).message}\nthe switch to ${JSON.stringify(body.projectId)} is queued in .nexus/outbox.jsonl (entry ${id}); the next \`jarvis sync\` sends it`,

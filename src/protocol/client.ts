@@ -40,6 +40,28 @@ export function pulledText(file: PullResponse['files'][string]): string {
   return typeof file.content === 'string' ? file.content : `${JSON.stringify(file.content, null, 2)}\n`
 }
 /**
+ * The parts of the protocol a server may not offer, each named by what a person misses. jarvis serve answers none of
+ * these routes 404 but when the route is not there; a server that keeps only the memory files (the seed's fields)
+ * answers them 404 with a JSON body, which is no refusal of this input but a server without that part.
+ */
+export const SERVER_PARTS = {
+  events: {lacks: 'has no shared event log', matches: (_method: string, path: string) => path.startsWith('/v1/memory/')},
+  tasks: {lacks: 'does not record finished tasks', matches: (method: string, path: string) => method === 'POST' && path === '/api/memory/sync-task'},
+  projects: {lacks: 'does not take project switches', matches: (method: string, path: string) => method === 'POST' && path === '/api/projects/active'},
+} as const
+export type ServerPart = keyof typeof SERVER_PARTS
+
+function partOf(method: string, path: string): ServerPart | undefined {
+  return (Object.keys(SERVER_PARTS) as ServerPart[]).find((part) => SERVER_PARTS[part].matches(method, path))
+}
+
+/** The `missing` part of an error (`data.missing`) a server without that part answered: a 404 of one of its routes. */
+export function missingPart(error: unknown): ServerPart | undefined {
+  const missing = error instanceof UnreachableError ? error.data.missing : undefined
+  return typeof missing === 'string' && missing in SERVER_PARTS ? (missing as ServerPart) : undefined
+}
+
+/**
  * Our server answers a push with `pushResponseSchema`; a seed-style server may answer with anything (the seed
  * does not say), so the client reads only what it can use and asks `status` for the rest. Built at the first push
  * whose answer isPlainPushAnswer does not take as it is, as the schemas of src/schemas that a sync with nothing to
@@ -198,6 +220,11 @@ export class MemoryClient {
     // Every route of the protocol answers JSON, a refusal too: a page of another kind is some other web server there.
     if ((statusCode === 404 || statusCode === 405) && json === undefined) {
       throw new UnreachableError(`${this.server} does not look like a jarvis server: ${method} ${path} answered HTTP ${statusCode} with ${messageOf(json, text)}; check the server's address (--server, or server in .nexus/config.json)`, {server: this.server, status: statusCode})
+    }
+    const part = statusCode === 404 ? partOf(method, path.split('?')[0]) : undefined
+    if (part !== undefined) {
+      // The server cannot be used for this at all: exit 3, like a server that cannot be read, never bad input (2).
+      throw new UnreachableError(`the server at ${this.server} ${SERVER_PARTS[part].lacks}: ${method} ${path.split('?')[0]} answered 404 (it offers only part of the jarvis protocol, such as the memory files)`, {server: this.server, status: statusCode, missing: part})
     }
     if (statusCode === 409) throw new StalePushError(staleList(json))
     if (statusCode === 401 || statusCode === 403) {

@@ -6,6 +6,8 @@
  * hook from the token) and nothing else: a route registered in the authenticated scope cannot reach another
  * workspace's memory because it is never handed one.
  */
+import type {IncomingMessage} from 'node:http'
+
 import websocket from '@fastify/websocket'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController} from 'fastify'
 
@@ -13,7 +15,7 @@ import {SchemaError} from '../errors.js'
 import {MAX_FILE_BYTES} from '../schemas/file-size.js'
 import {parseJsonText} from '../schemas/index.js'
 import {AGENT_HEADER} from '../schemas/protocol-headers.js'
-import {TokenAuthenticator, bearerToken} from './auth.js'
+import {type AppGrant, TokenAuthenticator, bearerToken, readOnlyRefusal} from './auth.js'
 import type {TokenMap} from './config.js'
 import {HttpError} from './http-error.js'
 import type {ClientDocumentFetch} from './oauth/clients.js'
@@ -42,8 +44,8 @@ declare module 'fastify' {
     agentId: string
     /** What the token may do: a `read` key is refused by every route marked {writes: true}. */
     role: KeyRole
-    /** True when the token is an app's OAuth access token (not a jarvis key). */
-    viaApp: boolean
+    /** The grant of an app's OAuth access token; null for a jarvis key. */
+    grant: AppGrant | null
     /**
      * Asks again whether the request's token is still good: null, or why it is refused now (a key or an app's access
      * revoked or expired since). Set on the WebSocket's request, which stays open long after its upgrade.
@@ -170,6 +172,14 @@ export function toHttpError(error: unknown, bodyLimit: number): HttpError {
   return new HttpError(500, 'internal', 'internal server error')
 }
 
+/**
+ * Whether a request failed because its client went away before sending the whole body: the error is the request
+ * stream's own (Node's `aborted`, code ECONNRESET), which is no database connection reset and no outage.
+ */
+export function isClientAbort(error: unknown, request: Pick<IncomingMessage, 'errored' | 'readableAborted' | 'complete'>): boolean {
+  return error != null && (error === request.errored || (request.readableAborted && !request.complete))
+}
+
 /** The fastify app. Not listening yet: `await app.listen(...)`, or use `app.inject` in tests. */
 export function buildServer(options: BuildServerOptions): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
@@ -231,9 +241,14 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
   app.decorateRequest('agentId', '')
   app.decorateRequest('workspace', null as unknown as Workspace)
   app.decorateRequest('role', 'read')
-  app.decorateRequest('viaApp', false)
+  app.decorateRequest('grant', null)
 
   app.setErrorHandler((error, request, reply) => {
+    // Nobody is left to read an answer: said once, at info, as what it is (a client gone, not the storage).
+    if (isClientAbort(error, request.raw)) {
+      request.log.info({detail: (error as Error).message}, 'request abandoned: the client closed the connection before sending its whole body')
+      return reply.code(400).type('application/json').send({error: 'bad_request', message: 'the connection closed before the whole body was sent'})
+    }
     const http = toHttpError(error, bodyLimit)
     // A database away answers every request so: one line each, not a stack trace each.
     if (isStorageOutage(error)) request.log.warn({detail: (error as Error).message}, 'request refused: the storage does not answer')
@@ -312,7 +327,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         throw new HttpError(403, 'forbidden', `${AGENT_HEADER} names ${JSON.stringify(named)}, but the token belongs to ${answer.identity.agentId}`, {field: `headers/${AGENT_HEADER}`})
       }
       request.role = answer.identity.role
-      request.viaApp = answer.identity.app !== undefined
+      request.grant = answer.identity.app ?? null
       if (url === WS_PATH) {
         request.recheck = async () => {
           const again = await auth.authenticate(token, resource)
@@ -320,7 +335,7 @@ export function buildServer(options: BuildServerOptions): FastifyInstance {
         }
       }
       if (answer.identity.role === 'read' && route.config.writes) {
-        throw new HttpError(403, 'forbidden', `this key can only read (role read): ${request.method} ${url} changes the memory; ask for a write key`)
+        throw readOnlyRefusal(`${request.method} ${url}`, answer.identity.app)
       }
       try {
         request.workspace = await workspaces.get(answer.identity.workspace)

@@ -10,19 +10,40 @@
 import {createHash, timingSafeEqual} from 'node:crypto'
 
 import type {TokenMap} from './config.js'
+import {HttpError} from './http-error.js'
 import {keyRefusal} from './keys.js'
 import {isAccessToken} from './oauth/secrets.js'
 import type {OAuthStorage} from './storage/oauth-types.js'
 import type {KeyRole, KeyStorage} from './storage/types.js'
 import {DEFAULT_WORKSPACE} from './storage/workspace-name.js'
 
+/** An app's OAuth access: the grant a person consented to, and the app's name. */
+export interface AppGrant {
+  grantId: string
+  clientName: string
+}
+
 export interface Identity {
   /** The memory the token opens: the key's workspace, or the default one for a tokens-file token. */
   workspace: string
   agentId: string
   role: KeyRole
-  /** Set for an app's OAuth access token: the grant a person consented to, and the app's name. */
-  app?: {grantId: string; clientName: string}
+  /** Set for an app's OAuth access token. */
+  app?: AppGrant
+}
+
+/**
+ * The 403 of a write by a `read` identity, with what its holder can do about it: a key's holder asks for a write
+ * key; an app was allowed to read only by a person, who connects it again and allows read and write this time.
+ */
+export function readOnlyRefusal(what: string, app: AppGrant | undefined): HttpError {
+  if (app === undefined) return new HttpError(403, 'forbidden', `this key can only read (role read): ${what} changes the memory; ask for a write key`)
+  return new HttpError(
+    403,
+    'forbidden',
+    `${app.clientName} was allowed only to read this memory (grant ${app.grantId}): ${what} changes it. To let it write, connect the app again (in its settings, disconnect and connect the jarvis connector) and choose "read and write" on the consent page`,
+    {grant: app.grantId},
+  )
 }
 
 export type Authentication = {identity: Identity} | {refused: string}

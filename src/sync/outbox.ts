@@ -2,7 +2,7 @@ import createDebug from 'debug'
 import {z} from 'zod'
 
 import {BadInputError, SchemaError, UnreachableError} from '../errors.js'
-import type {MemoryClient} from '../protocol/client.js'
+import {type MemoryClient, missingPart, SERVER_PARTS} from '../protocol/client.js'
 import {memoryEventSchema, parseWith} from '../schemas/index.js'
 import {appendAudit, readOutbox, removeFromOutbox} from '../store/index.js'
 
@@ -12,7 +12,8 @@ const debug = createDebug('jarvis:outbox')
  * Sends what was queued while the server was away. Entries leave the outbox only once the server
  * accepted them; the server treats a replay as a no-op (a task is keyed by its taskId, a memory event by
  * its Idempotency-Key, which is the outbox entry id), so a crash between sending and removing sends it
- * twice and counts it once.
+ * twice and counts it once. An entry for a part of the protocol the server does not have (no event log: its route
+ * answers 404) would wait for good: it leaves the outbox, and the audit log keeps it whole, where a person finds it.
  */
 export async function flushOutbox(root: string, client: MemoryClient): Promise<OutboxReport> {
   const entries = await readOutbox(root)
@@ -21,6 +22,8 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<O
   const {EventsClient} = await import('../protocol/events.js')
   const events = EventsClient.over(client)
   const sent: string[] = []
+  const dropped: string[] = []
+  const missing = new Set<string>()
   let left = 0
   let refused = 0
   for (const entry of entries) {
@@ -41,11 +44,19 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<O
       }
       sent.push(entry.id)
     } catch (error) {
+      const part = missingPart(error)
+      if (part !== undefined) {
+        dropped.push(entry.id)
+        missing.add(SERVER_PARTS[part].lacks)
+        debug('outbox entry %s dropped: %s', entry.id, (error as Error).message)
+        await appendAudit(root, {at: new Date().toISOString(), type: 'error', reason: 'outbox entry dropped', id: entry.id, kind: entry.kind, payload: entry.payload, message: (error as Error).message})
+        continue
+      }
       // The server answered but refused this entry (or it no longer fits its schema): keep it for a person, do not
       // block the others. Only a server we cannot reach at all stops the sync.
       const answered = error instanceof BadInputError || error instanceof SchemaError || (error instanceof UnreachableError && error.data.status !== undefined)
       if (!answered) {
-        if (sent.length > 0) await removeFromOutbox(root, sent)
+        if (sent.length + dropped.length > 0) await removeFromOutbox(root, [...sent, ...dropped])
         throw error
       }
       left++
@@ -54,13 +65,18 @@ export async function flushOutbox(root: string, client: MemoryClient): Promise<O
       await appendAudit(root, {at: new Date().toISOString(), type: 'error', reason: 'outbox entry refused', id: entry.id, message: error.message})
     }
   }
-  if (sent.length > 0) await removeFromOutbox(root, sent)
-  return {sent: sent.length, left, ...(refused > 0 ? {refused} : {})}
+  if (sent.length + dropped.length > 0) await removeFromOutbox(root, [...sent, ...dropped])
+  return {sent: sent.length, left, ...(refused > 0 ? {refused} : {}), ...(dropped.length > 0 ? {dropped: dropped.length, missing: [...missing]} : {})}
 }
 
-/** What a sync did with the outbox: sent, and left (of them, refused by the server: kept for a person). */
+/**
+ * What a sync did with the outbox: sent, and left (of them, refused by the server: kept for a person); dropped, for
+ * a server without their part of the protocol (`missing`: what it lacks), each kept in the audit log.
+ */
 export interface OutboxReport {
   sent: number
   left: number
   refused?: number
+  dropped?: number
+  missing?: string[]
 }

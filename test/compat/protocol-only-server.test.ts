@@ -2,10 +2,11 @@
  * CONTRACT §3: "a client must also work with a server that implements only the seed's fields (timestamps, no
  * hash/rev): it then decides by timestamps against its own recorded base and says that it ran in that mode."
  * Black-box: the real `jarvis` binary, as a user runs it, against a stand-in written from the protocol table alone
- * (protocol-stand-in.ts: status `{files: {path: {updatedAt}}}` and nothing more, pull, push, projects/active).
+ * (protocol-stand-in.ts: status `{files: {path: {updatedAt}}}` and nothing more, pull, push, projects/active), and
+ * what the commands that need more (the event log, finished tasks) say there.
  * The engine's cases, races included, are test/sync/timestamp-mode.test.ts.
  */
-import {utimes} from 'node:fs/promises'
+import {readFile, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
@@ -98,6 +99,44 @@ describe('jarvis against a server with only the protocol’s fields', () => {
     const json = envelope<{remote: {state: string; files: number; mode: string}; changes: {modified: string[]}}>(await a.run(['status', '--json'])).result!
     expect(json.remote).toEqual({state: 'answers', files: 2, mode: 'timestamp'})
     expect(json.changes.modified).toEqual(['two.md'])
+  })
+
+  it('memory append, task complete, consolidate and cleanup exit 3, saying what the server lacks and that nothing was written or queued', async () => {
+    const a = await tree('claude')
+    const appended = await a.run(['memory', 'append', '--kind', 'fact', '--key', 'fact:k1', '--content', 'hello'])
+    expect(appended.code, appended.stderr).toBe(3)
+    expect(flat(appended.stderr)).toContain(`the server at ${standIn.url} has no shared event log: POST /v1/memory/append answered 404`)
+    expect(flat(appended.stderr)).toContain('the event fact:k1 was not written, and not queued: this server would refuse it again')
+    const task = await a.run(['task', 'complete', '--type', 'review', '--task-id', 'task-1'])
+    expect(task.code, task.stderr).toBe(3)
+    expect(flat(task.stderr)).toContain(`the server at ${standIn.url} does not record finished tasks: POST /api/memory/sync-task answered 404`)
+    expect(flat(task.stderr)).toContain('the task task-1 was not recorded, and not queued')
+    for (const args of [['memory', 'consolidate'], ['memory', 'cleanup', '--older-than', '30d', '--dry-run'], ['memory', 'snapshot']]) {
+      const run = await a.run(args)
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(3)
+      expect(flat(run.stderr), args.join(' ')).toContain(`the server at ${standIn.url} has no shared event log`)
+    }
+    const status = envelope<{outbox: number}>(await a.run(['status', '--json']))
+    expect(status.result?.outbox).toBe(0)
+  })
+
+  it('an event queued while the server was away leaves the outbox when the server that answers has no event log, kept whole in the audit log', async () => {
+    const a = await tree('claude')
+    const port = Number(new URL(standIn.url).port)
+    await standIn.close()
+    const queued = await a.run(['memory', 'append', '--kind', 'decision', '--key', 'decision:offline', '--content', 'Decided while offline.'])
+    expect(queued.code, queued.stderr).toBe(3)
+    expect(flat(queued.stderr)).toContain('queued in .nexus/outbox.jsonl')
+    standIn = await startProtocolStandIn(tokenMap, port)
+
+    const synced = await a.run(['sync'])
+    expect(synced.code, synced.stderr).toBe(0)
+    expect(flat(synced.stdout)).toContain('1 queued write(s) not sent and taken out of the outbox: the server has no shared event log, so it would never take them; each is kept whole in .nexus/audit.jsonl')
+    expect(envelope<{outbox: number}>(await a.run(['status', '--json'])).result?.outbox).toBe(0)
+    const audit = (await readFile(join(a.root, '.nexus', 'audit.jsonl'), 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>)
+    expect(audit).toContainEqual(expect.objectContaining({reason: 'outbox entry dropped', kind: 'memory-event', payload: expect.objectContaining({dedupe_key: 'decision:offline', content_md: 'Decided while offline.'})}))
+    // The next sync has nothing left to send.
+    expect(flat((await a.run(['sync'])).stdout)).not.toContain('queued write')
   })
 
   it.each<SwitchAnswer>(['project', 'project-id-only', 'no-body'])('switch-project, answered with %s', async (answer) => {

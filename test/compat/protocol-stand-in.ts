@@ -49,8 +49,8 @@ export interface ProtocolStandIn {
   close(): Promise<void>
 }
 
-/** `tokens`: bearer token → agent id (built by the test at run time). */
-export async function startProtocolStandIn(tokens: Record<string, string>): Promise<ProtocolStandIn> {
+/** `tokens`: bearer token → agent id (built by the test at run time); `port`: one to listen on again (default: any). */
+export async function startProtocolStandIn(tokens: Record<string, string>, port = 0): Promise<ProtocolStandIn> {
   let clock = Date.UTC(2026, 0, 1)
   const tick = () => new Date((clock += 1)).toISOString()
   const standIn = {
@@ -133,7 +133,7 @@ export async function startProtocolStandIn(tokens: Record<string, string>): Prom
     )
   })
   server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n'))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return Object.assign(standIn, {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>

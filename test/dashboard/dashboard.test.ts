@@ -7,6 +7,7 @@ import {spawn, type ChildProcess} from 'node:child_process'
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
+import {auth} from '@modelcontextprotocol/sdk/client/auth.js'
 import type {Page} from 'playwright-core'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -14,6 +15,7 @@ import {fakeGithubToken} from '../files/helpers.js'
 import {envelope, jarvisBin, runJarvis} from '../helpers/cli.js'
 import {removeAll, startServerProcess, tempDir, TOKENS, type ServerProcess} from '../helpers/world.js'
 import {call} from '../server/helpers.js'
+import {TestApp} from '../server/oauth-helpers.js'
 import {answerHandled, holdRequests, launchBrowser, noteAnswers, screenshots, type Browser} from './browser.js'
 
 /** Polls until `probe` returns a value: an overall deadline for a step, not a timed assertion. */
@@ -428,6 +430,28 @@ describe('the dashboard', () => {
     await page.getByText("This key speaks for ci-bot, which is not one of the event log's agents").waitFor()
     await page.getByText(/decision:dashboard_stack/).first().waitFor()
     expect(await page.getByRole('button', {name: /^Forget/}).count()).toBe(0)
+    await page.close()
+  })
+
+  it('an app asks to be allowed: an agent the event log does not know (a typo) is named on the consent page, and Allow waits for one it knows', async () => {
+    const created = await runJarvis(['serve', 'token', 'create', '--agent', 'ops', '--role', 'admin', '--data', dataDir, '--json'], {env: {JARVIS_DATABASE_URL: ''}})
+    expect(created.code, created.stderr).toBe(0)
+    const app = new TestApp('ChatGPT')
+    expect(await auth(app, {serverUrl: `${server.url}/mcp`})).toBe('REDIRECT')
+    const page = await browser.newPage()
+    await page.goto(app.authorizationUrl!.href)
+    await page.getByLabel('Token').fill(envelope<{token: string}>(created).result!.token)
+    await page.getByRole('button', {name: 'Sign in'}).click()
+    await page.getByRole('heading', {name: 'Allow ChatGPT to use your shared memory?'}).waitFor()
+    const agent = page.getByLabel('It acts as the agent')
+    expect(await agent.inputValue()).toBe('chatgpt')
+    expect(await page.getByRole('button', {name: 'Allow'}).isEnabled()).toBe(true)
+    await agent.fill('chatgtp')
+    await page.getByText('chatgtp is not one of the agents that write the shared event log (claude, gemini, chatgpt, openclaw)').waitFor()
+    expect(await page.getByRole('button', {name: 'Allow'}).isDisabled()).toBe(true)
+    await agent.fill('chatgpt')
+    expect(await page.getByRole('button', {name: 'Allow'}).isEnabled()).toBe(true)
+    expect(await page.getByText('is not one of the agents').count()).toBe(0)
     await page.close()
   })
 

@@ -93,6 +93,24 @@ describe.each(BACKENDS)('on %s', (backend) => {
       expect(read.contents[0]).toMatchObject({text: expect.stringContaining('pelican')})
     })
 
+    it('lists each memory file under a URI that reads that file, as over stdio (one code for both doors); a missing one is -32002', async () => {
+      const session = await http('claude')
+      const files = {'notes/plan 2026.md': 'the REAL plan', 'notes/plan%202026.md': 'another file', 'notes/C# tips.md': 'prefer records'}
+      for (const [path, text] of Object.entries(files)) {
+        const written = await session.call('memory_write', {path, content: `${text}\n`})
+        expect(written.isError, textOf(written)).toBeFalsy()
+      }
+      const {resources} = await session.client.listResources()
+      for (const [path, text] of Object.entries(files)) {
+        const listed = resources.find((resource) => resource.name === path)
+        expect(listed, path).toBeDefined()
+        const read = await session.client.readResource({uri: listed!.uri})
+        expect(read.contents, path).toEqual([expect.objectContaining({uri: listed!.uri, text: expect.stringContaining(text)})])
+        expect(new URL(listed!.uri).href, path).toBe(listed!.uri)
+      }
+      await expect(session.client.readResource({uri: 'jarvis://memory/notes/missing.md'})).rejects.toMatchObject({code: -32002})
+    })
+
     it('serves memory_snapshot to the key of an agent outside the four (a CI job): global alone by default', async () => {
       const key = await runJarvis(['serve', 'token', 'create', '--agent', 'ci-bot', '--json', ...storageFlags(world.server)], {env: {...process.env, HOME: world.home}})
       expect(key.code, key.stderr).toBe(0)

@@ -152,6 +152,29 @@ describe('jarvis mcp (stdio)', () => {
     expect(text).toContain('memory_snapshot')
   })
 
+  it('lists each memory file under a URI that reads that file, whatever its name holds (%, #, ?, a space); a missing one is -32002', async () => {
+    const {session, tree} = await open()
+    const files = {
+      'plan 2026.md': 'the REAL plan',
+      'plan%202026.md': 'another file',
+      'notes/100% done.md': 'everything shipped',
+      'notes/C# tips.md': 'prefer records',
+      'notes/why?.md': 'because',
+    }
+    await mkdir(join(tree, '.memory', 'notes'), {recursive: true})
+    for (const [path, text] of Object.entries(files)) await writeFile(join(tree, '.memory', path), `${text}\n`)
+    const {resources} = await session.client.listResources()
+    for (const [path, text] of Object.entries(files)) {
+      const listed = resources.find((resource) => resource.name === path)
+      expect(listed, path).toBeDefined()
+      const read = await session.client.readResource({uri: listed!.uri})
+      expect(read.contents, path).toEqual([expect.objectContaining({uri: listed!.uri, text: `${text}\n`})])
+      // A URI as a client's own URL parser writes it back, the same string: nothing in it is left raw.
+      expect(new URL(listed!.uri).href, path).toBe(listed!.uri)
+    }
+    await expect(session.client.readResource({uri: 'jarvis://memory/notes/missing.md'})).rejects.toMatchObject({code: -32002, message: expect.stringContaining('no memory file .memory/notes/missing.md')})
+  })
+
   it('finds a file changed on disk after the session started (the watcher), and files, events and recall in one session', async () => {
     const {session, tree} = await open()
     const first = await session.call('memory_search', {query: 'zebrafinch'})

@@ -466,13 +466,21 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     await expect(consentWithKey(url, id, TOKENS.claude, {allow: true, agent: 'chatgpt', role: 'write'}, fetchFn)).rejects.toThrow(/403: you are signed in as claude: only chatgpt's own token or an admin key/)
     await expect(consentWithKey(url, id, keys.read, {allow: true, role: 'write'}, fetchFn)).rejects.toThrow(/403: your key can only read/)
     expect(((await (await get(`/api/oauth/authorizations/${id}`, keys.admin)).json()) as {agents: unknown}).agents).toEqual({any: true})
+    // An agent the event log does not know (a typo, or the admin key's own ops) would sign in and have every append
+    // refused: the consent is refused instead, naming the agents it can be, and the request still waits.
+    await expect(consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgtp', role: 'write'}, fetchFn)).rejects.toThrow(
+      /400: agent: chatgtp is not one of the agents that write the shared event log \(chatgpt, claude, gemini, openclaw\)/,
+    )
+    await expect(consentWithKey(url, id, keys.admin, {allow: true, role: 'read'}, fetchFn)).rejects.toThrow(/400: agent: ops is not one of the agents/)
     const back = await consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)
     await expect(consentWithKey(url, id, keys.admin, {allow: true, agent: 'chatgpt', role: 'read'}, fetchFn)).rejects.toThrow(/410: this request was answered/)
     expect(await auth(app, {serverUrl: `${url}/mcp`, authorizationCode: back.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
     const reader = await session(app)
     const write = await reader.call('memory_append', {kind: 'fact', key: 'fact:read_only', content: 'nope'})
     expect(write.isError).toBe(true)
-    expect(textOf(write)).toMatch(/read/)
+    // Told as an app is fixed: a person connects it again and allows writing; no "write key" an app could hold.
+    expect(textOf(write)).toMatch(/^ChatGPT was allowed only to read this memory \(grant grant_[0-9a-f]+\): memory_append changes it\. To let it write, connect the app again .* choose "read and write" on the consent page$/)
+    expect(textOf(write)).not.toContain('write key')
 
     // Refused: the app is sent back with access_denied, and gets nothing.
     const denied = new TestApp('ChatGPT')
@@ -483,8 +491,12 @@ describe.each(BACKENDS)('apps sign in with OAuth, on %s', (backend) => {
     // An app's own token never answers an app's request.
     const apiApp = new TestApp('Helper', 'https://helper.example.test/cb')
     expect(await auth(apiApp, {serverUrl: url, fetchFn})).toBe('REDIRECT')
-    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'ops', role: 'write'}, fetchFn)
+    const apiBack = await consentWithKey(url, await consentRequestOf(apiApp.authorizationUrl!, fetchFn), keys.admin, {allow: true, agent: 'openclaw', role: 'read'}, fetchFn)
     expect(await auth(apiApp, {serverUrl: url, authorizationCode: apiBack.searchParams.get('code')!, fetchFn})).toBe('AUTHORIZED')
+    // Allowed to read only, on the REST API too: a push is refused with the same remedy.
+    const push = await fetchFn(`${url}/api/memory/push`, {method: 'POST', headers: {authorization: `Bearer ${apiApp.accessToken}`, 'content-type': 'application/json'}, body: JSON.stringify({files: {'notes/x.md': 'x\n'}})})
+    expect(push.status).toBe(403)
+    expect(((await push.json()) as {message: string}).message).toMatch(/^Helper was allowed only to read this memory \(grant grant_[0-9a-f]+\): POST \/api\/memory\/push changes it\. To let it write, connect the app again/)
     await expect(consentWithKey(url, await ask(new TestApp('ChatGPT')), apiApp.accessToken, {allow: true}, fetchFn)).rejects.toThrow(/403: an app's token cannot answer/)
   })
 

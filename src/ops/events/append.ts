@@ -9,7 +9,7 @@ import {type AppendResponse, type MemoryEvent, memoryEventSchema, parseJsonText,
 import {appendOutbox, withTreeLock} from '../../store/index.js'
 import {assertOutboxServer, openTreeIfAny, type TreeContext} from '../context.js'
 import {readUserConfig, resolveIdentity} from '../identity.js'
-import {asSecretRefusal, checkAgent, currentRunId, type IdentityOptions, openEvents, type Warn, worthQueueing} from './common.js'
+import {asSecretRefusal, checkAgent, currentRunId, type IdentityOptions, openEvents, type Warn, withoutPart, worthQueueing} from './common.js'
 
 const debug = createDebug('jarvis:memory')
 
@@ -186,6 +186,7 @@ export async function appendMemory(options: AppendOptions): Promise<AppendResult
       } catch (error) {
         if (worthQueueing(error)) await queueEvents(tree, connected.server, events.slice(index), keys.slice(index), appended, error)
         if (error instanceof UnreachableError && typeof error.data.status === 'number' && error.data.status >= 500) unknownOutcome(error, events.slice(index), runId)
+        withoutPart(error, notWritten(events.slice(index)))
         throw withProgress(asSecretRefusal(error, `${event.dedupe_key}`), appended)
       }
       const label = events.length === 1 ? '' : `${event.dedupe_key}: `
@@ -211,6 +212,12 @@ function unknownOutcome(error: UnreachableError, unsent: MemoryEvent[], runId: s
   const keys = unsent.map((event) => event.dedupe_key).join(', ')
   error.message += `\nwhether ${unsent.length === 1 ? 'the event was' : 'these events were'} stored (${keys}) is not known: \`jarvis memory list --key ${unsent[0].dedupe_key}\` shows it; to send ${unsent.length === 1 ? 'it' : 'them'} again safely, run the same command with JARVIS_RUN_ID=${runId}`
   Object.assign(error.data, {run_id: runId})
+}
+
+/** What an append to a server without an event log did not do: nothing waits in the outbox for it. */
+function notWritten(unsent: MemoryEvent[]): string {
+  const what = unsent.length === 1 ? `the event ${unsent[0].dedupe_key} was` : `${unsent.length} events (${unsent.map((event) => event.dedupe_key).join(', ')}) were`
+  return `${what} not written, and not queued: this server would refuse ${unsent.length === 1 ? 'it' : 'them'} again. To keep ${unsent.length === 1 ? 'it' : 'them'} there, write a memory file (\`jarvis memory write\`), which \`jarvis sync\` shares`
 }
 
 /** A failure after some events were stored says which: a rerun then sends the same events and gets `duplicate`. */

@@ -5,7 +5,7 @@ import {BadInputError} from '../../errors.js'
 import type {CleanupResponse} from '../../protocol/events.js'
 import {appendAudit} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
-import {checkScopes, type IdentityOptions, openEvents, parseDuration, underTreeLock} from './common.js'
+import {checkScopes, type IdentityOptions, openEvents, parseDuration, underTreeLock, withoutPart} from './common.js'
 
 const debug = createDebug('jarvis:memory')
 
@@ -70,7 +70,9 @@ export async function cleanupMemory(options: CleanupOptions): Promise<CleanupRes
     // (12h → the server's 0-day candidates created more than 12 hours ago). Only those ids are ever approved.
     const base = {older_than_days: Math.floor(days), ...(options.scope === undefined ? {} : {scope: options.scope})}
     const cutoff = Date.now() - days * 86_400_000
-    const found = await client.cleanup({...base, dry_run: true})
+    const found = await client.cleanup({...base, dry_run: true}).catch((error: unknown) => {
+      throw withoutPart(error, 'nothing was removed: there are no events on this server to clean up')
+    })
     const candidates = found.candidates
       .map(candidateOf)
       .filter((c) => Number.isInteger(days) || (c.created_at !== undefined && Date.parse(c.created_at) < cutoff))

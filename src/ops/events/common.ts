@@ -6,6 +6,7 @@ import {z} from 'zod'
 import {BadInputError, SecretRefusedError, UnreachableError} from '../../errors.js'
 import {DURATION, parseDuration} from '../../events/duration.js'
 import {describeFindings, type SensitiveFinding} from '../../events/index.js'
+import {missingPart} from '../../protocol/client.js'
 import {EventsClient} from '../../protocol/events.js'
 import {agentIdSchema, isoDateTimeSchema, scopeSchema} from '../../schemas/index.js'
 import {withTreeLock} from '../../store/index.js'
@@ -67,6 +68,15 @@ export function worthQueueing(error: unknown): error is UnreachableError {
   if (!(error instanceof UnreachableError)) return false
   const status = error.data.status
   return status === undefined || status === 502 || status === 503 || status === 504
+}
+
+/**
+ * A server without the part of the protocol a command needs (`missingPart`: its route answered 404): the client's
+ * message, and then what the command did not do, so that no one waits for a write that will never arrive.
+ */
+export function withoutPart(error: unknown, outcome: string): unknown {
+  if (missingPart(error) !== undefined) (error as Error).message += `\n${outcome}`
+  return error
 }
 
 /**

@@ -4,7 +4,7 @@ import createDebug from 'debug'
 import type {ConsolidateResponse} from '../../protocol/events.js'
 import {appendAudit} from '../../store/index.js'
 import {openTreeIfAny} from '../context.js'
-import {openEvents, type ServerOptions, underTreeLock} from './common.js'
+import {openEvents, type ServerOptions, underTreeLock, withoutPart} from './common.js'
 
 const debug = createDebug('jarvis:memory')
 
@@ -38,7 +38,10 @@ export async function consolidateMemory(options: ConsolidateOptions): Promise<Co
     // Inside a tree the lock is taken first: a busy tree stops the command before the server changes anything,
     // so no masking or conflict goes unaudited.
     return await underTreeLock(tree, 'jarvis memory consolidate', async () => {
-      const result = consolidationResult(await client.consolidate(), identity.server)
+      const answer = await client.consolidate().catch((error: unknown) => {
+        throw withoutPart(error, 'nothing was consolidated: the janitor works on a server\'s event log')
+      })
+      const result = consolidationResult(answer, identity.server)
       if (!tree) {
         debug('not in a jarvis tree: %d conflict(s) and %d masking(s) are not written to any audit log', result.conflicts.length, result.masked.length)
         return result

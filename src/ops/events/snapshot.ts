@@ -4,6 +4,7 @@ import {z} from 'zod'
 
 import {JarvisError, UnreachableError} from '../../errors.js'
 import {RULESET_STAMP} from '../../events/index.js'
+import {missingPart} from '../../protocol/client.js'
 import {isoDateTimeSchema, parseJsonFile, type SnapshotResponse, snapshotResponseSchema} from '../../schemas/index.js'
 import {readNexusFile, writeNexusFile} from '../../store/index.js'
 import {openTreeIfAny, type TreeContext} from '../context.js'
@@ -95,7 +96,9 @@ function unreadable(error: unknown, agentId: string, scopes: string[]): unknown 
   // A refused token: its message already names what holds it and what to set.
   if (isTokenError(error)) return new UnreachableError(`the shared memory cannot be read, so nothing is shown: ${error.message}`, {...error.data, scopes}, error)
   const fix =
-    error.data.status === 403
+    missingPart(error) === 'events'
+      ? 'point --server / JARVIS_SERVER at a server with the event log, such as `jarvis serve`'
+      : error.data.status === 403
       ? `agent ${agentId} may not read every scope asked for (${scopes.join(', ')}): another agent's agent:<id> scope is private; drop it from --scopes, or check that JARVIS_TOKEN is ${agentId}'s token`
       : error.data.status === 401
         ? `set JARVIS_TOKEN to ${agentId}'s token`

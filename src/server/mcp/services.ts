@@ -6,6 +6,7 @@
  */
 import {ConflictLeftError, BadInputError, ExitCode, JarvisError, SecretRefusedError, UnreachableError} from '../../errors.js'
 import type {HostedServices} from '../../mcp/hosted.js'
+import {type AppGrant, readOnlyRefusal} from '../auth.js'
 import type {EventService, ListQuery} from '../events-service.js'
 import {HttpError} from '../http-error.js'
 import type {MemoryService} from '../service.js'
@@ -30,15 +31,12 @@ async function mapped<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A `read` key through MCP: the tools that change the memory answer what `/v1/memory/append` would, 403. */
-function readOnly(what: string): Promise<never> {
-  return Promise.reject(asJarvisError(new HttpError(403, 'forbidden', `this key can only read (role read): ${what} changes the memory; ask for a write key`)))
-}
-
-export function hostedServices(options: {agentId: string; role?: KeyRole; url?: string; events: EventService; memory: MemoryService; readOnly?: boolean}): HostedServices {
+export function hostedServices(options: {agentId: string; role?: KeyRole; app?: AppGrant; url?: string; events: EventService; memory: MemoryService; readOnly?: boolean}): HostedServices {
   const {agentId, events, memory} = options
   const services = hostedServicesFor(agentId, options.role, options.url, events, memory)
   if (!options.readOnly && options.role !== 'read') return services
+  // A `read` key or app through MCP: the tools that change the memory answer what `/v1/memory/append` would, 403.
+  const readOnly = (what: string) => Promise.reject(asJarvisError(readOnlyRefusal(what, options.app)))
   return {...services, append: () => readOnly('memory_append'), write: () => readOnly('writing a memory file'), syncTask: () => readOnly('task_complete')}
 }
 

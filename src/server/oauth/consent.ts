@@ -4,10 +4,13 @@
  *
  * - the key's own workspace;
  * - an agent identity: the key's own agent, or any agent with an `admin` key. What the app then does is that
- *   agent's, its private `agent:<id>` scope included — so only a key that may already act as that agent grants it;
+ *   agent's, its private `agent:<id>` scope included — so only a key that may already act as that agent grants it.
+ *   It is one of the event log's agents: an app's tools append events, and an agent the log does not know (a typo,
+ *   `chatgtp`) would sign in and then have every append refused — so it is refused here, where the person can fix it;
  * - a role, read or write, no more than the key's own (a read key grants read).
  */
 import {HttpError} from '../http-error.js'
+import {agentIdSchema as eventLogAgentSchema} from '../../schemas/common.js'
 import {agentIdSchema} from '../config.js'
 import type {KeyRole} from '../storage/types.js'
 import {GRANT_ROLES, type GrantRole, type OAuthAuthorization, type OAuthGrant, type OAuthStorage} from '../storage/oauth-types.js'
@@ -100,6 +103,15 @@ export class ConsentService {
     const agent = decision.agent ?? who.agentId
     const parsed = agentIdSchema.safeParse(agent)
     if (!parsed.success) throw new HttpError(400, 'bad_request', `agent: ${JSON.stringify(agent)} ${parsed.error.issues[0]?.message ?? 'is not an agent id'}`, {field: 'agent'})
+    if (!eventLogAgentSchema.safeParse(agent).success) {
+      const agents = eventLogAgentSchema.options
+      throw new HttpError(
+        400,
+        'bad_request',
+        `agent: ${agent} is not one of the agents that write the shared event log (${agents.join(', ')}): an app allowed as ${agent} could sign in, but every memory it saves would be refused; choose one of them`,
+        {field: 'agent', agents},
+      )
+    }
     if (agent !== who.agentId && who.role !== 'admin') {
       throw new HttpError(403, 'forbidden', `you are signed in as ${who.agentId}: only ${agent}'s own token or an admin key can let an app act as ${agent}`, {field: 'agent'})
     }

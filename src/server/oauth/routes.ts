@@ -142,7 +142,7 @@ export function oauthRoutes(app: FastifyInstance, oauth: OAuthServer): void {
 /** The consent page's API, in the scope of routes that need a jarvis key (app.ts): never an app's own token. */
 export function consentRoutes(scope: FastifyInstance, oauth: OAuthServer): void {
   const consenter = (request: FastifyRequest) => {
-    if (request.viaApp) throw new HttpError(403, 'forbidden', "an app's token cannot answer an app's request: sign in to the dashboard with a jarvis key")
+    if (request.grant !== null) throw new HttpError(403, 'forbidden', "an app's token cannot answer an app's request: sign in to the dashboard with a jarvis key")
     return {agentId: request.agentId, role: request.role, workspace: request.workspace.name}
   }
   scope.get<{Params: {id: string}}>('/api/oauth/authorizations/:id', async (request) => oauth.consent().view(request.params.id, consenter(request)))

@@ -19,7 +19,7 @@ export const MCP_PATH = '/mcp'
 export function mcpRoutes(app: FastifyInstance, now: () => Date): void {
   app.post(MCP_PATH, async (request, reply) => {
     const {events, memory, hosted} = request.workspace
-    const services = hostedServices({agentId: request.agentId, role: request.role, url: `${request.protocol}://${request.host}`, events, memory})
+    const services = hostedServices({agentId: request.agentId, role: request.role, app: request.grant ?? undefined, url: `${request.protocol}://${request.host}`, events, memory})
     const server = createMcpServer(new HostedBackend(services, hosted, now), {version: JARVIS_VERSION})
     const transport = new StreamableHTTPServerTransport({sessionIdGenerator: undefined, enableJsonResponse: true})
     reply.hijack()

@@ -2,15 +2,21 @@
  * An app (ChatGPT, Claude, …) asks to use the shared memory: the person, signed in with a jarvis key, sees which app
  * and where it will be sent back, and grants one agent identity, the key's workspace and a role — or refuses. Either
  * way the browser then goes back to the app. The server decides what the key may grant (server/oauth/consent.ts);
- * the page only offers that.
+ * the page only offers that: an agent the event log does not know (a typo) is named as such before Allow, which it
+ * disables, as the server would refuse it.
  */
 import {useEffect, useState} from 'preact/hooks'
 
-import {api, messageOf} from '../api.js'
+import {AGENT_IDS, api, messageOf, writesEvents} from '../api.js'
 import {Notice} from '../ui.js'
 import type {ConsentOutcome, ConsentView} from '../../../../src/server/oauth/consent-wire.js'
 
 const RESOURCE_TEXT = {mcp: 'the memory tools (MCP)', api: 'the REST API'} as const
+
+/** Why an app cannot be allowed as `agent`, as the server says it: an agent outside the event log's. */
+function unknownAgent(agent: string): string {
+  return `${agent} is not one of the agents that write the shared event log (${AGENT_IDS.join(', ')}): an app allowed as ${agent} could sign in, but every memory it saves would be refused.`
+}
 
 export function ConsentPage({id}: {id: string}) {
   const [view, setView] = useState<ConsentView | null>(null)
@@ -53,6 +59,8 @@ export function ConsentPage({id}: {id: string}) {
     )
   }
   const fixedAgent = 'only' in view.agents ? view.agents.only : null
+  const chosen = fixedAgent ?? agent.trim()
+  const refusedAgent = chosen !== '' && !writesEvents(chosen)
   return (
     <form
       class="signin consent"
@@ -73,14 +81,24 @@ export function ConsentPage({id}: {id: string}) {
       {fixedAgent === null ? (
         <>
           <label for="consent-agent">It acts as the agent</label>
-          <input id="consent-agent" name="agent" required value={agent} onInput={(e) => setAgent(e.currentTarget.value)} />
+          <input id="consent-agent" name="agent" list="consent-agents" required value={agent} onInput={(e) => setAgent(e.currentTarget.value)} />
+          <datalist id="consent-agents">
+            {AGENT_IDS.map((id) => (
+              <option key={id} value={id} />
+            ))}
+          </datalist>
+          {refusedAgent ? <Notice tone="error">{unknownAgent(chosen)} Choose one of them.</Notice> : null}
         </>
       ) : (
         <>
           <p>
             It acts as the agent <strong class="agent-name">{fixedAgent}</strong> (the agent of the token you signed in with).
           </p>
-          {view.suggestedAgent !== fixedAgent ? (
+          {refusedAgent ? (
+            <Notice tone="error">
+              {unknownAgent(fixedAgent)} Sign out and sign in with the token of one of them, or with an admin key.
+            </Notice>
+          ) : view.suggestedAgent !== fixedAgent ? (
             <Notice tone="info">
               This app is usually the agent <strong>{view.suggestedAgent}</strong>: to let it act as {view.suggestedAgent}, sign out and sign in with {view.suggestedAgent}
               's token or an admin key.
@@ -107,7 +125,7 @@ export function ConsentPage({id}: {id: string}) {
         <button type="button" disabled={busy} onClick={() => void answer(false)}>
           Deny
         </button>
-        <button type="submit" disabled={busy || agent.trim() === ''}>
+        <button type="submit" disabled={busy || agent.trim() === '' || refusedAgent}>
           Allow
         </button>
       </div>
