@@ -47,6 +47,8 @@ export interface SessionContextInput {
   pinnedMd: string
   recent: StoredMemoryEvent[]
   files: ContextFile[]
+  /** The tree's project: its files are listed with the workspace's, another project's never (context.ts startFiles). */
+  project?: string
 }
 
 /** How many recent events the session-start context lists at most (before the budget). */
@@ -66,7 +68,7 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
     {lines: pinned, isHeading: isMarkdownHeading},
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
-    ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
+    ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read them with memory_read or \`jarvis memory read <path>\`)`, ...files], heading: 1}] : []),
   ]
 }
 

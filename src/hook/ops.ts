@@ -136,13 +136,15 @@ async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (rea
   const typed = stripInjected(hook.prompt ?? '')
   if (typed.trim() === '') return ''
   // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
-  const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
+  const [{checkConfigOnce, treeProject}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
+  // Another project's files are not this session's (relevance.ts ofAnotherProject).
+  const project = treeProject(root)
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})
+  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed, ...(project === undefined ? {} : {project})})
   // Nobody answered: in a large tree a watch is started for the prompts to come (warm/demand.ts).
   if (warm === undefined) await (await import('../warm/demand.js')).startWatcherIfNobody(root).catch(() => {})
-  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
+  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed, project}))
   // Noted for the session's episode: the notes it was given are what its answers repeat (shown.ts).
   if (hook.sessionId && recall.files.length > 0) {
     const {noteShown} = await import('./shown.js')

@@ -10,6 +10,7 @@ import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {pendingBackgroundSyncs} from '../../src/hook/background-sync.js'
+import {digestOf, recordEpisode} from '../../src/hook/episode.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {withTreeLock} from '../../src/store/index.js'
 import {closedPort, fakeGithubToken} from '../cli/memory-helpers.js'
@@ -314,6 +315,33 @@ describe('jarvis hook: recording the session', () => {
     } finally {
       await way.close()
     }
+  })
+})
+
+describe('jarvis hook: a workspace of several projects', () => {
+  it("a blog session is shown the workspace's files and its own, never shop's: not at its start, not at a prompt", async () => {
+    const p = await project({autoSync: false, project: 'blog'})
+    const env = hookEnv(home, 'claude')
+    const session = (sessionId: string, project: string, text: string) =>
+      recordEpisode(p.root, {agent: 'claude', agentId: 'claude', sessionId, adds: true, digest: digestOf([{kind: 'answer', text}]), now: new Date(), lockTimeoutMs: 1000, project})
+    // What every tree of the workspace syncs: shop's session and notes (one matching the name "blog"), blog's session.
+    await session('shop-1', 'shop', 'We decided to log every failed delivery to Sentry.')
+    await session('blog-1', 'blog', 'We decided to build the blog with Astro.')
+    await writeMemory(p, 'notes/deliveries.md', '---\ntitle: Failed deliveries\nproject: shop\n---\nEvery failed delivery is logged to Sentry with the order id.\n')
+    await writeMemory(p, 'notes/shop-blog-links.md', '---\ntitle: Shop links to the blog\nproject: shop\n---\nEvery order page of the shop links to the blog.\n')
+
+    const start = await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'b1'}, {cwd: p.root, env})
+    const context = contextOf('claude', start.stdout, 'SessionStart')
+    expect(context).toContain('## Memory files of the workspace and of project blog (')
+    expect(context).toContain('- PROJECT_MEMORY.md — The demo shop')
+    expect(context).toMatch(/^- episodes\/\S+\/claude-blog-1\.md — /m)
+    expect(context).not.toContain('shop-1')
+    expect(context).not.toContain('shop-blog-links')
+    expect(context).not.toContain('Sentry')
+
+    const prompt = await runHook('prompt', 'claude', {...inputs.claude(p.root, 'UserPromptSubmit', {prompt: 'Where is a failed delivery logged, Sentry?'}), session_id: 'b1'}, {cwd: p.root, env})
+    expect(prompt).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect(await hooksLog(p.root)).toBe('')
   })
 })
 

@@ -8,8 +8,9 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {readPromptRecall} from '../../src/hook/context.js'
-import {answeringLines, containsTerm, coveragePoints, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {answeringLines, containsTerm, coveragePoints, ofAnotherProject, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
 import {MAX_QUERY_TERMS} from '../../src/ops/recall-rules.js'
+import {toSearchDocument} from '../../src/search/document.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {QUERIES, writeCorpus} from '../search/corpus.js'
@@ -99,6 +100,44 @@ describe('what the recall block says of a file: the line that answers the prompt
     // A session's episode: its own decision, not the header made from it nor a line that restates the prompt.
     const episode = '# Episode: Claude Code session s1: Staging deploys\nDate: 2026-09-01\nTopic: staging deploys\n\nSummary:\n## Decided\n- We moved the staging deploy to 18:00 UTC.\n\n## Learned\nWhen does the staging deploy run?\n'
     expect(answeringLines({path: 'episodes/2026-09-01/claude-s1.md', body: episode}, ['staging', 'deploy', 'run'])).toBe('We moved the staging deploy to 18:00 UTC.')
+  })
+})
+
+describe("another project's files", () => {
+  let root: string
+  beforeAll(async () => {
+    root = (await initTree(await tempDir('jarvis-projects-'), {})).root
+    const files = {
+      // Pulled from the shop tree of the workspace: a session's episode and a note, both marked as shop's.
+      'episodes/2026-12-07/claude-s1.md': '---\ntitle: Claude Code session s1\ntags: [session, claude]\ndate: 2026-12-07\nproject: shop\nkind: episode\n---\n# Episode: Claude Code session s1\n\nSummary:\n## Decided\n- We decided to log every failed delivery to Sentry.\n',
+      'notes/deliveries.md': '---\ntitle: Failed deliveries\nproject: "shop"\n---\nEvery failed delivery is logged to Sentry with the order id.\n',
+      // The workspace's: no project named.
+      'notes/sentry.md': '---\ntitle: Sentry\n---\nSentry is the error tracker of every project; a failed delivery or job is logged there with its id.\n',
+    }
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(join(root, '.memory', path, '..'), {recursive: true})
+      await writeFile(join(root, '.memory', path), text)
+    }
+  })
+  afterAll(async () => removeAll([root]))
+
+  it('a file is another project\'s when its front matter names a project and the tree has another', () => {
+    expect(toSearchDocument('notes/a.md', '---\ntitle: A\nproject: shop # the webshop\n---\nbody\n').project).toBe('shop')
+    expect(toSearchDocument('notes/a.md', "---\nproject: 'shop'\n---\nbody\n").project).toBe('shop')
+    expect(toSearchDocument('notes/a.md', '---\ntitle: A\nmeta:\n  project: shop\n---\nproject: shop\n').project).toBeUndefined()
+    expect(toSearchDocument('PROJECT_MEMORY.md', '# Memory\n\nproject: shop\n').project).toBeUndefined()
+    expect(ofAnotherProject('shop', 'blog')).toBe(true)
+    expect(ofAnotherProject('blog', 'blog')).toBe(false)
+    expect(ofAnotherProject(undefined, 'blog')).toBe(false)
+    expect(ofAnotherProject('shop', undefined)).toBe(false)
+  })
+
+  it("a prompt of the blog gets the workspace's note, never shop's episode or note", async () => {
+    const prompt = 'Where is a failed delivery logged, Sentry?'
+    expect((await readPromptRecall({root, prompt, project: 'blog'})).files).toEqual(['notes/sentry.md'])
+    // shop's own sessions are given them; a tree without a project, every file.
+    expect((await readPromptRecall({root, prompt, project: 'shop'})).files).toEqual(expect.arrayContaining(['notes/deliveries.md', 'notes/sentry.md']))
+    expect((await readPromptRecall({root, prompt})).files).toEqual(expect.arrayContaining(['notes/deliveries.md', 'notes/sentry.md']))
   })
 })
 
