@@ -10,7 +10,7 @@ import type {SearchHit} from '../search/index.js'
 import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
-import {type ContextFile, omittedNote, recallBlock, sessionContextSections, sessionEventTexts} from './format.js'
+import {type ContextFile, contextFileLine, omittedNote, recallBlock, sessionContextSections, sessionEventTexts} from './format.js'
 import {answeringLines, ofAnotherProject, queryTerms, relevantFiles} from './relevance.js'
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {recallBlockPaths, stripInjected} from '../session/injected.js'
@@ -39,6 +39,7 @@ export interface SessionContextOptions {
 export interface SessionContext extends FittedText {
   server?: string
   snapshotId: string
+  /** The memory files the context lists (those the budget kept). */
   files: string[]
   /** The texts of the shared events the context shows (those the budget kept). */
   events: string[]
@@ -78,7 +79,9 @@ export async function readSessionContext(options: SessionContextOptions): Promis
     project: options.project,
   }
   const fitted = fitToBudget(sessionContextSections(input), options.maxTokens, omittedNote(options.maxTokens))
-  return {...fitted, server: answer.server, snapshotId: answer.snapshot_id, files: chosen.map((f) => f.path), events: sessionEventTexts(input, fitted.text)}
+  const lines = new Set(fitted.text.split('\n'))
+  const listed = chosen.filter((f) => lines.has(contextFileLine(f))).map((f) => f.path)
+  return {...fitted, server: answer.server, snapshotId: answer.snapshot_id, files: listed, events: sessionEventTexts(input, fitted.text)}
 }
 
 /**

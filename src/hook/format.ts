@@ -62,7 +62,7 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
   ]
   const pinned = pinnedLines(input.pinnedMd)
   const recent = recentEvents(input.recent, pinnedKeysOf(pinned)).map((e) => e.line)
-  const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
+  const files = input.files.map(contextFileLine)
   return [
     {lines: header},
     // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
@@ -70,6 +70,11 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
     ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read them with memory_read or \`jarvis memory read <path>\`)`, ...files], heading: 1}] : []),
   ]
+}
+
+/** A memory file's line in the session context: `- path — one-line summary`. */
+export function contextFileLine(file: ContextFile): string {
+  return `- ${file.path}${file.summary ? ` — ${oneLine(file.summary, 160)}` : ''}`
 }
 
 /** A Markdown heading line (`# …` to `###### …`). */

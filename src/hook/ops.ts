@@ -109,9 +109,11 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
     const {readSessionContext} = await import('./context.js')
     const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now})
     // Noted for the session's episode: a decision that only restates what the session was told is no news (shown.ts).
-    if (hook.sessionId && context.events.length > 0) {
-      const {noteShownEvents} = await import('./shown.js')
-      await noteShownEvents(root, agentIdOf(agent), hook.sessionId, context.events).catch((error: unknown) => log(`the events shown to the session were not noted: ${describe(error)}`))
+    if (hook.sessionId && (context.events.length > 0 || context.files.length > 0)) {
+      const {noteSessionStart} = await import('./shown.js')
+      await noteSessionStart(root, agentIdOf(agent), hook.sessionId, {events: context.events, listed: context.files}).catch((error: unknown) =>
+        log(`what the session start showed was not noted: ${describe(error)}`),
+      )
     }
     return formatAnswer(agent, 'session-start', context.text, hook.hookEventName)
   } catch (error) {
@@ -169,7 +171,7 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryFilesUsed, memoryTexts, recordEpisode, withoutEchoes}, {forgetShown, readShown}] = await Promise.all([
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryFilesUsed, memoryTexts, recordEpisode, withoutEchoes}, {forgetShown, readListed, readShown}] = await Promise.all([
     import('./transcript.js'),
     import('./episode.js'),
     import('./shown.js'),
@@ -192,9 +194,10 @@ async function record(
   const cwd = items.cwd ?? hook.cwd ?? root
   const memory = memoryDir(root)
   const shown = await readShown(root, agentIdOf(agent), sessionId)
-  // What the session was told — the memory files it was given or read, the shared events its start showed — it only
-  // repeats when it says it again.
-  const told = [...(await memoryTexts(root, memoryFilesUsed(all, cwd, shown, memory))), ...(await eventsShown(root, agentIdOf(agent), sessionId))]
+  // What the session was told — the memory files it was given, read or listed at its start, the shared events its start
+  // showed — it only repeats when it says it again.
+  const used = memoryFilesUsed(all, cwd, [...shown, ...(await readListed(root, agentIdOf(agent), sessionId))], memory)
+  const told = [...(await memoryTexts(root, used)), ...(await eventsShown(root, agentIdOf(agent), sessionId))]
   const digest = withoutEchoes(digestOf(all, cwd, shown, memory), told)
   if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet

@@ -276,6 +276,26 @@ describe('jarvis hook: recording the session', () => {
     expect(await hooksLog(p.root)).toBe('')
   })
 
+  it('a session shown a decision in an episode its start listed does not record it again: one copy, not one per session', async () => {
+    const p = await project({autoSync: false, project: 'shop'})
+    const env = hookEnv(home, 'claude')
+    const decision = 'We decided to log every failed delivery to Sentry.'
+    const hook = (event: string, session: string, name: string) =>
+      runHook(event, 'claude', {...inputs.claude(p.root, name, {source: 'startup', last_assistant_message: decision}), session_id: session, transcript_path: undefined}, {cwd: p.root, env})
+    await hook('stop', 'echo-1', 'Stop')
+    for (const session of ['echo-2', 'echo-3']) {
+      const start = await hook('session-start', session, 'SessionStart')
+      expect(contextOf('claude', start.stdout, 'SessionStart')).toMatch(/^- episodes\/\S+\/claude-echo-1\.md — .*We decided to log every failed delivery to Sentry\./m)
+      expect(await hook('stop', session, 'Stop')).toMatchObject({code: 0, stdout: '', stderr: ''})
+    }
+    const today = new Date().toISOString().slice(0, 10)
+    expect(await readFile(join(p.memory, `episodes/${today}/claude-echo-1.md`), 'utf8')).toContain(`## Decided\n- ${decision}`)
+    for (const session of ['echo-2', 'echo-3']) expect(existsSync(join(p.memory, `episodes/${today}/claude-${session}.md`))).toBe(false)
+    // Noted as listed, not as given: an episode of the session would not name it under ## Memory used.
+    expect(JSON.parse(await readFile(join(p.root, '.nexus', 'hook-sessions', 'claude-echo-2.json'), 'utf8'))).toMatchObject({files: [], listed: expect.arrayContaining([`episodes/${today}/claude-echo-1.md`])})
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
   it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
     const p = await project({autoSync: false})
     const env = hookEnv(home, 'claude')
