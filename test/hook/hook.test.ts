@@ -338,6 +338,18 @@ describe('jarvis hook: recording the session', () => {
   })
 })
 
+describe('jarvis hook: the prompt hook', () => {
+  it('a question typed after a pasted log gets its memory file, as one typed before the log does', async () => {
+    const p = await project()
+    const env = hookEnv(home, 'claude')
+    const log = Array.from({length: 40}, (_, i) => `GET /api/cart${i + 1} 200 12ms req-${i + 1}`).join(' ')
+    for (const typed of [`${log} Which pgbouncer pooling mode do we run?`, `Which pgbouncer pooling mode do we run? ${log}`]) {
+      const run = await runHook('prompt', 'claude', inputs.claude(p.root, 'UserPromptSubmit', {prompt: typed}), {cwd: p.root, env})
+      expect(contextOf('claude', run.stdout, 'UserPromptSubmit')).toContain('- decisions/postgres/pgbouncer-pooling.md')
+    }
+  })
+})
+
 describe('jarvis hook: a workspace of several projects', () => {
   it("a blog session is shown the workspace's files and its own, never shop's: not at its start, not at a prompt", async () => {
     const p = await project({autoSync: false, project: 'blog'})

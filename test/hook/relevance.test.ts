@@ -32,6 +32,22 @@ describe('the relevance rule', () => {
     expect(containsTerm('本番環境へのデプロイが失敗した', '原因')).toBe(false)
   })
 
+  it('of a prompt with a log pasted in, weighs the words at its two ends: the question after the log, or before it', () => {
+    const log = Array.from({length: 40}, (_, i) => `GET /api/cart${i + 1} 200 12ms req-${i + 1}`).join(' ')
+    const question = 'How are the Stripe webhooks verified?'
+    for (const prompt of [`${log} ${question}`, `${question}\n${log}`, `Why does this fail?\n${log}\n${question}`]) {
+      const terms = queryTerms(prompt)
+      expect(terms).toHaveLength(MAX_QUERY_TERMS)
+      expect(terms).toEqual(expect.arrayContaining(['stripe', 'webhooks', 'verified']))
+      // In the prompt's order, each once.
+      expect(terms).toEqual(promptTerms(prompt).filter((term) => terms.includes(term)))
+    }
+    expect(queryTerms(`${log} ${question}`)).toContain('cart40')
+    expect(queryTerms(`${log} ${question}`)).not.toContain('cart20')
+    // A prompt of at most MAX_QUERY_TERMS terms is weighed whole.
+    expect(queryTerms(question)).toEqual(promptTerms(question))
+  })
+
   it('matches whole words with a plural or verb ending, nothing else', () => {
     expect(containsTerm('Run pgbouncers in transaction mode', 'pgbouncer')).toBe(true)
     expect(containsTerm('the repgbouncer tool', 'pgbouncer')).toBe(false)
@@ -160,11 +176,13 @@ describe('the threshold over the real search (220 memory files)', () => {
     }
   })
 
-  it('a question with a long log pasted after it: the file of the question, weighed by the first words only', async () => {
+  it('a question with a long log pasted after it, or before it: the file of the question, weighed by the words at the ends', async () => {
     const {query, expected} = QUERIES[0]
     const log = Array.from({length: 4000}, (_, i) => `frame${i}`).join(' ')
-    const recall = await readPromptRecall({root, prompt: `Can you look into ${query}? Here is the log:\n${log}`})
-    expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+    const after = await readPromptRecall({root, prompt: `Can you look into ${query}? Here is the log:\n${log}`})
+    expect(after.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+    const before = await readPromptRecall({root, prompt: `${log}\nCan you look into ${query}?`})
+    expect(before.files.filter((f) => expected.includes(f)), query).not.toEqual([])
     // The rules weigh as many words as the search is asked for: each costs a test of every line of every candidate.
     expect(queryTerms(`${query} ${log}`)).toHaveLength(MAX_QUERY_TERMS)
   })
