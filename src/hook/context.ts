@@ -2,6 +2,7 @@
  * What the session-start and prompt hooks read: the server's snapshot (pinned memory, recent events of the
  * agent's scopes) and the tree's memory files. Modules are loaded only when an event uses them.
  */
+import {createHash} from 'node:crypto'
 import {lstat, readdir} from 'node:fs/promises'
 import {basename} from 'node:path'
 
@@ -10,7 +11,7 @@ import type {SearchHit} from '../search/index.js'
 import {isIgnoredMemoryPath} from '../store/paths.js'
 import {memoryFilePath, readMemoryFile} from '../store/tree.js'
 import {fitToBudget, type FittedText} from './budget.js'
-import {type ContextFile, contextFileLine, omittedNote, recallBlock, sessionContextSections, sessionEventTexts} from './format.js'
+import {type ContextFile, contextFileLine, omittedNote, recallBlock, sessionContextSections, type SessionContextInput, sessionEventTexts, unchangedContextLine} from './format.js'
 import {answeringLines, ofAnotherProject, queryTerms, relevantFiles} from './relevance.js'
 // The module itself, not the session barrel: the prompt hook loads no session reader.
 import {recallBlockPaths, stripInjected} from '../session/injected.js'
@@ -34,6 +35,10 @@ export interface SessionContextOptions {
   maxTokens: number
   lockTimeoutMs: number
   now: Date
+  /** The conversation already holds earlier contexts (resumed, forked, compacted): the header says this one replaces them. */
+  replaces?: boolean
+  /** The session the context is for: its own episode is not listed. */
+  sessionId?: string
 }
 
 export interface SessionContext extends FittedText {
@@ -43,6 +48,10 @@ export interface SessionContext extends FittedText {
   files: string[]
   /** The texts of the shared events the context shows (those the budget kept). */
   events: string[]
+  /** Its memory state (contextState), in its header. */
+  state: string
+  /** The line to give instead, to a conversation that holds a context of this state (format.ts unchangedContextLine). */
+  unchanged: string
 }
 
 async function withDeadline<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
@@ -66,7 +75,7 @@ export async function readSessionContext(options: SessionContextOptions): Promis
   const [{readSnapshot}, {withTreeLockToRead}] = await Promise.all([import('../ops/events/snapshot.js'), import('../store/lock.js')])
   const snapshot = withDeadline(readSnapshot({dir: options.root, agent: options.agentId, limitRecent: 20}), SNAPSHOT_DEADLINE_MS, () => `the server did not answer within ${SNAPSHOT_DEADLINE_MS / 1000} s`)
   // The local files are read under the tree lock: a sync that is merging them right now is waited for.
-  const files = withTreeLockToRead(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options.root, options.project, options.cwd, options.now))
+  const files = withTreeLockToRead(options.root, {timeoutMs: options.lockTimeoutMs, command: 'jarvis hook session-start'}, () => startFiles(options))
   const [answer, chosen] = await Promise.all([snapshot, files])
   const input = {
     agentId: options.agentId,
@@ -78,24 +87,47 @@ export async function readSessionContext(options: SessionContextOptions): Promis
     files: chosen,
     project: options.project,
   }
-  const fitted = fitToBudget(sessionContextSections(input), options.maxTokens, omittedNote(options.maxTokens))
+  const state = contextState(input, options.maxTokens)
+  const fitted = fitToBudget(sessionContextSections({...input, state, replaces: options.replaces}), options.maxTokens, omittedNote(options.maxTokens))
   const lines = new Set(fitted.text.split('\n'))
   const listed = chosen.filter((f) => lines.has(contextFileLine(f))).map((f) => f.path)
-  return {...fitted, server: answer.server, snapshotId: answer.snapshot_id, files: listed, events: sessionEventTexts(input, fitted.text)}
+  return {
+    ...fitted,
+    server: answer.server,
+    snapshotId: answer.snapshot_id,
+    files: listed,
+    events: sessionEventTexts(input, fitted.text),
+    state,
+    unchanged: unchangedContextLine({...input, state}),
+  }
+}
+
+/**
+ * The memory state of a session context: a hash of what it says — who reads, from where, its scopes and budget, and
+ * every line but the header's (which holds the time it was read). Two contexts of one state say the same.
+ */
+export function contextState(input: SessionContextInput, maxTokens: number): string {
+  const body = sessionContextSections(input)
+    .slice(1)
+    .map((section) => section.lines)
+  return createHash('sha256').update(JSON.stringify({agent: input.agentId, server: input.server, scopes: input.scopes, maxTokens, body})).digest('hex').slice(0, 12)
 }
 
 /**
  * The memory files a session starts with: the project memory (`PROJECT_MEMORY.md`, `projects/<project>/summary.md`),
  * the files that best match the project's name and directory, and the newest episodes — none whose front matter
- * names another project of the workspace (ofAnotherProject).
+ * names another project of the workspace (ofAnotherProject), nor the session's own episode (a resumed session holds
+ * what it says, and its context stays the same while only that episode changed).
  */
-async function startFiles(root: string, project: string | undefined, cwd: string | undefined, now: Date): Promise<ContextFile[]> {
-  const {searchMemory} = await import('../search/index.js')
-  const {summaryOf, toSearchDocument} = await import('../search/document.js')
+async function startFiles(options: Pick<SessionContextOptions, 'root' | 'project' | 'cwd' | 'now' | 'agentId' | 'sessionId'>): Promise<ContextFile[]> {
+  const {root, project, cwd, now} = options
+  const [{searchMemory}, {summaryOf, toSearchDocument}, {sessionSlug}] = await Promise.all([import('../search/index.js'), import('../search/document.js'), import('./shown.js')])
+  const own = options.sessionId === undefined ? undefined : `${sessionSlug(options.agentId, options.sessionId)}.md`
+  const isOwnEpisode = (path: string) => own !== undefined && path.startsWith('episodes/') && path.endsWith(`/${own}`)
   const chosen: ContextFile[] = []
-  /** Lists the file unless it is listed, another project's, or one too many; true when it was added. */
+  /** Lists the file unless it is listed, the session's own episode, another project's, or one too many; true when it was added. */
   const add = async (path: string) => {
-    if (chosen.length >= CONTEXT_FILES_MAX || chosen.some((f) => f.path === path)) return false
+    if (chosen.length >= CONTEXT_FILES_MAX || chosen.some((f) => f.path === path) || isOwnEpisode(path)) return false
     const text = await readMemoryFile(root, path)
     if (text === null) return false
     const doc = toSearchDocument(path, text)
@@ -112,7 +144,7 @@ async function startFiles(root: string, project: string | undefined, cwd: string
   let matches = 0
   for (const hit of hits) if (matches < PROJECT_MATCHES && (await add(hit.path))) matches++
   // The newest episodes (of the last two weeks) say what happened lately: this project's, and those of no project.
-  const ours = (path: string, text: string) => !ofAnotherProject(toSearchDocument(path, text).project, project)
+  const ours = (path: string, text: string) => !isOwnEpisode(path) && !ofAnotherProject(toSearchDocument(path, text).project, project)
   for (const path of await newestEpisodes(root, now, NEWEST_EPISODES, ours)) await add(path)
   return chosen
 }

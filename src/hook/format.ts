@@ -11,6 +11,8 @@
  */
 import type {StoredMemoryEvent} from '../schemas/index.js'
 import {shorten} from '../schemas/shorten.js'
+// The module itself, not the session barrel: the prompt hook loads no session reader.
+import {SESSION_CONTEXT_HEAD} from '../session/injected.js'
 import type {BudgetSection} from './budget.js'
 import {answerEventName, type HookAgent} from './events.js'
 
@@ -49,6 +51,10 @@ export interface SessionContextInput {
   files: ContextFile[]
   /** The tree's project: its files are listed with the workspace's, another project's never (context.ts startFiles). */
   project?: string
+  /** What the memory shown says, as a short hash (context.ts contextState): the same for the same memory, whenever read. */
+  state?: string
+  /** The conversation already holds earlier contexts (a resumed, forked or compacted session): this one replaces them. */
+  replaces?: boolean
 }
 
 /** How many recent events the session-start context lists at most (before the budget). */
@@ -57,7 +63,8 @@ export const CONTEXT_RECENT_MAX = 15
 /** The session-start context as budget sections, most important first: header, pinned memory, recent events, files. */
 export function sessionContextSections(input: SessionContextInput): BudgetSection[] {
   const header = [
-    `[JARVIS SHARED MEMORY] What the agents of this project share, read for ${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}).`,
+    `${SESSION_CONTEXT_HEAD} What the agents of this project share, read for ${readFor(input)}.`,
+    ...(input.replaces ? [`It replaces the earlier ${SESSION_CONTEXT_HEAD} blocks of this conversation: where they differ, this one is current.`] : []),
     'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall <query>`).',
   ]
   const pinned = pinnedLines(input.pinnedMd)
@@ -70,6 +77,19 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
     ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read them with memory_read or \`jarvis memory read <path>\`)`, ...files], heading: 1}] : []),
   ]
+}
+
+/** Whom, when, where from and what: `claude at <time> from <server> (scopes: …; memory state <state>)`. */
+function readFor(input: Pick<SessionContextInput, 'agentId' | 'at' | 'server' | 'scopes' | 'state'>): string {
+  return `${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}${input.state ? `; memory state ${input.state}` : ''})`
+}
+
+/**
+ * What a resumed session gets instead of the context when its conversation already holds the context of the same
+ * memory state (resume.ts): one line, that the block it has is still current.
+ */
+export function unchangedContextLine(input: Pick<SessionContextInput, 'agentId' | 'at' | 'server' | 'scopes'> & {state: string}): string {
+  return `${SESSION_CONTEXT_HEAD} Read again for ${readFor(input)}: unchanged since the ${SESSION_CONTEXT_HEAD} block of this conversation with memory state ${input.state}, which is still current; where an earlier block differs from it, it is not.`
 }
 
 /** A memory file's line in the session context: `- path — one-line summary`. */

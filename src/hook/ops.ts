@@ -3,7 +3,8 @@
  * agent's stdin as text and returns what to print; it never throws and never asks for a non-zero exit.
  *
  * - session-start: pinned memory, recent events of the agent's scopes and the most relevant memory files, cut
- *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why.
+ *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why. A resumed
+ *   conversation that holds the context of the same memory state gets one line saying so (resume.ts).
  * - prompt: the recall for the prompt typed (the context an agent put around it taken out), only hits that pass
  *   the relevance threshold; nothing at all otherwise. The files shown are noted for the session (shown.ts).
  * - pre-compact, stop, session-end: what the session decided, changed and learned recorded as an episode
@@ -106,8 +107,11 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
   const maxTokens = Math.max(MIN_MAX_TOKENS, input.maxTokens ?? DEFAULT_MAX_TOKENS)
   try {
     const config = await treeSettings(root)
-    const {readSessionContext} = await import('./context.js')
-    const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now})
+    const [{readSessionContext}, {continuesConversation, keepsContextOnResume, readLastContextState}] = await Promise.all([import('./context.js'), import('./resume.js')])
+    // A resumed, forked or compacted conversation holds earlier contexts (or a summary of them): this one replaces them.
+    const continues = continuesConversation(hook.source)
+    const replaces = continues || hook.source === 'compact'
+    const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now, replaces, sessionId: hook.sessionId})
     // Noted for the session's episode: a decision that only restates what the session was told is no news (shown.ts).
     if (hook.sessionId && (context.events.length > 0 || context.files.length > 0)) {
       const {noteSessionStart} = await import('./shown.js')
@@ -115,7 +119,9 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
         log(`what the session start showed was not noted: ${describe(error)}`),
       )
     }
-    return formatAnswer(agent, 'session-start', context.text, hook.hookEventName)
+    // A resumed conversation that holds the context of this very memory state gets one line, not the same block again.
+    const holds = continues && keepsContextOnResume(agent) && hook.transcriptPath !== undefined && (await readLastContextState(hook.transcriptPath)) === context.state
+    return formatAnswer(agent, 'session-start', holds ? context.unchanged : context.text, hook.hookEventName)
   } catch (error) {
     const reason = describe(error)
     await log(`the shared memory could not be read: ${reason}`)

@@ -338,6 +338,65 @@ describe('jarvis hook: recording the session', () => {
   })
 })
 
+describe('jarvis hook: a resumed session', () => {
+  /** The transcript of a conversation that was given `context` at its start, as each agent records it (fixtures/hook-context/). */
+  async function transcriptHolding(agent: 'claude' | 'codex' | 'gemini', root: string, context: string, after: unknown[] = []): Promise<string> {
+    const turn = [{prompt: 'Which Postgres do we run?', answer: 'Postgres 16, as pinned.'}]
+    const base = agent === 'claude' ? claudeTranscript('r1', root, turn) : agent === 'codex' ? codexRollout('r1', root, turn) : geminiTranscript('r1', turn)
+    const given =
+      agent === 'claude'
+        ? {type: 'attachment', attachment: {type: 'hook_additional_context', content: [context], hookName: 'SessionStart', hookEvent: 'SessionStart'}, uuid: 'a1', parentUuid: null, sessionId: 'r1'}
+        : agent === 'codex'
+          ? {timestamp: '2026-09-01T09:00:00.500Z', type: 'response_item', payload: {type: 'message', role: 'developer', content: [{type: 'input_text', text: context}]}}
+          : {id: 'g0', timestamp: '2026-09-01T09:00:00.500Z', type: 'user', content: [{text: `<hook_context>${context}</hook_context>\n\nWhich Postgres do we run?`}]}
+    const [first, ...rest] = base.trimEnd().split('\n')
+    const path = join(root, '..', `${agent}-${Math.random().toString(36).slice(2)}.jsonl`)
+    dirs.push(path)
+    await writeFile(path, [first, JSON.stringify(given), ...rest, ...after.map((line) => JSON.stringify(line))].join('\n') + '\n')
+    return path
+  }
+
+  it.each(['claude', 'codex'] as const)('%s: one line when the memory is as the context the conversation holds; the whole context, saying it replaces the earlier ones, once it changed', async (agent) => {
+    const p = await project({autoSync: false, project: `resume-${agent}`})
+    const env = hookEnv(home, AGENT_ID[agent])
+    const start = (source: string, transcript?: string) =>
+      runHook('session-start', agent, {...inputs[agent](p.root, 'SessionStart', {source}), session_id: 'r1', transcript_path: transcript ?? null}, {cwd: p.root, env})
+    const first = contextOf(agent, (await start('startup')).stdout, 'SessionStart')
+    const state = /memory state ([0-9a-f]{12})\)/.exec(first)?.[1]
+    expect(state).toMatch(/^[0-9a-f]{12}$/)
+    expect(first).not.toContain('It replaces the earlier')
+
+    // The session went on and recorded its episode: not listed to it, it is what the conversation says.
+    const stop = await runHook('stop', agent, {...inputs[agent](p.root, 'Stop', {last_assistant_message: 'We decided to keep Postgres 16 for the reports.'}), session_id: 'r1', transcript_path: null}, {cwd: p.root, env})
+    expect(stop).toMatchObject({code: 0, stdout: ''})
+    const transcript = await transcriptHolding(agent, p.root, first)
+    const resumed = contextOf(agent, (await start('resume', transcript)).stdout, 'SessionStart')
+    expect(resumed.split('\n')).toHaveLength(1)
+    expect(resumed).toMatch(new RegExp(`^\\[JARVIS SHARED MEMORY\\] Read again for ${AGENT_ID[agent]} at .*: unchanged since the \\[JARVIS SHARED MEMORY\\] block of this conversation with memory state ${state}, which is still current`))
+
+    // The pinned memory changed since: the whole context, saying it replaces the earlier blocks.
+    await appendEvent(server.url, 'claude', {kind: 'decision', key: 'db-version', content: `Postgres 17 from now on (${agent}).`, scope: `project:resume-${agent}`})
+    const changed = contextOf(agent, (await start('resume', transcript)).stdout, 'SessionStart')
+    expect(changed).toContain(`db-version: Postgres 17 from now on (${agent}).`)
+    expect(changed.split('\n')[1]).toBe('It replaces the earlier [JARVIS SHARED MEMORY] blocks of this conversation: where they differ, this one is current.')
+    expect(changed).not.toContain(`memory state ${state}`)
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
+  it('a compaction since the context, or Gemini CLI (which drops its hook context on resume): the whole context again', async () => {
+    const p = await project({autoSync: false, project: 'resume-other'})
+    const start = async (agent: 'claude' | 'gemini', source: string, transcript?: string) =>
+      contextOf(agent, (await runHook('session-start', agent, {...inputs[agent](p.root, 'SessionStart', {source}), session_id: 'r2', transcript_path: transcript}, {cwd: p.root, env: hookEnv(home, agent)})).stdout, 'SessionStart')
+    const claude = await start('claude', 'startup')
+    const compacted = await transcriptHolding('claude', p.root, claude, [{type: 'system', subtype: 'compact_boundary', parentUuid: null, content: 'Conversation compacted'}])
+    for (const source of ['resume', 'compact']) expect((await start('claude', source, compacted)).split('\n')[1]).toMatch(/^It replaces the earlier \[JARVIS SHARED MEMORY\] blocks/)
+    const gemini = await start('gemini', 'startup')
+    const resumed = await start('gemini', 'resume', await transcriptHolding('gemini', p.root, gemini))
+    expect(resumed.split('\n')[1]).toMatch(/^It replaces the earlier \[JARVIS SHARED MEMORY\] blocks/)
+    expect(resumed).toContain('# Pinned memory')
+  })
+})
+
 describe('jarvis hook: the prompt hook', () => {
   it('a question typed after a pasted log gets its memory file, as one typed before the log does', async () => {
     const p = await project()
