@@ -29,6 +29,24 @@ export function unreadableNotice(reason: string): string {
   return `jarvis: the shared memory could not be read (${why}); tell the user and do not go on from a guess about what it holds.`
 }
 
+/** The detail before a remedy keeps at least this many characters; with less room the reason is cut at its end. */
+const MIN_DETAIL_CHARS = 40
+
+/**
+ * A reason on one line of at most `max` characters that keeps what to do whole: its last clause (after its last `: `:
+ * "… refused JARVIS_TOKEN (HTTP 401 …): store gemini's own with `jarvis auth login …` (…)") is never cut, the detail
+ * before it is shortened instead. A reason without such a clause, or whose clause leaves the detail too little room,
+ * is cut at its end.
+ */
+export function reasonLine(reason: string, max: number): string {
+  const flat = reason.replace(/\s+/g, ' ').trim()
+  if (flat.length <= max) return flat
+  const at = flat.lastIndexOf(': ')
+  const remedy = flat.slice(at + 2)
+  const room = max - remedy.length - 2
+  return at > 0 && room >= MIN_DETAIL_CHARS ? `${shorten(flat.slice(0, at), room)}: ${remedy}` : shorten(flat, max)
+}
+
 /** Newlines and runs of spaces folded, at most `max` characters (an ellipsis marks a cut). */
 export function oneLine(text: string, max = 400): string {
   const flat = text.replace(/\s+/g, ' ').trim()

@@ -20,7 +20,7 @@ import {memoryDir} from '../store/root.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
-import {formatAnswer, oneLine, sessionEventTexts, unreadableNotice} from './format.js'
+import {formatAnswer, oneLine, reasonLine, sessionEventTexts, unreadableNotice} from './format.js'
 import {findHookTree, type HookInput, parseHookInput} from './input.js'
 import {appendHookLog} from './log.js'
 
@@ -129,14 +129,17 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
   }
 }
 
-/** The reason in the one-line notice: the first line of the cause, without the "to fix" advice. */
+/** The notice's reason is at most this long: the detail is shortened, never what to do (reasonLine). */
+export const NOTICE_REASON_CHARS = 320
+
+/** The reason in the one-line notice: the first line of the cause, without the "to fix" advice of the lines after it. */
 function shortReason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error)
   const first = message
     .split('\n')[0]
     .replace(/^the shared memory cannot be read, so nothing is shown: /, '')
     .replace(/; try again when it has finished$/, '')
-  return oneLine(first, 240)
+  return reasonLine(first, NOTICE_REASON_CHARS)
 }
 
 async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (reason: string) => Promise<void>): Promise<string> {

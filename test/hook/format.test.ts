@@ -5,7 +5,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 
 import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
 import {fitToBudget} from '../../src/hook/budget.js'
-import {formatAnswer, omittedNote, recallBlock, sessionContextSections, sessionEventTexts, unreadableNotice} from '../../src/hook/format.js'
+import {formatAnswer, omittedNote, reasonLine, recallBlock, sessionContextSections, sessionEventTexts, unreadableNotice} from '../../src/hook/format.js'
 import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
 import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
 import {runHook} from '../../src/hook/ops.js'
@@ -38,6 +38,19 @@ describe('answers in each agent format', () => {
     const notice = unreadableNotice('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed\nto fix: start it.')
     expect(notice.split('\n')).toHaveLength(1)
     expect(notice).toBe('jarvis: the shared memory could not be read (cannot reach the jarvis server at http://127.0.0.1:9: fetch failed to fix: start it); tell the user and do not go on from a guess about what it holds.')
+  })
+
+  it('a long reason is shortened in its detail, never in what to do', () => {
+    const remedy = "store gemini's own with `jarvis auth login --agent gemini --with-token` (token on stdin, kept in ~/.config/jarvis/config.json)"
+    const refused = `the jarvis server at http://127.0.0.1:8787 refused the token stored for gemini in ~/.config/jarvis/config.json (tokens["http://127.0.0.1:8787"]["gemini"]) (HTTP 401: the token is not known to this server): ${remedy}`
+    const line = reasonLine(refused, 240)
+    expect(line.length).toBeLessThanOrEqual(240)
+    expect(line).toMatch(/^the jarvis server at http:\/\/127\.0\.0\.1:8787 refused the token .*…: store gemini's own with/)
+    expect(line.endsWith(`: ${remedy}`)).toBe(true)
+    expect(reasonLine('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed', 240)).toBe('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed')
+    // No clause to keep, or one that leaves the detail no room: cut at the end.
+    expect(reasonLine('x'.repeat(300), 100)).toBe(`${'x'.repeat(99)}…`)
+    expect(reasonLine(`short: ${'y'.repeat(300)}`, 100)).toBe(`short: ${'y'.repeat(92)}…`)
   })
 
   it('the session context: pinned memory first; recent events already pinned are not repeated', () => {

@@ -510,6 +510,15 @@ describe('jarvis hook never breaks the agent', () => {
     expect(await readFile(join(p.memory, 'episodes/2026-09-01/claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')).toContain('## Decided\n- We chose transaction pooling.')
   })
 
+  it('a token the server refuses: the notice names it and keeps what to do whole', async () => {
+    const p = await project()
+    const run = await runHook('session-start', 'gemini', inputs.gemini(p.root, 'SessionStart', {source: 'startup'}), {cwd: p.root, env: hookEnv(home, 'gemini', {JARVIS_TOKEN: 'not-a-token-of-this-server'})})
+    const notice = contextOf('gemini', run.stdout, 'SessionStart')
+    expect(notice.split('\n')).toHaveLength(1)
+    expect(notice).toMatch(/^jarvis: the shared memory could not be read \(the jarvis server at .* refused JARVIS_TOKEN \(HTTP 401/)
+    expect(notice).toMatch(/: set JARVIS_TOKEN to gemini's token, or store gemini's own with `jarvis auth login --agent gemini --with-token` \(token on stdin, kept in [^…]*\)\); tell the user and do not go on from a guess about what it holds\.$/)
+  })
+
   it('a server that accepts but never answers: session start gives up after its deadline and the hook exits at once', async () => {
     const sockets: Socket[] = []
     const hung = createServer((socket) => void sockets.push(socket))
