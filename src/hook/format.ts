@@ -16,6 +16,11 @@ import {SESSION_CONTEXT_HEAD} from '../session/injected.js'
 import type {BudgetSection} from './budget.js'
 import {answerEventName, type HookAgent} from './events.js'
 
+/*
+ * jarvis's own words in what the model is given have no angle brackets (no `<path>` placeholders): Gemini CLI escapes
+ * them (`&lt;path&gt;`) before the model sees them. The memory's own content is given as it is.
+ */
+
 /** The hook's answer carrying `context` for the model; '' when there is no context. */
 export function formatAnswer(agent: HookAgent, event: 'session-start' | 'prompt', context: string, sentEventName?: string): string {
   if (context.trim() === '') return ''
@@ -83,7 +88,7 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
   const header = [
     `${SESSION_CONTEXT_HEAD} What the agents of this project share, read for ${readFor(input)}.`,
     ...(input.replaces ? [`It replaces the earlier ${SESSION_CONTEXT_HEAD} blocks of this conversation: where they differ, this one is current.`] : []),
-    'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall <query>`).',
+    'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall` followed by what to look for).',
   ]
   const pinned = pinnedLines(input.pinnedMd)
   const recent = recentEvents(input.recent, pinnedKeysOf(pinned)).map((e) => e.line)
@@ -93,7 +98,7 @@ export function sessionContextSections(input: SessionContextInput): BudgetSectio
     // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
     {lines: pinned, isHeading: isMarkdownHeading},
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
-    ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read them with memory_read or \`jarvis memory read <path>\`)`, ...files], heading: 1}] : []),
+    ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read one with memory_read, or \`jarvis memory read\` followed by its path)`, ...files], heading: 1}] : []),
   ]
 }
 
@@ -195,7 +200,7 @@ function pinnedKeysOf(lines: readonly string[]): Set<string> {
 
 /** The note that ends a context cut to the budget. */
 export function omittedNote(maxTokens: number): (omitted: number) => string {
-  return (omitted) => `… ${omitted} more line${omitted === 1 ? '' : 's'} left out to stay within ${maxTokens} tokens (\`jarvis memory snapshot\` and \`jarvis recall <query>\` show more).`
+  return (omitted) => `… ${omitted} more line${omitted === 1 ? '' : 's'} left out to stay within ${maxTokens} tokens (\`jarvis memory snapshot\` shows more, as does \`jarvis recall\` with what to look for).`
 }
 
 function firstLine(content: string): string {

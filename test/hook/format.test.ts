@@ -5,7 +5,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 
 import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
 import {fitToBudget} from '../../src/hook/budget.js'
-import {formatAnswer, omittedNote, reasonLine, recallBlock, sessionContextSections, sessionEventTexts, unreadableNotice} from '../../src/hook/format.js'
+import {formatAnswer, omittedNote, reasonLine, recallBlock, sessionContextSections, sessionEventTexts, unchangedContextLine, unreadableNotice} from '../../src/hook/format.js'
 import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
 import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
 import {runHook} from '../../src/hook/ops.js'
@@ -81,6 +81,22 @@ describe('answers in each agent format', () => {
       files: [],
     })
     expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-04 [decision] global cache: Redis (gemini)', '- 2026-09-03 [decision] project:demo cache: Redis in the project (gemini)'])
+  })
+})
+
+describe("jarvis's own words in what the model is given", () => {
+  it('have no angle brackets, which Gemini CLI escapes before its model sees them', () => {
+    const event = {agent_id: 'gemini' as const, run_id: 'r', scope: 'global', kind: 'fact' as const, dedupe_key: 'cache', confidence: 'high' as const, content_md: 'Redis for sessions', source: {system: 'cli' as const}, ttl_days: 0, event_id: 'e1', created_at: '2026-09-01T10:00:00.000Z', deprecated: false}
+    const input = {agentId: 'gemini', at: '2026-09-01T12:00:00.000Z', server: 'http://s', scopes: ['global', 'project:shop', 'agent:gemini'], project: 'shop', state: '0123456789ab', replaces: true, pinnedMd: '# Pinned memory\n\n## global\n- [decision] db: Postgres only (gemini, 2026-09-01)\n', recent: [event], files: [{path: 'PROJECT_MEMORY.md', summary: 'What this project is'}]}
+    const texts = [
+      fitToBudget(sessionContextSections(input), 2000).text,
+      fitToBudget(sessionContextSections(input), 100, omittedNote(100)).text,
+      unchangedContextLine(input),
+      unreadableNotice('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed'),
+      recallBlock([{path: 'notes/a.md', summary: 'A note'}]),
+    ]
+    expect(texts[1]).toMatch(/more lines? left out/)
+    for (const text of texts) expect(text).not.toMatch(/[<>]/)
   })
 })
 

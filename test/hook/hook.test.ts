@@ -133,6 +133,8 @@ describe.each(['claude', 'gemini', 'codex', 'openclaw'] as const)('jarvis hook -
     expect(context).toContain('- PROJECT_MEMORY.md — The demo shop: a Postgres-backed API and a web dashboard.')
     expect(context.indexOf('db-engine')).toBeLessThan(context.indexOf('PROJECT_MEMORY.md'))
     expect(context.length / 4).toBeLessThanOrEqual(2000)
+    // Gemini CLI escapes angle brackets before its model sees them: jarvis's own words have none.
+    expect(context).not.toMatch(/[<>]/)
     expect(await hooksLog(p.root)).toBe('')
   })
 
