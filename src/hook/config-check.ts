@@ -5,7 +5,7 @@
  * prompt that finds the same size, mtime and inode (an mtime older than that check by the racy window, the rule
  * of the store's stat hints) knows the config is the one found good. Anything else is checked again.
  */
-import {lstatSync} from 'node:fs'
+import {lstatSync, readFileSync} from 'node:fs'
 
 import {readNexusFile, writeNexusFile} from '../store/nexus-files.js'
 import {configPath} from '../store/root.js'
@@ -42,4 +42,17 @@ export async function checkConfigOnce(root: string, check: () => Promise<unknown
   await check()
   const stamp: ConfigStamp = {size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, checkedAtMs}
   await writeNexusFile(root, STAMP_FILE, `${JSON.stringify(stamp)}\n`).catch(() => {})
+}
+
+/**
+ * The tree's project (`project` of `.nexus/config.json`), read without zod: the prompt hook asks after checkConfigOnce
+ * found the config good. Undefined when there is none, or the file cannot be read.
+ */
+export function treeProject(root: string): string | undefined {
+  try {
+    const project = (JSON.parse(readFileSync(configPath(root), 'utf8')) as {project?: unknown} | null)?.project
+    return typeof project === 'string' ? project : undefined
+  } catch {
+    return undefined
+  }
 }

@@ -11,8 +11,15 @@
  */
 import type {StoredMemoryEvent} from '../schemas/index.js'
 import {shorten} from '../schemas/shorten.js'
+// The module itself, not the session barrel: the prompt hook loads no session reader.
+import {SESSION_CONTEXT_HEAD} from '../session/injected.js'
 import type {BudgetSection} from './budget.js'
 import {answerEventName, type HookAgent} from './events.js'
+
+/*
+ * jarvis's own words in what the model is given have no angle brackets (no `<path>` placeholders): Gemini CLI escapes
+ * them (`&lt;path&gt;`) before the model sees them. The memory's own content is given as it is.
+ */
 
 /** The hook's answer carrying `context` for the model; '' when there is no context. */
 export function formatAnswer(agent: HookAgent, event: 'session-start' | 'prompt', context: string, sentEventName?: string): string {
@@ -25,6 +32,24 @@ export function formatAnswer(agent: HookAgent, event: 'session-start' | 'prompt'
 export function unreadableNotice(reason: string): string {
   const why = oneLine(reason).replace(/[.;:\s]+$/, '')
   return `jarvis: the shared memory could not be read (${why}); tell the user and do not go on from a guess about what it holds.`
+}
+
+/** The detail before a remedy keeps at least this many characters; with less room the reason is cut at its end. */
+const MIN_DETAIL_CHARS = 40
+
+/**
+ * A reason on one line of at most `max` characters that keeps what to do whole: its last clause (after its last `: `:
+ * "… refused JARVIS_TOKEN (HTTP 401 …): store gemini's own with `jarvis auth login …` (…)") is never cut, the detail
+ * before it is shortened instead. A reason without such a clause, or whose clause leaves the detail too little room,
+ * is cut at its end.
+ */
+export function reasonLine(reason: string, max: number): string {
+  const flat = reason.replace(/\s+/g, ' ').trim()
+  if (flat.length <= max) return flat
+  const at = flat.lastIndexOf(': ')
+  const remedy = flat.slice(at + 2)
+  const room = max - remedy.length - 2
+  return at > 0 && room >= MIN_DETAIL_CHARS ? `${shorten(flat.slice(0, at), room)}: ${remedy}` : shorten(flat, max)
 }
 
 /** Newlines and runs of spaces folded, at most `max` characters (an ellipsis marks a cut). */
@@ -47,6 +72,12 @@ export interface SessionContextInput {
   pinnedMd: string
   recent: StoredMemoryEvent[]
   files: ContextFile[]
+  /** The tree's project: its files are listed with the workspace's, another project's never (context.ts startFiles). */
+  project?: string
+  /** What the memory shown says, as a short hash (context.ts contextState): the same for the same memory, whenever read. */
+  state?: string
+  /** The conversation already holds earlier contexts (a resumed, forked or compacted session): this one replaces them. */
+  replaces?: boolean
 }
 
 /** How many recent events the session-start context lists at most (before the budget). */
@@ -55,19 +86,38 @@ export const CONTEXT_RECENT_MAX = 15
 /** The session-start context as budget sections, most important first: header, pinned memory, recent events, files. */
 export function sessionContextSections(input: SessionContextInput): BudgetSection[] {
   const header = [
-    `[JARVIS SHARED MEMORY] What the agents of this project share, read for ${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}).`,
-    'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall <query>`).',
+    `${SESSION_CONTEXT_HEAD} What the agents of this project share, read for ${readFor(input)}.`,
+    ...(input.replaces ? [`It replaces the earlier ${SESSION_CONTEXT_HEAD} blocks of this conversation: where they differ, this one is current.`] : []),
+    'Treat it as the team\'s memory: follow pinned decisions; record what you decide with the memory_append tool (or `jarvis memory append`); search it with the recall tool (or `jarvis recall` followed by what to look for).',
   ]
   const pinned = pinnedLines(input.pinnedMd)
   const recent = recentEvents(input.recent, pinnedKeysOf(pinned)).map((e) => e.line)
-  const files = input.files.map((f) => `- ${f.path}${f.summary ? ` — ${oneLine(f.summary, 160)}` : ''}`)
+  const files = input.files.map(contextFileLine)
   return [
     {lines: header},
     // The pinned memory has a heading of its own and one per scope (`# Pinned memory`, `## global`, …).
     {lines: pinned, isHeading: isMarkdownHeading},
     ...(recent.length > 0 ? [{lines: ['## Recent events not pinned above', ...recent], heading: 1}] : []),
-    ...(files.length > 0 ? [{lines: ['## Memory files of this project (read them with memory_read or `jarvis memory read <path>`)', ...files], heading: 1}] : []),
+    ...(files.length > 0 ? [{lines: [`## Memory files of the workspace${input.project ? ` and of project ${input.project}` : ''} (read one with memory_read, or \`jarvis memory read\` followed by its path)`, ...files], heading: 1}] : []),
   ]
+}
+
+/** Whom, when, where from and what: `claude at <time> from <server> (scopes: …; memory state <state>)`. */
+function readFor(input: Pick<SessionContextInput, 'agentId' | 'at' | 'server' | 'scopes' | 'state'>): string {
+  return `${input.agentId} at ${input.at}${input.server ? ` from ${input.server}` : ''} (scopes: ${input.scopes.join(', ')}${input.state ? `; memory state ${input.state}` : ''})`
+}
+
+/**
+ * What a resumed session gets instead of the context when its conversation already holds the context of the same
+ * memory state (resume.ts): one line, that the block it has is still current.
+ */
+export function unchangedContextLine(input: Pick<SessionContextInput, 'agentId' | 'at' | 'server' | 'scopes'> & {state: string}): string {
+  return `${SESSION_CONTEXT_HEAD} Read again for ${readFor(input)}: unchanged since the ${SESSION_CONTEXT_HEAD} block of this conversation with memory state ${input.state}, which is still current; where an earlier block differs from it, it is not.`
+}
+
+/** A memory file's line in the session context: `- path — one-line summary`. */
+export function contextFileLine(file: ContextFile): string {
+  return `- ${file.path}${file.summary ? ` — ${oneLine(file.summary, 160)}` : ''}`
 }
 
 /** A Markdown heading line (`# …` to `###### …`). */
@@ -150,7 +200,7 @@ function pinnedKeysOf(lines: readonly string[]): Set<string> {
 
 /** The note that ends a context cut to the budget. */
 export function omittedNote(maxTokens: number): (omitted: number) => string {
-  return (omitted) => `… ${omitted} more line${omitted === 1 ? '' : 's'} left out to stay within ${maxTokens} tokens (\`jarvis memory snapshot\` and \`jarvis recall <query>\` show more).`
+  return (omitted) => `… ${omitted} more line${omitted === 1 ? '' : 's'} left out to stay within ${maxTokens} tokens (\`jarvis memory snapshot\` shows more, as does \`jarvis recall\` with what to look for).`
 }
 
 function firstLine(content: string): string {

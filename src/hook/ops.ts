@@ -3,7 +3,8 @@
  * agent's stdin as text and returns what to print; it never throws and never asks for a non-zero exit.
  *
  * - session-start: pinned memory, recent events of the agent's scopes and the most relevant memory files, cut
- *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why.
+ *   to a token budget, in the agent's format; when the memory cannot be read, ONE line saying so and why. A resumed
+ *   conversation that holds the context of the same memory state gets one line saying so (resume.ts).
  * - prompt: the recall for the prompt typed (the context an agent put around it taken out), only hits that pass
  *   the relevance threshold; nothing at all otherwise. The files shown are noted for the session (shown.ts).
  * - pre-compact, stop, session-end: what the session decided, changed and learned recorded as an episode
@@ -19,7 +20,7 @@ import {memoryDir} from '../store/root.js'
 import {DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS} from './budget.js'
 import {agentIdOf, type HookAgent, type HookEvent, parseHookAgent, parseHookEvent, RECORDING_EVENTS} from './events.js'
 import type {PromptRecall} from './context.js'
-import {formatAnswer, oneLine, sessionEventTexts, unreadableNotice} from './format.js'
+import {formatAnswer, oneLine, reasonLine, sessionEventTexts, unreadableNotice} from './format.js'
 import {findHookTree, type HookInput, parseHookInput} from './input.js'
 import {appendHookLog} from './log.js'
 
@@ -106,14 +107,21 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
   const maxTokens = Math.max(MIN_MAX_TOKENS, input.maxTokens ?? DEFAULT_MAX_TOKENS)
   try {
     const config = await treeSettings(root)
-    const {readSessionContext} = await import('./context.js')
-    const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now})
+    const [{readSessionContext}, {continuesConversation, keepsContextOnResume, readLastContextState}] = await Promise.all([import('./context.js'), import('./resume.js')])
+    // A resumed, forked or compacted conversation holds earlier contexts (or a summary of them): this one replaces them.
+    const continues = continuesConversation(hook.source)
+    const replaces = continues || hook.source === 'compact'
+    const context = await readSessionContext({root, agentId: agentIdOf(agent), project: config.project, cwd: hook.cwd, maxTokens, lockTimeoutMs: config.sync.lockTimeout, now, replaces, sessionId: hook.sessionId})
     // Noted for the session's episode: a decision that only restates what the session was told is no news (shown.ts).
-    if (hook.sessionId && context.events.length > 0) {
-      const {noteShownEvents} = await import('./shown.js')
-      await noteShownEvents(root, agentIdOf(agent), hook.sessionId, context.events).catch((error: unknown) => log(`the events shown to the session were not noted: ${describe(error)}`))
+    if (hook.sessionId && (context.events.length > 0 || context.files.length > 0)) {
+      const {noteSessionStart} = await import('./shown.js')
+      await noteSessionStart(root, agentIdOf(agent), hook.sessionId, {events: context.events, listed: context.files}).catch((error: unknown) =>
+        log(`what the session start showed was not noted: ${describe(error)}`),
+      )
     }
-    return formatAnswer(agent, 'session-start', context.text, hook.hookEventName)
+    // A resumed conversation that holds the context of this very memory state gets one line, not the same block again.
+    const holds = continues && keepsContextOnResume(agent) && hook.transcriptPath !== undefined && (await readLastContextState(hook.transcriptPath)) === context.state
+    return formatAnswer(agent, 'session-start', holds ? context.unchanged : context.text, hook.hookEventName)
   } catch (error) {
     const reason = describe(error)
     await log(`the shared memory could not be read: ${reason}`)
@@ -121,14 +129,17 @@ async function sessionStart(root: string, agent: HookAgent, hook: HookInput, inp
   }
 }
 
-/** The reason in the one-line notice: the first line of the cause, without the "to fix" advice. */
+/** The notice's reason is at most this long: the detail is shortened, never what to do (reasonLine). */
+export const NOTICE_REASON_CHARS = 320
+
+/** The reason in the one-line notice: the first line of the cause, without the "to fix" advice of the lines after it. */
 function shortReason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error)
   const first = message
     .split('\n')[0]
     .replace(/^the shared memory cannot be read, so nothing is shown: /, '')
     .replace(/; try again when it has finished$/, '')
-  return oneLine(first, 240)
+  return reasonLine(first, NOTICE_REASON_CHARS)
 }
 
 async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (reason: string) => Promise<void>): Promise<string> {
@@ -136,13 +147,15 @@ async function prompt(root: string, agent: HookAgent, hook: HookInput, log: (rea
   const typed = stripInjected(hook.prompt ?? '')
   if (typed.trim() === '') return ''
   // Checked: a malformed .nexus/config.json is reported as by every hook (parsed again only when it changed).
-  const [{checkConfigOnce}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
+  const [{checkConfigOnce, treeProject}, {askWarm}] = await Promise.all([import('./config-check.js'), import('../warm/client.js')])
   await checkConfigOnce(root, () => treeSettings(root))
+  // Another project's files are not this session's (relevance.ts ofAnotherProject).
+  const project = treeProject(root)
   // A jarvis running in the tree (`jarvis sync --watch`, `jarvis mcp`) answers from its watched index; else this process.
-  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed})
+  const warm = await askWarm<PromptRecall>(root, 'prompt-recall', {prompt: typed, ...(project === undefined ? {} : {project})})
   // Nobody answered: in a large tree a watch is started for the prompts to come (warm/demand.ts).
   if (warm === undefined) await (await import('../warm/demand.js')).startWatcherIfNobody(root).catch(() => {})
-  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed}))
+  const recall = warm ?? (await (await import('./context.js')).readPromptRecall({root, prompt: typed, project}))
   // Noted for the session's episode: the notes it was given are what its answers repeat (shown.ts).
   if (hook.sessionId && recall.files.length > 0) {
     const {noteShown} = await import('./shown.js')
@@ -169,7 +182,7 @@ async function record(
     return
   }
   const config = await treeSettings(root)
-  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryFilesUsed, memoryTexts, recordEpisode, withoutEchoes}, {forgetShown, readShown}] = await Promise.all([
+  const [{readTranscriptItems}, {addsToMemory, digestOf, isEmptyDigest, memoryFilesUsed, memoryTexts, recordEpisode, withoutEchoes}, {forgetShown, readListed, readShown}] = await Promise.all([
     import('./transcript.js'),
     import('./episode.js'),
     import('./shown.js'),
@@ -193,9 +206,10 @@ async function record(
   const cwd = items.cwd ?? hook.cwd ?? root
   const memory = memoryDir(root)
   const shown = await readShown(root, agentIdOf(agent), sessionId)
-  // What the session was told — the memory files it was given or read, the shared events its start showed — it only
-  // repeats when it says it again.
-  const told = [...(await memoryTexts(root, memoryFilesUsed(all, cwd, shown, memory))), ...(await eventsShown(root, agentIdOf(agent), sessionId))]
+  // What the session was told — the memory files it was given, read or listed at its start, the shared events its start
+  // showed — it only repeats when it says it again.
+  const used = memoryFilesUsed(all, cwd, [...shown, ...(await readListed(root, agentIdOf(agent), sessionId))], memory)
+  const told = [...(await memoryTexts(root, used)), ...(await eventsShown(root, agentIdOf(agent), sessionId))]
   const digest = withoutEchoes(digestOf(all, cwd, shown, memory), told)
   if (event === 'session-end') await forgetShown(root, agentIdOf(agent), sessionId, now).catch(() => {})
   if (isEmptyDigest(digest)) return // nothing happened in this session yet

@@ -25,6 +25,16 @@ export const MIN_RELATIVE_SCORE = 0.3
 
 export type CandidateFile = RankedFile
 
+/**
+ * True when a file is another project's than the tree's: its front matter names a project (`project: shop`, as every
+ * session's episode and project summary does) and the tree's is another. A file naming none (`PROJECT_MEMORY.md`, most
+ * notes) is the workspace's, the same for every project of it. The hooks show the session only its project's files
+ * and the workspace's, as the server shows it only the events of its project's scope.
+ */
+export function ofAnotherProject(fileProject: string | undefined, project: string | undefined): boolean {
+  return fileProject !== undefined && project !== undefined && fileProject !== project
+}
+
 /** The candidates that pass both rules, best score first. */
 export function relevantFiles<F extends CandidateFile>(prompt: string, candidates: F[]): F[] {
   const terms = queryTerms(prompt)

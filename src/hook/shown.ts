@@ -1,8 +1,9 @@
 /**
  * What jarvis told a session, noted per session in `.nexus/hook-sessions/<agent>-<session>.json`: the memory files the
  * prompt hook gave it (`files`), so that the session's episode can name them (`## Memory used`) and recall can rank the
- * episode after the notes it repeats; and the texts of the shared events its session start showed it (`events`), which
- * its episode must not restate. The recording hook reads the note; the session-end hook removes it, and any note older
+ * episode after the notes it repeats; the texts of the shared events its session start showed it (`events`) and the
+ * memory files its session start listed (`listed`), which its episode must not restate. A listed file is not named under
+ * `## Memory used`: the session was shown its path and one line, not given it. The recording hook reads the note; the session-end hook removes it, and any note older
  * than {@link SHOWN_KEEP_MS} (a session whose end never ran). A note of an earlier version is a JSON array of paths.
  *
  * The prompt hook runs at every prompt: this module imports only the store's file helpers.
@@ -36,6 +37,7 @@ const noteOf = (agentId: string, sessionId: string) => `${SHOWN_DIR}/${sessionSl
 interface ShownNote {
   files: string[]
   events: string[]
+  listed: string[]
 }
 
 const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [])
@@ -44,21 +46,28 @@ const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filt
 async function readNote(root: string, agentId: string, sessionId: string): Promise<ShownNote> {
   try {
     const value: unknown = JSON.parse((await readNexusFile(root, noteOf(agentId, sessionId))) ?? '[]')
-    if (Array.isArray(value)) return {files: strings(value), events: []}
+    if (Array.isArray(value)) return {files: strings(value), events: [], listed: []}
     const note = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
-    return {files: strings(note.files), events: strings(note.events)}
+    return {files: strings(note.files), events: strings(note.events), listed: strings(note.listed)}
   } catch {
-    return {files: [], events: []}
+    return {files: [], events: [], listed: []}
   }
 }
 
-/** Adds to the session's note what it does not hold yet (nothing is written when it holds them all). */
-async function addToNote(root: string, agentId: string, sessionId: string, field: keyof ShownNote, values: readonly string[], max: number): Promise<void> {
+/** At most this many values of each field are noted. */
+const FIELD_MAX: Record<keyof ShownNote, number> = {files: SHOWN_MAX, events: SHOWN_EVENTS_MAX, listed: SHOWN_MAX}
+
+/** Adds to the session's note what it does not hold yet, in one write (nothing is written when it holds them all). */
+async function addToNote(root: string, agentId: string, sessionId: string, values: Partial<Record<keyof ShownNote, readonly string[]>>): Promise<void> {
   const note = await readNote(root, agentId, sessionId)
-  const added = [...new Set(values)].filter((v) => !note[field].includes(v))
-  if (added.length === 0) return
-  note[field] = [...note[field], ...added].slice(-max)
-  await writeNexusFile(root, noteOf(agentId, sessionId), `${JSON.stringify(note)}\n`, {durable: false})
+  let changed = false
+  for (const [field, given] of Object.entries(values) as Array<[keyof ShownNote, readonly string[]]>) {
+    const added = [...new Set(given)].filter((v) => !note[field].includes(v))
+    if (added.length === 0) continue
+    note[field] = [...note[field], ...added].slice(-FIELD_MAX[field])
+    changed = true
+  }
+  if (changed) await writeNexusFile(root, noteOf(agentId, sessionId), `${JSON.stringify(note)}\n`, {durable: false})
 }
 
 /** The paths noted for the session ([] when none, or the note cannot be read). */
@@ -68,7 +77,7 @@ export async function readShown(root: string, agentId: string, sessionId: string
 
 /** Adds `paths` to the session's note (nothing is written when they are all there already). */
 export async function noteShown(root: string, agentId: string, sessionId: string, paths: readonly string[]): Promise<void> {
-  await addToNote(root, agentId, sessionId, 'files', paths, SHOWN_MAX)
+  await addToNote(root, agentId, sessionId, {files: paths})
 }
 
 /** The texts of the shared events the session was shown at its start ([] when none were noted). */
@@ -76,9 +85,14 @@ export async function readShownEvents(root: string, agentId: string, sessionId: 
   return (await readNote(root, agentId, sessionId)).events
 }
 
-/** Adds the texts of the shared events a session start showed to the session's note. */
-export async function noteShownEvents(root: string, agentId: string, sessionId: string, texts: readonly string[]): Promise<void> {
-  await addToNote(root, agentId, sessionId, 'events', texts, SHOWN_EVENTS_MAX)
+/** The memory files the session's start listed ([] when none were noted). */
+export async function readListed(root: string, agentId: string, sessionId: string): Promise<string[]> {
+  return (await readNote(root, agentId, sessionId)).listed
+}
+
+/** Adds what a session start showed to the session's note: the texts of the shared events, the memory files listed. */
+export async function noteSessionStart(root: string, agentId: string, sessionId: string, shown: {events: readonly string[]; listed: readonly string[]}): Promise<void> {
+  await addToNote(root, agentId, sessionId, shown)
 }
 
 /** Removes the session's note, and the notes of sessions that ended long ago without saying so. */

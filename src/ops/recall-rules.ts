@@ -58,8 +58,8 @@ function cjkTerms(run: string): string[] {
   return bigrams(run).filter((pair) => [...pair].length === 2 && !HIRAGANA.test(pair))
 }
 
-/** The distinct terms of a prompt or query that can show relevance, in its order. */
-export function promptTerms(prompt: string): string[] {
+/** The terms of a prompt or query that can show relevance, in its order, each as often as it occurs. */
+function termsInOrder(prompt: string): string[] {
   const terms: string[] = []
   for (const word of prompt.toLowerCase().split(/[^\p{L}\p{N}_]+/u)) {
     // A word with CJK characters in it: their pairs, and the other letters' words around them (`APIの設計` → `api 設計`).
@@ -69,19 +69,43 @@ export function promptTerms(prompt: string): string[] {
       else if (part.length >= MIN_TERM_LENGTH && !IGNORED.has(part) && !/^\d+$/.test(part)) terms.push(part)
     })
   }
-  return [...new Set(terms)]
+  return terms
+}
+
+/** The distinct terms of a prompt or query that can show relevance, in its order. */
+export function promptTerms(prompt: string): string[] {
+  return [...new Set(termsInOrder(prompt))]
 }
 
 /**
- * The most terms of a query or prompt the rules weigh: its first distinct topic words, as many as the search is
- * asked for. A pasted log of thousands of words would otherwise cost every episode line a test per word, and keep
- * the agent's prompt waiting for seconds, or minutes.
+ * The most terms of a query or prompt the rules weigh, as many as the search is asked for. A pasted log of thousands
+ * of words would otherwise cost every episode line a test per word, and keep the agent's prompt waiting for seconds,
+ * or minutes.
  */
 export const MAX_QUERY_TERMS = 40
 
-/** The terms of a query or prompt the search and the rules use: {@link promptTerms}, at most MAX_QUERY_TERMS. */
+/**
+ * The terms of a query or prompt the search and the rules use: {@link promptTerms}, in the prompt's order. Of a prompt
+ * with more than MAX_QUERY_TERMS (a log, a stack trace or a file pasted in), those nearest its two ends, taken in turn
+ * from its end and from its start: the person's own words are around what they pasted — the question after a log,
+ * or before one — never in the middle of it. One pass over the prompt's words, whatever its length.
+ */
 export function queryTerms(query: string): string[] {
-  return promptTerms(query).slice(0, MAX_QUERY_TERMS)
+  const words = termsInOrder(query)
+  const distinct = [...new Set(words)]
+  if (distinct.length <= MAX_QUERY_TERMS) return distinct
+  const chosen = new Set<string>()
+  let [start, end] = [0, words.length - 1]
+  for (let fromEnd = true; chosen.size < MAX_QUERY_TERMS && start <= end; fromEnd = !fromEnd) {
+    if (fromEnd) {
+      while (end >= start && chosen.has(words[end])) end--
+      if (end >= start) chosen.add(words[end--])
+    } else {
+      while (start <= end && chosen.has(words[start])) start++
+      if (start <= end) chosen.add(words[start++])
+    }
+  }
+  return distinct.filter((term) => chosen.has(term))
 }
 
 function escape(term: string): string {

@@ -26,19 +26,26 @@ export const MAX_POOL = 320
  * The search's best `pool` documents for `query` — more, doubling, while fewer than `want` of them are anything but
  * echoes (sessions' episodes with no evidence for the query, recall-rules.ts rule 1): episodes of earlier versions
  * repeat a question in their title and outrank the note that answers it, a hundred sessions deep. In a tree without
- * such episodes this is one search.
+ * such episodes this is one search. `leaveOut` takes documents out (the prompt hook: another project's files), and
+ * more are asked for while they fill the answers too.
  */
-export async function searchPastEchoes(root: string, query: string, options: SearchOptions & {pool: number; want: number; terms?: string[]}): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
-  const {pool, want, terms = queryTerms(query), ...search} = options
+export async function searchPastEchoes(
+  root: string,
+  query: string,
+  options: SearchOptions & {pool: number; want: number; terms?: string[]; leaveOut?: (document: SearchedDocument) => boolean},
+): Promise<{result: SearchResult; documents: SearchedDocument[]}> {
+  const {pool, want, terms = queryTerms(query), leaveOut, ...search} = options
   let limit = pool
   for (;;) {
-    const found = await searchDocuments(root, query, {...search, limit})
+    const searched = await searchDocuments(root, query, {...search, limit})
+    const found = leaveOut ? {...searched, documents: searched.documents.filter((d) => !leaveOut(d))} : searched
     const echoes = found.documents.filter((d) => {
       const file = {path: d.hit.path, title: d.title, tags: d.tags, body: d.body}
       return sessionEpisode(file) !== undefined && evidenceTerms(file, terms).length === 0
     }).length
     if (found.documents.length - echoes >= want || found.result.hits.length < limit || limit >= MAX_POOL || terms.length === 0) {
-      return {result: found.result, documents: await withRepeatedNotes(root, query, found.documents, {...search, want, terms})}
+      const documents = await withRepeatedNotes(root, query, found.documents, {...search, want, terms})
+      return {result: found.result, documents: leaveOut ? documents.filter((d) => !leaveOut(d)) : documents}
     }
     limit = Math.min(MAX_POOL, limit * 2)
   }

@@ -21,6 +21,8 @@ export interface SearchDocument {
   listing: ListingFields
   /** Where `body` starts in the text (it is always the text's tail): `text.slice(bodyStart)` is the body. */
   bodyStart: number
+  /** The project the front matter names (`project: shop`): a session's episode, a project's summary, a note marked so. */
+  project?: string
 }
 
 /** One line of at most this many characters says what a file is about (recall, an agent's prompt). */
@@ -47,7 +49,19 @@ export function toSearchDocument(path: string, text: string): SearchDocument {
   const title = typeof data.title === 'string' ? data.title : heading
   const summary = typeof data.summary === 'string' ? data.summary : typeof data.description === 'string' ? data.description : undefined
   const date = dateOf(data.date) ?? dateOf(data.updated) ?? dateOf(data.created) ?? PATH_DATE.exec(path)?.[1]
-  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary, listing, bodyStart: text.length - body.length}
+  const bodyStart = text.length - body.length
+  return {path, title, tags: tags.map((t) => t.toLowerCase()), date, body, summary, listing, bodyStart, project: frontMatterProject(text.slice(0, bodyStart))}
+}
+
+/** A `project:` line of a front matter: a slug, maybe quoted (the slug rule of files/paths.ts checkSlug). */
+const PROJECT_LINE = /^project:[ \t]*(["']?)([a-z0-9][a-z0-9-]*)\1[ \t]*(?:#.*)?$/m
+
+/**
+ * The project a file's front matter (`head`: the text before its body) names, or undefined. Read from the text by one
+ * pattern, not by parsing the YAML again: the search keeps where a body starts, not the front matter's fields.
+ */
+export function frontMatterProject(head: string): string | undefined {
+  return head === '' ? undefined : PROJECT_LINE.exec(head)?.[2]
 }
 
 /** One line that says what the file is about: front matter summary, else the title and the first prose line. */

@@ -12,7 +12,7 @@ import createDebug from 'debug'
 import {BadInputError} from '../errors.js'
 import {readMemoryFile} from '../store/tree.js'
 import {headOf, sliceWhole} from '../schemas/shorten.js'
-import {SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
+import {frontMatterProject, SUMMARY_CHARS, summaryOf, toSearchDocument} from './document.js'
 import {embed, EMBED_MAX_CHARS, type EmbeddingsConfig, embeddingsFromEnv, EmbeddingsUnavailableError, VectorStore} from './embeddings.js'
 import {BUILTIN_MIN_SPREAD, BUILTIN_WEIGHTS, convexFusion, MIN_SHARE_OF_BEST} from './fuse.js'
 import {type KeywordFilters, KeywordIndex, MemoryTextIndex, processTerm, type RefreshStats} from './keyword.js'
@@ -421,6 +421,8 @@ export interface SearchedDocument {
   tags: string[]
   body: string
   summary: string
+  /** The project its front matter names (`project: shop`), if any. */
+  project?: string
 }
 
 /**
@@ -433,9 +435,9 @@ export async function searchDocuments(root: string, query: string, options: Sear
   const documents = result.hits.map((hit): SearchedDocument => {
     const text = texts.get(hit.path)!
     const stored = options.refresh === false ? undefined : index.documentOf(hit.path, text)
-    if (stored) return {hit, ...stored}
+    if (stored) return {hit, ...stored, project: frontMatterProject(text.slice(0, text.length - stored.body.length))}
     const doc = toSearchDocument(hit.path, text)
-    return {hit, title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc)}
+    return {hit, title: doc.title, tags: doc.tags, body: doc.body, summary: summaryOf(doc), project: doc.project}
   })
   return {result, documents}
 }

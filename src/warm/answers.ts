@@ -36,7 +36,7 @@ export function answerFor(root: string, tree?: FreshTree): (op: WarmOp, input: R
         return files
       }
       case 'prompt-recall':
-        return readPromptRecall({root, prompt: text(input.prompt) ?? ''})
+        return readPromptRecall({root, prompt: text(input.prompt) ?? '', project: text(input.project)})
     }
   }
 }

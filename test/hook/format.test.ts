@@ -5,7 +5,7 @@ import {afterAll, describe, expect, it} from 'vitest'
 
 import {answerEventName, parseHookAgent, parseHookEvent} from '../../src/hook/events.js'
 import {fitToBudget} from '../../src/hook/budget.js'
-import {formatAnswer, omittedNote, recallBlock, sessionContextSections, sessionEventTexts, unreadableNotice} from '../../src/hook/format.js'
+import {formatAnswer, omittedNote, reasonLine, recallBlock, sessionContextSections, sessionEventTexts, unchangedContextLine, unreadableNotice} from '../../src/hook/format.js'
 import {parseHookInput, readHookStdin} from '../../src/hook/input.js'
 import {appendHookLog, formatHookLogLine, parseHookLog, readHookFailures} from '../../src/hook/log.js'
 import {runHook} from '../../src/hook/ops.js'
@@ -40,6 +40,19 @@ describe('answers in each agent format', () => {
     expect(notice).toBe('jarvis: the shared memory could not be read (cannot reach the jarvis server at http://127.0.0.1:9: fetch failed to fix: start it); tell the user and do not go on from a guess about what it holds.')
   })
 
+  it('a long reason is shortened in its detail, never in what to do', () => {
+    const remedy = "store gemini's own with `jarvis auth login --agent gemini --with-token` (token on stdin, kept in ~/.config/jarvis/config.json)"
+    const refused = `the jarvis server at http://127.0.0.1:8787 refused the token stored for gemini in ~/.config/jarvis/config.json (tokens["http://127.0.0.1:8787"]["gemini"]) (HTTP 401: the token is not known to this server): ${remedy}`
+    const line = reasonLine(refused, 240)
+    expect(line.length).toBeLessThanOrEqual(240)
+    expect(line).toMatch(/^the jarvis server at http:\/\/127\.0\.0\.1:8787 refused the token .*…: store gemini's own with/)
+    expect(line.endsWith(`: ${remedy}`)).toBe(true)
+    expect(reasonLine('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed', 240)).toBe('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed')
+    // No clause to keep, or one that leaves the detail no room: cut at the end.
+    expect(reasonLine('x'.repeat(300), 100)).toBe(`${'x'.repeat(99)}…`)
+    expect(reasonLine(`short: ${'y'.repeat(300)}`, 100)).toBe(`short: ${'y'.repeat(92)}…`)
+  })
+
   it('the session context: pinned memory first; recent events already pinned are not repeated', () => {
     const event = (key: string, content: string, extra = {}) => ({agent_id: 'gemini' as const, run_id: 'r', scope: 'global', kind: 'decision' as const, dedupe_key: key, confidence: 'high' as const, content_md: content, source: {system: 'cli' as const}, ttl_days: 0, event_id: `e-${key}`, created_at: '2026-09-01T10:00:00.000Z', deprecated: false, ...extra})
     const sections = sessionContextSections({
@@ -68,6 +81,22 @@ describe('answers in each agent format', () => {
       files: [],
     })
     expect(sections[2].lines.slice(1)).toEqual(['- 2026-09-04 [decision] global cache: Redis (gemini)', '- 2026-09-03 [decision] project:demo cache: Redis in the project (gemini)'])
+  })
+})
+
+describe("jarvis's own words in what the model is given", () => {
+  it('have no angle brackets, which Gemini CLI escapes before its model sees them', () => {
+    const event = {agent_id: 'gemini' as const, run_id: 'r', scope: 'global', kind: 'fact' as const, dedupe_key: 'cache', confidence: 'high' as const, content_md: 'Redis for sessions', source: {system: 'cli' as const}, ttl_days: 0, event_id: 'e1', created_at: '2026-09-01T10:00:00.000Z', deprecated: false}
+    const input = {agentId: 'gemini', at: '2026-09-01T12:00:00.000Z', server: 'http://s', scopes: ['global', 'project:shop', 'agent:gemini'], project: 'shop', state: '0123456789ab', replaces: true, pinnedMd: '# Pinned memory\n\n## global\n- [decision] db: Postgres only (gemini, 2026-09-01)\n', recent: [event], files: [{path: 'PROJECT_MEMORY.md', summary: 'What this project is'}]}
+    const texts = [
+      fitToBudget(sessionContextSections(input), 2000).text,
+      fitToBudget(sessionContextSections(input), 100, omittedNote(100)).text,
+      unchangedContextLine(input),
+      unreadableNotice('cannot reach the jarvis server at http://127.0.0.1:9: fetch failed'),
+      recallBlock([{path: 'notes/a.md', summary: 'A note'}]),
+    ]
+    expect(texts[1]).toMatch(/more lines? left out/)
+    for (const text of texts) expect(text).not.toMatch(/[<>]/)
   })
 })
 

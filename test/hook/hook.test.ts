@@ -10,6 +10,7 @@ import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {pendingBackgroundSyncs} from '../../src/hook/background-sync.js'
+import {digestOf, recordEpisode} from '../../src/hook/episode.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {withTreeLock} from '../../src/store/index.js'
 import {closedPort, fakeGithubToken} from '../cli/memory-helpers.js'
@@ -132,6 +133,8 @@ describe.each(['claude', 'gemini', 'codex', 'openclaw'] as const)('jarvis hook -
     expect(context).toContain('- PROJECT_MEMORY.md — The demo shop: a Postgres-backed API and a web dashboard.')
     expect(context.indexOf('db-engine')).toBeLessThan(context.indexOf('PROJECT_MEMORY.md'))
     expect(context.length / 4).toBeLessThanOrEqual(2000)
+    // Gemini CLI escapes angle brackets before its model sees them: jarvis's own words have none.
+    expect(context).not.toMatch(/[<>]/)
     expect(await hooksLog(p.root)).toBe('')
   })
 
@@ -275,6 +278,26 @@ describe('jarvis hook: recording the session', () => {
     expect(await hooksLog(p.root)).toBe('')
   })
 
+  it('a session shown a decision in an episode its start listed does not record it again: one copy, not one per session', async () => {
+    const p = await project({autoSync: false, project: 'shop'})
+    const env = hookEnv(home, 'claude')
+    const decision = 'We decided to log every failed delivery to Sentry.'
+    const hook = (event: string, session: string, name: string) =>
+      runHook(event, 'claude', {...inputs.claude(p.root, name, {source: 'startup', last_assistant_message: decision}), session_id: session, transcript_path: undefined}, {cwd: p.root, env})
+    await hook('stop', 'echo-1', 'Stop')
+    for (const session of ['echo-2', 'echo-3']) {
+      const start = await hook('session-start', session, 'SessionStart')
+      expect(contextOf('claude', start.stdout, 'SessionStart')).toMatch(/^- episodes\/\S+\/claude-echo-1\.md — .*We decided to log every failed delivery to Sentry\./m)
+      expect(await hook('stop', session, 'Stop')).toMatchObject({code: 0, stdout: '', stderr: ''})
+    }
+    const today = new Date().toISOString().slice(0, 10)
+    expect(await readFile(join(p.memory, `episodes/${today}/claude-echo-1.md`), 'utf8')).toContain(`## Decided\n- ${decision}`)
+    for (const session of ['echo-2', 'echo-3']) expect(existsSync(join(p.memory, `episodes/${today}/claude-${session}.md`))).toBe(false)
+    // Noted as listed, not as given: an episode of the session would not name it under ## Memory used.
+    expect(JSON.parse(await readFile(join(p.root, '.nexus', 'hook-sessions', 'claude-echo-2.json'), 'utf8'))).toMatchObject({files: [], listed: expect.arrayContaining([`episodes/${today}/claude-echo-1.md`])})
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
   it('a line holding a secret is left out of the episode and hooks.log says so', async () => {
     const p = await project({autoSync: false})
     const env = hookEnv(home, 'claude')
@@ -314,6 +337,104 @@ describe('jarvis hook: recording the session', () => {
     } finally {
       await way.close()
     }
+  })
+})
+
+describe('jarvis hook: a resumed session', () => {
+  /** The transcript of a conversation that was given `context` at its start, as each agent records it (fixtures/hook-context/). */
+  async function transcriptHolding(agent: 'claude' | 'codex' | 'gemini', root: string, context: string, after: unknown[] = []): Promise<string> {
+    const turn = [{prompt: 'Which Postgres do we run?', answer: 'Postgres 16, as pinned.'}]
+    const base = agent === 'claude' ? claudeTranscript('r1', root, turn) : agent === 'codex' ? codexRollout('r1', root, turn) : geminiTranscript('r1', turn)
+    const given =
+      agent === 'claude'
+        ? {type: 'attachment', attachment: {type: 'hook_additional_context', content: [context], hookName: 'SessionStart', hookEvent: 'SessionStart'}, uuid: 'a1', parentUuid: null, sessionId: 'r1'}
+        : agent === 'codex'
+          ? {timestamp: '2026-09-01T09:00:00.500Z', type: 'response_item', payload: {type: 'message', role: 'developer', content: [{type: 'input_text', text: context}]}}
+          : {id: 'g0', timestamp: '2026-09-01T09:00:00.500Z', type: 'user', content: [{text: `<hook_context>${context}</hook_context>\n\nWhich Postgres do we run?`}]}
+    const [first, ...rest] = base.trimEnd().split('\n')
+    const path = join(root, '..', `${agent}-${Math.random().toString(36).slice(2)}.jsonl`)
+    dirs.push(path)
+    await writeFile(path, [first, JSON.stringify(given), ...rest, ...after.map((line) => JSON.stringify(line))].join('\n') + '\n')
+    return path
+  }
+
+  it.each(['claude', 'codex'] as const)('%s: one line when the memory is as the context the conversation holds; the whole context, saying it replaces the earlier ones, once it changed', async (agent) => {
+    const p = await project({autoSync: false, project: `resume-${agent}`})
+    const env = hookEnv(home, AGENT_ID[agent])
+    const start = (source: string, transcript?: string) =>
+      runHook('session-start', agent, {...inputs[agent](p.root, 'SessionStart', {source}), session_id: 'r1', transcript_path: transcript ?? null}, {cwd: p.root, env})
+    const first = contextOf(agent, (await start('startup')).stdout, 'SessionStart')
+    const state = /memory state ([0-9a-f]{12})\)/.exec(first)?.[1]
+    expect(state).toMatch(/^[0-9a-f]{12}$/)
+    expect(first).not.toContain('It replaces the earlier')
+
+    // The session went on and recorded its episode: not listed to it, it is what the conversation says.
+    const stop = await runHook('stop', agent, {...inputs[agent](p.root, 'Stop', {last_assistant_message: 'We decided to keep Postgres 16 for the reports.'}), session_id: 'r1', transcript_path: null}, {cwd: p.root, env})
+    expect(stop).toMatchObject({code: 0, stdout: ''})
+    const transcript = await transcriptHolding(agent, p.root, first)
+    const resumed = contextOf(agent, (await start('resume', transcript)).stdout, 'SessionStart')
+    expect(resumed.split('\n')).toHaveLength(1)
+    expect(resumed).toMatch(new RegExp(`^\\[JARVIS SHARED MEMORY\\] Read again for ${AGENT_ID[agent]} at .*: unchanged since the \\[JARVIS SHARED MEMORY\\] block of this conversation with memory state ${state}, which is still current`))
+
+    // The pinned memory changed since: the whole context, saying it replaces the earlier blocks.
+    await appendEvent(server.url, 'claude', {kind: 'decision', key: 'db-version', content: `Postgres 17 from now on (${agent}).`, scope: `project:resume-${agent}`})
+    const changed = contextOf(agent, (await start('resume', transcript)).stdout, 'SessionStart')
+    expect(changed).toContain(`db-version: Postgres 17 from now on (${agent}).`)
+    expect(changed.split('\n')[1]).toBe('It replaces the earlier [JARVIS SHARED MEMORY] blocks of this conversation: where they differ, this one is current.')
+    expect(changed).not.toContain(`memory state ${state}`)
+    expect(await hooksLog(p.root)).toBe('')
+  })
+
+  it('a compaction since the context, or Gemini CLI (which drops its hook context on resume): the whole context again', async () => {
+    const p = await project({autoSync: false, project: 'resume-other'})
+    const start = async (agent: 'claude' | 'gemini', source: string, transcript?: string) =>
+      contextOf(agent, (await runHook('session-start', agent, {...inputs[agent](p.root, 'SessionStart', {source}), session_id: 'r2', transcript_path: transcript}, {cwd: p.root, env: hookEnv(home, agent)})).stdout, 'SessionStart')
+    const claude = await start('claude', 'startup')
+    const compacted = await transcriptHolding('claude', p.root, claude, [{type: 'system', subtype: 'compact_boundary', parentUuid: null, content: 'Conversation compacted'}])
+    for (const source of ['resume', 'compact']) expect((await start('claude', source, compacted)).split('\n')[1]).toMatch(/^It replaces the earlier \[JARVIS SHARED MEMORY\] blocks/)
+    const gemini = await start('gemini', 'startup')
+    const resumed = await start('gemini', 'resume', await transcriptHolding('gemini', p.root, gemini))
+    expect(resumed.split('\n')[1]).toMatch(/^It replaces the earlier \[JARVIS SHARED MEMORY\] blocks/)
+    expect(resumed).toContain('# Pinned memory')
+  })
+})
+
+describe('jarvis hook: the prompt hook', () => {
+  it('a question typed after a pasted log gets its memory file, as one typed before the log does', async () => {
+    const p = await project()
+    const env = hookEnv(home, 'claude')
+    const log = Array.from({length: 40}, (_, i) => `GET /api/cart${i + 1} 200 12ms req-${i + 1}`).join(' ')
+    for (const typed of [`${log} Which pgbouncer pooling mode do we run?`, `Which pgbouncer pooling mode do we run? ${log}`]) {
+      const run = await runHook('prompt', 'claude', inputs.claude(p.root, 'UserPromptSubmit', {prompt: typed}), {cwd: p.root, env})
+      expect(contextOf('claude', run.stdout, 'UserPromptSubmit')).toContain('- decisions/postgres/pgbouncer-pooling.md')
+    }
+  })
+})
+
+describe('jarvis hook: a workspace of several projects', () => {
+  it("a blog session is shown the workspace's files and its own, never shop's: not at its start, not at a prompt", async () => {
+    const p = await project({autoSync: false, project: 'blog'})
+    const env = hookEnv(home, 'claude')
+    const session = (sessionId: string, project: string, text: string) =>
+      recordEpisode(p.root, {agent: 'claude', agentId: 'claude', sessionId, adds: true, digest: digestOf([{kind: 'answer', text}]), now: new Date(), lockTimeoutMs: 1000, project})
+    // What every tree of the workspace syncs: shop's session and notes (one matching the name "blog"), blog's session.
+    await session('shop-1', 'shop', 'We decided to log every failed delivery to Sentry.')
+    await session('blog-1', 'blog', 'We decided to build the blog with Astro.')
+    await writeMemory(p, 'notes/deliveries.md', '---\ntitle: Failed deliveries\nproject: shop\n---\nEvery failed delivery is logged to Sentry with the order id.\n')
+    await writeMemory(p, 'notes/shop-blog-links.md', '---\ntitle: Shop links to the blog\nproject: shop\n---\nEvery order page of the shop links to the blog.\n')
+
+    const start = await runHook('session-start', 'claude', {...inputs.claude(p.root, 'SessionStart', {source: 'startup'}), session_id: 'b1'}, {cwd: p.root, env})
+    const context = contextOf('claude', start.stdout, 'SessionStart')
+    expect(context).toContain('## Memory files of the workspace and of project blog (')
+    expect(context).toContain('- PROJECT_MEMORY.md — The demo shop')
+    expect(context).toMatch(/^- episodes\/\S+\/claude-blog-1\.md — /m)
+    expect(context).not.toContain('shop-1')
+    expect(context).not.toContain('shop-blog-links')
+    expect(context).not.toContain('Sentry')
+
+    const prompt = await runHook('prompt', 'claude', {...inputs.claude(p.root, 'UserPromptSubmit', {prompt: 'Where is a failed delivery logged, Sentry?'}), session_id: 'b1'}, {cwd: p.root, env})
+    expect(prompt).toMatchObject({code: 0, stdout: '', stderr: ''})
+    expect(await hooksLog(p.root)).toBe('')
   })
 })
 
@@ -389,6 +510,15 @@ describe('jarvis hook never breaks the agent', () => {
     expect(log).toMatch(/^\S+ claude sync the episode was recorded but not synced \(.*\); it stays in \.memory\/ and the next `jarvis sync` sends it$/m)
     // The episode is there for the next sync.
     expect(await readFile(join(p.memory, 'episodes/2026-09-01/claude-c1a2b3c4-0000-4000-8000-000000000001.md'), 'utf8')).toContain('## Decided\n- We chose transaction pooling.')
+  })
+
+  it('a token the server refuses: the notice names it and keeps what to do whole', async () => {
+    const p = await project()
+    const run = await runHook('session-start', 'gemini', inputs.gemini(p.root, 'SessionStart', {source: 'startup'}), {cwd: p.root, env: hookEnv(home, 'gemini', {JARVIS_TOKEN: 'not-a-token-of-this-server'})})
+    const notice = contextOf('gemini', run.stdout, 'SessionStart')
+    expect(notice.split('\n')).toHaveLength(1)
+    expect(notice).toMatch(/^jarvis: the shared memory could not be read \(the jarvis server at .* refused JARVIS_TOKEN \(HTTP 401/)
+    expect(notice).toMatch(/: set JARVIS_TOKEN to gemini's token, or store gemini's own with `jarvis auth login --agent gemini --with-token` \(token on stdin, kept in [^…]*\)\); tell the user and do not go on from a guess about what it holds\.$/)
   })
 
   it('a server that accepts but never answers: session start gives up after its deadline and the hook exits at once', async () => {

@@ -8,8 +8,9 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {readPromptRecall} from '../../src/hook/context.js'
-import {answeringLines, containsTerm, coveragePoints, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
+import {answeringLines, containsTerm, coveragePoints, ofAnotherProject, promptTerms, queryTerms, relevantFiles} from '../../src/hook/relevance.js'
 import {MAX_QUERY_TERMS} from '../../src/ops/recall-rules.js'
+import {toSearchDocument} from '../../src/search/document.js'
 import {initTree} from '../../src/store/index.js'
 import {removeAll, tempDir} from '../helpers/world.js'
 import {QUERIES, writeCorpus} from '../search/corpus.js'
@@ -29,6 +30,22 @@ describe('the relevance rule', () => {
     expect(promptTerms('今日はいい天気ですね')).toEqual(['今日', '天気'])
     expect(containsTerm('本番環境へのデプロイが失敗した', 'デプ')).toBe(true)
     expect(containsTerm('本番環境へのデプロイが失敗した', '原因')).toBe(false)
+  })
+
+  it('of a prompt with a log pasted in, weighs the words at its two ends: the question after the log, or before it', () => {
+    const log = Array.from({length: 40}, (_, i) => `GET /api/cart${i + 1} 200 12ms req-${i + 1}`).join(' ')
+    const question = 'How are the Stripe webhooks verified?'
+    for (const prompt of [`${log} ${question}`, `${question}\n${log}`, `Why does this fail?\n${log}\n${question}`]) {
+      const terms = queryTerms(prompt)
+      expect(terms).toHaveLength(MAX_QUERY_TERMS)
+      expect(terms).toEqual(expect.arrayContaining(['stripe', 'webhooks', 'verified']))
+      // In the prompt's order, each once.
+      expect(terms).toEqual(promptTerms(prompt).filter((term) => terms.includes(term)))
+    }
+    expect(queryTerms(`${log} ${question}`)).toContain('cart40')
+    expect(queryTerms(`${log} ${question}`)).not.toContain('cart20')
+    // A prompt of at most MAX_QUERY_TERMS terms is weighed whole.
+    expect(queryTerms(question)).toEqual(promptTerms(question))
   })
 
   it('matches whole words with a plural or verb ending, nothing else', () => {
@@ -102,6 +119,44 @@ describe('what the recall block says of a file: the line that answers the prompt
   })
 })
 
+describe("another project's files", () => {
+  let root: string
+  beforeAll(async () => {
+    root = (await initTree(await tempDir('jarvis-projects-'), {})).root
+    const files = {
+      // Pulled from the shop tree of the workspace: a session's episode and a note, both marked as shop's.
+      'episodes/2026-12-07/claude-s1.md': '---\ntitle: Claude Code session s1\ntags: [session, claude]\ndate: 2026-12-07\nproject: shop\nkind: episode\n---\n# Episode: Claude Code session s1\n\nSummary:\n## Decided\n- We decided to log every failed delivery to Sentry.\n',
+      'notes/deliveries.md': '---\ntitle: Failed deliveries\nproject: "shop"\n---\nEvery failed delivery is logged to Sentry with the order id.\n',
+      // The workspace's: no project named.
+      'notes/sentry.md': '---\ntitle: Sentry\n---\nSentry is the error tracker of every project; a failed delivery or job is logged there with its id.\n',
+    }
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(join(root, '.memory', path, '..'), {recursive: true})
+      await writeFile(join(root, '.memory', path), text)
+    }
+  })
+  afterAll(async () => removeAll([root]))
+
+  it('a file is another project\'s when its front matter names a project and the tree has another', () => {
+    expect(toSearchDocument('notes/a.md', '---\ntitle: A\nproject: shop # the webshop\n---\nbody\n').project).toBe('shop')
+    expect(toSearchDocument('notes/a.md', "---\nproject: 'shop'\n---\nbody\n").project).toBe('shop')
+    expect(toSearchDocument('notes/a.md', '---\ntitle: A\nmeta:\n  project: shop\n---\nproject: shop\n').project).toBeUndefined()
+    expect(toSearchDocument('PROJECT_MEMORY.md', '# Memory\n\nproject: shop\n').project).toBeUndefined()
+    expect(ofAnotherProject('shop', 'blog')).toBe(true)
+    expect(ofAnotherProject('blog', 'blog')).toBe(false)
+    expect(ofAnotherProject(undefined, 'blog')).toBe(false)
+    expect(ofAnotherProject('shop', undefined)).toBe(false)
+  })
+
+  it("a prompt of the blog gets the workspace's note, never shop's episode or note", async () => {
+    const prompt = 'Where is a failed delivery logged, Sentry?'
+    expect((await readPromptRecall({root, prompt, project: 'blog'})).files).toEqual(['notes/sentry.md'])
+    // shop's own sessions are given them; a tree without a project, every file.
+    expect((await readPromptRecall({root, prompt, project: 'shop'})).files).toEqual(expect.arrayContaining(['notes/deliveries.md', 'notes/sentry.md']))
+    expect((await readPromptRecall({root, prompt})).files).toEqual(expect.arrayContaining(['notes/deliveries.md', 'notes/sentry.md']))
+  })
+})
+
 describe('the threshold over the real search (220 memory files)', () => {
   let root: string
   beforeAll(async () => {
@@ -121,11 +176,13 @@ describe('the threshold over the real search (220 memory files)', () => {
     }
   })
 
-  it('a question with a long log pasted after it: the file of the question, weighed by the first words only', async () => {
+  it('a question with a long log pasted after it, or before it: the file of the question, weighed by the words at the ends', async () => {
     const {query, expected} = QUERIES[0]
     const log = Array.from({length: 4000}, (_, i) => `frame${i}`).join(' ')
-    const recall = await readPromptRecall({root, prompt: `Can you look into ${query}? Here is the log:\n${log}`})
-    expect(recall.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+    const after = await readPromptRecall({root, prompt: `Can you look into ${query}? Here is the log:\n${log}`})
+    expect(after.files.filter((f) => expected.includes(f)), query).not.toEqual([])
+    const before = await readPromptRecall({root, prompt: `${log}\nCan you look into ${query}?`})
+    expect(before.files.filter((f) => expected.includes(f)), query).not.toEqual([])
     // The rules weigh as many words as the search is asked for: each costs a test of every line of every candidate.
     expect(queryTerms(`${query} ${log}`)).toHaveLength(MAX_QUERY_TERMS)
   })
