@@ -193,9 +193,9 @@ async function record(
       items = await readTranscriptItems(agent, hook.transcriptPath, {root})
     } catch (error) {
       // A session that ended before writing its transcript (`claude mcp list` starts and ends one) had nothing in it;
-      // a stop or a compaction comes after a turn, which the transcript holds: missing then, it is a failure too.
+      // nor is a missing one at a stop: Claude Code -p can run its Stop hook before its transcript is on disk.
       const missing = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
-      if (!missing || event !== 'session-end') await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
+      if (!missing) await log(`the transcript could not be read (${describe(error)}); the episode holds only what the hook input says`)
     }
   }
   const extra = [
