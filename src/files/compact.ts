@@ -5,7 +5,7 @@
  */
 import {readMemoryFile, scanMemory, withTreeLock, writeMemoryFile} from '../store/index.js'
 import {shorten} from '../schemas/shorten.js'
-import {hasBlock, putBlock} from '../merge/marked-block.js'
+import {blockSpan, hasBlock, putBlock} from '../merge/marked-block.js'
 import {type MemoryFile, memoryLabel, parseMemoryFile, renderMemoryFile, tagsOf} from './front-matter.js'
 import {checkSlug} from './paths.js'
 import {assertWritable} from './tools.js'
@@ -78,31 +78,28 @@ function rollUp(sorted: MemoryFile[]): string {
   return [intro, ...sections, ...(left > 0 ? [`… and ${left} older episode${left === 1 ? '' : 's'}, not shown.`] : [])].join('\n\n')
 }
 
-const LEGACY_INTRO = /^Rolled up from \d+ episodes? by `jarvis memory compact`, newest first\. The episodes are kept; edit them, not this file\.$/
+/** The intro compact wrote: before the block (`not this file`), or inside it, for a summary whose markers were lost. */
+const LEGACY_INTRO = /^Rolled up from \d+ episodes? by `jarvis memory compact`, newest first\. The episodes are kept; edit them, not this (?:file\.|block: text outside it is yours, and compact keeps it\.)$/
 const LEGACY_LEFT = /^… and \d+ older episodes?, not shown\.$/
 
 /**
- * PURE: what a person wrote in a summary compact wrote before it kept its roll-up between markers: the old roll-up
- * less its heading, its intro and every section exactly as compact would write it today for the same episode. A
- * section someone edited, or whose episode changed since, stays: it cannot be told from a person's text.
+ * PURE: what a person wrote in a summary compact wrote without markers (before it kept its roll-up between them, or
+ * after someone removed them): the text less the intro and every section exactly as compact would write it today
+ * for the same episode, its heading kept. A section someone edited, or whose episode changed since, stays: it cannot
+ * be told from a person's text; lines a person added after a section stay, the section before them goes.
  */
-function personsText(body: string, slug: string, episodes: MemoryFile[]): string {
+function personsText(body: string, episodes: MemoryFile[]): string {
   const byPath = new Map(episodes.map((episode) => [episode.path, episode]))
-  const chunks = body.split(/\n(?=## )/)
   const kept: string[] = []
-  for (const chunk of chunks) {
-    if (chunk.startsWith('## ')) {
-      const source = /^Source: (\S+)$/m.exec(chunk)?.[1]
-      const episode = source ? byPath.get(source) : undefined
-      const section = chunk.split('\n').filter((line) => !LEGACY_LEFT.test(line)).join('\n')
-      if (episode && section.trimEnd() === renderSection(episode)) continue
-      kept.push(chunk)
-    } else {
-      const rest = chunk.split('\n').filter((line) => line !== `# Project ${slug}: summary` && !LEGACY_INTRO.test(line) && !LEGACY_LEFT.test(line))
-      kept.push(rest.join('\n'))
-    }
+  for (const chunk of body.replace(/\r\n/g, '\n').split(/\n(?=## )/)) {
+    const lines = chunk.split('\n').filter((line) => !LEGACY_INTRO.test(line) && !LEGACY_LEFT.test(line))
+    const source = chunk.startsWith('## ') ? /^Source: (\S+)$/m.exec(chunk)?.[1] : undefined
+    const section = source && byPath.has(source) ? renderSection(byPath.get(source)!) : undefined
+    const text = lines.join('\n')
+    if (section !== undefined && (text.trimEnd() === section || text.startsWith(`${section}\n\n`))) kept.push(text.slice(section.length))
+    else kept.push(text)
   }
-  return kept.join('\n').trim()
+  return kept.join('\n').replace(/\n{3,}/g, '\n\n').trim()
 }
 
 /**
@@ -118,9 +115,11 @@ export function renderSummary(slug: string, episodes: MemoryFile[], existing?: M
   const block = rollUp(sorted)
   if (!existing) return renderMemoryFile(fresh, putBlock(`# Project ${slug}: summary\n`, memoryLabel(`projects/${slug}/summary.md`), block))
   const label = memoryLabel(existing.path)
+  // Markers that are not one pair are named by their line in the whole file, nothing changed.
+  blockSpan(existing.text, label)
   const legacy = existing.frontMatter.kind === 'summary' && !hasBlock(existing.body)
-  const person = legacy ? personsText(existing.body, slug, episodes) : existing.body
-  const body = putBlock(person === '' ? `# Project ${slug}: summary\n` : person, label, block)
+  const person = legacy ? personsText(existing.body, episodes) : existing.body
+  const body = putBlock(person === '' ? `# Project ${slug}: summary\n` : legacy ? `${person}\n` : person, label, block)
   return renderMemoryFile({...fresh, ...existing.frontMatter, ...counts}, body)
 }
 

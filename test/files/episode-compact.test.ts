@@ -176,6 +176,30 @@ describe('compact', () => {
     expect(block).toContain('Source: episodes/2026-01-15/ads-paused.md')
   })
 
+  it('from a summary without markers keeps a note added after its last section and its heading, not the section; CRLF too', async () => {
+    const summaryFile = join(root, '.memory/projects/app/summary.md')
+    await compactProject(root, 'app', {now})
+    // Markers removed (by hand, or by a merge tool): what compact wrote is told from what a person added all the same.
+    const unmarked = (await readFile(summaryFile, 'utf8')).replace(/<!-- jarvis:(begin|end) -->\n/g, '')
+    for (const text of [`${unmarked}\nAsk Ana before touching ads.\n`, `${unmarked}\nAsk Ana before touching ads.\n`.replace(/\n/g, '\r\n')]) {
+      await writeFile(summaryFile, text)
+      await compactProject(root, 'app', {now})
+      const [person, block] = (await readFile(summaryFile, 'utf8')).split('<!-- jarvis:begin -->')
+      expect(person).toMatch(/\n# Project app: summary\n\nAsk Ana before touching ads\.\n\n$/)
+      expect(block).toContain('Source: episodes/2026-01-05/ssh-auth-failures.md')
+    }
+  })
+
+  it('names broken markers by their line in the file, and changes nothing', async () => {
+    const summaryFile = join(root, '.memory/projects/app/summary.md')
+    await compactProject(root, 'app', {now})
+    const broken = (await readFile(summaryFile, 'utf8')).replace('<!-- jarvis:end -->\n', '')
+    await writeFile(summaryFile, broken)
+    const line = broken.split('\n').indexOf('<!-- jarvis:begin -->') + 1
+    await expect(compactProject(root, 'app', {now})).rejects.toMatchObject({exit: 2, message: expect.stringContaining(`.memory/projects/app/summary.md line ${line}: the jarvis block's markers`)})
+    expect(await readFile(summaryFile, 'utf8')).toBe(broken)
+  })
+
   it('leaves a summary whose front matter does not parse as it is (exit 2)', async () => {
     const summaryFile = join(root, '.memory/projects/app/summary.md')
     await mkdir(join(root, '.memory/projects/app'), {recursive: true})
