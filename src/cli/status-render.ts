@@ -40,6 +40,7 @@ export function renderStatus(status: StatusResult): string {
     lines.push('', 'Changes not synced yet (jarvis sync sends them):', ...pathList('new', added), ...pathList('modified', modified), ...pathList('deleted', deleted))
   } else lines.push('', status.backups.length > 0 ? 'No other local changes since the last sync.' : 'No local changes since the last sync.')
   if (status.outbox > 0) lines.push(`${status.outbox} write(s) made offline wait in the outbox; the next jarvis sync sends them.`)
+  if (status.pendingEpisodes > 0) lines.push(`${status.pendingEpisodes} session episode(s) kept while the tree was locked wait in .nexus/pending-episodes/; the next jarvis sync writes and sends them.`)
   if (status.hookFailures.length > 0) {
     lines.push('', `Recent hook failures, agents' and git's (.nexus/hooks.log):`)
     for (const failure of status.hookFailures) lines.push(`    ${failure.at} ${failure.agent} ${failure.event}: ${failure.reason}`)

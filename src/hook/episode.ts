@@ -566,7 +566,7 @@ export async function recordEpisode(root: string, input: RecordInput): Promise<R
       path: episodePath(input.startDate ?? input.now.toISOString().slice(0, 10), input.agentId, input.sessionId),
       changed: false,
       leftOut,
-      kept: `${locked}: the episode waits in .nexus/${rel}, written by the next hook or background sync that gets the lock`,
+      kept: `${locked}: the episode waits in .nexus/${rel}, written by the next hook, background sync or jarvis sync that gets the lock`,
     }
   }
 }

@@ -31,12 +31,21 @@ export async function keepPendingEpisode(root: string, record: PendingEpisode): 
 /** A record waiting: its path relative to `.nexus/`, and the record, or why it cannot be read. */
 export type PendingFile = {rel: string; record: PendingEpisode} | {rel: string; problem: string}
 
+/** The names of the records waiting, oldest first (not the temp files of a write under way, `.<name>.jarvis-tmp-…`). */
+async function pendingNames(root: string): Promise<string[]> {
+  const names = await readdir(join(nexusDir(root), PENDING_DIR)).catch(() => [] as string[])
+  return names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()
+}
+
+/** How many records wait to be written into their episodes. */
+export async function countPendingEpisodes(root: string): Promise<number> {
+  return (await pendingNames(root)).length
+}
+
 /** The records waiting, oldest first. */
 export async function readPendingEpisodes(root: string): Promise<PendingFile[]> {
-  const names = await readdir(join(nexusDir(root), PENDING_DIR)).catch(() => [] as string[])
   const files: PendingFile[] = []
-  // Not the temp files of a write under way (`.<name>.jarvis-tmp-…`).
-  for (const name of names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()) {
+  for (const name of await pendingNames(root)) {
     const rel = `${PENDING_DIR}/${name}`
     const text = await readNexusFile(root, rel)
     if (text === null) continue // written into its episode meanwhile

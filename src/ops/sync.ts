@@ -16,6 +16,11 @@ export interface SyncOnceOptions {
   watch?: (root: string) => TreeWatch | undefined
   /** Aborts when the caller left (its client gone from a watch that runs the sync): the sync stops at its next request. */
   signal?: AbortSignal
+  /**
+   * Work to do under this sync's lock before its round, so the round sends what it wrote: the episodes hooks kept
+   * while the tree was locked (hook/pending.ts), which the command's door writes (ops does not reach into hooks).
+   */
+  beforeRound?: (root: string) => Promise<void>
 }
 
 /** What a sync did, and what each run of the configured replicas (`.nexus/config.json` `replicas`) did around it. */
@@ -45,6 +50,7 @@ export async function syncOnce(options: SyncOnceOptions): Promise<SyncOnceResult
   }
   try {
     return await withTreeLock(tree.root, {timeoutMs: tree.config.sync.lockTimeout}, async () => {
+      if (!options.dryRun) await options.beforeRound?.(tree.root)
       const configured = (tree.config.replicas ?? []).length > 0
       const before = configured ? await replicate() : []
       const result: SyncOnceResult = await runSync({

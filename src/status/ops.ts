@@ -46,6 +46,8 @@ export interface StatusResult {
   unreadable: UnreadableEntry[]
   /** Writes made offline, waiting in the outbox for the next sync. */
   outbox: number
+  /** Sessions' episodes kept while the tree was locked as they ended, waiting to be written (the next sync or hook does). */
+  pendingEpisodes: number
   /** The newest hook failures (`.nexus/hooks.log`). */
   hookFailures: HookLogEntry[]
   /** Replicas whose last run failed (`.nexus/replica-failures.json`), newest first; a run that succeeds clears its own. */
@@ -65,11 +67,12 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
   const identity = resolveIdentity({flags: options, env: process.env, tree: tree.config, user: await readUserConfig()})
   const backups: string[] = []
   const unreadable: UnreadableEntry[] = []
-  const [state, local, audit, outbox, hookFailures, replicaFailures, agents, watch] = await Promise.all([
+  const [state, local, audit, outbox, pendingEpisodes, hookFailures, replicaFailures, agents, watch] = await Promise.all([
     readSyncState(root),
     readStatCache(root).then((cache) => scanMemory(root, cache, {backups, unreadable})),
     readAudit(root, options.warn),
     readOutbox(root),
+    import('../hook/pending.js').then(({countPendingEpisodes}) => countPendingEpisodes(root)),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
     readReplicaFailures(root),
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),
@@ -100,6 +103,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     backupsByFile: await backupsByFile(root, backups),
     unreadable,
     outbox: outbox.length,
+    pendingEpisodes,
     hookFailures,
     replicaFailures,
     agents,

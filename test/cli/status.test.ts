@@ -8,6 +8,8 @@ import {join} from 'node:path'
 
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
+import {digestOf} from '../../src/hook/episode.js'
+import {keepPendingEpisode} from '../../src/hook/pending.js'
 import {MemoryClient} from '../../src/protocol/client.js'
 import {readConfig, writeConfig} from '../../src/store/index.js'
 import {envelope, runJarvis} from '../helpers/cli.js'
@@ -41,6 +43,22 @@ const write = async (root: string, text: string) => {
 const flat = (text: string) => text.replace(/\s*›\s*/g, ' ').replace(/\s+/g, ' ')
 
 describe('jarvis status and jarvis resolve', () => {
+  it('an episode kept while the tree was locked shows in status, and the next sync writes it and sends it', async () => {
+    const a = await tree('claude')
+    const digest = digestOf([{kind: 'answer', text: 'We decided to use Redis for the job queue.'}])
+    await keepPendingEpisode(a.root, {agent: 'claude', sessionId: 's-locked', digest, adds: true, startDate: '2026-09-01', at: '2026-09-01T10:00:00.000Z'})
+    const status = await a.run(['status', '--offline'])
+    expect(status.stdout).toContain('1 session episode(s) kept while the tree was locked wait in .nexus/pending-episodes/; the next jarvis sync writes and sends them.')
+    expect(envelope<{pendingEpisodes: number}>(await a.run(['status', '--offline', '--json'])).result!.pendingEpisodes).toBe(1)
+
+    const synced = await a.run(['sync', '--json'])
+    expect(synced.code, synced.stderr).toBe(0)
+    expect(envelope<{pushed: string[]}>(synced).result!.pushed).toEqual(['episodes/2026-09-01/claude-s-locked.md'])
+    const pulled = await new MemoryClient({server: server.url, token: TOKENS.claude}).pull(['episodes/2026-09-01/claude-s-locked.md'])
+    expect(JSON.stringify(pulled)).toContain('We decided to use Redis for the job queue.')
+    expect(envelope<{pendingEpisodes: number}>(await a.run(['status', '--offline', '--json'])).result!.pendingEpisodes).toBe(0)
+  })
+
   it('a conflict exits 4 naming the backup, waits in status, is recalled at each sync, and resolve settles it', async () => {
     const a = await tree('claude')
     const b = await tree('gemini')

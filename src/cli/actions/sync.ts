@@ -34,6 +34,7 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
       // A jarvis watching the tree says which files changed: the others are not looked at (src/warm/changes.ts).
       watch: (root) => treeWatchOf(root),
       signal: output.signal,
+      beforeRound: writePendingEpisodes,
     })
   } catch (error) {
     // A sync that left files behind (refused, malformed) still did the rest: what it did is said first, conflicts
@@ -46,6 +47,18 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
   const undone = await leftUndone(result)
   if (undone) throw undone
   return result
+}
+
+/**
+ * The episodes hooks kept because the tree was locked when their sessions ended (hook/pending.ts), written first so
+ * this sync sends them: a person who syncs to share what a session decided is not told all is done while it waits.
+ * The hooks' code is loaded only when one waits.
+ */
+async function writePendingEpisodes(root: string): Promise<void> {
+  const {countPendingEpisodes} = await import('../../hook/pending.js')
+  if ((await countPendingEpisodes(root)) === 0) return
+  const {writePendingEpisodes} = await import('../../hook/episode.js')
+  await writePendingEpisodes(root)
 }
 
 /**
