@@ -23,7 +23,7 @@ import {LockedError} from '../errors.js'
 import {jarvisPackageRoot} from '../invocation.js'
 import {deleteNexusFile, nexusDir, readNexusFile, writeNexusFile} from '../store/index.js'
 import {appendHookLog} from './log.js'
-import {PENDING_DIR} from './pending.js'
+import {PENDING_DIR} from './pending-names.js'
 
 export const SYNC_MARKER_DIR = 'hook-syncs'
 /** How long the background sync waits for a tree that another process holds (on top of sync.lockTimeout per try). */

@@ -9,16 +9,12 @@
  * time the hook ran, so records are written into episodes in the order the hooks ran.
  */
 import {randomUUID} from 'node:crypto'
-import {readdir} from 'node:fs/promises'
-import {join} from 'node:path'
 
 import {parseJsonFile, type PendingEpisode, pendingEpisodeSchema} from '../schemas/index.js'
 import {deleteNexusFile, readNexusFile, writeNexusFile} from '../store/nexus-files.js'
-import {nexusDir} from '../store/root.js'
 import {agentIdOf} from './events.js'
+import {PENDING_DIR, pendingNames} from './pending-names.js'
 import {sessionSlug} from './shown.js'
-
-export const PENDING_DIR = 'pending-episodes'
 
 /** Keeps one record; returns its path relative to `.nexus/`. */
 export async function keepPendingEpisode(root: string, record: PendingEpisode): Promise<string> {
@@ -30,17 +26,6 @@ export async function keepPendingEpisode(root: string, record: PendingEpisode): 
 
 /** A record waiting: its path relative to `.nexus/`, and the record, or why it cannot be read. */
 export type PendingFile = {rel: string; record: PendingEpisode} | {rel: string; problem: string}
-
-/** The names of the records waiting, oldest first (not the temp files of a write under way, `.<name>.jarvis-tmp-…`). */
-async function pendingNames(root: string): Promise<string[]> {
-  const names = await readdir(join(nexusDir(root), PENDING_DIR)).catch(() => [] as string[])
-  return names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()
-}
-
-/** How many records wait to be written into their episodes. */
-export async function countPendingEpisodes(root: string): Promise<number> {
-  return (await pendingNames(root)).length
-}
 
 /** The records waiting, oldest first. */
 export async function readPendingEpisodes(root: string): Promise<PendingFile[]> {

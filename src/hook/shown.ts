@@ -2,9 +2,10 @@
  * What jarvis told a session, noted per session in `.nexus/hook-sessions/<agent>-<session>.json`: the memory files the
  * prompt hook gave it (`files`), so that the session's episode can name them (`## Memory used`) and recall can rank the
  * episode after the notes it repeats; the texts of the shared events its session start showed it (`events`) and the
- * memory files its session start listed (`listed`), which its episode must not restate. A listed file is not named under
- * `## Memory used`: the session was shown its path and one line, not given it. The recording hook reads the note; the session-end hook removes it, and any note older
- * than {@link SHOWN_KEEP_MS} (a session whose end never ran). A note of an earlier version is a JSON array of paths.
+ * memory files its session start listed (`listed`), which its episode must not restate. A listed file is not named
+ * under `## Memory used`: the session was shown its path and one line, not given it. The recording hook reads the note;
+ * the session-end hook removes it, and any note older than {@link SHOWN_KEEP_MS} (a session whose end never ran). A
+ * note of an earlier version is a JSON array of paths.
  *
  * The prompt hook runs at every prompt: this module imports only the store's file helpers.
  */

@@ -72,7 +72,7 @@ export async function treeStatus(options: StatusOptions): Promise<StatusResult> 
     readStatCache(root).then((cache) => scanMemory(root, cache, {backups, unreadable})),
     readAudit(root, options.warn),
     readOutbox(root),
-    import('../hook/pending.js').then(({countPendingEpisodes}) => countPendingEpisodes(root)),
+    import('../hook/pending-names.js').then(({countPendingEpisodes}) => countPendingEpisodes(root)),
     readHookFailures(root, {limit: HOOK_FAILURES_SHOWN}),
     readReplicaFailures(root),
     agentsStatus({dir: root, agents: [...HOOK_AGENTS], probe: false}).then((result) => result.agents),

@@ -52,6 +52,17 @@ async function world(): Promise<World> {
   return {root, env, sync: (options) => syncSession({root, settings, env, ...options})}
 }
 
+/** A world with a Codex home, the recorded rollout, its day folder made, and session sync over them. */
+async function codexWorld() {
+  const w = await world()
+  const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
+  const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
+  const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
+  await mkdir(day, {recursive: true})
+  const rollout = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8')
+  return {w, env, sync, day, rollout}
+}
+
 /** Claude Code closed a while ago: the file is not in use. */
 async function idle(path: string): Promise<void> {
   const past = new Date(Date.now() - 60_000)
@@ -191,13 +202,8 @@ describe('jarvis session sync (in-process)', () => {
   })
 
   it('Codex both ways: a rollout carried to Claude and Gemini, then back; only new messages travel; the source is never written', async () => {
-    const w = await world()
-    const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
-    const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
+    const {w, env, sync, day, rollout} = await codexWorld()
     // A thread Codex started in this project (its cwd), and one of another project that must stay out of it.
-    const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
-    await mkdir(day, {recursive: true})
-    const rollout = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8')
     const source = join(day, 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl')
     await writeFile(source, rollout.replaceAll('/home/dev/acme-api', w.root))
     await writeFile(join(day, 'rollout-2026-08-20T10-00-00-0198c1d2-0000-7000-8000-000000000002.jsonl'), rollout.replaceAll('0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f', '0198c1d2-0000-7000-8000-000000000002'))
@@ -235,12 +241,8 @@ describe('jarvis session sync (in-process)', () => {
   })
 
   it('two Codex threads started the same minute (UUIDv7 ids with the same first 8 characters) stay two conversations', async () => {
-    const w = await world()
-    const env = {...w.env, CODEX_HOME: join(w.env.CLAUDE_CONFIG_DIR!, '..', 'codex-home')}
-    const sync = (options: Pick<SessionSyncOptions, 'ref' | 'to'> & Partial<SessionSyncOptions>) => syncSession({root: w.root, settings, env, ...options})
-    const day = join(env.CODEX_HOME, 'sessions', '2026', '08', '20')
-    await mkdir(day, {recursive: true})
-    const recorded = readFileSync(join(fixtures, 'codex', 'rollout-2026-08-20T09-30-00-0198c1d2-7a3b-7c4d-8e5f-6a7b8c9d0e1f.jsonl'), 'utf8').replaceAll('/home/dev/acme-api', w.root)
+    const {w, sync, day, rollout} = await codexWorld()
+    const recorded = rollout.replaceAll('/home/dev/acme-api', w.root)
     const tests = '01a25257-09c5-7c4d-8e5f-6a7b8c9d0e1f'
     const build = '01a25257-589b-7a10-9b2c-3d4e5f607182'
     const thread = async (id: string, question: string) => {

@@ -55,7 +55,7 @@ export async function run({flags}: {flags: SyncFlags}, output: CommandOutput): P
  * The hooks' code is loaded only when one waits.
  */
 async function writePendingEpisodes(root: string): Promise<void> {
-  const {countPendingEpisodes} = await import('../../hook/pending.js')
+  const {countPendingEpisodes} = await import('../../hook/pending-names.js')
   if ((await countPendingEpisodes(root)) === 0) return
   const {writePendingEpisodes} = await import('../../hook/episode.js')
   await writePendingEpisodes(root)
